@@ -1,0 +1,111 @@
+"""A job's events.jsonl: one JSON object a line, appended by the job, tailed by the server.
+
+Every event has ``type`` and ``time`` (Unix seconds). The line number (from 0) is the event's id,
+which Server-Sent Events use as Last-Event-ID, so a reconnecting client neither loses nor
+duplicates points. Types in use:
+
+- ``log``: ``message``, ``level`` (also written to log.txt for people)
+- ``progress``: ``done``, ``total``, ``phase`` and optionally ``eta`` (seconds)
+- ``status``: ``status`` (running | done | failed | aborted), ``error`` (message or null)
+- ``metric``: ``epoch`` (fractional), ``name``, ``value`` (and optionally more fields)
+- ``checkpoint``: ``epoch``, ``path``
+- ``result``: a job-kind specific summary (a dataset's counts, a model's best epoch, ...)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+
+class EventWriter:
+    """Appends events to a job folder's events.jsonl and log lines to log.txt.
+
+    Each event is written with a single ``write`` of a whole line to a file opened in append
+    mode, so a reader never sees half an event from a live writer (it may see the line without
+    its newline yet, which ``EventTail`` holds back).
+    """
+
+    def __init__(self, job_dir: str | os.PathLike):
+        self.job_dir = Path(job_dir)
+        self.job_dir.mkdir(parents=True, exist_ok=True)
+        self._events = open(self.job_dir / "events.jsonl", "a", encoding="utf-8")
+        self._log = open(self.job_dir / "log.txt", "a", encoding="utf-8")
+
+    def emit(self, type: str, **fields: Any) -> dict:
+        event = {"type": type, "time": round(time.time(), 3), **fields}
+        self._events.write(json.dumps(event, separators=(",", ":")) + "\n")
+        self._events.flush()
+        return event
+
+    def log(self, message: str, level: str = "info") -> None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        self._log.write(f"{stamp} [{level}] {message}\n")
+        self._log.flush()
+        self.emit("log", message=message, level=level)
+
+    def progress(self, done: float, total: float, phase: str = "", eta: float | None = None) -> None:
+        self.emit("progress", done=done, total=total, phase=phase, eta=eta)
+
+    def status(self, status: str, error: str | None = None) -> None:
+        self.emit("status", status=status, error=error)
+
+    def close(self) -> None:
+        self._events.close()
+        self._log.close()
+
+    def __enter__(self) -> "EventWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@dataclass
+class EventTail:
+    """Reads new complete events from an events.jsonl as it grows.
+
+    ``next_id`` is the line number of the next event to be returned; construct with
+    ``start_id`` to skip events a client already has.
+    """
+
+    path: Path
+    start_id: int = 0
+    next_id: int = 0
+    _offset: int = 0
+    _skipped: bool = field(default=False, repr=False)
+
+    def read_new(self) -> list[tuple[int, dict]]:
+        """Return ``[(id, event), ...]`` for every complete line not returned before."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return []
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return []
+        self._offset += end + 1
+        out = []
+        for line in chunk[: end + 1].splitlines():
+            event_id = self.next_id
+            self.next_id += 1
+            if event_id < self.start_id or not line.strip():
+                continue
+            try:
+                out.append((event_id, json.loads(line)))
+            except json.JSONDecodeError:
+                continue  # a line torn by a crash mid-write: skip it, keep the numbering
+        return out
+
+
+def read_events(path: str | os.PathLike, types: set[str] | None = None) -> Iterator[dict]:
+    """Yield every complete event of a file, optionally only those of the given types."""
+    for _, event in EventTail(Path(path)).read_new():
+        if types is None or event.get("type") in types:
+            yield event

@@ -1,0 +1,38 @@
+"""Crash-safe file writes: write a temporary file, fsync it, rename it into place."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, IO
+
+
+def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> None:
+    """Call ``write(file)`` on a temporary file beside ``path``, then rename it over ``path``.
+
+    A reader sees the old file or the new one, never half of one, even if the process is killed.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
+    data = json.dumps(obj, indent=2, sort_keys=True).encode()
+    write_atomic(path, lambda f: f.write(data))
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)

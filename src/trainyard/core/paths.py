@@ -1,0 +1,64 @@
+"""Keep user-given paths inside the configured data roots, and lay out job folders."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+
+class PathNotAllowed(ValueError):
+    """A path that is missing or lies outside every data root."""
+
+
+def resolve_inside(path: str | os.PathLike, roots: Iterable[Path], *, must_exist: bool = True) -> Path:
+    """Resolve ``path`` (following links) and check it lies inside one of ``roots``.
+
+    Raises PathNotAllowed with a message a user can act on.
+    """
+    raw = Path(path).expanduser()
+    resolved = raw.resolve()
+    roots = [Path(r).expanduser().resolve() for r in roots]
+    if not any(resolved == r or resolved.is_relative_to(r) for r in roots):
+        allowed = ", ".join(str(r) for r in roots) or "(none configured)"
+        raise PathNotAllowed(
+            f"{raw} is outside the data roots ({allowed}); set TRAINYARD_DATA_ROOTS to allow it"
+        )
+    if must_exist and not resolved.exists():
+        raise PathNotAllowed(f"{raw} does not exist")
+    return resolved
+
+
+def is_inside(path: Path, folder: Path) -> bool:
+    """True if ``path`` resolves to ``folder`` or somewhere below it."""
+    resolved = Path(path).resolve()
+    folder = Path(folder).resolve()
+    return resolved == folder or resolved.is_relative_to(folder)
+
+
+class JobFolder:
+    """The files of one job: spec.json, events.jsonl, log.txt, checkpoints/ and outputs."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    @property
+    def spec(self) -> Path:
+        return self.path / "spec.json"
+
+    @property
+    def events(self) -> Path:
+        return self.path / "events.jsonl"
+
+    @property
+    def log(self) -> Path:
+        return self.path / "log.txt"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def dataset(self) -> Path:
+        """Where a dataset job's finished data lives."""
+        return self.path / "dataset"
