@@ -62,3 +62,11 @@ class JobFolder:
     def dataset(self) -> Path:
         """Where a dataset job's finished data lives."""
         return self.path / "dataset"
+
+
+def checkpoint_name(epoch: float) -> str:
+    """File name of the checkpoint of a (possibly fractional) epoch: ``epoch-0003.pt``,
+    ``epoch-0002.5.pt``. Readers should parse the epoch, not sort names."""
+    whole = int(epoch)
+    fraction = f"{epoch - whole:.4f}".rstrip("0").rstrip(".").removeprefix("0")
+    return f"epoch-{whole:04d}{fraction}.pt"

@@ -1,0 +1,1 @@
+"""The ``trainyard`` command line (Typer): ``noun verb`` commands, ``--json`` where they report."""

@@ -1,0 +1,141 @@
+"""``trainyard dataset create | list | show | append``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from pydantic import ValidationError
+
+from trainyard.cli.context import cli_context
+from trainyard.cli.output import emit_json, err, fail, run_in_foreground
+from trainyard.core.paths import PathNotAllowed
+from trainyard.core.status import Status
+from trainyard.datasets.spec import DatasetSpec, parse_size
+from trainyard.jobs.create import append_dataset_job, create_dataset_job
+from trainyard.jobs.manager import JobError
+from trainyard.jobs.views import job_brief, job_detail
+
+app = typer.Typer(help="Build image-classification datasets.", no_args_is_help=True)
+
+Folder = Optional[Path]
+
+
+def _spec(**fields) -> DatasetSpec:
+    fields = {k: (str(v) if isinstance(v, Path) else v) for k, v in fields.items() if v is not None}
+    try:
+        return DatasetSpec.model_validate(fields)
+    except ValidationError as exc:
+        fail(_errors(exc), code=2)
+
+
+def _errors(exc: ValidationError) -> str:
+    return "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+
+
+def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
+    try:
+        job = make_job()
+    except ValidationError as exc:
+        fail(_errors(exc), code=2)
+    except (PathNotAllowed, JobError, ValueError) as exc:
+        fail(str(exc), code=2)
+    if submit:
+        err.print(f"queued dataset {job.id} for the server")
+    else:
+        job = run_in_foreground(ctx, job, quiet=as_json)
+    detail = job_detail(ctx.manager, job)
+    if as_json:
+        emit_json(detail)
+    elif job.status == Status.DONE.value:
+        _print_counts(detail)
+    if job.status in (Status.FAILED.value, Status.ABORTED.value):
+        raise typer.Exit(1)
+
+
+def _print_counts(detail: dict) -> None:
+    for split, counts in detail["counts"].items():
+        err.print(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
+    if detail["skipped"]:
+        err.print(f"[yellow]{len(detail['skipped'])} files skipped[/yellow] (see: trainyard dataset show {detail['id']})")
+
+
+@app.command()
+def create(
+    name: str = typer.Option(..., "--name", help="dataset name"),
+    train_folder: Folder = typer.Option(None, help="folder with one subfolder per class"),
+    train_list: Folder = typer.Option(None, help="text file of 'path label' lines"),
+    labels: Folder = typer.Option(None, help="labels file, one class name a line (with lists)"),
+    val_folder: Folder = typer.Option(None), test_folder: Folder = typer.Option(None),
+    val_list: Folder = typer.Option(None), test_list: Folder = typer.Option(None),
+    image_root: Folder = typer.Option(None, help="folder that relative list paths start from"),
+    size: str = typer.Option("256x256", help="WIDTHxHEIGHT"),
+    channels: int = typer.Option(3, help="1 (grayscale) or 3 (colour)"),
+    resize: str = typer.Option("squash", help="squash | crop | fill | half_crop"),
+    val_percent: float = typer.Option(25.0), test_percent: float = typer.Option(0.0),
+    min_per_class: int = typer.Option(2), max_per_class: Optional[int] = typer.Option(None),
+    encoding: str = typer.Option("none", help="none | png | jpeg"),
+    submit: bool = typer.Option(False, "--submit", help="queue on the server instead of building here"),
+    as_json: bool = typer.Option(False, "--json", help="print the dataset as JSON on stdout"),
+) -> None:
+    """Build a dataset from a folder of class folders, or from text lists."""
+    try:
+        width, height = parse_size(size)
+    except ValueError as exc:
+        fail(str(exc), code=2)
+    spec = _spec(name=name, train_folder=train_folder, train_list=train_list, labels_file=labels,
+                 val_folder=val_folder, test_folder=test_folder, val_list=val_list, test_list=test_list,
+                 image_root=image_root, width=width, height=height, channels=channels, resize=resize,
+                 val_percent=val_percent, test_percent=test_percent, min_per_class=min_per_class,
+                 max_per_class=max_per_class, encoding=encoding)
+    ctx = cli_context()
+    _run(ctx, lambda: create_dataset_job(ctx, spec, foreground=not submit), as_json, submit)
+
+
+@app.command()
+def append(
+    dataset_id: str = typer.Argument(..., help="the dataset to add images to"),
+    train_folder: Folder = typer.Option(None), train_list: Folder = typer.Option(None),
+    labels: Folder = typer.Option(None), image_root: Folder = typer.Option(None),
+    val_percent: float = typer.Option(25.0), test_percent: float = typer.Option(0.0),
+    min_per_class: int = typer.Option(1), name: str = typer.Option("", help="name of the new version"),
+    submit: bool = typer.Option(False, "--submit"), as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Make a new version of a dataset with the images of another folder or list added."""
+    fields = {k: str(v) if isinstance(v, Path) else v for k, v in dict(
+        name=name, train_folder=train_folder, train_list=train_list, labels_file=labels,
+        image_root=image_root, val_percent=val_percent, test_percent=test_percent,
+        min_per_class=min_per_class).items() if v is not None}
+    ctx = cli_context()
+    _run(ctx, lambda: append_dataset_job(ctx, dataset_id, fields, foreground=not submit), as_json, submit)
+
+
+@app.command("list")
+def list_(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List datasets, newest first."""
+    ctx = cli_context()
+    jobs = [job_brief(j) for j in ctx.store.list_jobs(kind="dataset")]
+    if as_json:
+        emit_json({"datasets": jobs})
+        return
+    for j in jobs:
+        typer.echo(f"{j['id']}  {j['status']:<8} {j['name']}")
+
+
+@app.command()
+def show(dataset_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Show a dataset: classes, counts per split, skipped files."""
+    ctx = cli_context()
+    try:
+        detail = job_detail(ctx.manager, ctx.manager.get(dataset_id))
+    except JobError as exc:
+        fail(str(exc), code=2)
+    if as_json:
+        emit_json(detail)
+        return
+    typer.echo(f"{detail['name']} ({detail['id']}): {detail['status']}")
+    typer.echo(f"classes: {', '.join(detail['classes'])}")
+    _print_counts(detail)
+    for skipped in detail["skipped"]:
+        typer.echo(f"  skipped {skipped['path']}: {skipped['reason']}")

@@ -1,0 +1,93 @@
+"""``trainyard jobs list | show | abort | delete | resume``: any job, dataset or model."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from trainyard.cli.context import cli_context
+from trainyard.cli.output import emit_json, err, fail, run_in_foreground
+from trainyard.core.status import Status
+from trainyard.jobs.manager import JobError
+from trainyard.jobs.views import job_brief, job_detail
+from trainyard.core.formatting import age
+
+app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_(kind: Optional[str] = typer.Option(None, help="dataset | model"),
+          status: Optional[str] = typer.Option(None, help="e.g. running or running,queued"),
+          as_json: bool = typer.Option(False, "--json")) -> None:
+    """List jobs, newest first."""
+    ctx = cli_context()
+    statuses = status.split(",") if status else None
+    jobs = [job_brief(j) for j in ctx.store.list_jobs(kind=kind, statuses=statuses)]
+    if as_json:
+        emit_json({"jobs": jobs})
+        return
+    for j in jobs:
+        line = f"{j['id']}  {j['kind']:<7} {j['status']:<8} {j['progress'] * 100:5.1f}%  {age(j['created_at']):>12}  {j['name']}"
+        typer.echo(line + (f"  ({j['error']})" if j["error"] else ""))
+
+
+@app.command()
+def show(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Everything about one job."""
+    ctx = cli_context()
+    try:
+        detail = job_detail(ctx.manager, ctx.manager.get(job_id))
+    except JobError as exc:
+        fail(str(exc), code=2)
+    if as_json:
+        emit_json(detail)
+        return
+    for key, value in detail.items():
+        if value not in (None, [], {}):
+            typer.echo(f"{key}: {value}")
+
+
+def _act(action, job_id: str, as_json: bool, verb: str) -> None:
+    ctx = cli_context()
+    try:
+        result = action(ctx, job_id)
+    except JobError as exc:
+        fail(str(exc), code=2)
+    if as_json:
+        emit_json(result)
+    else:
+        err.print(f"{verb} {job_id}")
+
+
+@app.command()
+def abort(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Stop a queued or running job (SIGTERM, then SIGKILL after a grace period)."""
+    _act(lambda ctx, i: job_brief(ctx.manager.abort(i)), job_id, as_json, "aborted")
+
+
+@app.command()
+def delete(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Delete a job and its folder (a dataset still used by a model cannot be deleted)."""
+    def action(ctx, i):
+        ctx.manager.delete(i)
+        return {"deleted": i}
+
+    _act(action, job_id, as_json, "deleted")
+
+
+@app.command()
+def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let the server run it"),
+           as_json: bool = typer.Option(False, "--json")) -> None:
+    """Continue an ended model job from its last checkpoint."""
+    ctx = cli_context()
+    try:
+        job = ctx.manager.resume(job_id, foreground=not submit)
+    except JobError as exc:
+        fail(str(exc), code=2)
+    if not submit:
+        job = run_in_foreground(ctx, job, quiet=as_json)
+    if as_json:
+        emit_json(job_detail(ctx.manager, job))
+    if job.status in (Status.FAILED.value, Status.ABORTED.value):
+        raise typer.Exit(1)

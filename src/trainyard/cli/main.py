@@ -1,0 +1,54 @@
+"""The ``trainyard`` entry point: serve, and the dataset / train / jobs command groups."""
+
+from __future__ import annotations
+
+import typer
+
+from trainyard.cli import datasets, jobs
+from trainyard.cli.output import fail
+from trainyard.settings import LOCAL_HOSTS, get_settings
+
+app = typer.Typer(help="trainyard: turn a folder of images into a trained, deployable network.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app.add_typer(datasets.app, name="dataset")
+app.add_typer(jobs.app, name="jobs")
+
+
+@app.command()
+def serve(host: str = typer.Option(None, help="address to bind (default 127.0.0.1)"),
+          port: int = typer.Option(None, help="port (default 5000)")) -> None:
+    """Start the web server and the job scheduler."""
+    import uvicorn
+
+    from trainyard.web.app import create_app
+
+    settings = get_settings()
+    host = host or settings.host
+    port = port or settings.port
+    if host not in LOCAL_HOSTS and not settings.auth_token:
+        fail(f"refusing to bind {host}: anyone who reaches it could run jobs and read your images. "
+             "Set TRAINYARD_AUTH_TOKEN to serve beyond localhost.", code=2)
+    app_ = create_app(settings)
+    typer.echo(f"trainyard on http://{host}:{port}  (home {settings.home})", err=True)
+    uvicorn.run(app_, host=host, port=port, log_level="warning")
+
+
+def _register_feature_commands() -> None:
+    """Commands of features that add themselves (train, classify, evaluate, export)."""
+    import importlib
+
+    for name in ("trainyard.cli.train", "trainyard.cli.inference"):
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(app)
+
+
+_register_feature_commands()
+
+
+if __name__ == "__main__":
+    app()

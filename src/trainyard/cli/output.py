@@ -1,0 +1,84 @@
+"""How commands report: one JSON document on stdout with --json, text for people on stderr,
+and a progress bar while a foreground job runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from trainyard.core.status import Status
+from trainyard.jobs.context import Context
+from trainyard.jobs.store import Job
+
+err = Console(stderr=True, highlight=False)
+
+
+def emit_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    err.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(code)
+
+
+class JobProgress:
+    """A rich progress bar fed by a job's events (progress, log lines, metrics)."""
+
+    def __init__(self, job: Job, quiet: bool = False):
+        self.quiet = quiet
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
+                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                                 TimeRemainingColumn(), console=err, disable=quiet)
+        self.task = self.progress.add_task(f"{job.kind} {job.name}", total=1.0, info="")
+        self.metrics: dict[str, float] = {}
+
+    def __enter__(self) -> "JobProgress":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.stop()
+
+    def on_event(self, event: dict) -> None:
+        kind = event.get("type")
+        if kind == "progress" and event.get("total"):
+            self.progress.update(self.task, completed=event["done"] / event["total"], info=self._info(event))
+        elif kind == "metric":
+            self.metrics[event["name"]] = event["value"]
+            self.metrics["epoch"] = event["epoch"]
+        elif kind == "log" and event.get("level") in ("warning", "error") and not self.quiet:
+            self.progress.console.print(f"[yellow]{event['level']}:[/yellow] {event['message']}")
+
+    def _info(self, event: dict) -> str:
+        parts = [event.get("phase") or ""]
+        m = self.metrics
+        if "epoch" in m:
+            parts.append(f"epoch {m['epoch']:.2f}")
+        if "train_loss" in m:
+            parts.append(f"loss {m['train_loss']:.4f}")
+        if "val_accuracy" in m:
+            parts.append(f"acc {m['val_accuracy']:.1f}%")
+        if "images_per_second" in m:
+            parts.append(f"{m['images_per_second']:.0f} img/s")
+        return "  ".join(p for p in parts if p)
+
+
+def run_in_foreground(ctx: Context, job: Job, quiet: bool = False) -> Job:
+    """Run a job from this process with a progress bar; Ctrl-C aborts it."""
+    with JobProgress(job, quiet) as bar:
+        try:
+            job = ctx.manager.run_foreground(job.id, on_event=bar.on_event)
+        except KeyboardInterrupt:
+            err.print("aborted")
+            raise typer.Exit(130)
+    if job.status == Status.DONE.value:
+        err.print(f"[green]{job.kind} {job.id} done[/green]")
+    else:
+        err.print(f"[red]{job.kind} {job.id} {job.status}[/red]{': ' + job.error if job.error else ''}")
+    return job

@@ -1,0 +1,38 @@
+"""Seconds, bytes and timestamps as words a person reads (page filters and CLI output)."""
+
+from __future__ import annotations
+
+import time
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def age(timestamp: float | None) -> str:
+    """'5m ago' style."""
+    if not timestamp:
+        return ""
+    return duration(max(0, time.time() - timestamp)) + " ago"
+
+
+def gib(n_bytes: int | None) -> str:
+    return "" if n_bytes is None else f"{n_bytes / 2**30:.1f} GiB"
+
+
+def clock(timestamp: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp)) if timestamp else ""
+
+
+def install(env) -> None:
+    """Make these available as Jinja2 filters."""
+    env.filters.update(duration=duration, age=age, gib=gib, clock=clock)

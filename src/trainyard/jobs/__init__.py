@@ -1,0 +1,1 @@
+"""Jobs: the store (SQLAlchemy), resource leases, the runner (subprocesses) and the scheduler."""

@@ -1,0 +1,110 @@
+"""The kinds of job (dataset, model): how each runs and how each describes itself as JSON.
+
+Adding a kind means registering a ``JobKind`` here; the store, runner, scheduler, API and CLI
+handle every kind the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from trainyard.core.events import read_events
+from trainyard.core.files import read_json
+from trainyard.core.paths import JobFolder, checkpoint_name
+from trainyard.jobs.runner import python_module_command
+from trainyard.jobs.store import Job
+
+
+@dataclass(frozen=True)
+class JobKind:
+    name: str
+    module: str  # the subprocess entry point: python -m <module> JOBDIR
+    describe: Callable[[Job, JobFolder], dict]
+
+    def command(self, folder: JobFolder, gpu_ids: list[int]) -> list[str]:
+        return python_module_command(self.module, folder)
+
+
+_KINDS: dict[str, JobKind] = {}
+
+
+def register_kind(kind: JobKind) -> JobKind:
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def get_kind(name: str) -> JobKind:
+    return _KINDS[name]
+
+
+def dataset_info(folder: JobFolder) -> dict | None:
+    """A finished dataset's info.json, or None while it is not built."""
+    try:
+        return read_json(folder.dataset / "info.json")
+    except FileNotFoundError:
+        return None
+
+
+def describe_dataset(job: Job, folder: JobFolder) -> dict:
+    info = dataset_info(folder) or job.summary or {}
+    return {
+        "classes": info.get("classes", []),
+        "counts": info.get("counts", {}),
+        "skipped": info.get("skipped", []),
+        "image_size": [info.get("width"), info.get("height")] if info.get("width") else None,
+        "channels": info.get("channels"),
+        "resize": info.get("resize"),
+        "encoding": info.get("encoding"),
+    }
+
+
+def model_metrics(folder: JobFolder) -> tuple[dict[str, list], list[int | float]]:
+    """Metrics as {name: [[epoch, value], ...]} and the epochs that have a checkpoint.
+
+    A resumed job may repeat epochs it had reported before it was killed; the later value wins,
+    so every epoch appears once.
+    """
+    by_name: dict[str, dict[float, float]] = {}
+    snapshots: dict[float, None] = {}
+    for event in read_events(folder.events, {"metric", "checkpoint"}):
+        if event["type"] == "metric":
+            by_name.setdefault(event["name"], {})[event["epoch"]] = event["value"]
+        else:
+            snapshots[event["epoch"]] = None
+    metrics = {name: sorted([e, v] for e, v in points.items()) for name, points in by_name.items()}
+    existing = [e for e in snapshots if _checkpoint_exists(folder, e)]
+    return metrics, sorted(existing)
+
+
+def _checkpoint_exists(folder: JobFolder, epoch: float) -> bool:
+    return (folder.checkpoints / checkpoint_name(epoch)).exists()
+
+
+def describe_model(job: Job, folder: JobFolder) -> dict:
+    metrics, snapshots = model_metrics(folder)
+    for name in ("val_accuracy", "val_loss", "train_loss"):
+        metrics.setdefault(name, [])
+    accuracy = metrics["val_accuracy"]
+    best = max(accuracy, key=lambda p: p[1]) if accuracy else None
+    spec = _spec(folder)
+    return {
+        "dataset": job.parent_id,
+        "network": spec.get("network") or ("custom" if spec.get("network_source") else None),
+        "epoch": job.summary.get("epoch", 0),
+        "epochs": spec.get("epochs"),
+        "snapshots": snapshots,
+        "metrics": metrics,
+        "best": {"epoch": best[0], "val_accuracy": best[1]} if best else None,
+    }
+
+
+def _spec(folder: JobFolder) -> dict:
+    try:
+        return read_json(folder.spec)
+    except FileNotFoundError:
+        return {}
+
+
+register_kind(JobKind("dataset", "trainyard.datasets.run", describe_dataset))
+register_kind(JobKind("model", "trainyard.training.run", describe_model))

@@ -1,0 +1,241 @@
+"""The job manager: creates jobs, starts them when their inputs and resources are ready, watches
+them, and records how they end.
+
+One manager runs in the server (ticked by the scheduler) and one in each foreground CLI command.
+Each job has an owner (``owner_pid``): the process that watches it. A job whose owner died (a
+server restart, a killed CLI) is adopted by the next manager that ticks, so no job is left
+"running" forever and no lease is held by a dead job.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from typing import Callable
+
+from trainyard.core.events import EventTail
+from trainyard.core.files import write_json_atomic
+from trainyard.core.ids import new_job_id
+from trainyard.core.paths import JobFolder
+from trainyard.core.status import Status
+from trainyard.jobs import runner
+from trainyard.jobs.kinds import get_kind
+from trainyard.jobs.resources import Pools
+from trainyard.jobs.store import Job, Store
+from trainyard.settings import Settings
+
+ACTIVE = [Status.QUEUED.value, Status.WAITING.value, Status.RUNNING.value]
+
+
+class JobError(ValueError):
+    """A request about a job that cannot be met (unknown id, wrong state); the message says why."""
+
+
+class JobManager:
+    def __init__(self, settings: Settings, store: Store, pools: Pools):
+        self.settings = settings
+        self.store = store
+        self.pools = pools
+        self.pid = os.getpid()
+        self._children: dict[str, subprocess.Popen] = {}
+        self._tails: dict[str, EventTail] = {}
+        # The server ticks in one thread while request handlers abort in others.
+        self._lock = threading.RLock()
+
+    # -- creating ------------------------------------------------------------------------------
+    def folder(self, job_id: str) -> JobFolder:
+        return JobFolder(self.settings.jobs_dir / job_id)
+
+    def create(self, kind: str, name: str, spec: dict, *, needs: dict, parent_id: str | None = None,
+               group: str | None = None, foreground: bool = False) -> Job:
+        """Write the job's folder and spec, and queue it (for the server, or for this process)."""
+        self.pools.check(needs)
+        job_id = new_job_id()
+        while self.store.get_job(job_id) is not None:
+            job_id = new_job_id()
+        folder = self.folder(job_id)
+        folder.path.mkdir(parents=True)
+        write_json_atomic(folder.spec, {**spec, "id": job_id})
+        job = Job(id=job_id, kind=kind, name=name, status=Status.QUEUED.value, parent_id=parent_id,
+                  group=group, needs=needs, summary={}, owner_pid=self.pid if foreground else None,
+                  created_at=time.time())
+        return self.store.add_job(job)
+
+    def get(self, job_id: str) -> Job:
+        job = self.store.get_job(job_id)
+        if job is None:
+            raise JobError(f"no job with id {job_id!r}")
+        return job
+
+    # -- the scheduling pass -------------------------------------------------------------------
+    def tick(self, only: str | None = None) -> None:
+        """One pass: adopt orphans, finish exited jobs, start ready ones, refresh progress.
+
+        ``only`` restricts starting to one job (a foreground CLI runs just its own job).
+        """
+        with self._lock:
+            self._tick(only)
+
+    def _tick(self, only: str | None) -> None:
+        for job in self.store.list_jobs(statuses=ACTIVE, oldest_first=True):
+            if job.status == Status.RUNNING.value:
+                self._watch(job)
+            elif only is None and job.owner_pid is None or job.id == only:
+                self._try_start(job)
+            elif job.owner_pid not in (None, self.pid) and not runner.process_alive(job.owner_pid):
+                self._finish(job, Status.ABORTED, "the command that created this job exited before it started")
+
+    def _try_start(self, job: Job) -> None:
+        waiting_for = self._missing_input(job)
+        if waiting_for is None:
+            resources = self.pools.acquire(self.store, job.id, job.needs)
+            if resources is not None:
+                self._start(job, resources)
+                return
+            waiting_for = self._busy_message(job.needs)
+        if waiting_for.startswith("failed:"):
+            self._finish(job, Status.FAILED, waiting_for.removeprefix("failed:").strip())
+        elif job.status != Status.WAITING.value or job.status_detail != waiting_for:
+            self.store.update_job(job.id, status=Status.WAITING.value, status_detail=waiting_for)
+
+    def _missing_input(self, job: Job) -> str | None:
+        """Why the job cannot start yet ('failed: ...' if it never will), or None if it can."""
+        if not job.parent_id:
+            return None
+        parent = self.store.get_job(job.parent_id)
+        if parent is None:
+            return f"failed: its dataset {job.parent_id} was deleted"
+        if parent.status == Status.DONE.value:
+            return None
+        if Status(parent.status).is_final:
+            return f"failed: its dataset {parent.name} ({parent.id}) {parent.status}"
+        return f"waiting for dataset {parent.name} to be built"
+
+    @staticmethod
+    def _busy_message(needs: dict) -> str:
+        pool = needs.get("pool", "cpu")
+        if pool == "gpu":
+            return "waiting for GPUs"
+        return "waiting for a free dataset-build slot" if pool == "dataset" else "waiting for a free CPU slot"
+
+    def _start(self, job: Job, resources: list[str]) -> None:
+        folder = self.folder(job.id)
+        gpu_ids = Pools.gpu_ids(resources)
+        try:
+            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids)
+        except OSError as exc:
+            self._finish(job, Status.FAILED, f"could not start the job: {exc}")
+            return
+        self._children[job.id] = proc
+        self._tails[job.id] = EventTail(folder.events, next_id=0)
+        self.store.update_job(job.id, status=Status.RUNNING.value, status_detail=None, pid=proc.pid,
+                              owner_pid=self.pid, started_at=time.time(), error=None,
+                              summary={**job.summary, "resources": resources})
+
+    # -- watching ------------------------------------------------------------------------------
+    def _watch(self, job: Job) -> None:
+        if job.owner_pid != self.pid:
+            if runner.process_alive(job.owner_pid):
+                return  # someone else watches it
+            self.store.update_job(job.id, owner_pid=self.pid)  # adopt an orphan
+        self._read_progress(job)
+        proc = self._children.get(job.id)
+        if proc is not None:
+            returncode = proc.poll()
+            if returncode is None:
+                return
+        elif runner.process_alive(job.pid, job.started_at):
+            return
+        else:
+            returncode = None
+        self._read_progress(job)
+        status, error = runner.final_status(self.folder(job.id), returncode, self._abort_requested(job.id))
+        self._finish(job, status, error)
+
+    def _abort_requested(self, job_id: str) -> bool:
+        job = self.store.get_job(job_id)
+        return bool(job and job.abort_requested)
+
+    def _read_progress(self, job: Job) -> None:
+        """Fold new events into the job row: progress, ETA and the summary a listing shows."""
+        tail = self._tails.setdefault(job.id, EventTail(self.folder(job.id).events))
+        progress, eta, summary = None, job.eta, dict(job.summary)
+        for _, event in tail.read_new():
+            if event["type"] == "progress" and event.get("total"):
+                progress = min(1.0, event["done"] / event["total"])
+                eta = event.get("eta")
+            elif event["type"] in ("summary", "result"):
+                summary.update({k: v for k, v in event.items() if k not in ("type", "time")})
+        if progress is not None or summary != job.summary:
+            self.store.update_job(job.id, progress=progress if progress is not None else job.progress,
+                                  eta=eta, summary=summary)
+
+    def _finish(self, job: Job, status: Status, error: str | None) -> None:
+        self._children.pop(job.id, None)
+        self._tails.pop(job.id, None)
+        fields = dict(status=status.value, error=error, finished_at=time.time(), status_detail=None,
+                      eta=None, abort_requested=False)
+        if status == Status.DONE:
+            fields["progress"] = 1.0
+        self.store.update_job(job.id, **fields)
+        self.store.release(job.id)
+
+    # -- user actions --------------------------------------------------------------------------
+    def abort(self, job_id: str) -> Job:
+        job = self.get(job_id)
+        if Status(job.status).is_final:
+            raise JobError(f"job {job_id} has already ended ({job.status})")
+        if job.status != Status.RUNNING.value:
+            with self._lock:
+                self._finish(job, Status.ABORTED, None)
+            return self.get(job_id)
+        self.store.update_job(job_id, abort_requested=True)
+        runner.terminate_group(job.pid, self.settings.abort_grace_s)
+        if job.owner_pid == self.pid or not runner.process_alive(job.owner_pid):
+            with self._lock:
+                self._watch(self.get(job_id))
+        return self.get(job_id)
+
+    def resume(self, job_id: str, foreground: bool = False) -> Job:
+        """Queue an ended model job again; it continues from its last checkpoint."""
+        job = self.get(job_id)
+        if job.kind != "model" or not Status(job.status).is_final:
+            raise JobError(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
+        self.store.update_job(job_id, status=Status.QUEUED.value, error=None, finished_at=None,
+                              owner_pid=self.pid if foreground else None,
+                              status_detail="resuming from the last checkpoint")
+        return self.get(job_id)
+
+    def delete(self, job_id: str) -> None:
+        job = self.get(job_id)
+        # A dataset's later versions copied what they need; anything else still reads this job.
+        users = [c for c in self.store.children(job_id) if c.kind != "dataset"]
+        if users:
+            names = ", ".join(f"{c.kind} {c.id}" for c in users[:5])
+            raise JobError(f"{job.kind} {job_id} is used by other jobs ({names}); delete those first")
+        if not Status(job.status).is_final:
+            self.abort(job_id)
+        self.store.delete_job(job_id)
+        shutil.rmtree(self.folder(job_id).path, ignore_errors=True)
+
+    # -- foreground ----------------------------------------------------------------------------
+    def run_foreground(self, job_id: str, on_event: Callable[[dict], None] | None = None,
+                       poll_s: float = 0.2) -> Job:
+        """Start and watch one job from this process until it ends (the CLI's way)."""
+        tail = EventTail(self.folder(job_id).events)
+        try:
+            while True:
+                self.tick(only=job_id)
+                for _, event in tail.read_new():
+                    if on_event:
+                        on_event(event)
+                job = self.get(job_id)
+                if Status(job.status).is_final:
+                    return job
+                time.sleep(poll_s)
+        except KeyboardInterrupt:
+            self.abort(job_id)
+            raise

@@ -1,0 +1,71 @@
+"""All configuration, from TRAINYARD_* environment variables (pydantic-settings)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class Settings(BaseSettings):
+    """trainyard's settings; every field can be set as TRAINYARD_<FIELD>."""
+
+    model_config = SettingsConfigDict(env_prefix="TRAINYARD_", extra="ignore")
+
+    home: Path = Field(default_factory=lambda: Path.home() / ".trainyard")
+    # Folders the server and CLI may read images from. Separated by os.pathsep or commas.
+    data_roots: Annotated[list[Path], NoDecode] = Field(default_factory=list)
+    database_url: str = ""
+    host: str = "127.0.0.1"
+    port: int = 5000
+    auth_token: str = ""
+    max_upload_mb: int = 2048
+    dataset_builds: int = 2  # dataset builds at once
+    cpu_jobs: int = 1  # trainings on the CPU at once (when no GPU is asked for)
+    abort_grace_s: float = 10.0  # SIGTERM, then SIGKILL after this long
+
+    @field_validator("data_roots", mode="before")
+    @classmethod
+    def _split_roots(cls, value):
+        if isinstance(value, str):
+            parts = value.replace(",", ":").split(":")
+            return [p.strip() for p in parts if p.strip()]
+        return value
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _absolute_home(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.home / "jobs"
+
+    @property
+    def uploads_dir(self) -> Path:
+        return self.home / "uploads"
+
+    @cached_property
+    def allowed_roots(self) -> list[Path]:
+        """The data roots, defaulting to the user's home folder plus HOME/uploads."""
+        roots = [Path(r).expanduser().resolve() for r in self.data_roots] or [Path.home().resolve()]
+        return roots + [self.uploads_dir.resolve()]
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.home / 'trainyard.db'}"
+
+    def ensure_dirs(self) -> None:
+        for folder in (self.home, self.jobs_dir, self.uploads_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+
+
+def get_settings() -> Settings:
+    settings = Settings()
+    settings.ensure_dirs()
+    return settings

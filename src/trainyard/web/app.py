@@ -1,0 +1,55 @@
+"""``create_app(settings)``: the FastAPI application with its API, pages and scheduler."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from trainyard import __version__
+from trainyard.jobs.context import open_context
+from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduler import Scheduler
+from trainyard.settings import Settings
+from trainyard.web.auth import TokenAuthMiddleware
+from trainyard.web.routers import datasets, jobs, pages, system
+
+STATIC = Path(__file__).parent / "static"
+ROUTERS = [jobs.router, datasets.router, system.router, pages.router]
+
+
+def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
+               run_scheduler: bool = True) -> FastAPI:
+    """Build the app. ``run_scheduler=False`` serves the API without starting any job (tests)."""
+    ctx = open_context(settings, pools)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        if run_scheduler:
+            app.state.scheduler = Scheduler(ctx.manager)
+            app.state.scheduler.start()
+        yield
+        if run_scheduler:
+            await app.state.scheduler.stop()
+
+    app = FastAPI(title="trainyard", version=__version__, lifespan=lifespan,
+                  description="Turn a folder of images into a trained, deployable network.")
+    app.state.ctx = ctx
+    app.state.scheduler = None
+    if ctx.settings.auth_token:
+        app.add_middleware(TokenAuthMiddleware, token=ctx.settings.auth_token)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    for router in ROUTERS:
+        app.include_router(router)
+    for extra in _optional_routers():
+        app.include_router(extra)
+    return app
+
+
+def _optional_routers() -> list:
+    """Routers of features that register themselves (models, networks, inference)."""
+    from trainyard.web.routers import registry
+
+    return registry.all_routers()

@@ -1,0 +1,30 @@
+"""Typed FastAPI dependencies: the shared context, and domain errors as HTTP errors."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+
+from trainyard.jobs.context import Context
+from trainyard.jobs.store import Job
+
+
+def get_context(request: Request) -> Context:
+    return request.app.state.ctx
+
+
+Ctx = Annotated[Context, Depends(get_context)]
+
+
+def get_job_of_kind(ctx: Context, job_id: str, kind: str | None = None) -> Job:
+    job = ctx.store.get_job(job_id)
+    if job is None or (kind and job.kind != kind):
+        raise HTTPException(404, f"no {kind or 'job'} with id {job_id!r}")
+    return job
+
+
+def wake_scheduler(request: Request) -> None:
+    scheduler = getattr(request.app.state, "scheduler", None)
+    if scheduler is not None:
+        scheduler.wake()

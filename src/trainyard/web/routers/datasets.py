@@ -1,0 +1,189 @@
+"""/api/datasets: create (from server folders, lists or an uploaded archive), append, explore."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, UploadFile
+from fastapi.responses import FileResponse, Response
+from PIL import Image
+from pydantic import ValidationError
+
+from trainyard.core.paths import PathNotAllowed
+from trainyard.core.status import Status
+from trainyard.datasets.spec import DatasetSpec
+from trainyard.datasets.storage import open_split
+from trainyard.jobs.create import append_dataset_job, create_dataset_job
+from trainyard.jobs.manager import JobError
+from trainyard.jobs.views import job_brief, job_detail
+from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
+from trainyard.web.uploads import save_upload
+
+router = APIRouter(prefix="/api/datasets", tags=["datasets"])
+PAGE_MAX = 500
+
+
+def _spec(fields: dict) -> DatasetSpec:
+    try:
+        return DatasetSpec.model_validate(fields)
+    except ValidationError as exc:
+        raise HTTPException(422, _errors(exc)) from exc
+
+
+def _create(ctx, make_job) -> dict:
+    try:
+        job = make_job()
+    except ValidationError as exc:
+        raise HTTPException(422, _errors(exc)) from exc
+    except (PathNotAllowed, JobError) as exc:
+        raise HTTPException(400, str(exc)) from exc
+    return job_detail(ctx.manager, job)
+
+
+def _errors(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}" for e in exc.errors())
+
+
+@router.get("")
+def list_datasets(ctx: Ctx) -> dict:
+    return {"datasets": [job_brief(j) for j in ctx.store.list_jobs(kind="dataset")]}
+
+
+@router.post("", status_code=201, dependencies=[Depends(wake_scheduler)])
+def create_dataset(ctx: Ctx, fields: dict) -> dict:
+    """Build a dataset from folders or lists on the server (paths inside the data roots)."""
+    spec = _spec(fields)
+    return _create(ctx, lambda: create_dataset_job(ctx, spec))
+
+
+async def _fields_with_uploads(ctx, spec_json: str, file: UploadFile | None, val_file: UploadFile | None) -> dict:
+    try:
+        fields = json.loads(spec_json or "{}")
+    except json.JSONDecodeError as exc:
+        raise HTTPException(422, f"spec is not valid JSON: {exc}") from exc
+    limit = ctx.settings.max_upload_mb * 2**20
+    if file is not None and file.filename:
+        fields["train_archive"] = str(await save_upload(file, ctx.settings.uploads_dir, limit))
+    if val_file is not None and val_file.filename:
+        fields["val_archive"] = str(await save_upload(val_file, ctx.settings.uploads_dir, limit))
+    return fields
+
+
+@router.post("/upload", status_code=201, dependencies=[Depends(wake_scheduler)])
+async def upload_dataset(ctx: Ctx, file: Annotated[UploadFile, File(description="zip or tar(.gz) of class folders")],
+                         spec: Annotated[str, Form(description="JSON of the other dataset options")] = "{}",
+                         val_file: Annotated[UploadFile | None, File()] = None) -> dict:
+    parsed = _spec(await _fields_with_uploads(ctx, spec, file, val_file))
+    return _create(ctx, lambda: create_dataset_job(ctx, parsed))
+
+
+@router.get("/{dataset_id}")
+def show_dataset(ctx: Ctx, dataset_id: str) -> dict:
+    return job_detail(ctx.manager, get_job_of_kind(ctx, dataset_id, "dataset"))
+
+
+@router.post("/{dataset_id}/append", status_code=201, dependencies=[Depends(wake_scheduler)])
+def append_dataset(ctx: Ctx, dataset_id: str, fields: dict) -> dict:
+    """A new version with the images of another folder or list added."""
+    get_job_of_kind(ctx, dataset_id, "dataset")
+    return _create(ctx, lambda: append_dataset_job(ctx, dataset_id, fields))
+
+
+@router.post("/{dataset_id}/append/upload", status_code=201, dependencies=[Depends(wake_scheduler)])
+async def append_upload(ctx: Ctx, dataset_id: str, file: Annotated[UploadFile, File()],
+                        spec: Annotated[str, Form()] = "{}") -> dict:
+    get_job_of_kind(ctx, dataset_id, "dataset")
+    fields = await _fields_with_uploads(ctx, spec, file, None)
+    return _create(ctx, lambda: append_dataset_job(ctx, dataset_id, fields))
+
+
+def _built_dataset(ctx, dataset_id: str):
+    job = get_job_of_kind(ctx, dataset_id, "dataset")
+    folder = ctx.manager.folder(job.id).dataset
+    if job.status != Status.DONE.value or not folder.exists():
+        raise HTTPException(409, f"dataset {dataset_id} is {job.status}, not built yet")
+    return folder
+
+
+@router.get("/{dataset_id}/mean.png")
+def mean_image(ctx: Ctx, dataset_id: str):
+    return FileResponse(_built_dataset(ctx, dataset_id) / "mean.png", media_type="image/png")
+
+
+def _open(folder, split: str):
+    try:
+        return open_split(folder, split)
+    except FileNotFoundError as exc:
+        raise HTTPException(404, f"this dataset has no {split!r} split") from exc
+
+
+@router.get("/{dataset_id}/images")
+def list_images(ctx: Ctx, dataset_id: str, split: str = "train", label: int | None = None,
+                offset: int = Query(0, ge=0), limit: int = Query(48, ge=1, le=PAGE_MAX)) -> dict:
+    """A page of a split's images (index and label), optionally of one class only."""
+    reader = _open(_built_dataset(ctx, dataset_id), split)
+    labels = reader.labels
+    indices = range(len(labels)) if label is None else (labels == label).nonzero()[0]
+    page = [int(i) for i in indices[offset: offset + limit]]
+    return {"split": split, "total": len(indices), "offset": offset,
+            "images": [{"index": i, "label": int(labels[i])} for i in page]}
+
+
+@router.get("/{dataset_id}/images/{split}/{index}.png")
+def image_png(ctx: Ctx, dataset_id: str, split: str, index: int):
+    reader = _open(_built_dataset(ctx, dataset_id), split)
+    if not 0 <= index < len(reader):
+        raise HTTPException(404, f"{split} has {len(reader)} images; no image {index}")
+    pixels = reader.read(index)
+    image = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)
+    buf = io.BytesIO()
+    image.save(buf, "PNG")
+    return Response(buf.getvalue(), media_type="image/png",
+                    headers={"Cache-Control": "max-age=86400"})  # a version never changes
+
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif", ".ppm", ".pgm"}
+
+
+def _first_image(ctx, folder: str) -> bytes:
+    """The first image found under a folder inside the data roots (for the resize preview)."""
+    import os
+
+    from trainyard.core.paths import resolve_inside
+
+    try:
+        root = resolve_inside(folder, ctx.settings.allowed_roots)
+    except PathNotAllowed as exc:
+        raise HTTPException(400, str(exc)) from exc
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES:
+                return open(os.path.join(dirpath, name), "rb").read()
+    raise HTTPException(404, f"no image found under {folder}")
+
+
+@router.post("/preview")
+async def resize_preview(ctx: Ctx, width: Annotated[int, Form(ge=1, le=4096)] = 256,
+                         height: Annotated[int, Form(ge=1, le=4096)] = 256,
+                         channels: Annotated[int, Form()] = 3,
+                         resize: Annotated[str, Form()] = "squash",
+                         folder: Annotated[str | None, Form()] = None,
+                         image: Annotated[UploadFile | None, File()] = None):
+    """The chosen resize mode applied to a sample image (uploaded, or the first in a folder)."""
+    from trainyard.datasets.images import ImageError
+    from trainyard.datasets.preview import preview_resize
+
+    if image is not None and image.filename:
+        data = await image.read(ctx.settings.max_upload_mb * 2**20)
+    elif folder:
+        data = _first_image(ctx, folder)
+    else:
+        raise HTTPException(422, "give an image or a folder to preview")
+    try:
+        png = preview_resize(data, width, height, channels, resize)
+    except (ImageError, ValueError) as exc:
+        raise HTTPException(422, str(exc)) from exc
+    return Response(png, media_type="image/png")

@@ -1,0 +1,105 @@
+"""/api/jobs: any job's status, abort, delete, resume, log, and live events (Server-Sent Events)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
+from fastapi.responses import PlainTextResponse, StreamingResponse
+
+from trainyard.core.events import EventTail
+from trainyard.core.status import Status
+from trainyard.jobs.manager import JobError
+from trainyard.jobs.runner import tail_text
+from trainyard.jobs.views import job_brief, job_detail
+from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
+
+router = APIRouter(prefix="/api/jobs", tags=["jobs"])
+
+POLL_S = 0.2  # how often a live stream looks for new events (arrival within a second)
+KEEPALIVE_S = 15.0
+
+
+@router.get("")
+def list_jobs(ctx: Ctx, kind: str | None = None, status: str | None = None) -> dict:
+    statuses = status.split(",") if status else None
+    return {"jobs": [job_brief(j) for j in ctx.store.list_jobs(kind=kind, statuses=statuses)]}
+
+
+@router.get("/{job_id}")
+def show_job(ctx: Ctx, job_id: str) -> dict:
+    return job_detail(ctx.manager, get_job_of_kind(ctx, job_id))
+
+
+@router.post("/{job_id}/abort", dependencies=[Depends(wake_scheduler)])
+async def abort_job(ctx: Ctx, job_id: str) -> dict:
+    get_job_of_kind(ctx, job_id)
+    try:
+        job = await asyncio.to_thread(ctx.manager.abort, job_id)  # may wait out the grace period
+    except JobError as exc:
+        raise HTTPException(409, str(exc)) from exc
+    return job_brief(job)
+
+
+@router.post("/{job_id}/resume", dependencies=[Depends(wake_scheduler)])
+def resume_job(ctx: Ctx, job_id: str) -> dict:
+    get_job_of_kind(ctx, job_id)
+    try:
+        return job_brief(ctx.manager.resume(job_id))
+    except JobError as exc:
+        raise HTTPException(409, str(exc)) from exc
+
+
+@router.delete("/{job_id}")
+async def delete_job(ctx: Ctx, job_id: str) -> dict:
+    get_job_of_kind(ctx, job_id)
+    try:
+        await asyncio.to_thread(ctx.manager.delete, job_id)
+    except JobError as exc:
+        raise HTTPException(409, str(exc)) from exc
+    return {"deleted": job_id}
+
+
+@router.get("/{job_id}/log", response_class=PlainTextResponse)
+def job_log(ctx: Ctx, job_id: str, max_bytes: int = Query(20000, le=2_000_000)) -> str:
+    get_job_of_kind(ctx, job_id)
+    folder = ctx.manager.folder(job_id)
+    return tail_text(folder.log, max_bytes) + tail_text(folder.path / "output.txt", max_bytes // 4)
+
+
+@router.get("/{job_id}/events")
+async def job_events(ctx: Ctx, request: Request, job_id: str,
+                     last_event_id: str | None = Header(None),
+                     after: int | None = Query(None, description="resume after this event id")):
+    """Every event of the job as SSE, then new ones as they are written; ends with ``end``.
+
+    A client that reconnects with Last-Event-ID (browsers do this by themselves) gets exactly the
+    events after that one.
+    """
+    get_job_of_kind(ctx, job_id)
+    start = after if after is not None else int(last_event_id) if (last_event_id or "").isdigit() else -1
+    tail = EventTail(ctx.manager.folder(job_id).events, start_id=start + 1)
+    return StreamingResponse(_stream(ctx, request, job_id, tail), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+async def _stream(ctx, request: Request, job_id: str, tail: EventTail):
+    idle = 0.0
+    while True:
+        # Status first, events second: a job seen as ended has written all its events by then.
+        job = await asyncio.to_thread(ctx.store.get_job, job_id)
+        events = tail.read_new()
+        for event_id, event in events:
+            yield f"id: {event_id}\nevent: {event['type']}\ndata: {json.dumps(event)}\n\n"
+        if job is None or (Status(job.status).is_final and not events):
+            status = job.status if job else "deleted"
+            yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
+            return
+        if await request.is_disconnected():
+            return
+        idle = 0.0 if events else idle + POLL_S
+        if idle >= KEEPALIVE_S:
+            idle = 0.0
+            yield ": keep-alive\n\n"
+        await asyncio.sleep(POLL_S)

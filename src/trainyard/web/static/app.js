@@ -1,0 +1,51 @@
+// Small helpers shared by every page: JSON calls to the API, live job events, formatting.
+"use strict";
+const ty = {
+  async api(method, url, body) {
+    const options = { method, headers: {} };
+    if (body instanceof FormData) {
+      options.body = body;
+    } else if (body !== undefined) {
+      options.headers["Content-Type"] = "application/json";
+      options.body = JSON.stringify(body);
+    }
+    const response = await fetch(url, options);
+    const text = await response.text();
+    const data = text ? (() => { try { return JSON.parse(text); } catch { return text; } })() : null;
+    if (!response.ok) {
+      const detail = data && data.detail ? data.detail : text || response.statusText;
+      throw new Error(typeof detail === "string" ? detail : JSON.stringify(detail));
+    }
+    return data;
+  },
+  // Calls handlers[event.type](event) for every event of the job, old and new; the browser
+  // reconnects by itself with Last-Event-ID, so no point is lost or repeated.
+  watchJob(jobId, handlers) {
+    const source = new EventSource(`/api/jobs/${jobId}/events`);
+    const types = ["log", "progress", "status", "metric", "checkpoint", "result", "summary"];
+    for (const type of types) {
+      source.addEventListener(type, (e) => {
+        const handler = handlers[type] || handlers.any;
+        if (handler) handler(JSON.parse(e.data), Number(e.lastEventId));
+      });
+    }
+    source.addEventListener("end", (e) => {
+      source.close();
+      if (handlers.end) handlers.end(JSON.parse(e.data));
+    });
+    return source;
+  },
+  duration(seconds) {
+    if (seconds == null) return "";
+    seconds = Math.round(seconds);
+    if (seconds < 60) return `${seconds}s`;
+    const m = Math.floor(seconds / 60), s = seconds % 60;
+    if (m < 60) return `${m}m ${String(s).padStart(2, "0")}s`;
+    return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, "0")}m`;
+  },
+  escape(text) {
+    const div = document.createElement("div");
+    div.textContent = text == null ? "" : String(text);
+    return div.innerHTML;
+  },
+};

@@ -1,0 +1,82 @@
+// The new-dataset form: source tabs, live resize preview, submit to the API.
+"use strict";
+(function () {
+  const form = document.getElementById("dataset-form");
+  const parent = form.dataset.parent;
+  let activeTab = "folder";
+
+  for (const tab of form.querySelectorAll(".tab")) {
+    tab.addEventListener("click", () => {
+      activeTab = tab.dataset.tab;
+      form.querySelectorAll(".tab").forEach((t) => t.classList.toggle("active", t === tab));
+      form.querySelectorAll(".tab-panel").forEach((p) => { p.hidden = p.dataset.panel !== activeTab; });
+    });
+  }
+
+  const preview = document.getElementById("resize-preview");
+  const previewFile = document.getElementById("preview-file");
+  async function updatePreview() {
+    if (!preview) return;
+    const data = new FormData();
+    for (const name of ["width", "height", "channels", "resize"]) data.append(name, form.elements[name].value);
+    if (previewFile && previewFile.files.length) data.append("image", previewFile.files[0]);
+    else if (form.elements.train_folder.value) data.append("folder", form.elements.train_folder.value);
+    else return;
+    try {
+      const response = await fetch("/api/datasets/preview", { method: "POST", body: data });
+      if (!response.ok) throw new Error((await response.json()).detail);
+      preview.src = URL.createObjectURL(await response.blob());
+      preview.hidden = false;
+      document.getElementById("preview-note").textContent = `Preview: ${form.elements.resize.value} to ${form.elements.width.value}x${form.elements.height.value}`;
+    } catch (err) {
+      document.getElementById("preview-note").textContent = `No preview: ${err.message}`;
+    }
+  }
+  if (preview) {
+    for (const name of ["width", "height", "channels", "resize", "train_folder"]) {
+      form.elements[name].addEventListener("change", updatePreview);
+    }
+    previewFile.addEventListener("change", updatePreview);
+  }
+
+  function specFromForm() {
+    const spec = {};
+    const fields = ["name", "width", "height", "channels", "resize", "encoding", "val_percent",
+      "test_percent", "min_per_class", "max_per_class"];
+    const sources = {
+      folder: ["train_folder", "val_folder", "test_folder"],
+      lists: ["train_list", "labels_file", "val_list", "test_list", "image_root"],
+      upload: [],
+    };
+    for (const name of fields.concat(sources[activeTab])) {
+      const input = form.elements[name];
+      if (!input || input.value === "") continue;
+      spec[name] = input.type === "number" || name === "channels" ? Number(input.value) : input.value;
+    }
+    return spec;
+  }
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const error = document.getElementById("form-error");
+    error.textContent = "";
+    const spec = specFromForm();
+    const base = parent ? `/api/datasets/${parent}/append` : "/api/datasets";
+    try {
+      let job;
+      if (activeTab === "upload") {
+        const data = new FormData();
+        if (!form.elements.file.files.length) throw new Error("choose an archive to upload");
+        data.append("file", form.elements.file.files[0]);
+        if (!parent && form.elements.val_file.files.length) data.append("val_file", form.elements.val_file.files[0]);
+        data.append("spec", JSON.stringify(spec));
+        job = await ty.api("POST", base + "/upload", data);
+      } else {
+        job = await ty.api("POST", base, spec);
+      }
+      window.location.href = `/datasets/${job.id}`;
+    } catch (err) {
+      error.textContent = err.message;
+    }
+  });
+})();

@@ -1,0 +1,65 @@
+// A dataset's page: live build progress, the image explorer, abort and delete.
+"use strict";
+(function () {
+  const root = document.getElementById("job");
+  const jobId = root.dataset.job;
+  const log = document.getElementById("job-log");
+
+  function appendLog(event) {
+    log.textContent += `[${event.level}] ${event.message}\n`;
+    log.scrollTop = log.scrollHeight;
+  }
+
+  ty.watchJob(jobId, {
+    log: appendLog,
+    progress(event) {
+      const percent = event.total ? (100 * event.done) / event.total : 0;
+      document.getElementById("progress-bar").style.width = `${percent.toFixed(1)}%`;
+      const eta = event.eta != null ? `, about ${ty.duration(event.eta)} left` : "";
+      document.getElementById("progress-text").textContent =
+        `${event.phase || "building"}: ${event.done} of ${event.total} images${eta}`;
+    },
+    status(event) {
+      document.getElementById("job-status").textContent = event.status;
+      if (event.error) document.getElementById("job-error").textContent = event.error;
+    },
+    end(event) {
+      // Reload once when a build we watched finishes, so counts, mean and explorer appear.
+      if (root.dataset.status !== event.status) window.location.reload();
+    },
+  });
+
+  document.getElementById("abort-button").addEventListener("click", async () => {
+    try { await ty.api("POST", `/api/jobs/${jobId}/abort`); } catch (err) { alert(err.message); }
+  });
+  document.getElementById("delete-button").addEventListener("click", async () => {
+    if (!confirm("Delete this dataset and its files?")) return;
+    try { await ty.api("DELETE", `/api/jobs/${jobId}`); window.location.href = "/"; }
+    catch (err) { alert(err.message); }
+  });
+
+  const grid = document.getElementById("explore-grid");
+  if (!grid) return;
+  const classes = JSON.parse(grid.dataset.classes);
+  const pageSize = 48;
+  let offset = 0;
+  async function showPage() {
+    const split = document.getElementById("explore-split").value;
+    const label = document.getElementById("explore-class").value;
+    const query = new URLSearchParams({ split, offset, limit: pageSize });
+    if (label !== "") query.set("label", label);
+    const page = await ty.api("GET", `/api/datasets/${jobId}/images?${query}`);
+    grid.innerHTML = page.images.map((image) => `
+      <figure><img loading="lazy" src="/api/datasets/${jobId}/images/${split}/${image.index}.png"
+        alt="${ty.escape(classes[image.label])}"><figcaption>${ty.escape(classes[image.label])}</figcaption></figure>`).join("");
+    const last = Math.min(offset + pageSize, page.total);
+    document.getElementById("explore-page").textContent = page.total ? `${offset + 1}-${last} of ${page.total}` : "no images";
+    document.getElementById("explore-prev").disabled = offset === 0;
+    document.getElementById("explore-next").disabled = last >= page.total;
+  }
+  document.getElementById("explore-split").addEventListener("change", () => { offset = 0; showPage(); });
+  document.getElementById("explore-class").addEventListener("change", () => { offset = 0; showPage(); });
+  document.getElementById("explore-prev").addEventListener("click", () => { offset = Math.max(0, offset - pageSize); showPage(); });
+  document.getElementById("explore-next").addEventListener("click", () => { offset += pageSize; showPage(); });
+  showPage();
+})();

@@ -1,0 +1,107 @@
+"""Shared fixtures: a temporary trainyard home, a context, an API client and generated images."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from trainyard.jobs.context import open_context
+from trainyard.jobs.resources import Pools
+from trainyard.settings import Settings
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings with home and data roots inside the test's temporary folder."""
+    return Settings(home=tmp_path / "home", data_roots=[tmp_path / "data"], abort_grace_s=3.0)
+
+
+@pytest.fixture
+def ctx(settings):
+    return open_context(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
+
+
+def make_image_folder(root: Path, classes: dict[str, int] | None = None, size=(40, 30),
+                      seed: int = 0) -> Path:
+    """Class folders of learnable JPEGs: class i is a distinct flat colour plus noise."""
+    rng = np.random.default_rng(seed)
+    classes = classes or {"cat": 10, "dog": 10}
+    palette = [(30, 30, 30), (220, 220, 220), (200, 40, 40), (40, 200, 40), (40, 40, 200)]
+    for index, (name, count) in enumerate(classes.items()):
+        folder = root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(count):
+            base = np.array(palette[index % len(palette)], dtype=np.float32)
+            pixels = base + rng.normal(0, 12, (size[1], size[0], 3))
+            Image.fromarray(pixels.clip(0, 255).astype(np.uint8)).save(folder / f"{name}_{i}.jpg")
+    return root
+
+
+@pytest.fixture
+def image_folder(settings) -> Path:
+    """data/images with two classes of ten images, plus one corrupt and one non-image file."""
+    root = make_image_folder(settings.data_roots[0] / "images")
+    (root / "cat" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    (root / "dog" / "notes.png").write_text("this is text, not an image")
+    return root
+
+
+def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1):
+    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout} s")
+
+
+FINAL_STATUSES = ("done", "failed", "aborted")
+
+
+@pytest.fixture
+def client(settings):
+    """An API client whose app runs the scheduler (jobs really build, in subprocesses)."""
+    from fastapi.testclient import TestClient
+
+    from trainyard.web.app import create_app
+
+    app = create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def wait_job_ended(client, job_id: str, timeout: float = 60.0) -> dict:
+    """Poll GET /api/jobs/{id} until the job has ended; return its final JSON."""
+    def ended():
+        doc = client.get(f"/api/jobs/{job_id}").json()
+        return doc if doc["status"] in FINAL_STATUSES else None
+
+    return wait_for(ended, timeout)
+
+
+# Test modules cannot reliably ``from conftest import ...`` (every conftest.py outside a package
+# is a module named "conftest"), so the helpers are also handed out as fixtures.
+@pytest.fixture
+def wait_job():
+    """``wait_job(client, job_id)``: the job's JSON once it has ended."""
+    return wait_job_ended
+
+
+@pytest.fixture
+def make_images():
+    """``make_images(root, {"cat": 3, ...}, size=(w, h), seed=0)``: class folders of JPEGs."""
+    return make_image_folder
+
+
+@pytest.fixture
+def cli_env(settings) -> dict[str, str]:
+    """Environment that points the CLI (which reads TRAINYARD_* itself) at the test's folders."""
+    return {"TRAINYARD_HOME": str(settings.home),
+            "TRAINYARD_DATA_ROOTS": ",".join(str(r) for r in settings.data_roots),
+            "TRAINYARD_AUTH_TOKEN": ""}
