@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from trainyard.cli import datasets, jobs
+from trainyard.cli import datasets, jobs, train
 from trainyard.cli.output import fail
 from trainyard.settings import LOCAL_HOSTS, get_settings
 
@@ -12,6 +12,7 @@ app = typer.Typer(help="trainyard: turn a folder of images into a trained, deplo
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.add_typer(datasets.app, name="dataset")
 app.add_typer(jobs.app, name="jobs")
+train.register(app)
 
 
 @app.command()
@@ -31,23 +32,6 @@ def serve(host: str = typer.Option(None, help="address to bind (default 127.0.0.
     app_ = create_app(settings)
     typer.echo(f"trainyard on http://{host}:{port}  (home {settings.home})", err=True)
     uvicorn.run(app_, host=host, port=port, log_level="warning")
-
-
-def _register_feature_commands() -> None:
-    """Commands of features that add themselves (train, classify, evaluate, export)."""
-    import importlib
-
-    for name in ("trainyard.cli.train", "trainyard.cli.inference"):
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
-        module.register(app)
-
-
-_register_feature_commands()
 
 
 if __name__ == "__main__":

@@ -96,6 +96,7 @@ def describe_model(job: Job, folder: JobFolder) -> dict:
         "snapshots": snapshots,
         "metrics": metrics,
         "best": {"epoch": best[0], "val_accuracy": best[1]} if best else None,
+        "spec": spec,
     }
 
 

@@ -107,12 +107,12 @@ class JobManager:
             return None
         parent = self.store.get_job(job.parent_id)
         if parent is None:
-            return f"failed: its dataset {job.parent_id} was deleted"
+            return f"failed: the job it needs, {job.parent_id}, was deleted"
         if parent.status == Status.DONE.value:
             return None
         if Status(parent.status).is_final:
-            return f"failed: its dataset {parent.name} ({parent.id}) {parent.status}"
-        return f"waiting for dataset {parent.name} to be built"
+            return f"failed: its {parent.kind} {parent.name} ({parent.id}) {parent.status}"
+        return f"waiting for {parent.kind} {parent.name} to finish"
 
     @staticmethod
     def _busy_message(needs: dict) -> str:

@@ -14,10 +14,10 @@ from trainyard.jobs.resources import Pools
 from trainyard.jobs.scheduler import Scheduler
 from trainyard.settings import Settings
 from trainyard.web.auth import TokenAuthMiddleware
-from trainyard.web.routers import datasets, jobs, pages, system
+from trainyard.web.routers import datasets, jobs, models, networks, pages, system
 
 STATIC = Path(__file__).parent / "static"
-ROUTERS = [jobs.router, datasets.router, system.router, pages.router]
+ROUTERS = [jobs.router, datasets.router, models.router, networks.router, system.router, pages.router]
 
 
 def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
@@ -43,13 +43,4 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     for router in ROUTERS:
         app.include_router(router)
-    for extra in _optional_routers():
-        app.include_router(extra)
     return app
-
-
-def _optional_routers() -> list:
-    """Routers of features that register themselves (models, networks, inference)."""
-    from trainyard.web.routers import registry
-
-    return registry.all_routers()

@@ -1,0 +1,118 @@
+"""``trainyard train``: train one network, or a sweep, on one or more datasets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from pydantic import ValidationError
+
+from trainyard.cli.context import cli_context
+from trainyard.cli.output import emit_json, err, fail, run_in_foreground
+from trainyard.core.paths import PathNotAllowed
+from trainyard.core.status import Status
+from trainyard.jobs.manager import JobError
+from trainyard.jobs.resources import NotSatisfiable
+from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
+from trainyard.jobs.views import job_detail
+from trainyard.training.spec import format_errors
+
+
+def _numbers(text: Optional[str], kind=float, what: str = "value") -> list:
+    if not text:
+        return []
+    try:
+        return [kind(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        fail(f"{what} {text!r} should be comma-separated numbers", code=2)
+
+
+def _names(text: Optional[str]) -> list[str]:
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+def train(
+    dataset: str = typer.Option(..., help="dataset id (comma-separated: one job per dataset)"),
+    network: Optional[str] = typer.Option(None, help="standard network, e.g. lenet (comma-separated for several)"),
+    network_file: Optional[Path] = typer.Option(None, help="custom network: a .py defining build(num_classes, in_channels, image_size)"),
+    name: Optional[str] = typer.Option(None, help="job name (default: network on dataset)"),
+    epochs: float = typer.Option(30.0),
+    batch_size: Optional[str] = typer.Option(None, help="B or B1,B2 (a sweep); default: the network's"),
+    accumulation: int = typer.Option(1, help="batches per optimizer step"),
+    lr: Optional[str] = typer.Option(None, help="base learning rate, or LR1,LR2 (a sweep); default 0.01"),
+    solver: str = typer.Option("sgd", help="sgd | nesterov | adagrad | rmsprop | adadelta | adam | adamw"),
+    lr_policy: str = typer.Option("step", help="fixed | step | multistep | exp | inv | poly | sigmoid | cosine"),
+    lr_step: float = typer.Option(33.0, help="step size, in percent of training"),
+    lr_steps: Optional[str] = typer.Option(None, help="multistep points in percent, e.g. 50,85"),
+    lr_gamma: Optional[float] = typer.Option(None), lr_power: Optional[float] = typer.Option(None),
+    warmup: float = typer.Option(0.0, help="linear warm-up, in percent of training"),
+    momentum: float = typer.Option(0.9), weight_decay: float = typer.Option(1e-4),
+    snapshot_interval: float = typer.Option(1.0, help="epochs between checkpoints"),
+    val_interval: float = typer.Option(1.0, help="epochs between validations"),
+    seed: Optional[int] = typer.Option(None), crop: Optional[int] = typer.Option(None),
+    mean: str = typer.Option("image", help="image | pixel | none"),
+    gpus: Optional[int] = typer.Option(None, help="use the next N free GPUs"),
+    gpu_ids: Optional[str] = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
+    processes: int = typer.Option(1, help="data-parallel processes on the CPU"),
+    precision: str = typer.Option("auto", help="auto | fp32 | bf16 | fp16"),
+    pretrained: Optional[str] = typer.Option(None, help="JOB[:EPOCH] or a weights file"),
+    freeze_backbone: bool = typer.Option(False, help="with --pretrained: train only the classifier"),
+    submit: bool = typer.Option(False, "--submit", help="queue on the server instead of training here"),
+    as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),
+) -> None:
+    """Train an image classifier. Runs here with a progress bar unless --submit."""
+    source = _read_network_file(network_file) if network_file else None
+    lr_fields = {"policy": lr_policy, "step_percent": lr_step, "warmup_percent": warmup}
+    if lr_steps:
+        lr_fields["steps_percent"] = _numbers(lr_steps, what="--lr-steps")
+    for key, value in (("gamma", lr_gamma), ("power", lr_power)):
+        if value is not None:
+            lr_fields[key] = value
+    settings = dict(epochs=epochs, accumulation=accumulation, solver=solver, lr=lr_fields,
+                    momentum=momentum, weight_decay=weight_decay, snapshot_interval=snapshot_interval,
+                    val_interval=val_interval, seed=seed, crop=crop, mean=mean, precision=precision,
+                    freeze_backbone=freeze_backbone, processes=processes)
+    networks = _names(network)
+    try:
+        request = TrainRequest(
+            name=name or f"{network or (network_file.stem if network_file else 'model')}",
+            datasets=_names(dataset), networks=networks, network_source=source,
+            base_lrs=_numbers(lr, what="--lr"), batch_sizes=_numbers(batch_size, int, "--batch-size"),
+            gpus=gpus, gpu_ids=_numbers(gpu_ids, int, "--gpu-ids") or None, pretrained=pretrained,
+            settings={k: v for k, v in settings.items() if v is not None})
+    except ValidationError as exc:
+        fail(format_errors(exc), code=2)
+    ctx = cli_context()
+    try:
+        jobs = create_model_jobs(ctx, request, foreground=not submit)
+    except (JobError, PathNotAllowed, NotSatisfiable) as exc:
+        fail(str(exc), code=2)
+    _run_jobs(ctx, jobs, submit, as_json)
+
+
+def _read_network_file(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as exc:
+        fail(f"cannot read the network file {path}: {exc.strerror}", code=2)
+
+
+def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
+    if submit:
+        err.print(f"queued {len(jobs)} model job(s) for the server: {', '.join(j.id for j in jobs)}")
+    else:
+        jobs = [run_in_foreground(ctx, job, quiet=as_json) for job in jobs]
+    if as_json:
+        emit_json({"jobs": [job_detail(ctx.manager, j) for j in jobs]})
+    else:
+        for job in jobs:
+            best = job_detail(ctx.manager, job)["best"]
+            if best:
+                err.print(f"{job.id}: best validation accuracy {best['val_accuracy']:.2f}% at epoch {best['epoch']}")
+    if any(j.status in (Status.FAILED.value, Status.ABORTED.value) for j in jobs):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train)

@@ -1,0 +1,58 @@
+"""/api/models: create training jobs (one, or a sweep), list and show them, preview LR curves."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from fastapi import APIRouter, Depends, HTTPException
+from pydantic import BaseModel, Field
+
+from trainyard.core.paths import PathNotAllowed
+from trainyard.jobs.manager import JobError
+from trainyard.jobs.resources import NotSatisfiable
+from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
+from trainyard.jobs.views import job_brief, job_detail
+from trainyard.training.lr_policies import LRSettings, list_lr_policies, lr_curve
+from trainyard.training.solvers import list_solvers
+from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
+
+router = APIRouter(prefix="/api", tags=["models"])
+
+
+@router.post("/models", status_code=201, dependencies=[Depends(wake_scheduler)])
+def create_models(ctx: Ctx, request: TrainRequest) -> dict:
+    """Queue one training job per dataset x network x learning rate x batch size."""
+    try:
+        jobs = create_model_jobs(ctx, request)
+    except (JobError, PathNotAllowed, NotSatisfiable) as exc:
+        raise HTTPException(400, str(exc)) from exc
+    return {"jobs": [job_detail(ctx.manager, job) for job in jobs]}
+
+
+@router.get("/models")
+def list_models(ctx: Ctx) -> dict:
+    return {"models": [job_brief(j) for j in ctx.store.list_jobs(kind="model")]}
+
+
+@router.get("/models/{model_id}")
+def show_model(ctx: Ctx, model_id: str) -> dict:
+    return job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model"))
+
+
+class CurveRequest(BaseModel):
+    lr: LRSettings = Field(default_factory=LRSettings)
+    iterations: int = Field(1000, ge=1, le=10_000_000, description="optimizer steps in the whole training")
+    points: int = Field(200, ge=2, le=2000)
+
+
+@router.post("/solvers/lr-curve")
+def learning_rate_curve(request: CurveRequest) -> dict:
+    """The learning rate over training, as [[percent of training, lr], ...], for a preview chart."""
+    return {"points": lr_curve(request.lr, request.iterations, request.points)}
+
+
+@router.get("/solvers")
+def solvers() -> dict:
+    """Solver types and learning-rate policies, with the settings each policy reads."""
+    return {"solvers": [asdict(s) for s in list_solvers()],
+            "lr_policies": [asdict(p) for p in list_lr_policies()]}

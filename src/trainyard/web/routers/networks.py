@@ -1,0 +1,67 @@
+"""/api/networks: the standard networks, their source (to customise), and inspecting any network."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+from functools import cache
+
+import torch
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import PlainTextResponse
+from pydantic import BaseModel, Field, model_validator
+
+from trainyard.networks import registry
+from trainyard.networks.custom import check_network_isolated
+
+router = APIRouter(prefix="/api/networks", tags=["networks"])
+
+
+@cache
+def parameter_count(name: str, num_classes: int = 10) -> int:
+    """Parameters of a standard network; built on the meta device, so it costs no memory."""
+    with torch.device("meta"):
+        model = registry.create_network(name, num_classes, 3)
+    return sum(p.numel() for p in model.parameters())
+
+
+@router.get("")
+def list_networks() -> dict:
+    return {"networks": [{**asdict(info), "params": parameter_count(info.name)}
+                         for info in registry.list_networks()]}
+
+
+@router.get("/{name}/source", response_class=PlainTextResponse)
+def network_source(name: str) -> str:
+    """A custom-network file equivalent to the standard network: the start of "Customize"."""
+    try:
+        return registry.network_source(name)
+    except registry.UnknownNetwork as exc:
+        raise HTTPException(404, str(exc)) from exc
+
+
+class InspectRequest(BaseModel):
+    network: str | None = None
+    source: str | None = None
+    num_classes: int = Field(10, ge=1, le=100_000)
+    in_channels: int = Field(3, ge=1, le=4)
+    image_size: int | None = Field(None, ge=8, le=1024)
+
+    @model_validator(mode="after")
+    def _one(self) -> "InspectRequest":
+        if (self.network is None) == (self.source is None):
+            raise ValueError("give exactly one of network or source")
+        return self
+
+
+@router.post("/inspect")
+async def inspect(request: InspectRequest) -> dict:
+    """Build the network in a separate process and list its layers with output shapes.
+
+    A network that does not build answers ``{"ok": false, "error": ..., "line": N}``.
+    """
+    if request.source is not None and request.image_size is None:
+        raise HTTPException(422, "a custom network needs image_size")
+    return await asyncio.to_thread(
+        check_network_isolated, request.source, request.num_classes, request.in_channels,
+        request.image_size, network=request.network)
