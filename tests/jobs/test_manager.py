@@ -117,7 +117,7 @@ def test_a_model_waits_for_its_dataset_and_fails_if_the_dataset_fails(ctx):
     tick_until(ctx, dataset.id, {"running"})
     ctx.manager.tick()
     job = ctx.store.get_job(model.id)
-    assert job.status == "waiting" and "dataset" in job.status_detail
+    assert job.status == "waiting" and job.status_detail.startswith("waiting for test-sleep sleep")
     ctx.manager.abort(dataset.id)
     job = tick_until(ctx, model.id, {"failed"})
     assert dataset.id in job.error and "aborted" in job.error
