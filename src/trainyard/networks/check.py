@@ -1,0 +1,55 @@
+"""Child process of check_network_isolated: check and inspect one network, answer in JSON.
+
+Reads {"source" or "network", "num_classes", "in_channels", "image_size", "filename"} on stdin
+and writes one JSON line on stdout: {"ok": true, "layers": [...], "params": N, ...} or
+{"ok": false, "error": message, "line": n}. Anything the user's code prints goes to stderr, so
+it cannot corrupt the answer.
+
+    python -m trainyard.networks.check < request.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def run_check(request: dict) -> dict:
+    """Build, run and inspect the requested network; errors become {"ok": False, ...}."""
+    from .custom import NetworkError, check_model, load_network_source
+    from .inspect import inspect_network
+    from .registry import create_network, get_network
+
+    num_classes, in_channels = int(request["num_classes"]), int(request["in_channels"])
+    filename = request.get("filename") or "network.py"
+    try:
+        if request.get("network"):
+            name = request["network"]
+            size = int(request.get("image_size") or get_network(name).image_size)
+            make = lambda: create_network(name, num_classes, in_channels, size)  # noqa: E731
+        else:
+            size = int(request["image_size"])
+            build = load_network_source(request["source"], filename)
+            make = lambda: build(num_classes, in_channels, size)  # noqa: E731
+        model = check_model(make, num_classes, in_channels, size, filename=filename)
+        report = inspect_network(model, (in_channels, size, size))
+    except NetworkError as exc:
+        return {"ok": False, "error": exc.message, "line": exc.lineno}
+    except Exception as exc:  # inspection or an unknown name: still an answer, not a crash
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "line": None}
+    return {"ok": True, **report}
+
+
+def main() -> None:
+    answer_to = sys.stdout
+    sys.stdout = sys.stderr  # the user's print() calls must not end up in the JSON answer
+    try:
+        result = run_check(json.loads(sys.stdin.read()))
+    except Exception as exc:  # a malformed request
+        result = {"ok": False, "error": f"bad check request: {exc}", "line": None}
+    answer_to.write(json.dumps(result) + "\n")
+    answer_to.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""Custom networks: a Python file defining `build(num_classes, in_channels, image_size)`.
+
+Loading compiles the user's text under its own file name, so every error can be reported with a
+line number in that text ("line 7: NameError: name 'nn2' is not defined"). `check_network`
+runs the file in this process; `check_network_isolated` runs it in a child process
+(`python -m trainyard.networks.check`), so code that hangs or crashes cannot harm the server.
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+import os
+import signal
+import subprocess
+import sys
+import traceback
+import types
+from typing import Callable
+
+import torch
+from torch import nn
+
+from .loss import main_output
+
+MODULE_NAME = "trainyard_custom_network"  # the module a custom network file runs as
+# What user code may raise that we report; SystemExit too, so exit() cannot end our process.
+_USER_ERRORS = (Exception, SystemExit)
+
+
+class NetworkError(ValueError):
+    """A custom network that does not load, build or run; `lineno` points into the user's file."""
+
+    def __init__(self, message: str, lineno: int | None = None, filename: str = "network.py"):
+        self.message = message
+        self.lineno = lineno
+        self.filename = filename
+        super().__init__(message)
+
+
+def load_network_source(source: str, filename: str = "network.py") -> Callable[..., nn.Module]:
+    """Compile and run `source` in a fresh module namespace; return its `build` function."""
+    try:
+        code = compile(source, filename, "exec")
+    except SyntaxError as exc:
+        raise NetworkError(f"line {exc.lineno}: SyntaxError: {exc.msg}", exc.lineno, filename) from None
+    # Tracebacks and inspect.getsource() find the user's lines through linecache.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    module = types.ModuleType(MODULE_NAME)
+    module.__file__ = filename
+    # Registered because dataclasses, pickle and inspect look classes up in sys.modules; the
+    # last network loaded in a process owns the name.
+    sys.modules[MODULE_NAME] = module
+    try:
+        exec(code, module.__dict__)
+    except _USER_ERRORS as exc:
+        raise _user_error(exc, filename) from None
+    build = module.__dict__.get("build")
+    if not callable(build):
+        raise NetworkError(
+            "the file must define a function build(num_classes, in_channels, image_size) "
+            "that returns a torch.nn.Module", None, filename)
+    return build
+
+
+def check_network(
+    source: str, num_classes: int, in_channels: int, image_size: int, batch: int = 2,
+    filename: str = "network.py",
+) -> nn.Module:
+    """Load, build and run `source` on a random batch; raise NetworkError on any problem."""
+    build = load_network_source(source, filename)
+    return check_model(lambda: build(num_classes, in_channels, image_size),
+                       num_classes, in_channels, image_size, batch, filename)
+
+
+def check_model(
+    make: Callable[[], nn.Module], num_classes: int, in_channels: int, image_size: int,
+    batch: int = 2, filename: str = "network.py",
+) -> nn.Module:
+    """Build with `make()`, then run a training-mode and an eval-mode forward pass on CPU."""
+    try:
+        model = make()
+    except _USER_ERRORS as exc:
+        raise _user_error(exc, filename, "build() failed") from None
+    if not isinstance(model, nn.Module):
+        raise NetworkError(f"build() must return a torch.nn.Module, not {type(model).__name__}",
+                           None, filename)
+    x = torch.rand(batch, in_channels, image_size, image_size)
+    with torch.no_grad():
+        # Training mode first: it also exercises auxiliary heads that eval mode skips.
+        for training in (True, False):
+            model.train(training)
+            try:
+                outputs = model(x)
+            except _USER_ERRORS as exc:
+                raise _user_error(exc, filename, "forward() failed") from None
+            _check_outputs(outputs, batch, num_classes, training, filename)
+    return model
+
+
+def _check_outputs(outputs, batch: int, num_classes: int, training: bool, filename: str) -> None:
+    mode = "training" if training else "eval"
+    if isinstance(outputs, (tuple, list)) and not outputs:
+        raise NetworkError(f"forward() returned an empty {type(outputs).__name__} in {mode} mode",
+                           None, filename)
+    # Eval mode must give plain logits; training mode may add auxiliary logits after them.
+    items = outputs if training and isinstance(outputs, (tuple, list)) else [main_output(outputs)]
+    for index, out in enumerate(items):
+        what = "the output" if index == 0 else f"auxiliary output {index}"
+        if out is None and index > 0:
+            continue
+        if not isinstance(out, torch.Tensor):
+            raise NetworkError(f"{what} in {mode} mode is a {type(out).__name__}, not a tensor",
+                               None, filename)
+        if tuple(out.shape) != (batch, num_classes):
+            raise NetworkError(
+                f"{what} in {mode} mode has shape {tuple(out.shape)}, expected "
+                f"{(batch, num_classes)} (batch, num_classes): the last layer must have "
+                f"num_classes={num_classes} outputs", None, filename)
+
+
+def _user_error(exc: BaseException, filename: str, context: str = "") -> NetworkError:
+    """A NetworkError pointing at the deepest line of the user's file in `exc`'s traceback."""
+    lineno = None
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == filename:
+            lineno = line
+    if isinstance(exc, SyntaxError) and exc.filename == filename:
+        lineno = exc.lineno
+    detail = f"{type(exc).__name__}: {exc}"
+    if lineno is not None:
+        return NetworkError(f"line {lineno}: {detail}", lineno, filename)
+    prefix = f"{context}: " if context else ""
+    return NetworkError(prefix + detail, None, filename)
+
+
+def check_network_isolated(
+    source: str | None, num_classes: int, in_channels: int, image_size: int | None,
+    timeout: float = 60, *, network: str | None = None, filename: str = "network.py",
+) -> dict:
+    """Check and inspect a custom `source` (or the standard `network`) in a child process.
+
+    Returns {"ok": True, "layers": [...], "params": N, ...} (see inspect_network) or
+    {"ok": False, "error": message, "line": n or None}. Never raises for problems in the network.
+    """
+    if (source is None) == (network is None):
+        raise ValueError("give exactly one of source or network")
+    request = {"source": source, "network": network, "filename": filename,
+               "num_classes": num_classes, "in_channels": in_channels, "image_size": image_size}
+    # Hide GPUs: a check must not take memory from trainings; start_new_session lets us kill
+    # everything the user's code may have started.
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainyard.networks.check"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env, start_new_session=True, text=True,
+    )
+    try:
+        stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return {"ok": False, "error": f"network check timed out after {timeout:g} s", "line": None}
+    try:
+        return json.loads(stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        tail = stderr.strip()[-500:]
+        error = f"network check crashed (exit code {proc.returncode})" + (f": {tail}" if tail else "")
+        return {"ok": False, "error": error, "line": None}
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
+        pass

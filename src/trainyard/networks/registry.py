@@ -1,0 +1,113 @@
+"""The registry of standard networks: one name -> one builder, plus what a user needs to pick it.
+
+A builder is `build(num_classes, in_channels, image_size) -> nn.Module`, the same signature a
+custom network file defines, so a standard network and a custom one are interchangeable.
+Names are user-facing and stable (they are stored in job specs and checkpoints).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from torch import nn
+
+Builder = Callable[[int, int, int], nn.Module]
+
+
+@dataclass(frozen=True)
+class NetworkInfo:
+    """What the UI, CLI and training need to know about a standard network."""
+
+    name: str
+    description: str
+    image_size: int  # intended square input size (after any crop)
+    batch_size: int  # default batch size (DIGITS's where DIGITS had the network)
+    source_module: str  # where the network is defined: our module or torchvision's
+    min_image_size: int = 32  # smallest square input the network accepts
+
+
+class UnknownNetwork(ValueError):
+    """Raised for a network name that is not registered; the message lists the valid names."""
+
+    def __init__(self, name: str):
+        self.name = name
+        valid = ", ".join(sorted(_INFOS))
+        super().__init__(f"unknown network {name!r}; valid names: {valid}")
+
+
+_INFOS: dict[str, NetworkInfo] = {}
+_BUILDERS: dict[str, Builder] = {}
+_SOURCES: dict[str, Callable[[], str]] = {}
+
+
+def register_network(
+    name: str,
+    *,
+    image_size: int,
+    batch_size: int,
+    description: str,
+    min_image_size: int = 32,
+    source: Callable[[], str] | None = None,
+    source_module: str | None = None,
+) -> Callable[[Builder], Builder]:
+    """Decorator: register `build` under `name`.
+
+    `source` returns the text of a stand-alone custom-network file equivalent to the builder;
+    without it the source is the builder's own module file (which must then be self-contained).
+    `source_module` names where the network really comes from when the builder is a wrapper.
+    """
+
+    def decorator(build: Builder) -> Builder:
+        if name in _INFOS:
+            raise ValueError(f"network {name!r} is already registered")
+        _INFOS[name] = NetworkInfo(
+            name=name,
+            description=description,
+            image_size=image_size,
+            batch_size=batch_size,
+            source_module=source_module or build.__module__,
+            min_image_size=min_image_size,
+        )
+        _BUILDERS[name] = build
+        _SOURCES[name] = source or (lambda: _module_source(build.__module__))
+        return build
+
+    return decorator
+
+
+def list_networks() -> list[NetworkInfo]:
+    """All standard networks, in registration order (the DIGITS three first)."""
+    return list(_INFOS.values())
+
+
+def get_network(name: str) -> NetworkInfo:
+    """The NetworkInfo for `name`; UnknownNetwork (a ValueError) if there is none."""
+    try:
+        return _INFOS[name]
+    except KeyError:
+        raise UnknownNetwork(name) from None
+
+
+def create_network(
+    name: str, num_classes: int, in_channels: int = 3, image_size: int | None = None
+) -> nn.Module:
+    """Build a freshly initialised standard network (never downloads weights)."""
+    info = get_network(name)
+    if num_classes < 1 or in_channels < 1:
+        raise ValueError(f"num_classes and in_channels must be >= 1, got {num_classes}, {in_channels}")
+    return _BUILDERS[name](num_classes, in_channels, image_size or info.image_size)
+
+
+def network_source(name: str) -> str:
+    """Python source of a custom-network file equivalent to the standard network `name`."""
+    get_network(name)
+    return _SOURCES[name]()
+
+
+def _module_source(module_name: str) -> str:
+    # Read the file rather than inspect.getsource(module) so the text is exactly what ships.
+    module = importlib.import_module(module_name)
+    return Path(module.__file__).read_text(encoding="utf-8")

@@ -1,0 +1,135 @@
+"""Registers the standard networks: DIGITS's three (our modules) and a few torchvision models.
+
+Torchvision models are always built with weights=None (trainyard never downloads weights).
+For 1-channel datasets their first convolution is replaced by an identical one with one input
+channel. Each torchvision entry also has a short stand-alone source file (the "Customize"
+button's starting point) that builds exactly the same model.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from torch import nn
+
+from . import alexnet, googlenet, lenet
+from .registry import register_network
+
+register_network(
+    "lenet",
+    image_size=28,
+    batch_size=64,
+    min_image_size=16,
+    description="LeNet (DIGITS): two convolutions, for small grayscale images like MNIST (28x28).",
+)(lenet.build)
+
+register_network(
+    "alexnet",
+    image_size=227,
+    batch_size=128,
+    min_image_size=63,
+    description="AlexNet (DIGITS/Caffe layout with LRN): 227x227 crops of 256x256 images.",
+)(alexnet.build)
+
+register_network(
+    "googlenet",
+    image_size=224,
+    batch_size=32,
+    min_image_size=32,
+    description="GoogLeNet / Inception v1 (DIGITS) with batch norm and both auxiliary classifiers; 224x224.",
+)(googlenet.build)
+
+
+def replace_first_conv(model: nn.Module, path: str, in_channels: int) -> None:
+    """Swap the Conv2d at `path` (e.g. "features.0.0") for one taking `in_channels` inputs."""
+    old = model.get_submodule(path)
+    new = nn.Conv2d(
+        in_channels, old.out_channels, old.kernel_size,
+        stride=old.stride, padding=old.padding, bias=old.bias is not None,
+    )
+    parent, _, attr = path.rpartition(".")
+    setattr(model.get_submodule(parent), attr, new)
+
+
+def _build_torchvision(
+    fn: str, first_conv: str, num_classes: int, in_channels: int, image_size: int
+) -> nn.Module:
+    import torchvision  # here, not at the top: it adds ~2 s to importing trainyard.networks
+
+    kwargs = {}
+    if fn == "vit_b_16":
+        _check_vit_size(image_size)
+        kwargs["image_size"] = image_size
+    model = getattr(torchvision.models, fn)(weights=None, num_classes=num_classes, **kwargs)
+    if in_channels != 3:
+        replace_first_conv(model, first_conv, in_channels)
+    return model
+
+
+def _check_vit_size(image_size: int) -> None:
+    if image_size % 16:
+        raise ValueError(f"vit_b_16 needs an image size that is a multiple of 16, got {image_size}")
+
+
+_SOURCE_TEMPLATE = '''"""{title} from torchvision (random initialisation) as a trainyard custom network.
+
+Edit freely: trainyard calls build(num_classes, in_channels, image_size) and trains the module.
+"""
+
+import torchvision
+from torch import nn
+
+FIRST_CONV = "{first_conv}"  # replaced when the dataset is not 3-channel
+
+
+def build(num_classes, in_channels, image_size):
+{body}    if in_channels != 3:
+        old = model.get_submodule(FIRST_CONV)
+        new = nn.Conv2d(in_channels, old.out_channels, old.kernel_size,
+                        stride=old.stride, padding=old.padding, bias=old.bias is not None)
+        parent, _, attr = FIRST_CONV.rpartition(".")
+        setattr(model.get_submodule(parent), attr, new)
+    return model
+'''
+
+_PLAIN_BODY = "    model = torchvision.models.{fn}(weights=None, num_classes=num_classes)\n"
+_VIT_BODY = (
+    "    if image_size % 16:\n"
+    '        raise ValueError(f"vit_b_16 needs an image size that is a multiple of 16, got {{image_size}}")\n'
+    "    model = torchvision.models.{fn}(weights=None, num_classes=num_classes, image_size=image_size)\n"
+)
+
+
+def _torchvision_source(fn: str, title: str, first_conv: str) -> str:
+    body = (_VIT_BODY if fn == "vit_b_16" else _PLAIN_BODY).format(fn=fn)
+    return _SOURCE_TEMPLATE.format(title=title, first_conv=first_conv, body=body)
+
+
+# name, torchvision function, title, first conv, image size, batch size, min size, description
+_TORCHVISION = [
+    ("resnet18", "resnet18", "ResNet-18", "conv1", 224, 64, 32,
+     "ResNet-18 (torchvision): residual network, a fast strong baseline."),
+    ("resnet50", "resnet50", "ResNet-50", "conv1", 224, 32, 32,
+     "ResNet-50 (torchvision): deeper residual network with bottleneck blocks."),
+    ("vgg16", "vgg16", "VGG-16", "features.0", 224, 32, 32,
+     "VGG-16 (torchvision): plain 3x3 convolutions; large (138M parameters)."),
+    ("mobilenet_v3", "mobilenet_v3_large", "MobileNet V3 (large)", "features.0.0", 224, 64, 32,
+     "MobileNet V3 large (torchvision): small and fast, for mobile and embedded deployment."),
+    ("efficientnet_b0", "efficientnet_b0", "EfficientNet-B0", "features.0.0", 224, 64, 32,
+     "EfficientNet-B0 (torchvision): accurate for its size."),
+    ("convnext_tiny", "convnext_tiny", "ConvNeXt-Tiny", "features.0.0", 224, 32, 32,
+     "ConvNeXt-Tiny (torchvision): modern convolutional network."),
+    ("vit_b_16", "vit_b_16", "ViT-B/16", "conv_proj", 224, 32, 32,
+     "Vision Transformer B/16 (torchvision): image size must be a multiple of 16; needs much data."),
+]
+
+for _name, _fn, _title, _conv, _size, _batch, _min, _desc in _TORCHVISION:
+    register_network(
+        _name,
+        image_size=_size,
+        batch_size=_batch,
+        min_image_size=_min,
+        description=_desc,
+        source=partial(_torchvision_source, _fn, _title, _conv),
+        source_module="torchvision.models",
+    )(partial(_build_torchvision, _fn, _conv))

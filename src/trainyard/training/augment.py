@@ -1,0 +1,214 @@
+"""Data augmentation on the device, a whole batch at a time.
+
+`augment_batch` takes float images (N, C, H, W) in 0..1 and applies per-sample random
+distortions with batched tensor ops (no Python loop over images): flips, quarter turns, one
+affine_grid + grid_sample for rotation and scale, HSV shifts (3-channel only), contrast and
+Gaussian noise. Each distortion is one step in `AUGMENT_STEPS`, active when its settings are
+non-zero. Random numbers come from the given torch.Generator (on its device), so one seed gives
+one result; with no generator they come from torch's global RNG on x's device.
+
+`random_crop_batch` / `center_crop_batch` cut (N, C, crop, crop) windows, also without a loop,
+and work on any dtype (crop uint8 before converting to float to move fewer bytes).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Literal, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class AugmentSettings(BaseModel):
+    """The augmentation panel. Ranges are symmetric: each sample draws uniformly in ±value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    flip: Literal["none", "lr", "ud", "both"] = "none"  # each direction with probability 1/2
+    quarter_turns: bool = False  # 0/90/180/270 degrees (0/180 when the images are not square)
+    rotate_degrees: float = Field(0.0, ge=0, le=180)
+    scale_jitter: float = Field(0.0, ge=0, lt=1)  # 0.1 = zoom by a factor in 0.9..1.1
+    noise_std: float = Field(0.0, ge=0)  # Gaussian noise, in 0..1 pixel units
+    hue_shift: float = Field(0.0, ge=0, le=0.5)  # fraction of the colour circle
+    saturation_shift: float = Field(0.0, ge=0, le=1)  # added to HSV saturation (0..1)
+    value_shift: float = Field(0.0, ge=0, le=1)  # added to HSV value (0..1)
+    contrast: float = Field(0.0, ge=0, le=1)  # 0.2 = scale contrast by 0.8..1.2
+
+
+def is_identity(settings: AugmentSettings) -> bool:
+    """True when `settings` change nothing, so the caller can skip augmentation entirely."""
+    return not any(step.active(settings) for step in AUGMENT_STEPS)
+
+
+class _Random:
+    """Per-sample random draws from one generator, delivered on the images' device."""
+
+    def __init__(self, generator: torch.Generator | None, device: torch.device):
+        self.generator = generator
+        self.source = generator.device if generator is not None else device
+        self.device = device
+
+    def uniform(self, n: int, low: float, high: float) -> torch.Tensor:
+        u = torch.rand(n, generator=self.generator, device=self.source).to(self.device)
+        return low + (high - low) * u
+
+    def coin(self, n: int) -> torch.Tensor:
+        """(n, 1, 1, 1) booleans, True with probability 1/2."""
+        return (self.uniform(n, 0.0, 1.0) < 0.5).view(n, 1, 1, 1)
+
+    def integers(self, n: int, high: int) -> torch.Tensor:
+        return torch.randint(0, high, (n,), generator=self.generator, device=self.source).to(self.device)
+
+    def normal(self, shape: torch.Size) -> torch.Tensor:
+        return torch.randn(shape, generator=self.generator, device=self.source).to(self.device)
+
+
+def _flip(x: torch.Tensor, s: AugmentSettings, rand: _Random) -> torch.Tensor:
+    n = x.shape[0]
+    if s.flip in ("lr", "both"):
+        x = torch.where(rand.coin(n), x.flip(-1), x)
+    if s.flip in ("ud", "both"):
+        x = torch.where(rand.coin(n), x.flip(-2), x)
+    return x
+
+
+def _quarter_turns(x: torch.Tensor, s: AugmentSettings, rand: _Random) -> torch.Tensor:
+    n, _, h, w = x.shape
+    # A 90-degree turn of a non-square image changes its shape, so only 0/180 are possible there.
+    turns = rand.integers(n, 4) if h == w else rand.integers(n, 2) * 2
+    out = x
+    for k in (1, 2, 3) if h == w else (2,):
+        out = torch.where((turns == k).view(n, 1, 1, 1), torch.rot90(x, k, dims=(-2, -1)), out)
+    return out
+
+
+def _affine(x: torch.Tensor, s: AugmentSettings, rand: _Random) -> torch.Tensor:
+    n, _, h, w = x.shape
+    angle = rand.uniform(n, -s.rotate_degrees, s.rotate_degrees) * (math.pi / 180)
+    zoom = rand.uniform(n, 1 - s.scale_jitter, 1 + s.scale_jitter)
+    cos, sin = torch.cos(angle) / zoom, torch.sin(angle) / zoom
+    # theta maps output to input in normalised (-1..1) coordinates; the h/w factors make the
+    # rotation a true rotation in pixels on non-square images. zoom > 1 enlarges the content.
+    zero = torch.zeros_like(cos)
+    theta = torch.stack([
+        torch.stack([cos, -sin * h / w, zero], dim=1),
+        torch.stack([sin * w / h, cos, zero], dim=1),
+    ], dim=1).to(x.dtype)  # (N, 2, 3)
+    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+    # Reflection fills the corners a rotation uncovers with plausible content instead of black.
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
+
+
+def _hsv(x: torch.Tensor, s: AugmentSettings, rand: _Random) -> torch.Tensor:
+    if x.shape[1] != 3:
+        return x  # HSV needs colour; grayscale images are left alone
+    n = x.shape[0]
+    h, sat, val = rgb_to_hsv(x).unbind(1)
+    shift = lambda limit: rand.uniform(n, -limit, limit).view(n, 1, 1)  # noqa: E731
+    h = torch.remainder(h + shift(s.hue_shift), 1.0)
+    sat = (sat + shift(s.saturation_shift)).clamp(0, 1)
+    val = (val + shift(s.value_shift)).clamp(0, 1)
+    return hsv_to_rgb(torch.stack([h, sat, val], dim=1))
+
+
+def _contrast(x: torch.Tensor, s: AugmentSettings, rand: _Random) -> torch.Tensor:
+    n = x.shape[0]
+    factor = rand.uniform(n, 1 - s.contrast, 1 + s.contrast).view(n, 1, 1, 1)
+    mean = x.mean(dim=(1, 2, 3), keepdim=True)
+    return ((x - mean) * factor + mean).clamp(0, 1)
+
+
+def _noise(x: torch.Tensor, s: AugmentSettings, rand: _Random) -> torch.Tensor:
+    return (x + s.noise_std * rand.normal(x.shape).to(x.dtype)).clamp(0, 1)
+
+
+class AugmentStep(NamedTuple):
+    name: str
+    active: Callable[[AugmentSettings], bool]
+    apply: Callable[[torch.Tensor, AugmentSettings, _Random], torch.Tensor]
+
+
+# Geometry first (cheap, exact), then colour, then noise last so it is not blurred or rescaled.
+AUGMENT_STEPS: tuple[AugmentStep, ...] = (
+    AugmentStep("flip", lambda s: s.flip != "none", _flip),
+    AugmentStep("quarter_turns", lambda s: s.quarter_turns, _quarter_turns),
+    AugmentStep("affine", lambda s: s.rotate_degrees > 0 or s.scale_jitter > 0, _affine),
+    AugmentStep("hsv", lambda s: max(s.hue_shift, s.saturation_shift, s.value_shift) > 0, _hsv),
+    AugmentStep("contrast", lambda s: s.contrast > 0, _contrast),
+    AugmentStep("noise", lambda s: s.noise_std > 0, _noise),
+)
+
+
+def augment_batch(
+    x: torch.Tensor, settings: AugmentSettings, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """Randomly distort each image of a float (N, C, H, W) batch in 0..1; same shape, dtype, device."""
+    if x.ndim != 4 or not x.is_floating_point():
+        raise TypeError(f"augment_batch needs a float (N, C, H, W) tensor, got {x.dtype} {tuple(x.shape)}")
+    steps = [step for step in AUGMENT_STEPS if step.active(settings)]
+    if not steps:
+        return x
+    # Half precision is too coarse for sampling grids and HSV maths: work in float32.
+    work = x if x.dtype in (torch.float32, torch.float64) else x.float()
+    rand = _Random(generator, x.device)
+    for step in steps:
+        work = step.apply(work, settings, rand)
+    return work.to(x.dtype)
+
+
+def rgb_to_hsv(x: torch.Tensor) -> torch.Tensor:
+    """(N, 3, H, W) RGB in 0..1 -> HSV in 0..1 (hue as a fraction of the circle)."""
+    r, g, b = x.unbind(1)
+    maxc, minc = x.amax(dim=1), x.amin(dim=1)
+    delta = maxc - minc
+    safe = torch.where(delta > 0, delta, torch.ones_like(delta))  # grays: hue 0, avoid 0/0
+    rc, gc, bc = (maxc - r) / safe, (maxc - g) / safe, (maxc - b) / safe
+    hue = torch.where(maxc == r, bc - gc, torch.where(maxc == g, 2.0 + rc - bc, 4.0 + gc - rc))
+    hue = torch.where(delta > 0, torch.remainder(hue / 6.0, 1.0), torch.zeros_like(hue))
+    safe_max = torch.where(maxc > 0, maxc, torch.ones_like(maxc))  # black: saturation 0
+    sat = torch.where(maxc > 0, delta / safe_max, torch.zeros_like(maxc))
+    return torch.stack([hue, sat, maxc], dim=1)
+
+
+def hsv_to_rgb(x: torch.Tensor) -> torch.Tensor:
+    """(N, 3, H, W) HSV in 0..1 -> RGB in 0..1."""
+    h, s, v = x.unbind(1)
+    sector = torch.floor(h * 6.0)
+    f = h * 6.0 - sector
+    sector = sector.long().remainder(6).unsqueeze(1)  # (N, 1, H, W)
+    p, q, t = v * (1 - s), v * (1 - s * f), v * (1 - s * (1 - f))
+    # For each sector 0..5, which of (v, q, p, t) each of r, g, b takes (as in colorsys).
+    table = {"r": (v, q, p, p, t, v), "g": (t, v, v, q, p, p), "b": (p, p, t, v, v, q)}
+    rgb = [torch.stack(table[c], dim=1).gather(1, sector) for c in "rgb"]
+    return torch.cat(rgb, dim=1)
+
+
+def random_crop_batch(x: torch.Tensor, crop: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    """A random crop x crop window of each image (its own offset per sample), any dtype."""
+    n, c, h, w = x.shape
+    _check_crop(crop, h, w)
+    if crop == h == w:
+        return x
+    rand = _Random(generator, x.device)
+    top = rand.integers(n, h - crop + 1)
+    left = rand.integers(n, w - crop + 1)
+    offsets = torch.arange(crop, device=x.device)
+    rows = (top[:, None] + offsets).view(n, 1, crop, 1).expand(n, c, crop, w)
+    x = x.gather(2, rows)  # (N, C, crop, W)
+    cols = (left[:, None] + offsets).view(n, 1, 1, crop).expand(n, c, crop, crop)
+    return x.gather(3, cols)  # (N, C, crop, crop)
+
+
+def center_crop_batch(x: torch.Tensor, crop: int) -> torch.Tensor:
+    """The central crop x crop window (Caffe's offsets: (size - crop) // 2), as a view."""
+    h, w = x.shape[-2:]
+    _check_crop(crop, h, w)
+    top, left = (h - crop) // 2, (w - crop) // 2
+    return x[..., top : top + crop, left : left + crop]
+
+
+def _check_crop(crop: int, h: int, w: int) -> None:
+    if not 0 < crop <= min(h, w):
+        raise ValueError(f"crop size {crop} must be between 1 and the image size {h}x{w}")
