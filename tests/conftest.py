@@ -41,13 +41,24 @@ def make_image_folder(root: Path, classes: dict[str, int] | None = None, size=(4
     return root
 
 
-@pytest.fixture
-def image_folder(settings) -> Path:
-    """data/images with two classes of ten images, plus one corrupt and one non-image file."""
-    root = make_image_folder(settings.data_roots[0] / "images")
+def make_image_folder_with_bad_files(root: Path) -> Path:
+    """Two classes of ten images, plus one corrupt and one non-image file."""
+    make_image_folder(root)
     (root / "cat" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
     (root / "dog" / "notes.png").write_text("this is text, not an image")
     return root
+
+
+@pytest.fixture
+def image_folder(settings) -> Path:
+    """data/images with two classes of ten images, plus one corrupt and one non-image file."""
+    return make_image_folder_with_bad_files(settings.data_roots[0] / "images")
+
+
+@pytest.fixture(scope="session")
+def make_images_with_bad_files():
+    """``make_images_with_bad_files(root)``: what the image_folder fixture holds, anywhere."""
+    return make_image_folder_with_bad_files
 
 
 def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1):
@@ -64,16 +75,27 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1):
 FINAL_STATUSES = ("done", "failed", "aborted")
 
 
-@pytest.fixture
-def client(settings):
-    """An API client whose app runs the scheduler (jobs really build, in subprocesses)."""
+def open_client(settings: Settings, run_scheduler: bool = True):
+    """A TestClient of the app; use it as a context manager so the lifespan (scheduler) runs."""
     from fastapi.testclient import TestClient
 
     from trainyard.web.app import create_app
 
-    app = create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
-    with TestClient(app) as test_client:
+    pools = Pools(dataset_slots=2, cpu_slots=1, gpus=[])
+    return TestClient(create_app(settings, pools=pools, run_scheduler=run_scheduler))
+
+
+@pytest.fixture
+def client(settings):
+    """An API client whose app runs the scheduler (jobs really build, in subprocesses)."""
+    with open_client(settings) as test_client:
         yield test_client
+
+
+@pytest.fixture(scope="session")
+def client_for():
+    """``with client_for(settings, run_scheduler=True) as client:`` for other settings or scopes."""
+    return open_client
 
 
 def wait_job_ended(client, job_id: str, timeout: float = 60.0) -> dict:
@@ -87,13 +109,13 @@ def wait_job_ended(client, job_id: str, timeout: float = 60.0) -> dict:
 
 # Test modules cannot reliably ``from conftest import ...`` (every conftest.py outside a package
 # is a module named "conftest"), so the helpers are also handed out as fixtures.
-@pytest.fixture
+@pytest.fixture(scope="session")
 def wait_job():
     """``wait_job(client, job_id)``: the job's JSON once it has ended."""
     return wait_job_ended
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def make_images():
     """``make_images(root, {"cat": 3, ...}, size=(w, h), seed=0)``: class folders of JPEGs."""
     return make_image_folder

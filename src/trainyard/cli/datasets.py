@@ -30,8 +30,19 @@ def _spec(**fields) -> DatasetSpec:
         fail(_errors(exc), code=2)
 
 
+FLAGS = {"labels_file": "--labels", "width": "--size", "height": "--size"}  # where not --field-name
+
+
 def _errors(exc: ValidationError) -> str:
-    return "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+    """Pydantic's messages, each led by the option it is about (whole-spec rules have none)."""
+    messages = []
+    for e in exc.errors():
+        message = e["msg"].removeprefix("Value error, ")
+        if e["loc"]:
+            field = str(e["loc"][0])
+            message = f"{FLAGS.get(field, '--' + field.replace('_', '-'))}: {message}"
+        messages.append(message)
+    return "; ".join(messages)
 
 
 def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
@@ -128,9 +139,12 @@ def show(dataset_id: str, as_json: bool = typer.Option(False, "--json")) -> None
     """Show a dataset: classes, counts per split, skipped files."""
     ctx = cli_context()
     try:
-        detail = job_detail(ctx.manager, ctx.manager.get(dataset_id))
+        job = ctx.manager.get(dataset_id)
     except JobError as exc:
         fail(str(exc), code=2)
+    if job.kind != "dataset":
+        fail(f"job {dataset_id} is a {job.kind} job, not a dataset (see: trainyard jobs show {dataset_id})", code=2)
+    detail = job_detail(ctx.manager, job)
     if as_json:
         emit_json(detail)
         return

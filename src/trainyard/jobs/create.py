@@ -28,6 +28,10 @@ def check_paths(ctx: Context, spec: DatasetSpec) -> DatasetSpec:
 
 def create_dataset_job(ctx: Context, spec: DatasetSpec, *, foreground: bool = False,
                        parent: Job | None = None) -> Job:
+    if parent is None and (spec.parent_dir is not None or spec.dataset_version != 1):
+        # Only append sets these: a parent_dir from a user would read a folder outside the roots.
+        raise JobError("parent_dir and dataset_version are set by append; to add images to a "
+                       "dataset, append to it")
     spec = check_paths(ctx, spec)
     return ctx.manager.create("dataset", spec.name, spec.model_dump(mode="json"),
                               needs={"pool": "dataset"}, parent_id=parent.id if parent else None,

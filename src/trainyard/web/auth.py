@@ -14,7 +14,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse
 
 COOKIE = "trainyard_token"
-OPEN_PATHS = ("/login", "/static/")
+OPEN_PATHS = ("/login",)  # exactly these paths, plus everything under OPEN_PREFIXES
+OPEN_PREFIXES = ("/static/",)
 
 
 def token_matches(given: str | None, token: str) -> bool:
@@ -35,9 +36,10 @@ class TokenAuthMiddleware(BaseHTTPMiddleware):
 
     async def dispatch(self, request: Request, call_next):
         path = request.url.path
-        if path.startswith(OPEN_PATHS) or token_matches(request_token(request), self.token):
+        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or token_matches(request_token(request), self.token):
             return await call_next(request)
         if path.startswith("/api") or path in ("/docs", "/openapi.json"):
             return JSONResponse({"detail": "authentication required: send 'Authorization: Bearer <token>'"},
                                 status_code=401, headers={"WWW-Authenticate": "Bearer"})
-        return RedirectResponse(f"/login?next={quote(path)}", status_code=303)
+        target = path + (f"?{request.url.query}" if request.url.query else "")
+        return RedirectResponse(f"/login?next={quote(target, safe='/')}", status_code=303)

@@ -39,3 +39,29 @@ async def save_upload(file: UploadFile, uploads_dir: Path, max_bytes: int) -> Pa
         folder.rmdir()
         raise HTTPException(400, f"the uploaded file {file.filename!r} is empty")
     return path
+
+
+class RequestSizeLimit:
+    """ASGI middleware: 413 for a request whose Content-Length is past ``max_bytes``.
+
+    Starlette spools a multipart upload to a temporary file before any handler runs, so without
+    this a huge upload would fill the disk first and be refused only afterwards. Requests without
+    a Content-Length (chunked) are still limited per file by ``save_upload``.
+    """
+
+    def __init__(self, app, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            length = dict(scope["headers"]).get(b"content-length", b"")
+            if length.isdigit() and int(length) > self.max_bytes:
+                from starlette.responses import JSONResponse
+
+                detail = (f"request of {int(length) / 2**20:.1f} MiB is larger than uploads may be "
+                          f"(TRAINYARD_MAX_UPLOAD_MB)")
+                await JSONResponse({"detail": detail}, status_code=413,
+                                   headers={"Connection": "close"})(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, UploadFile
@@ -14,7 +16,7 @@ from pydantic import ValidationError
 from trainyard.core.paths import PathNotAllowed
 from trainyard.core.status import Status
 from trainyard.datasets.spec import DatasetSpec
-from trainyard.datasets.storage import open_split
+from trainyard.datasets.storage import SPLITS, open_split
 from trainyard.jobs.create import append_dataset_job, create_dataset_job
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.views import job_brief, job_detail
@@ -43,7 +45,8 @@ def _create(ctx, make_job) -> dict:
 
 
 def _errors(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}" for e in exc.errors())
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg'].removeprefix('Value error, ')}"
+                     for e in exc.errors())
 
 
 @router.get("")
@@ -58,16 +61,38 @@ def create_dataset(ctx: Ctx, fields: dict) -> dict:
     return _create(ctx, lambda: create_dataset_job(ctx, spec))
 
 
+def _discard_uploads(fields: dict) -> None:
+    """Remove the files a refused request uploaded (each lies alone in its own folder)."""
+    for key in ("train_archive", "val_archive"):
+        if fields.get(key):
+            shutil.rmtree(Path(fields[key]).parent, ignore_errors=True)
+
+
+def _create_from_upload(ctx, fields: dict, make_job) -> dict:
+    """Like _create, removing the uploaded files when the request is refused."""
+    try:
+        return _create(ctx, make_job)
+    except HTTPException:
+        _discard_uploads(fields)
+        raise
+
+
 async def _fields_with_uploads(ctx, spec_json: str, file: UploadFile | None, val_file: UploadFile | None) -> dict:
     try:
         fields = json.loads(spec_json or "{}")
     except json.JSONDecodeError as exc:
         raise HTTPException(422, f"spec is not valid JSON: {exc}") from exc
+    if not isinstance(fields, dict):
+        raise HTTPException(422, "spec must be a JSON object of dataset options")
     limit = ctx.settings.max_upload_mb * 2**20
-    if file is not None and file.filename:
-        fields["train_archive"] = str(await save_upload(file, ctx.settings.uploads_dir, limit))
-    if val_file is not None and val_file.filename:
-        fields["val_archive"] = str(await save_upload(val_file, ctx.settings.uploads_dir, limit))
+    try:
+        if file is not None and file.filename:
+            fields["train_archive"] = str(await save_upload(file, ctx.settings.uploads_dir, limit))
+        if val_file is not None and val_file.filename:
+            fields["val_archive"] = str(await save_upload(val_file, ctx.settings.uploads_dir, limit))
+    except HTTPException:
+        _discard_uploads(fields)
+        raise
     return fields
 
 
@@ -75,8 +100,8 @@ async def _fields_with_uploads(ctx, spec_json: str, file: UploadFile | None, val
 async def upload_dataset(ctx: Ctx, file: Annotated[UploadFile, File(description="zip or tar(.gz) of class folders")],
                          spec: Annotated[str, Form(description="JSON of the other dataset options")] = "{}",
                          val_file: Annotated[UploadFile | None, File()] = None) -> dict:
-    parsed = _spec(await _fields_with_uploads(ctx, spec, file, val_file))
-    return _create(ctx, lambda: create_dataset_job(ctx, parsed))
+    fields = await _fields_with_uploads(ctx, spec, file, val_file)
+    return _create_from_upload(ctx, fields, lambda: create_dataset_job(ctx, _spec(fields)))
 
 
 @router.get("/{dataset_id}")
@@ -96,7 +121,7 @@ async def append_upload(ctx: Ctx, dataset_id: str, file: Annotated[UploadFile, F
                         spec: Annotated[str, Form()] = "{}") -> dict:
     get_job_of_kind(ctx, dataset_id, "dataset")
     fields = await _fields_with_uploads(ctx, spec, file, None)
-    return _create(ctx, lambda: append_dataset_job(ctx, dataset_id, fields))
+    return _create_from_upload(ctx, fields, lambda: append_dataset_job(ctx, dataset_id, fields))
 
 
 def _built_dataset(ctx, dataset_id: str):
@@ -113,6 +138,8 @@ def mean_image(ctx: Ctx, dataset_id: str):
 
 
 def _open(folder, split: str):
+    if split not in SPLITS:  # a name, never a path
+        raise HTTPException(404, f"no split {split!r}: splits are {', '.join(SPLITS)}")
     try:
         return open_split(folder, split)
     except FileNotFoundError as exc:
@@ -145,10 +172,12 @@ def image_png(ctx: Ctx, dataset_id: str, split: str, index: int):
 
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif", ".ppm", ".pgm"}
+PREVIEW_TRIES = 20  # a folder's first few image files are tried: one of them may be broken
 
 
-def _first_image(ctx, folder: str) -> bytes:
-    """The first image found under a folder inside the data roots (for the resize preview)."""
+def _folder_images(ctx, folder: str):
+    """The first image files under a folder inside the data roots (for the resize preview)."""
+    import itertools
     import os
 
     from trainyard.core.paths import resolve_inside
@@ -157,12 +186,18 @@ def _first_image(ctx, folder: str) -> bytes:
         root = resolve_inside(folder, ctx.settings.allowed_roots)
     except PathNotAllowed as exc:
         raise HTTPException(400, str(exc)) from exc
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            if os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES:
-                return open(os.path.join(dirpath, name), "rb").read()
-    raise HTTPException(404, f"no image found under {folder}")
+
+    def walk():
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES:
+                    yield os.path.join(dirpath, name)
+
+    paths = list(itertools.islice(walk(), PREVIEW_TRIES))
+    if not paths:
+        raise HTTPException(404, f"no image found under {folder}")
+    return paths
 
 
 @router.post("/preview")
@@ -172,18 +207,23 @@ async def resize_preview(ctx: Ctx, width: Annotated[int, Form(ge=1, le=4096)] = 
                          resize: Annotated[str, Form()] = "squash",
                          folder: Annotated[str | None, Form()] = None,
                          image: Annotated[UploadFile | None, File()] = None):
-    """The chosen resize mode applied to a sample image (uploaded, or the first in a folder)."""
+    """The chosen resize mode applied to a sample image (uploaded, or the first readable one in a folder)."""
     from trainyard.datasets.images import ImageError
     from trainyard.datasets.preview import preview_resize
 
     if image is not None and image.filename:
-        data = await image.read(ctx.settings.max_upload_mb * 2**20)
+        samples = [await image.read(ctx.settings.max_upload_mb * 2**20)]
     elif folder:
-        data = _first_image(ctx, folder)
+        samples = _folder_images(ctx, folder)
     else:
         raise HTTPException(422, "give an image or a folder to preview")
-    try:
-        png = preview_resize(data, width, height, channels, resize)
-    except (ImageError, ValueError) as exc:
-        raise HTTPException(422, str(exc)) from exc
-    return Response(png, media_type="image/png")
+    problem = None
+    for sample in samples:
+        data = sample if isinstance(sample, bytes) else Path(sample).read_bytes()
+        try:
+            return Response(preview_resize(data, width, height, channels, resize), media_type="image/png")
+        except ImageError as exc:
+            problem = exc  # an unreadable file in a folder: try the next one
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from exc
+    raise HTTPException(422, str(problem))

@@ -15,8 +15,10 @@
 
   const preview = document.getElementById("resize-preview");
   const previewFile = document.getElementById("preview-file");
+  let previewRequest = 0; // answers can arrive out of order: only the latest request's is shown
   async function updatePreview() {
     if (!preview) return;
+    const request = ++previewRequest;
     const data = new FormData();
     for (const name of ["width", "height", "channels", "resize"]) data.append(name, form.elements[name].value);
     if (previewFile && previewFile.files.length) data.append("image", previewFile.files[0]);
@@ -25,10 +27,15 @@
     try {
       const response = await fetch("/api/datasets/preview", { method: "POST", body: data });
       if (!response.ok) throw new Error((await response.json()).detail);
-      preview.src = URL.createObjectURL(await response.blob());
+      const blob = await response.blob();
+      if (request !== previewRequest) return;
+      if (preview.src) URL.revokeObjectURL(preview.src);
+      preview.src = URL.createObjectURL(blob);
       preview.hidden = false;
       document.getElementById("preview-note").textContent = `Preview: ${form.elements.resize.value} to ${form.elements.width.value}x${form.elements.height.value}`;
     } catch (err) {
+      if (request !== previewRequest) return;
+      preview.hidden = true;
       document.getElementById("preview-note").textContent = `No preview: ${err.message}`;
     }
   }

@@ -1,0 +1,133 @@
+"""Unpack an uploaded .zip, .tar or .tar.gz of images without trusting its contents.
+
+Every member is checked before anything is written: no absolute paths, no ``..``, no links or
+device files, bounded member count and declared size. Bytes are counted again while writing,
+because a member's declared size can lie. We write each file ourselves (never extractall), so
+no permission bits, owners or timestamps from the archive are applied.
+"""
+
+from __future__ import annotations
+
+import stat
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO, Callable, Iterator
+
+CHUNK = 1 << 20
+# Folders some archivers add that never hold user images (macOS resource forks).
+JUNK_TOP_LEVEL = {"__MACOSX"}
+
+
+class ArchiveError(ValueError):
+    """An archive that is refused; the message names the offending member."""
+
+
+@dataclass
+class _Member:
+    name: str
+    is_dir: bool
+    size: int
+    open: Callable[[], IO[bytes]]
+
+
+def _check_name(raw: str) -> PurePosixPath:
+    """Return a safe relative path for a member name, or raise ArchiveError."""
+    name = raw.replace("\\", "/")  # Windows zips may use backslashes
+    path = PurePosixPath(name)
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        raise ArchiveError(f"archive member {raw!r} has an absolute path")
+    if ".." in path.parts:
+        raise ArchiveError(f"archive member {raw!r} has a '..' component")
+    return path
+
+
+def _zip_members(zf: zipfile.ZipFile) -> Iterator[_Member]:
+    for info in zf.infolist():
+        mode = info.external_attr >> 16  # Unix mode bits; the type bits are often left at 0
+        if stat.S_ISLNK(mode):
+            raise ArchiveError(f"archive member {info.filename!r} is a symbolic link")
+        if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise ArchiveError(f"archive member {info.filename!r} is not a plain file")
+        yield _Member(info.filename, info.is_dir(), info.file_size, lambda i=info: zf.open(i))
+
+
+def _tar_members(tf: tarfile.TarFile) -> Iterator[_Member]:
+    for info in tf:
+        if info.issym() or info.islnk():
+            raise ArchiveError(f"archive member {info.name!r} is a link")
+        if not (info.isfile() or info.isdir()):
+            raise ArchiveError(f"archive member {info.name!r} is a device or special file")
+        yield _Member(info.name, info.isdir(), info.size, lambda i=info: tf.extractfile(i))
+
+
+def _open_archive(archive: Path) -> tuple[object, Iterator[_Member]]:
+    if zipfile.is_zipfile(archive):
+        zf = zipfile.ZipFile(archive)
+        return zf, _zip_members(zf)
+    try:
+        # "r|*" streams: members are checked and written in one pass, even for .tar.gz.
+        tf = tarfile.open(archive, "r|*")
+    except (tarfile.TarError, OSError) as e:
+        raise ArchiveError(f"{archive.name} is not a zip or tar archive ({e})") from None
+    return tf, _tar_members(tf)
+
+
+def safe_extract(
+    archive: Path,
+    dest: Path,
+    max_total_bytes: int = 20 * 2**30,
+    max_members: int = 1_000_000,
+) -> Path:
+    """Extract ``archive`` into ``dest`` and return the root of its contents.
+
+    The root is the single top-level folder if the archive holds only one, else ``dest``.
+    Raises ArchiveError for refused or damaged archives; ``dest`` may then hold a partial
+    extraction, which the caller deletes.
+    """
+    archive, dest = Path(archive), Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    handle, members = _open_archive(archive)
+    total = count = 0
+    try:
+        for member in members:
+            count += 1
+            if count > max_members:
+                raise ArchiveError(f"archive has more than {max_members} members")
+            rel = _check_name(member.name)
+            if not rel.parts or rel.parts[0] in JUNK_TOP_LEVEL:
+                continue
+            target = dest.joinpath(*rel.parts)
+            if member.is_dir:
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            total += member.size
+            if total > max_total_bytes:
+                raise ArchiveError(f"archive unpacks to more than {max_total_bytes} bytes (at {member.name!r})")
+            total = _write_member(member, target, total - member.size, max_total_bytes)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, RuntimeError) as e:
+        raise ArchiveError(f"damaged archive {archive.name}: {e}") from None
+    finally:
+        handle.close()
+    return _content_root(dest)
+
+
+def _write_member(member: _Member, target: Path, written_before: int, limit: int) -> int:
+    """Copy one member to ``target``, counting real bytes; return the new running total."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    total = written_before
+    with member.open() as src, open(target, "wb") as out:
+        while chunk := src.read(CHUNK):
+            total += len(chunk)
+            if total > limit:
+                raise ArchiveError(f"archive unpacks to more than {limit} bytes (at {member.name!r})")
+            out.write(chunk)
+    return total
+
+
+def _content_root(dest: Path) -> Path:
+    entries = [p for p in dest.iterdir() if not p.name.startswith(".")]
+    if len(entries) == 1 and entries[0].is_dir():
+        return entries[0]
+    return dest

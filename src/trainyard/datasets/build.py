@@ -1,0 +1,203 @@
+"""Build a dataset: decode and resize every image in parallel and store the splits.
+
+The build writes into ``JOB/dataset.tmp`` and renames it to ``JOB/dataset`` only when every
+file is complete, so a crash or abort never leaves a half-built dataset behind. Parent images
+(append) are copied first, then the new images of every split stream through one
+DecodePipeline (worker processes, bounded memory, results in order).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from trainyard.core.events import EventWriter
+from trainyard.core.files import write_json_atomic
+from trainyard.datasets.collect import BuildPlan, DatasetError, collect
+from trainyard.datasets.pipeline import DecodePipeline
+from trainyard.datasets.sources import Skipped
+from trainyard.datasets.storage import SPLITS, SplitWriter, open_split, save_mean
+from trainyard.datasets.worker import Geometry
+
+__all__ = ["DatasetError", "build_dataset"]
+
+PROGRESS_EVERY_S = 0.5
+PARENT_BATCH = 256
+# Below this many images, starting worker processes (up to a second with spawn) costs more
+# than it saves.
+MIN_IMAGES_FOR_POOL = 100
+
+
+class Progress:
+    """Throttled progress events, with an ETA for the whole build."""
+
+    def __init__(self, events: EventWriter, total: int):
+        self.events, self.total = events, total
+        self.finished = 0  # images handled in earlier phases
+        self.start = self.last = time.monotonic()
+
+    def update(self, phase: str, done: int, phase_total: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        overall = self.finished + done
+        rate = overall / max(now - self.start, 1e-6)
+        eta = (self.total - overall) / rate if rate > 0 else None
+        self.events.progress(done, phase_total, phase=phase, eta=None if eta is None else round(eta, 1))
+
+
+def _copy_parent(plan: BuildPlan, split: str, writer: SplitWriter, progress: Progress) -> None:
+    """Copy a parent split's images as stored (labels keep their index: parent classes come first).
+
+    Encoded images are copied byte for byte when the encoding is unchanged, so appending to a
+    JPEG dataset does not compress the old images a second time.
+    """
+    if plan.parent is None or not (plan.parent.dir / split / "meta.json").is_file():
+        return
+    reader = open_split(plan.parent.dir, split)
+    same_bytes = reader.encoding == writer.encoding != "none"
+    for start in range(0, len(reader), PARENT_BATCH):
+        idx = np.arange(start, min(start + PARENT_BATCH, len(reader)))
+        for i, image, label in zip(idx, reader.read_batch(idx), reader.labels[idx]):
+            writer.append(image, int(label), reader.read_encoded(int(i)) if same_bytes else None)
+        progress.update(f"{split} (parent)", int(idx[-1]) + 1, len(reader))
+
+
+def _open_writers(plan: BuildPlan, folder: Path, geometry: Geometry) -> dict[str, SplitWriter]:
+    """A writer for each split that gets images, new or from the parent."""
+    writers = {}
+    for split in SPLITS:
+        from_parent = plan.parent is not None and (plan.parent.dir / split / "meta.json").is_file()
+        if plan.splits.get(split) or from_parent:
+            writers[split] = SplitWriter(folder / split, geometry.height, geometry.width,
+                                         geometry.channels, geometry.encoding, mean=(split == "train"))
+    return writers
+
+
+def _write_new(plan: BuildPlan, writers: dict[str, SplitWriter], pipeline: DecodePipeline,
+               seed: int, progress: Progress) -> None:
+    """Decode all new images of all splits as one stream (no pause between splits)."""
+    order = [(split, i, s) for split in SPLITS for i, s in enumerate(plan.splits.get(split, []))]
+    items = [(str(s.path), (seed, SPLITS.index(split), i)) for split, i, s in order]
+    totals = {split: len(plan.splits.get(split, [])) for split in SPLITS}
+    for (split, i, sample), (pixels, encoded, reason) in zip(order, pipeline.run(items)):
+        if reason is not None:
+            plan.skipped.append(Skipped(str(sample.path), reason))
+        else:
+            writers[split].append(pixels, sample.label, encoded)
+        last = i + 1 == totals[split]
+        progress.update(split, i + 1, totals[split], force=last)
+        if last:
+            progress.finished += totals[split]
+
+
+def _geometry(spec, plan: BuildPlan, events: EventWriter) -> Geometry:
+    """The spec's geometry, or the parent's when appending (stored images cannot change size)."""
+    geo = Geometry(spec.width, spec.height, spec.channels, spec.resize, spec.encoding)
+    if plan.parent is None:
+        return geo
+    p = plan.parent.info
+    parent_geo = Geometry(p["width"], p["height"], p["channels"], p["resize"], spec.encoding)
+    if parent_geo != geo:
+        events.log(f"appending keeps the parent's {p['width']}x{p['height']}, {p['channels']} "
+                   f"channel(s), resize {p['resize']!r}", "warning")
+    return parent_geo
+
+
+def _info(spec, plan: BuildPlan, geometry: Geometry, writers: dict[str, SplitWriter]) -> dict:
+    counts = {
+        split: {name: int(n) for name, n in zip(plan.classes, np.bincount(np.asarray(w.labels, np.int64), minlength=len(plan.classes)))}
+        for split, w in writers.items()
+    }
+    return {
+        "version": 1, "name": spec.name, "classes": plan.classes, "counts": counts,
+        "images": {split: len(w) for split, w in writers.items()},
+        "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
+        "warnings": plan.warnings, "width": geometry.width, "height": geometry.height,
+        "channels": geometry.channels, "resize": geometry.resize, "encoding": geometry.encoding,
+        "parent": str(plan.parent.dir) if plan.parent else None, "seed": spec.seed,
+    }
+
+
+def _check_usable(info: dict) -> None:
+    train = info["counts"].get("train", {})
+    if not sum(info["images"].values()):
+        raise DatasetError("no usable image: every file was skipped (see the skipped list)")
+    usable = [name for name, n in train.items() if n > 0]
+    if len(usable) < 2:
+        raise DatasetError(f"fewer than two classes have usable training images "
+                           f"({', '.join(usable) or 'none'}); see the skipped list")
+
+
+def _report(events: EventWriter, plan: BuildPlan) -> None:
+    for message in plan.warnings:
+        events.log(message, "warning")
+    for s in plan.skipped[:20]:
+        events.log(f"skipped {s.path}: {s.reason}", "warning")
+    if len(plan.skipped) > 20:
+        events.log(f"... and {len(plan.skipped) - 20} more skipped (listed in info.json)", "warning")
+
+
+def build_dataset(spec, job_dir: Path, events: EventWriter, workers: int | None = None,
+                  data_roots: Iterable[Path] | None = None) -> dict:
+    """Build the dataset ``spec`` describes into ``job_dir/dataset``; return its info dict.
+
+    ``workers``: decoding processes (default: one per CPU; 1 decodes in this process).
+    ``data_roots``: images named in lists outside these folders are skipped (default: the
+    spec's ``data_roots``; None there too means no check).
+    Raises DatasetError for problems the user must fix; leaves no dataset folder on failure.
+    """
+    job_dir = Path(job_dir)
+    final, tmp, scratch = job_dir / "dataset", job_dir / "dataset.tmp", job_dir / "extract.tmp"
+    if final.exists():
+        raise DatasetError(f"{final} already exists; a dataset version is never rebuilt in place")
+    workers = workers or os.cpu_count() or 1
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        roots = data_roots if data_roots is not None else spec.data_roots
+        plan = collect(spec, job_dir, scratch, None if roots is None else [Path(r) for r in roots])
+        geometry = _geometry(spec, plan, events)
+        total = sum(len(v) for v in plan.splits.values())
+        events.log(f"{len(plan.classes)} classes, {total} new images to process "
+                   f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})")
+        info = _build_into(tmp, spec, plan, geometry, events, workers, total)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    summary = {k: v for k, v in info.items() if k not in ("skipped", "warnings")}
+    events.emit("result", **summary, skipped_total=len(info["skipped"]), skipped=info["skipped"][:100])
+    return info
+
+
+def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: EventWriter,
+                workers: int, total: int) -> dict:
+    tmp.mkdir(parents=True)
+    progress = Progress(events, total)
+    writers = _open_writers(plan, tmp, geometry)
+    for split, writer in writers.items():
+        _copy_parent(plan, split, writer, progress)
+    workers = workers if total >= MIN_IMAGES_FOR_POOL else 1
+    try:
+        with DecodePipeline(geometry, workers) as pipeline:
+            _write_new(plan, writers, pipeline, spec.seed, progress)
+    except BrokenProcessPool:
+        raise DatasetError("an image worker process died unexpectedly (out of memory, or killed)") from None
+    for writer in writers.values():
+        writer.close()
+    _report(events, plan)
+    info = _info(spec, plan, geometry, writers)
+    _check_usable(info)
+    (tmp / "labels.txt").write_text("".join(f"{name}\n" for name in plan.classes), encoding="utf-8")
+    save_mean(tmp, writers["train"].mean())
+    write_json_atomic(tmp / "info.json", info)
+    return info

@@ -1,0 +1,97 @@
+"""The validated, versioned input of a dataset job (its spec.json).
+
+Paths are strings as the user gave them; relative ones are taken relative to the job folder
+(the web and CLI layers resolve and check user paths against the data roots before they get
+here). Unknown fields are refused, so a typo does not silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from trainyard.datasets.resize import RESIZE_MODES
+
+MAX_SIZE = 4096
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """Parse "WIDTHxHEIGHT" (e.g. "256x256") into (width, height)."""
+    match = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text)
+    if not match:
+        raise ValueError(f"size {text!r} should look like WIDTHxHEIGHT, e.g. 256x256")
+    width, height = int(match.group(1)), int(match.group(2))
+    for name, value in (("width", width), ("height", height)):
+        if not 1 <= value <= MAX_SIZE:
+            raise ValueError(f"{name} {value} is outside 1..{MAX_SIZE}")
+    return width, height
+
+
+class DatasetSpec(BaseModel):
+    """What to build: image sources, target geometry, split percents and storage encoding."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = 1
+    kind: Literal["dataset"] = "dataset"
+    id: str | None = None  # the job id, filled in when the job is created
+    name: str = Field(min_length=1)
+
+    # Train source: exactly one of a class folder, a list + labels file, or an archive.
+    train_folder: str | None = None
+    val_folder: str | None = None
+    test_folder: str | None = None
+    train_list: str | None = None
+    val_list: str | None = None
+    test_list: str | None = None
+    labels_file: str | None = None
+    image_root: str | None = None
+    train_archive: str | None = None
+    val_archive: str | None = None
+
+    width: int = Field(256, ge=1, le=MAX_SIZE)
+    height: int = Field(256, ge=1, le=MAX_SIZE)
+    channels: Literal[1, 3] = 3
+    resize: str = "squash"
+    val_percent: float = Field(25, ge=0, le=100)
+    test_percent: float = Field(0, ge=0, le=100)
+    min_per_class: int = Field(2, ge=1)
+    max_per_class: int | None = Field(None, ge=1)
+    encoding: Literal["none", "png", "jpeg"] = "none"
+    seed: int = 0
+    # Append: the parent version's dataset folder, copied first.
+    parent_dir: str | None = None
+    dataset_version: int = Field(1, ge=1)  # 1, then +1 with each append
+    # Folders that images named in list files must lie in; set by the job creator from the
+    # settings' data roots (never taken from a user). None: not checked.
+    data_roots: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "DatasetSpec":
+        train_sources = [self.train_folder, self.train_list, self.train_archive]
+        if sum(s is not None for s in train_sources) != 1:
+            raise ValueError("give exactly one training source: train_folder, train_list "
+                             "(with labels_file) or train_archive")
+        if sum(s is not None for s in (self.val_folder, self.val_list, self.val_archive)) > 1:
+            raise ValueError("give at most one validation source: val_folder, val_list or val_archive")
+        if self.test_folder is not None and self.test_list is not None:
+            raise ValueError("give at most one test source: test_folder or test_list")
+        lists = (self.train_list, self.val_list, self.test_list)
+        if any(s is not None for s in lists) and self.labels_file is None:
+            raise ValueError("image lists need a labels_file naming the classes")
+        if self.val_percent + self.test_percent >= 100:
+            raise ValueError(f"val_percent + test_percent must be under 100, "
+                             f"got {self.val_percent:g} + {self.test_percent:g}")
+        if self.resize not in RESIZE_MODES:
+            raise ValueError(f"unknown resize mode {self.resize!r}; valid modes: {', '.join(RESIZE_MODES)}")
+        return self
+
+    @property
+    def has_val_source(self) -> bool:
+        return any(s is not None for s in (self.val_folder, self.val_list, self.val_archive))
+
+    @property
+    def has_test_source(self) -> bool:
+        return self.test_folder is not None or self.test_list is not None

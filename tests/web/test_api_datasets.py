@@ -1,0 +1,497 @@
+"""The datasets API end to end: the scheduler really builds each dataset in a subprocess."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from trainyard.datasets.resize import RESIZE_MODES
+from trainyard.settings import Settings
+
+GOOD_IMAGES = 20  # the image_folder fixture: 10 cats, 10 dogs, plus two bad files
+SIZE = {"width": 32, "height": 24}  # not square, so a swapped width and height shows
+
+
+def create(client, **fields) -> dict:
+    response = client.post("/api/datasets", json={"name": "pets", **SIZE, **fields})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def build(client, wait_job, **fields) -> dict:
+    job = wait_job(client, create(client, **fields)["id"])
+    assert job["status"] == "done", job["error"]
+    return client.get(f"/api/datasets/{job['id']}").json()
+
+
+def total(counts: dict) -> int:
+    return sum(sum(per_class.values()) for per_class in counts.values())
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return Image.open(io.BytesIO(data)).size
+
+
+def file_digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory, client_for, make_images_with_bad_files, wait_job):
+    """One server and one dataset built from a folder with bad files, for the tests that only read
+    it (building takes seconds). Tests here may add jobs, never change or delete this one."""
+    tmp = tmp_path_factory.mktemp("shared")
+    settings = Settings(home=tmp / "home", data_roots=[tmp / "data"])
+    folder = make_images_with_bad_files(settings.data_roots[0] / "images")
+    with client_for(settings) as client:
+        dataset = build(client, wait_job, train_folder=str(folder))
+        yield SimpleNamespace(client=client, settings=settings, dataset=dataset, folder=folder)
+
+
+# -- creating from a folder ---------------------------------------------------------------------
+
+def test_folder_with_bad_files_builds_and_lists_what_it_skipped(shared):
+    client, built = shared.client, shared.dataset
+    assert built["classes"] == ["cat", "dog"]
+    assert set(built["counts"]) == {"train", "val"}
+    assert total(built["counts"]) == GOOD_IMAGES
+    assert sum(built["counts"]["val"].values()) == 4  # 25 % of each class
+    assert built["image_size"] == [32, 24]
+    skipped = {Path(s["path"]).name: s["reason"] for s in built["skipped"]}
+    assert set(skipped) == {"broken.jpg", "notes.png"}
+    assert all(reason for reason in skipped.values())
+
+    jobs = {j["id"]: j for j in client.get("/api/jobs").json()["jobs"]}
+    assert jobs[built["id"]]["kind"] == "dataset"
+    assert jobs[built["id"]]["status"] == "done"
+    listed = client.get("/api/datasets").json()["datasets"]
+    assert built["id"] in [d["id"] for d in listed]
+
+
+def test_path_outside_the_data_roots_is_refused(client, tmp_path, make_images):
+    outside = make_images(tmp_path / "elsewhere")
+    response = client.post("/api/datasets", json={"name": "x", "train_folder": str(outside)})
+    assert response.status_code == 400
+    assert "TRAINYARD_DATA_ROOTS" in response.json()["detail"]
+    assert client.get("/api/jobs").json()["jobs"] == []
+
+
+def test_dotdot_cannot_climb_out_of_the_data_roots(client, settings, tmp_path, make_images):
+    make_images(tmp_path / "elsewhere")
+    sneaky = settings.data_roots[0] / ".." / "elsewhere"
+    response = client.post("/api/datasets", json={"name": "x", "train_folder": str(sneaky)})
+    assert response.status_code == 400
+    assert "TRAINYARD_DATA_ROOTS" in response.json()["detail"]
+
+
+def test_missing_path_is_refused(client, settings):
+    missing = settings.data_roots[0] / "no-such-folder"
+    response = client.post("/api/datasets", json={"name": "x", "train_folder": str(missing)})
+    assert response.status_code == 400
+    assert "does not exist" in response.json()["detail"]
+    assert client.get("/api/jobs").json()["jobs"] == []
+
+
+@pytest.mark.parametrize("fields, words", [
+    ({"val_percent": 120}, ["val_percent", "100"]),
+    ({"resize": "stretch"}, ["stretch", "squash"]),
+    ({"width": 0}, ["width"]),
+    ({"colour": "blue"}, ["colour"]),
+])
+def test_invalid_spec_is_422_with_a_clear_message(client, image_folder, fields, words):
+    response = client.post("/api/datasets", json={"name": "x", "train_folder": str(image_folder), **fields})
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert isinstance(detail, str)
+    for word in words:
+        assert word in detail
+    assert client.get("/api/jobs").json()["jobs"] == []
+
+
+def test_parent_dir_cannot_be_set_by_hand(shared):
+    """Only append points a build at a parent; a user-given parent_dir would read any folder."""
+    parent = shared.settings.jobs_dir / shared.dataset["id"] / "dataset"
+    response = shared.client.post("/api/datasets", json={"name": "x", "train_folder": str(shared.folder),
+                                                         "parent_dir": str(parent)})
+    assert response.status_code == 400
+    assert "append" in response.json()["detail"]
+
+
+def test_one_class_fails_with_a_clear_error_and_leaves_no_dataset(client, settings, wait_job, make_images):
+    folder = make_images(settings.data_roots[0] / "lonely", {"cat": 6})
+    job = wait_job(client, create(client, train_folder=str(folder))["id"])
+    assert job["status"] == "failed"
+    assert "two classes" in job["error"]
+    job_dir = settings.jobs_dir / job["id"]
+    assert not (job_dir / "dataset").exists()
+    assert not (job_dir / "dataset.tmp").exists()
+    assert client.get(f"/api/datasets/{job['id']}/images").status_code == 409
+
+
+# -- archives -----------------------------------------------------------------------------------
+
+def archive_members(root: Path) -> list[tuple[str, bytes]]:
+    return [(p.relative_to(root.parent).as_posix(), p.read_bytes())
+            for p in sorted(root.rglob("*")) if p.is_file()]
+
+
+def zip_bytes(members: list[tuple[str, bytes]]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members:
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def tar_bytes(members: list[tuple[str, bytes]], extra: tarfile.TarInfo | None = None,
+              extra_data: bytes = b"") -> bytes:
+    """A .tar.gz of the members, with ``extra`` added in the middle (after the first member)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for i, (name, data) in enumerate(members):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+            if i == 0 and extra is not None:
+                tf.addfile(extra, io.BytesIO(extra_data) if extra.isfile() else None)
+    return buf.getvalue()
+
+
+def upload(client, name: str, data: bytes, **spec):
+    return client.post("/api/datasets/upload", files={"file": (name, data, "application/octet-stream")},
+                       data={"spec": json.dumps({"name": "uploaded", **SIZE, **spec})})
+
+
+def test_uploaded_zips_of_class_folders_build(client, settings, wait_job, tmp_path, make_images):
+    train = make_images(tmp_path / "pets", {"cat": 5, "dog": 5})
+    val = make_images(tmp_path / "val" / "pets", {"cat": 2, "dog": 3, "eel": 1}, seed=2)
+    response = client.post("/api/datasets/upload", data={"spec": json.dumps({"name": "uploaded", **SIZE})},
+                           files={"file": ("pets.zip", zip_bytes(archive_members(train))),
+                                  "val_file": ("val.zip", zip_bytes(archive_members(val)))})
+    assert response.status_code == 201, response.text
+    job = wait_job(client, response.json()["id"])
+    assert job["status"] == "done", job["error"]
+    dataset = client.get(f"/api/datasets/{job['id']}").json()
+    assert dataset["classes"] == ["cat", "dog"]
+    assert dataset["counts"] == {"train": {"cat": 5, "dog": 5}, "val": {"cat": 2, "dog": 3}}
+    assert [Path(s["path"]).name for s in dataset["skipped"]] == ["eel"]
+    assert "not in the training set" in dataset["skipped"][0]["reason"]
+    assert not (settings.jobs_dir / job["id"] / "extract.tmp").exists()
+
+
+def _bad_member(kind: str, tmp_path: Path) -> tuple[tarfile.TarInfo, str]:
+    """A refused tar member and a file name that would show where it was written."""
+    if kind == "dotdot":
+        info = tarfile.TarInfo("../../../evil_dotdot.txt")
+        info.size = 4
+        return info, "evil_dotdot.txt"
+    if kind == "absolute":
+        info = tarfile.TarInfo(str(tmp_path / "evil_absolute.txt"))
+        info.size = 4
+        return info, "evil_absolute.txt"
+    info = tarfile.TarInfo("pets/cat/evil_link.jpg")
+    info.type = tarfile.SYMTYPE
+    info.linkname = "/etc/passwd"
+    return info, "evil_link.jpg"
+
+
+def test_archives_with_unsafe_members_fail_naming_the_member(client, settings, wait_job, tmp_path, make_images):
+    folder = make_images(tmp_path / "pets", {"cat": 3, "dog": 3})
+    jobs = {}
+    for kind in ("dotdot", "absolute", "symlink"):
+        bad, written_name = _bad_member(kind, tmp_path)
+        response = upload(client, f"{kind}.tar.gz", tar_bytes(archive_members(folder), bad, b"evil"))
+        assert response.status_code == 201, response.text
+        jobs[kind] = (response.json()["id"], bad.name, written_name)
+    for kind, (job_id, member, written_name) in jobs.items():
+        job = wait_job(client, job_id)
+        assert job["status"] == "failed", kind
+        assert member in job["error"] and "refused" in job["error"], job["error"]
+        assert not list(tmp_path.rglob(written_name)), f"the refused {kind} member was written"
+        job_dir = settings.jobs_dir / job_id
+        assert not (job_dir / "dataset").exists()
+        assert not (job_dir / "extract.tmp").exists(), "the partial extraction was left behind"
+
+
+def test_upload_over_the_size_limit_is_413_and_leaves_nothing(tmp_path, client_for):
+    settings = Settings(home=tmp_path / "home", data_roots=[tmp_path / "data"], max_upload_mb=1)
+    with client_for(settings, run_scheduler=False) as small_client:
+        too_big = np.random.default_rng(0).bytes(3 * 2**19)  # 1.5 MiB
+        response = upload(small_client, "big.zip", too_big)
+        assert response.status_code == 413
+        assert "1 MiB" in response.json()["detail"]
+        assert small_client.get("/api/jobs").json()["jobs"] == []
+    assert [p for p in settings.uploads_dir.rglob("*") if p.is_file()] == []
+
+
+def test_a_huge_upload_is_refused_before_its_body_is_read(tmp_path):
+    """Refused on its Content-Length: not spooled to disk first (the client can stop sending)."""
+    import asyncio
+
+    from trainyard.web.app import create_app
+
+    settings = Settings(home=tmp_path / "home", data_roots=[tmp_path / "data"], max_upload_mb=1)
+    app = create_app(settings, run_scheduler=False)
+    reads, sent = [], []
+
+    async def receive():
+        reads.append(1)
+        return {"type": "http.request", "body": b"-" * 1024, "more_body": len(reads) < 3}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+             "scheme": "http", "path": "/api/datasets/upload", "raw_path": b"/api/datasets/upload",
+             "root_path": "", "query_string": b"", "client": ("127.0.0.1", 5000), "server": ("testserver", 80),
+             "headers": [(b"host", b"testserver"), (b"content-type", b"multipart/form-data; boundary=xyz"),
+                         (b"content-length", str(50 * 2**30).encode())]}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 413
+    assert b"TRAINYARD_MAX_UPLOAD_MB" in b"".join(m.get("body", b"") for m in sent)
+    assert reads == []
+
+
+def test_a_refused_upload_leaves_no_file_behind(client, settings, image_folder, tmp_path, make_images):
+    folder = make_images(tmp_path / "pets", {"cat": 2, "dog": 2})
+    archive = zip_bytes(archive_members(folder))
+    response = upload(client, "pets.zip", archive, train_folder=str(image_folder))  # two sources
+    assert response.status_code == 422
+    assert "exactly one training source" in response.json()["detail"]
+    bad_json = client.post("/api/datasets/upload", files={"file": ("pets.zip", archive)}, data={"spec": "[1]"})
+    assert bad_json.status_code == 422
+    assert [p for p in settings.uploads_dir.rglob("*") if p.is_file()] == []
+    assert client.get("/api/jobs").json()["jobs"] == []
+
+
+def test_empty_upload_is_refused(client):
+    response = upload(client, "empty.zip", b"")
+    assert response.status_code == 400
+    assert "empty" in response.json()["detail"]
+
+
+def test_upload_that_is_not_an_archive_fails_with_a_clear_error(client, wait_job):
+    response = upload(client, "photo.zip", b"this is not a zip file at all")
+    job = wait_job(client, response.json()["id"])
+    assert job["status"] == "failed"
+    assert "not a zip or tar archive" in job["error"]
+
+
+# -- append -------------------------------------------------------------------------------------
+
+def test_append_makes_a_new_version_and_leaves_the_old_one_alone(shared, wait_job, make_images):
+    client, settings, built = shared.client, shared.settings, shared.dataset
+    old_dir = settings.jobs_dir / built["id"] / "dataset"
+    before = file_digest(old_dir)
+    more = make_images(settings.data_roots[0] / "more", {"cat": 4, "dog": 4, "eel": 4}, seed=1)
+
+    response = client.post(f"/api/datasets/{built['id']}/append", json={"train_folder": str(more)})
+    assert response.status_code == 201, response.text
+    job = wait_job(client, response.json()["id"])
+    assert job["status"] == "done", job["error"]
+    assert job["parent"] == built["id"]
+    assert job["id"] != built["id"]
+
+    new = client.get(f"/api/datasets/{job['id']}").json()
+    assert new["classes"] == ["cat", "dog", "eel"]  # the parent's classes keep their labels
+    assert total(new["counts"]) == GOOD_IMAGES + 12
+    assert new["image_size"] == built["image_size"]
+    assert new["name"] == "pets v2"
+
+    again = client.get(f"/api/datasets/{built['id']}").json()
+    assert again["classes"] == built["classes"] and again["counts"] == built["counts"]
+    assert file_digest(old_dir) == before
+
+
+def test_append_refuses_a_path_outside_the_roots(shared, tmp_path, make_images):
+    client, built = shared.client, shared.dataset
+    outside = make_images(tmp_path / "elsewhere", {"cat": 2, "dog": 2})
+    response = client.post(f"/api/datasets/{built['id']}/append", json={"train_folder": str(outside)})
+    assert response.status_code == 400
+    assert "TRAINYARD_DATA_ROOTS" in response.json()["detail"]
+
+
+def test_append_to_an_unknown_dataset_is_404(shared):
+    response = shared.client.post("/api/datasets/nope/append", json={"train_folder": str(shared.folder)})
+    assert response.status_code == 404
+
+
+# -- exploring ----------------------------------------------------------------------------------
+
+def test_explorer_filters_by_class_and_pages(shared):
+    client, built = shared.client, shared.dataset
+    base = f"/api/datasets/{built['id']}/images"
+    cats = client.get(base, params={"split": "train", "label": 0}).json()
+    assert cats["total"] == built["counts"]["train"]["cat"]
+    assert {image["label"] for image in cats["images"]} == {0}
+
+    everything = client.get(base, params={"split": "train"}).json()
+    assert everything["total"] == sum(built["counts"]["train"].values())
+    assert {image["label"] for image in everything["images"]} == {0, 1}
+
+    first = client.get(base, params={"split": "train", "offset": 0, "limit": 5}).json()["images"]
+    second = client.get(base, params={"split": "train", "offset": 5, "limit": 5}).json()["images"]
+    assert len(first) == len(second) == 5
+    assert first + second == everything["images"][:10]
+    past_end = client.get(base, params={"split": "train", "offset": 1000}).json()
+    assert past_end["images"] == [] and past_end["total"] == everything["total"]
+
+    sneaky = client.get(base, params={"split": "../dataset/train"})
+    assert sneaky.status_code == 404  # a split is a name, never a path
+
+    val = client.get(base, params={"split": "val"}).json()
+    assert val["total"] == sum(built["counts"]["val"].values())
+    assert client.get(base, params={"split": "test"}).status_code == 404
+
+
+def test_stored_images_and_mean_are_pngs_of_the_dataset_size(shared):
+    client, built = shared.client, shared.dataset
+    base = f"/api/datasets/{built['id']}"
+    image = client.get(f"{base}/images/train/0.png")
+    assert image.status_code == 200 and image.headers["content-type"] == "image/png"
+    assert png_size(image.content) == (32, 24)
+    mean = client.get(f"{base}/mean.png")
+    assert mean.status_code == 200
+    assert png_size(mean.content) == (32, 24)
+    count = sum(built["counts"]["train"].values())
+    assert client.get(f"{base}/images/train/{count}.png").status_code == 404
+
+
+def test_stored_pixels_match_the_class_colours(shared):
+    client, built = shared.client, shared.dataset
+    """Cats are dark and dogs light in the generated images; the explorer must show that."""
+    base = f"/api/datasets/{built['id']}"
+    for label, dark in ((0, True), (1, False)):
+        index = client.get(f"{base}/images", params={"label": label, "limit": 1}).json()["images"][0]["index"]
+        pixels = np.asarray(Image.open(io.BytesIO(client.get(f"{base}/images/train/{index}.png").content)))
+        assert (pixels.mean() < 100) == dark
+
+
+def test_explorer_of_a_dataset_not_built_yet_is_409(tmp_path, client_for, make_images):
+    settings = Settings(home=tmp_path / "home", data_roots=[tmp_path / "data"])
+    folder = make_images(settings.data_roots[0] / "images", {"cat": 2, "dog": 2})
+    with client_for(settings, run_scheduler=False) as idle:  # nothing starts: the job stays queued
+        job = create(idle, train_folder=str(folder))
+        for url in ("images", "images/train/0.png", "mean.png"):
+            response = idle.get(f"/api/datasets/{job['id']}/{url}")
+            assert response.status_code == 409
+            assert "not built yet" in response.json()["detail"]
+
+
+# -- resize preview -----------------------------------------------------------------------------
+
+@pytest.fixture
+def sample_jpeg() -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (30, 60, 3), dtype=np.uint8)).save(buf, "JPEG")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("mode", RESIZE_MODES)
+def test_preview_of_an_uploaded_image_has_the_target_size(client, sample_jpeg, mode):
+    response = client.post("/api/datasets/preview", files={"image": ("a.jpg", sample_jpeg, "image/jpeg")},
+                           data={"width": 40, "height": 20, "resize": mode, "channels": 3})
+    assert response.status_code == 200, response.text
+    assert png_size(response.content) == (40, 20)
+
+
+def test_preview_in_grayscale(client, sample_jpeg):
+    response = client.post("/api/datasets/preview", files={"image": ("a.jpg", sample_jpeg, "image/jpeg")},
+                           data={"width": 16, "height": 16, "channels": 1})
+    assert Image.open(io.BytesIO(response.content)).mode == "L"
+
+
+def test_preview_of_a_folder_uses_its_first_readable_image(shared):
+    # The folder's first file in sorted order is cat/broken.jpg: the preview must get past it.
+    response = shared.client.post("/api/datasets/preview",
+                                  data={"width": 20, "height": 10, "folder": str(shared.folder)})
+    assert response.status_code == 200, response.text
+    assert png_size(response.content) == (20, 10)
+
+
+def test_preview_of_a_folder_without_images_is_404(shared):
+    empty = shared.settings.data_roots[0] / "empty"
+    empty.mkdir()
+    response = shared.client.post("/api/datasets/preview", data={"folder": str(empty)})
+    assert response.status_code == 404
+    assert "no image" in response.json()["detail"]
+
+
+def test_preview_refuses_folders_outside_the_roots(client, tmp_path, make_images):
+    outside = make_images(tmp_path / "elsewhere", {"cat": 1})
+    response = client.post("/api/datasets/preview", data={"folder": str(outside)})
+    assert response.status_code == 400
+    assert "TRAINYARD_DATA_ROOTS" in response.json()["detail"]
+
+
+def test_preview_errors_are_clear(client, sample_jpeg):
+    bad_mode = client.post("/api/datasets/preview", files={"image": ("a.jpg", sample_jpeg, "image/jpeg")},
+                           data={"resize": "stretch"})
+    assert bad_mode.status_code == 422 and "stretch" in bad_mode.json()["detail"]
+    not_image = client.post("/api/datasets/preview", files={"image": ("a.jpg", b"hello", "image/jpeg")})
+    assert not_image.status_code == 422
+    nothing = client.post("/api/datasets/preview", data={"width": 10})
+    assert nothing.status_code == 422
+
+
+# -- lists --------------------------------------------------------------------------------------
+
+def test_list_dataset_reports_unparsable_lines_with_their_number(client, settings, wait_job, make_images):
+    root = make_images(settings.data_roots[0] / "listed", {"cat": 4, "dog": 4})
+    lines = [f"cat/cat_{i}.jpg 0" for i in range(4)] + [f"dog/dog_{i}.jpg 1" for i in range(4)]
+    lines.insert(2, "just-one-field")  # line 3
+    lines.insert(5, "cat/cat_0.jpg kitten")  # line 6
+    lines.append("dog/dog_0.jpg 7")  # line 11: no class 7
+    (root / "train.txt").write_text("\n".join(lines) + "\n")
+    (root / "labels.txt").write_text("cat\ndog\n")
+
+    dataset = build(client, wait_job, train_list=str(root / "train.txt"), encoding="png",
+                    labels_file=str(root / "labels.txt"), image_root=str(root))
+    assert dataset["classes"] == ["cat", "dog"]
+    assert total(dataset["counts"]) == 8
+    assert dataset["encoding"] == "png"
+    stored = client.get(f"/api/datasets/{dataset['id']}/images/train/0.png")
+    assert png_size(stored.content) == (32, 24)
+    reasons = sorted(s["reason"] for s in dataset["skipped"])
+    assert len(reasons) == 3
+    assert reasons[0].startswith("line 11:")
+    assert reasons[1].startswith("line 3:")
+    assert reasons[2].startswith("line 6:") and "kitten" in reasons[2]
+
+
+def test_list_paths_are_checked_against_the_roots_too(client, tmp_path, image_folder):
+    outside = tmp_path / "labels.txt"
+    outside.write_text("cat\ndog\n")
+    listing = image_folder / "train.txt"
+    listing.write_text("cat/cat_0.jpg 0\n")
+    response = client.post("/api/datasets", json={"name": "x", "train_list": str(listing),
+                                                  "labels_file": str(outside)})
+    assert response.status_code == 400
+    assert "TRAINYARD_DATA_ROOTS" in response.json()["detail"]
+
+
+# -- delete -------------------------------------------------------------------------------------
+
+def test_delete_removes_the_dataset_and_its_folder(client, settings, wait_job, make_images):
+    folder = make_images(settings.data_roots[0] / "images", {"cat": 2, "dog": 2})
+    built = build(client, wait_job, train_folder=str(folder), val_percent=0)
+    job_dir = settings.jobs_dir / built["id"]
+    assert (job_dir / "dataset" / "info.json").is_file()
+    response = client.delete(f"/api/jobs/{built['id']}")
+    assert response.status_code == 200
+    assert not job_dir.exists()
+    assert client.get(f"/api/datasets/{built['id']}").status_code == 404
+    assert client.get("/api/jobs").json()["jobs"] == []
+    assert client.delete(f"/api/jobs/{built['id']}").status_code == 404
+    assert folder.is_dir(), "deleting a dataset must not touch the source images"
