@@ -14,9 +14,7 @@ from trainyard.core.paths import PathNotAllowed
 from trainyard.core.status import Status
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.resources import NotSatisfiable
-from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
 from trainyard.jobs.views import job_detail
-from trainyard.training.spec import format_errors
 
 
 def _numbers(text: Optional[str], kind=float, what: str = "value") -> list:
@@ -62,6 +60,10 @@ def train(
     as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),
 ) -> None:
     """Train an image classifier. Runs here with a progress bar unless --submit."""
+    # Imported here, not at the top: they load torch, which every other command can do without.
+    from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
+    from trainyard.training.spec import format_errors
+
     source = _read_network_file(network_file) if network_file else None
     lr_fields = {"policy": lr_policy, "step_percent": lr_step, "warmup_percent": warmup}
     if lr_steps:

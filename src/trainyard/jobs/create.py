@@ -17,8 +17,12 @@ PATH_FIELDS = ("train_folder", "val_folder", "test_folder", "train_list", "val_l
 
 
 def check_paths(ctx: Context, spec: DatasetSpec) -> DatasetSpec:
-    """Resolve every path of the spec and refuse any outside TRAINYARD_DATA_ROOTS."""
-    resolved = {}
+    """Resolve every path of the spec and refuse any outside TRAINYARD_DATA_ROOTS.
+
+    The roots go into the spec too (whatever the user sent), so the build also skips images that
+    a list names outside them.
+    """
+    resolved: dict = {"data_roots": [str(r) for r in ctx.settings.allowed_roots]}
     for field in PATH_FIELDS:
         value = getattr(spec, field)
         if value:
