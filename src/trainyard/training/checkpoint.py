@@ -1,0 +1,126 @@
+"""Checkpoints that describe themselves, written atomically and read with weights_only=True.
+
+A checkpoint is one ``torch.save``d dict holding only tensors, dicts, lists, strings, numbers,
+booleans and None, so ``torch.load(..., weights_only=True)`` reads it without running code:
+
+    format          "trainyard-checkpoint/1"
+    model           the network's state_dict
+    network         standard network name, or None for a custom network
+    network_source  the custom network file's source, or None (standard nets rebuild by name)
+    classes         class names in label order
+    image_size      the int passed to build(num_classes, in_channels, image_size)
+    preprocess      {width, height, channels, resize, mean_mode, crop, mean, scale}: how an image
+                    becomes input (see training/preprocess.py); mean is float32 (H, W, C) 0..255
+    optimizer, scheduler, scaler   their state_dicts (scaler None without fp16)
+    rng             {seed, torch (CPU state), cuda (a state per device)}
+    epoch, iteration, batches      where training stood (fractional epoch, optimizer steps, batches)
+    metrics         {name: [[epoch, value], ...]}, best {epoch, val_accuracy} or None
+    trainable       parameter names left trainable (freeze_backbone), or None for all
+    spec            the job's spec as a dict
+
+Files are ``JOB/checkpoints/epoch-0003.pt`` (`checkpoint_name`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from trainyard.core.files import write_atomic
+from trainyard.core.paths import JobFolder, checkpoint_name
+from trainyard.training.models import create_model
+
+FORMAT = "trainyard-checkpoint/1"
+_NAME = re.compile(r"^epoch-(\d+(?:\.\d+)?)\.pt$")
+
+
+class CheckpointError(ValueError):
+    """A file that is not a trainyard checkpoint, or an epoch without one."""
+
+
+def save_checkpoint(path: str | os.PathLike, checkpoint: dict) -> Path:
+    """Write ``checkpoint`` to ``path`` atomically (temp file, fsync, rename); return the path."""
+    path = Path(path)
+    checkpoint = {**checkpoint, "format": FORMAT}
+    write_atomic(path, lambda f: torch.save(checkpoint, f))
+    return path
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
+    """Read a checkpoint without unpickling code (weights_only=True) and check its format."""
+    checkpoint = torch.load(Path(path), map_location=map_location, weights_only=True)
+    if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
+        found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
+        raise CheckpointError(f"{Path(path).name} is not a {FORMAT} file (found {found!r})")
+    return checkpoint
+
+
+def build_model_from_checkpoint(checkpoint: dict) -> nn.Module:
+    """The checkpoint's network with its weights, in eval mode, on the CPU."""
+    prep = checkpoint["preprocess"]
+    crop = prep.get("crop")
+    input_size = (crop, crop) if crop else (prep["height"], prep["width"])
+    model = create_model(checkpoint["network"], checkpoint["network_source"], len(checkpoint["classes"]),
+                         prep["channels"], checkpoint["image_size"], input_size)
+    model.load_state_dict(checkpoint["model"])
+    return model.eval()
+
+
+def checkpoint_epochs(job_dir: str | os.PathLike) -> dict[float, Path]:
+    """{epoch: path} of every complete checkpoint of a job (temp files are ignored)."""
+    folder = JobFolder(job_dir).checkpoints
+    found = {}
+    for path in folder.glob("epoch-*.pt") if folder.is_dir() else ():
+        match = _NAME.match(path.name)
+        if match:
+            epoch = float(match.group(1))
+            found[int(epoch) if epoch == int(epoch) else epoch] = path
+    return dict(sorted(found.items()))
+
+
+def latest_checkpoint(job_dir: str | os.PathLike) -> Path | None:
+    """The checkpoint of the latest epoch, or None if the job has none."""
+    epochs = checkpoint_epochs(job_dir)
+    return epochs[max(epochs)] if epochs else None
+
+
+def checkpoint_for_epoch(job_dir: str | os.PathLike, epoch: float | None = None) -> Path:
+    """The checkpoint of ``epoch`` (the latest for None); CheckpointError lists what exists."""
+    if epoch is None:
+        path = latest_checkpoint(job_dir)
+        if path is None:
+            raise CheckpointError("the job has no checkpoint yet")
+        return path
+    path = JobFolder(job_dir).checkpoints / checkpoint_name(epoch)
+    if not path.is_file():
+        have = ", ".join(f"{e:g}" for e in checkpoint_epochs(job_dir)) or "none"
+        raise CheckpointError(f"no checkpoint for epoch {epoch:g} (epochs with one: {have})")
+    return path
+
+
+def rng_state(seed: int) -> dict:
+    """The global torch RNG states (CPU and every CUDA device) and the run's seed."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
+    return {"seed": int(seed), "torch": torch.get_rng_state(), "cuda": list(cuda)}
+
+
+def restore_rng_state(state: dict) -> None:
+    """Put back what `rng_state` saved (CUDA states only where the devices still exist)."""
+    torch.set_rng_state(state["torch"].cpu())
+    cuda = state.get("cuda") or []
+    if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all([s.cpu() for s in cuda])
+
+
+def scheduler_state(scheduler) -> dict:
+    """A LambdaLR state without its lambdas (closures are rebuilt from the spec, not pickled)."""
+    return {k: v for k, v in scheduler.state_dict().items() if k != "lr_lambdas"}
+
+
+def load_scheduler_state(scheduler, state: dict) -> None:
+    lambdas = getattr(scheduler, "lr_lambdas", [])
+    scheduler.load_state_dict({**state, "lr_lambdas": [None] * len(lambdas)})

@@ -1,0 +1,155 @@
+"""Batches of a stored dataset split, as device tensors ready for the network.
+
+Training reads batches, not samples: one ``read_batch`` gathers a whole batch of uint8 images
+from the memory-mapped split (or decodes it, for PNG/JPEG splits), in background threads a few
+batches ahead; the batch is pinned, copied to the device as uint8 (4x fewer bytes than float),
+and converted, cropped, augmented and mean-subtracted there by `normalize_batch`.
+
+Everything random is a pure function of (seed, epoch, batch): the epoch's order comes from
+``default_rng([seed, epoch])`` and each batch's crops and augmentation from a generator seeded
+with (seed, epoch, batch, rank). So a run resumed at any batch of any epoch sees exactly the
+batches the uninterrupted run would have seen, with no loader state to save.
+
+With ``world_size > 1`` each rank takes ``order[rank::world_size]`` (for DDP).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterator
+
+import numpy as np
+import torch
+
+from trainyard.datasets.storage import SplitReader
+from trainyard.training.augment import AugmentSettings
+from trainyard.training.preprocess import normalize_batch
+
+Batch = tuple[torch.Tensor, torch.Tensor]  # images (N, C, h, w) float, labels (N,) int64
+
+
+class BatchLoader:
+    """Iterates one split in batches; ``batches(epoch, start)`` yields (images, labels) on ``device``.
+
+    In training mode (``train=True``) the order is shuffled per epoch, crops are random,
+    ``augment`` applies, and the last incomplete batch is dropped (unless the split holds less
+    than one batch), so every step has the same shape. Otherwise the order is the stored order
+    and every image is used once.
+    """
+
+    def __init__(
+        self,
+        reader: SplitReader,
+        batch_size: int,
+        device: torch.device | str = "cpu",
+        *,
+        mean: torch.Tensor | None = None,
+        crop: int | None = None,
+        train: bool = False,
+        augment: AugmentSettings | None = None,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        prefetch: int = 3,
+        workers: int | None = None,
+        channels_last: bool = False,
+    ):
+        if batch_size < 1:
+            raise ValueError(f"batch size must be at least 1, got {batch_size}")
+        self.reader = reader
+        self.batch_size = batch_size
+        self.device = torch.device(device)
+        self.mean = mean.to(self.device) if mean is not None else None
+        self.crop = crop
+        self.train = train
+        self.augment = augment
+        self.seed = seed
+        self.rank, self.world_size = rank, world_size
+        self.prefetch = prefetch
+        # Decoding PNG/JPEG releases the GIL, so threads scale; a memory map needs just one.
+        default_workers = 1 if reader.encoding == "none" else min(8, os.cpu_count() or 1)
+        self.workers = workers or default_workers
+        self.channels_last = channels_last
+        self.pin = self.device.type == "cuda"
+        self._labels = np.asarray(reader.labels, dtype=np.int64)
+        # On the batch's device: random numbers drawn on the CPU would have to be copied over,
+        # and a blocking copy to the GPU waits for all queued work (a sync every batch).
+        self._generator = torch.Generator(device=self.device)
+
+    def __len__(self) -> int:
+        """Batches per epoch for this rank."""
+        n = self.images_per_epoch
+        if self.train and n >= self.batch_size:
+            return n // self.batch_size
+        return -(-n // self.batch_size)
+
+    @property
+    def images_per_epoch(self) -> int:
+        """Images this rank sees in an epoch (before dropping an incomplete last batch)."""
+        n = len(self.reader)
+        if self.train:
+            n -= n % self.world_size  # equal shards, so every rank takes the same number of steps
+        return len(range(self.rank, n, self.world_size))
+
+    def order(self, epoch: int) -> np.ndarray:
+        """This rank's image indices for ``epoch``, in the order they are used."""
+        n = len(self.reader)
+        if not self.train:
+            return np.arange(n)[self.rank :: self.world_size]
+        order = np.random.default_rng([self.seed, epoch]).permutation(n)
+        order = order[: n - n % self.world_size]
+        return order[self.rank :: self.world_size]
+
+    def batches(self, epoch: int = 0, start: int = 0, stop: int | None = None) -> Iterator[Batch]:
+        """Yield batches ``start`` (skipping the ones before, for an exact resume) up to ``stop``."""
+        order = self.order(epoch)
+        count = len(self)
+        stop = count if stop is None else min(stop, count)
+        chunks = [order[i * self.batch_size : (i + 1) * self.batch_size] for i in range(start, stop)]
+        for index, (images, labels) in enumerate(self._read_ahead(chunks), start):
+            yield self._to_device(images, labels, epoch, index)
+
+    def _read(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """Background thread: gather one batch as (pinned) uint8 host tensors."""
+        images = torch.from_numpy(self.reader.read_batch(indices))
+        labels = torch.from_numpy(self._labels[indices])
+        if self.pin:
+            images, labels = images.pin_memory(), labels.pin_memory()
+        return images, labels
+
+    def _read_ahead(self, chunks: list[np.ndarray]) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Read ``chunks`` in order, keeping ``prefetch`` of them in flight on a thread pool."""
+        if self.prefetch < 1:
+            yield from (self._read(c) for c in chunks)
+            return
+        pool = ThreadPoolExecutor(self.workers, thread_name_prefix="trainyard-loader")
+        pending: deque = deque()
+        upcoming = iter(chunks)
+        try:
+            for chunk in upcoming:
+                pending.append(pool.submit(self._read, chunk))
+                if len(pending) >= self.prefetch:
+                    break
+            while pending:
+                ready = pending.popleft().result()
+                chunk = next(upcoming, None)
+                if chunk is not None:
+                    pending.append(pool.submit(self._read, chunk))
+                yield ready
+        finally:
+            # Stopped early (abort, end of a fractional epoch): drop what was read ahead.
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _to_device(self, images: torch.Tensor, labels: torch.Tensor, epoch: int, index: int) -> Batch:
+        images = images.to(self.device, non_blocking=True)
+        labels = labels.to(self.device, non_blocking=True)
+        generator = None
+        if self.train:
+            seed = np.random.SeedSequence([self.seed, epoch, index, self.rank]).generate_state(1)[0]
+            generator = self._generator
+            generator.manual_seed(int(seed))
+        x = normalize_batch(images, self.mean, self.crop, train=self.train, augment=self.augment,
+                            generator=generator, channels_last=self.channels_last)
+        return x, labels

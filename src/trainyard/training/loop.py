@@ -1,0 +1,257 @@
+"""The training loop: `train_one_epoch`, `evaluate`, and `train`, which runs a whole job.
+
+No host synchronisation per step: the training loss is summed on the device and read back a
+few times an epoch (`Schedule`), which is also when the loss is checked for divergence and
+when metrics, learning rate, speed and progress go to events.jsonl. At each validation point
+the val loss, top-1 and top-5 accuracy (in percent) are reported with a summary; at each
+snapshot point a checkpoint is written, then announced with a ``checkpoint`` event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from trainyard.core.events import EventWriter
+from trainyard.core.paths import JobFolder, checkpoint_name
+from trainyard.networks import main_output, training_loss
+from trainyard.training.checkpoint import rng_state, save_checkpoint, scheduler_state
+from trainyard.training.data import BatchLoader
+from trainyard.training.schedule import Point
+from trainyard.training.setup import Run, Stepper, TrainingError, prepare
+from trainyard.training.spec import ModelSpec
+
+
+class Aborted(Exception):
+    """The job was asked to stop (SIGTERM); raised at the next step boundary."""
+
+
+class LossMeter:
+    """Sums per-batch losses on the device; `read` is the only host synchronisation."""
+
+    def __init__(self, device: torch.device):
+        self.total = torch.zeros((), device=device)
+        self.count = 0
+
+    def add(self, loss: torch.Tensor) -> None:
+        self.total += loss.detach().float()
+        self.count += 1
+
+    def read(self) -> float | None:
+        """The mean loss since the last read (None if there was no batch), and reset."""
+        if not self.count:
+            return None
+        value = self.total.item() / self.count
+        self.total.zero_()
+        self.count = 0
+        return value
+
+
+def train_one_epoch(model: nn.Module, loader: BatchLoader, stepper: Stepper, meter: LossMeter,
+                    epoch: int, *, start: int = 0, stop: int | None = None,
+                    after_step: Callable[[int], None] = lambda batches: None) -> None:
+    """Train on batches ``start``..``stop`` of ``epoch``; ``after_step(global batches)`` follows
+    every optimizer step (every ``stepper.accumulation`` batches, counted across epochs)."""
+    model.train()
+    per_epoch = len(loader)
+    for index, (images, labels) in enumerate(loader.batches(epoch, start, stop), start):
+        with stepper.autocast():
+            loss = training_loss(model(images), labels, model)
+        meter.add(loss)
+        stepper.backward(loss)
+        batches = epoch * per_epoch + index + 1
+        if batches % stepper.accumulation == 0:
+            stepper.step()
+            after_step(batches)
+
+
+def evaluate(model: nn.Module, loader: BatchLoader,
+             autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+             should_stop: Callable[[], bool] = lambda: False) -> dict[str, float]:
+    """Loss, top-1 and top-5 accuracy (percent) over a whole split; one host sync at the end.
+
+    ``autocast`` makes the mixed-precision context (e.g. ``Stepper.autocast``); fp32 by default.
+    """
+    was_training = model.training
+    model.eval()
+    device = loader.device
+    loss_sum, top1, top5 = (torch.zeros((), device=device) for _ in range(3))
+    count = 0
+    with torch.inference_mode():
+        for images, labels in loader.batches():
+            if should_stop():
+                raise Aborted()
+            with autocast():
+                logits = main_output(model(images))
+            logits = logits.float()
+            loss_sum += F.cross_entropy(logits, labels, reduction="sum")
+            k = min(5, logits.shape[1])
+            hits = logits.topk(k, dim=1).indices == labels[:, None]  # (N, k)
+            top1 += hits[:, 0].sum()
+            top5 += hits.any(dim=1).sum()
+            count += len(labels)
+    model.train(was_training)
+    loss, correct1, correct5 = torch.stack([loss_sum, top1, top5]).tolist()
+    count = max(count, 1)
+    return {"val_loss": loss / count, "val_accuracy": 100.0 * correct1 / count,
+            "val_top5": 100.0 * correct5 / count}
+
+
+class Reporter:
+    """Turns the run's progress into events: metrics, progress, summaries and checkpoints."""
+
+    def __init__(self, run: Run, should_stop: Callable[[], bool]):
+        self.run = run
+        self.events: EventWriter = run.events
+        self.should_stop = should_stop
+        self.meter = LossMeter(run.device)
+        self.started = self.mark = time.perf_counter()
+        self.first = run.batches  # global batches done when this process started
+        self.last = run.batches
+        # the latest validation accuracy, also across a resume (summaries report it)
+        self.last_val: float | None = (run.metrics.get("val_accuracy") or [[None, None]])[-1][1]
+
+    def metric(self, epoch: float, name: str, value: float, keep: bool = True) -> None:
+        self.events.emit("metric", epoch=epoch, name=name, value=value)
+        if keep:
+            self.run.metrics.setdefault(name, []).append([epoch, value])
+
+    def __call__(self, batches: int) -> None:
+        """After every optimizer step: report, validate and snapshot when due; honour abort."""
+        point = self.run.schedule.at(batches)
+        if point is not None:
+            self.read_back(point)
+            if point.validate is not None:
+                self.validate(point.validate)
+            if point.snapshot is not None:
+                self.snapshot(point.snapshot, batches)
+            if point.validate is not None or point.snapshot is not None:
+                self.events.emit("summary", epoch=point.validate or point.snapshot,
+                                 best=self.run.best, val_accuracy=self.last_val)
+                self.mark = time.perf_counter()  # images/s measures training only
+        if self.should_stop():
+            raise Aborted()
+
+    def read_back(self, point: Point) -> None:
+        run, schedule = self.run, self.run.schedule
+        epoch = schedule.epoch_of(point.batches)
+        loss = self.meter.read()  # waits for the device: the only sync in the training loop
+        now = time.perf_counter()
+        if loss is not None and not math.isfinite(loss):
+            raise TrainingError(f"training diverged at epoch {epoch:g} (loss is {loss}): lower the "
+                                f"learning rate (now {run.spec.lr.base_lr:g})")
+        if loss is not None:
+            self.metric(epoch, "train_loss", loss)
+        self.metric(epoch, "lr", run.stepper.lr)
+        images = (point.batches - self.last) * run.train_loader.batch_size * run.train_loader.world_size
+        self.metric(epoch, "images_per_second", round(images / max(now - self.mark, 1e-9), 1), keep=False)
+        self.last, self.mark = point.batches, now
+        done = point.batches // schedule.accumulation
+        rate = (now - self.started) / max(point.batches - self.first, 1)  # seconds per batch
+        eta = rate * (schedule.total_batches - point.batches)
+        self.events.progress(done=done, total=schedule.total_iterations, phase="train", eta=round(eta, 1))
+
+    def validate(self, epoch: float) -> None:
+        run = self.run
+        if run.val_loader is None:
+            return
+        result = evaluate(run.model, run.val_loader, run.stepper.autocast, self.should_stop)
+        if not math.isfinite(result["val_loss"]):
+            raise TrainingError(f"training diverged at epoch {epoch:g} (validation loss is "
+                                f"{result['val_loss']}): lower the learning rate (now {run.spec.lr.base_lr:g})")
+        for name, value in result.items():
+            self.metric(epoch, name, value)
+        self.last_val = result["val_accuracy"]
+        if run.best is None or self.last_val > run.best["val_accuracy"]:
+            run.best = {"epoch": epoch, "val_accuracy": self.last_val}
+
+    def snapshot(self, epoch: float, batches: int) -> Path:
+        path = JobFolder(self.run.job_dir).checkpoints / checkpoint_name(epoch)
+        save_checkpoint(path, checkpoint_state(self.run, epoch, batches))
+        self.events.emit("checkpoint", epoch=epoch, path=str(path))
+        return path
+
+
+def checkpoint_state(run: Run, epoch: float, batches: int) -> dict:
+    """Everything a checkpoint holds (see training/checkpoint.py)."""
+    stepper = run.stepper
+    return {
+        "model": run.net.state_dict(),
+        "network": run.spec.network,
+        "network_source": run.spec.network_source,
+        "classes": run.classes,
+        "image_size": run.image_size,
+        "preprocess": run.preprocess,
+        "optimizer": stepper.optimizer.state_dict(),
+        "scheduler": scheduler_state(stepper.scheduler),
+        "scaler": stepper.scaler.state_dict() if stepper.scaler else None,
+        "rng": rng_state(run.seed),
+        "epoch": epoch,
+        "iteration": batches // stepper.accumulation,
+        "batches": batches,
+        "batches_per_epoch": run.schedule.batches_per_epoch,
+        "metrics": run.metrics,
+        "best": run.best,
+        "trainable": run.trainable,
+        "spec": run.spec.model_dump(mode="json"),
+    }
+
+
+def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,
+          resume: Path | None = None, should_stop: Callable[[], bool] = lambda: False) -> dict:
+    """Run a model job to its end; return its result (final epoch, best, last val accuracy).
+
+    ``resume`` is a checkpoint of this job to continue from. Raises TrainingError with a
+    message for the user, or Aborted when ``should_stop()`` turned true.
+    """
+    run = prepare(spec, Path(job_dir), events, resume)
+    _log_start(run, resume)
+    schedule = run.schedule
+    events.progress(done=run.batches // schedule.accumulation, total=schedule.total_iterations, phase="train")
+    batch_size = run.train_loader.batch_size
+    try:
+        _train_batches(run, Reporter(run, should_stop))
+    except torch.OutOfMemoryError:
+        raise TrainingError(f"out of GPU memory at batch size {batch_size}; try a smaller batch "
+                            f"size (e.g. {max(1, batch_size // 2)})") from None
+    final = run.schedule.snapshot_epochs[-1]
+    last = run.metrics.get("val_accuracy", [[None, None]])[-1][1]
+    result = {"epoch": final, "best": run.best, "val_accuracy": last}
+    events.emit("result", **result)
+    return result
+
+
+def _train_batches(run: Run, reporter: Reporter) -> None:
+    """Train from the run's position (``run.batches``) to the end of the schedule."""
+    schedule, loader = run.schedule, run.train_loader
+    per_epoch = schedule.batches_per_epoch
+    batches = run.batches
+    run.stepper.optimizer.zero_grad(set_to_none=True)
+    while batches < schedule.total_batches:
+        epoch, start = divmod(batches, per_epoch)
+        stop = min(per_epoch, schedule.total_batches - epoch * per_epoch)
+        train_one_epoch(run.model, loader, run.stepper, reporter.meter, epoch, start=start,
+                        stop=stop, after_step=reporter)
+        batches = epoch * per_epoch + stop
+
+
+def _log_start(run: Run, resume: Path | None) -> None:
+    spec, loader = run.spec, run.train_loader
+    params = sum(p.numel() for p in run.net.parameters())
+    dtype = run.stepper.dtype
+    precision = "fp32" if dtype is None else {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+    run.events.log(
+        f"training {spec.network or 'custom network'} ({params:,} parameters) on {run.device} "
+        f"({precision}); {loader.images_per_epoch} training images in {len(loader)} batches of "
+        f"{loader.batch_size}, {run.schedule.total_iterations} iterations, seed {run.seed}")
+    if resume is not None:
+        run.events.log(f"resuming from {resume.name} at epoch "
+                       f"{run.schedule.epoch_of(run.batches):g}")

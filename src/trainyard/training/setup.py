@@ -1,0 +1,251 @@
+"""Everything one training run needs, built from its spec, its dataset and (on resume) a checkpoint.
+
+`prepare` returns a `Run`: the device, the network (and its compiled form), the optimizer side
+(`Stepper`), the batch loaders, the event `Schedule` and where training stands. A fresh run
+seeds torch before building the network; a resumed run loads model, optimizer, scheduler, AMP
+scaler and RNG states from its checkpoint, so it continues as if it had never stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from trainyard.core.events import EventWriter
+from trainyard.core.files import read_json
+from trainyard.datasets.storage import SplitReader, open_split, split_names
+from trainyard.networks import get_network
+from trainyard.training import models
+from trainyard.training.checkpoint import load_checkpoint, load_scheduler_state, restore_rng_state
+from trainyard.training.data import BatchLoader
+from trainyard.training.lr_policies import create_scheduler
+from trainyard.training.preprocess import SCALE, mean_tensor
+from trainyard.training.schedule import Schedule
+from trainyard.training.solvers import create_optimizer
+from trainyard.training.spec import ModelSpec
+
+
+class TrainingError(RuntimeError):
+    """A problem the user can fix; the message says how (it becomes the job's error)."""
+
+
+@dataclass
+class Stepper:
+    """The optimizer side of training: autocast, scaled backward, accumulation, step, LR schedule."""
+
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    scaler: torch.amp.GradScaler | None
+    device_type: str
+    dtype: torch.dtype | None  # autocast dtype; None = float32
+    accumulation: int = 1
+
+    def autocast(self):
+        if self.dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device_type, dtype=self.dtype)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        if self.accumulation > 1:
+            loss = loss / self.accumulation  # gradients of the mean over the accumulated batches
+        (self.scaler.scale(loss) if self.scaler else loss).backward()
+
+    def step(self) -> None:
+        if self.scaler:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()  # per iteration: the policies are in percent of all iterations
+
+    @property
+    def lr(self) -> float:
+        return self.optimizer.param_groups[0]["lr"]
+
+
+@dataclass
+class Run:
+    spec: ModelSpec
+    job_dir: Path
+    events: EventWriter
+    device: torch.device
+    net: nn.Module  # the network itself: what checkpoints save
+    model: nn.Module  # what runs: net, or torch.compile(net)
+    stepper: Stepper
+    train_loader: BatchLoader
+    val_loader: BatchLoader | None
+    schedule: Schedule
+    classes: list[str]
+    image_size: int
+    preprocess: dict
+    seed: int
+    trainable: list[str] | None = None  # None: every parameter trains
+    batches: int = 0  # global batches done (the resume point)
+    metrics: dict[str, list] = field(default_factory=dict)
+    best: dict | None = None
+
+
+def pick_device() -> torch.device:
+    """The job's GPU (the runner sets CUDA_VISIBLE_DEVICES to its lease), else the CPU."""
+    if not torch.cuda.is_available():
+        return torch.device("cpu")
+    torch.backends.cudnn.benchmark = True  # fixed input shapes: let cuDNN pick its fastest kernels
+    torch.backends.cuda.matmul.allow_tf32 = True  # fp32 runs use tensor cores too
+    torch.backends.cudnn.allow_tf32 = True
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+def check_single_process(spec: ModelSpec) -> None:
+    # Several processes running this loop would each train alone and write the same files.
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if spec.processes > 1 or world > 1:
+        raise TrainingError(f"training with {max(spec.processes, world)} processes (DDP) is not "
+                            "supported by this version; use processes=1")
+
+
+def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
+    """The AMP dtype for a precision setting: auto = bf16 (or fp16) on GPUs, fp32 on the CPU."""
+    if precision == "auto":
+        if device.type != "cuda":
+            return None
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+def open_dataset(spec: ModelSpec) -> tuple[dict, SplitReader, SplitReader | None, np.ndarray | None]:
+    """(info, train split, val split or None when it is empty or absent, mean image or None)."""
+    folder = Path(spec.dataset_dir)
+    if not (folder / "info.json").is_file():
+        raise TrainingError(f"dataset {spec.dataset_id} is not built ({folder} has no info.json)")
+    info = read_json(folder / "info.json")
+    train = open_split(folder, "train")
+    val = open_split(folder, "val") if "val" in split_names(folder) else None
+    mean_path = folder / "mean.npy"
+    mean = np.load(mean_path) if mean_path.is_file() else None
+    return info, train, (val if val is not None and len(val) else None), mean
+
+
+def check_geometry(spec: ModelSpec, height: int, width: int) -> int:
+    """The network's input size (crop, else the short side); TrainingError if it cannot work."""
+    if spec.crop and spec.crop > min(height, width):
+        raise TrainingError(f"crop {spec.crop} is larger than the dataset's {width}x{height} images")
+    size = spec.crop or min(height, width)
+    if spec.network:
+        need = getattr(get_network(spec.network), "min_image_size", 1)
+        if size < need:
+            raise TrainingError(f"network {spec.network} needs images of at least {need}x{need}; "
+                                f"this dataset gives {size}x{size}")
+    return size
+
+
+def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | None = None) -> Run:
+    """Build the run; continue from the checkpoint ``resume`` when given."""
+    check_single_process(spec)
+    ckpt = load_checkpoint(resume) if resume else None
+    seed = ckpt["rng"]["seed"] if ckpt else spec.seed if spec.seed is not None else secrets.randbelow(2**31)
+    torch.manual_seed(seed)  # the network's initial weights
+    device = pick_device()
+    info, train_split, val_split, mean = open_dataset(spec)
+    height, width, channels = train_split.shape
+    classes = list(info["classes"])
+    image_size = check_geometry(spec, height, width)
+
+    input_size = (spec.crop, spec.crop) if spec.crop else (height, width)
+    net, trainable = _build_network(spec, ckpt, len(classes), channels, image_size, input_size, events)
+    channels_last = spec.channels_last and device.type == "cuda"
+    net.to(device)
+    if channels_last:
+        net.to(memory_format=torch.channels_last)  # what cuDNN's fastest convolutions want
+    params = [p for p in net.parameters() if p.requires_grad]
+    if not params:
+        raise TrainingError("no parameter is left to train (freeze_backbone froze them all)")
+
+    batch_size = spec.default_batch_size()
+    mean_mode = spec.mean if mean is not None else "none"
+    if mean is None and spec.mean != "none":
+        events.log(f"the dataset has no mean.npy: mean {spec.mean!r} falls back to none", "warning")
+    mean_t = mean_tensor(mean, mean_mode, spec.crop, device)
+    loader_args = dict(mean=mean_t, crop=spec.crop, seed=seed, channels_last=channels_last)
+    train_loader = BatchLoader(train_split, batch_size, device, train=True, augment=spec.augment, **loader_args)
+    val_loader = BatchLoader(val_split, batch_size, device, **loader_args) if val_split else None
+    if not len(train_loader):
+        raise TrainingError(f"dataset {spec.dataset_id} has no training images")
+    schedule = Schedule(len(train_loader), spec.epochs, spec.accumulation, spec.val_interval,
+                        spec.snapshot_interval)
+
+    optimizer = create_optimizer(spec.solver, params, spec.lr.base_lr, spec.momentum, spec.weight_decay)
+    scheduler = create_scheduler(optimizer, spec.lr, schedule.total_iterations)
+    dtype = autocast_dtype(spec.precision, device)
+    scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
+    stepper = Stepper(optimizer, scheduler, scaler, device.type, dtype, spec.accumulation)
+
+    preprocess = {"width": width, "height": height, "channels": channels,
+                  "resize": info.get("resize") or "squash", "mean_mode": mean_mode, "crop": spec.crop,
+                  "mean": torch.from_numpy(mean.astype(np.float32)) if mean is not None else None,
+                  "scale": SCALE}
+    run = Run(spec, Path(job_dir), events, device, net, net, stepper, train_loader, val_loader,
+              schedule, classes, image_size, preprocess, seed, trainable)
+    if ckpt:
+        _resume(run, ckpt)
+    if spec.compile:
+        run.model = torch.compile(net)
+    return run
+
+
+def _build_network(spec: ModelSpec, ckpt: dict | None, num_classes: int, channels: int, image_size: int,
+                   input_size: tuple[int, int], events: EventWriter) -> tuple[nn.Module, list[str] | None]:
+    """The network with its starting weights (checkpoint, pretrained or fresh), frozen as asked."""
+    net = models.create_model(spec.network, spec.network_source, num_classes, channels, image_size, input_size)
+    if ckpt:
+        net.load_state_dict(ckpt["model"])
+        trainable = ckpt["trainable"]
+    else:
+        trainable = _load_pretrained(spec, net, num_classes, events)
+    if trainable is not None:
+        models.freeze_except(net, trainable)
+    return net, trainable
+
+
+def _load_pretrained(spec: ModelSpec, net: nn.Module, num_classes: int, events: EventWriter) -> list[str] | None:
+    """Start from pretrained weights; return the trainable names if the backbone is frozen."""
+    if not spec.pretrained:
+        return None
+    try:
+        report = models.load_pretrained(net, spec.pretrained)
+    except models.PretrainedError as e:
+        raise TrainingError(str(e)) from None
+    events.log(f"pretrained: loaded {len(report.loaded)} tensors from {Path(spec.pretrained).name}")
+    if report.mismatched:
+        events.log("pretrained: re-initialised (shape differs, e.g. another class count): "
+                   + ", ".join(report.mismatched), "warning")
+    if report.missing:
+        events.log("pretrained: not in the file, freshly initialised: " + ", ".join(report.missing), "warning")
+    if not spec.freeze_backbone:
+        return None
+    trainable = models.trainable_after_finetune(net, report, num_classes)
+    events.log(f"freeze_backbone: training only {', '.join(trainable) or 'nothing'}")
+    return trainable
+
+
+def _resume(run: Run, ckpt: dict) -> None:
+    """Load the optimizer side, RNG and position of a checkpoint into a freshly built run."""
+    if ckpt.get("batches_per_epoch") != run.schedule.batches_per_epoch:
+        raise TrainingError(
+            f"cannot resume: the checkpoint has {ckpt.get('batches_per_epoch')} batches per epoch, "
+            f"this run {run.schedule.batches_per_epoch} (did the dataset or the batch size change?)")
+    run.stepper.optimizer.load_state_dict(ckpt["optimizer"])
+    load_scheduler_state(run.stepper.scheduler, ckpt["scheduler"])
+    if run.stepper.scaler is not None and ckpt.get("scaler"):
+        run.stepper.scaler.load_state_dict(ckpt["scaler"])
+    restore_rng_state(ckpt["rng"])
+    run.batches = int(ckpt["batches"])
+    run.metrics = {k: [list(p) for p in v] for k, v in ckpt.get("metrics", {}).items()}
+    run.best = ckpt.get("best")

@@ -1,0 +1,103 @@
+"""Helpers for the training tests: tiny learnable datasets written in the storage format, specs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from trainyard.core.events import read_events
+from trainyard.datasets.storage import SplitWriter, save_mean
+from trainyard.training.spec import ModelSpec
+
+CLASSES = ["horizontal", "vertical"]
+
+
+def stripes(label: int, size: int, channels: int, rng: np.random.Generator) -> np.ndarray:
+    """A (size, size, channels) uint8 image of horizontal (0) or vertical (1) stripes, noisy."""
+    period = int(rng.integers(3, 6))
+    phase = int(rng.integers(0, period))
+    wave = ((np.arange(size) + phase) % period < period / 2).astype(np.float32)
+    plane = np.repeat(wave[:, None], size, axis=1) if label == 0 else np.repeat(wave[None, :], size, axis=0)
+    contrast = rng.uniform(120, 200)
+    base = rng.uniform(20, 50)
+    pixels = base + contrast * plane + rng.normal(0, 10, (size, size))
+    pixels = np.repeat(pixels[:, :, None], channels, axis=2)
+    if channels == 3:
+        pixels = pixels * rng.uniform(0.7, 1.0, size=3)  # a random tint per image
+    return np.clip(pixels, 0, 255).astype(np.uint8)
+
+
+def make_dataset(folder: Path, *, train: int = 96, val: int = 32, size: int = 16, channels: int = 1,
+                 classes: list[str] | None = None, seed: int = 0, encoding: str = "none") -> Path:
+    """A built dataset folder (info.json, labels.txt, mean.npy, train/, val/) of stripe images.
+
+    With more than two classes, class k > 1 is a flat image of brightness 40 * k.
+    """
+    classes = classes or CLASSES
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for split, n in (("train", train), ("val", val)):
+        writer = SplitWriter(folder / split, size, size, channels, encoding, mean=split == "train")
+        labels = np.arange(n) % len(classes)
+        for label in rng.permutation(labels):
+            writer.append(_image(int(label), size, channels, rng), int(label))
+        writer.close()
+        if split == "train":
+            save_mean(folder, writer.mean())
+        counts[split] = {name: int((labels == i).sum()) for i, name in enumerate(classes)}
+    info = {"version": 1, "name": "stripes", "classes": classes, "counts": counts,
+            "images": {"train": train, "val": val}, "skipped": [], "width": size, "height": size,
+            "channels": channels, "resize": "squash", "encoding": encoding}
+    (folder / "info.json").write_text(json.dumps(info))
+    (folder / "labels.txt").write_text("".join(f"{c}\n" for c in classes))
+    return folder
+
+
+def _image(label: int, size: int, channels: int, rng: np.random.Generator) -> np.ndarray:
+    if label < 2:
+        return stripes(label, size, channels, rng)
+    return np.full((size, size, channels), 40 * label, np.uint8)
+
+
+def model_spec(dataset: Path, **overrides) -> ModelSpec:
+    """A quick spec: LeNet, 2 epochs, batch 16, fixed LR, seed 1 (then ``overrides``)."""
+    fields = dict(dataset_id="ds1", dataset_dir=str(dataset), network="lenet", epochs=2,
+                  batch_size=16, seed=1, lr={"policy": "fixed", "base_lr": 0.01})
+    fields.update(overrides)
+    return ModelSpec(**fields)
+
+
+def write_job(job_dir: Path, spec: ModelSpec) -> Path:
+    job_dir.mkdir(parents=True, exist_ok=True)
+    (job_dir / "spec.json").write_text(spec.model_dump_json(indent=2))
+    return job_dir
+
+
+def metrics(job_dir: Path, name: str) -> list[tuple[float, float]]:
+    """[(epoch, value), ...] of one metric, in the order they were written."""
+    return [(e["epoch"], e["value"]) for e in read_events(job_dir / "events.jsonl", {"metric"})
+            if e["name"] == name]
+
+
+def statuses(job_dir: Path) -> list[dict]:
+    return list(read_events(job_dir / "events.jsonl", {"status"}))
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run torch on one CPU thread (as job subprocesses started with OMP_NUM_THREADS=1 do).
+
+    Same thread count, same float sums: results compare exactly. It also keeps these tests
+    quick on a busy machine, where several spinning OpenMP threads per process slow everything.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
