@@ -204,6 +204,9 @@ class JobManager:
         job = self.get(job_id)
         if job.kind != "model" or not Status(job.status).is_final:
             raise JobError(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
+        if (job.summary or {}).get("imported"):
+            raise JobError(f"model {job_id} was imported from an archive; fine-tune from it instead "
+                           f"(--pretrained {job_id})")
         self.store.update_job(job_id, status=Status.QUEUED.value, error=None, finished_at=None,
                               owner_pid=self.pid if foreground else None,
                               status_detail="resuming from the last checkpoint")

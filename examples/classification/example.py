@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Classify images with a trainyard model exported to ONNX, the way the trainyard server does.
+
+Needs only numpy, Pillow and onnxruntime (not trainyard, not PyTorch):
+
+    python example.py model.onnx IMAGE... -l labels.txt -m mean.npy [-p preprocess.json]
+                      [--batch-size N] [--top 5] [--json] [--cpu]
+
+Each image goes through exactly the server's preprocessing, recorded in preprocess.json:
+loaded as 8-bit "L" or "RGB" (EXIF orientation applied, transparency composited on white,
+16-bit scaled), resized with DIGITS's geometry for the dataset's resize mode (squash, crop,
+fill or half_crop; the padding noise of fill and half_crop comes from a fixed seed, so an
+image always gets the same input), centre-cropped, scaled to 0..1 and minus the mean in 0..1.
+The network's logits go through a softmax; the top predictions are printed per image, or as
+one JSON document with --json: {"results": [{"image": ..., "predictions": [[label, p], ...]}]}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+from PIL import Image, ImageOps
+
+SAFE_FORMATS = ("JPEG", "PNG", "BMP", "TIFF", "WEBP", "GIF", "PPM")
+RESAMPLE = Image.Resampling.BILINEAR
+ALPHA_MODES = {"RGBA", "LA", "PA", "RGBa", "La"}
+WIDE_MODES = {"I", "I;16", "I;16L", "I;16B", "I;16N", "F"}
+# GPU providers first when this onnxruntime build has one; the CPU always works.
+PREFERRED_PROVIDERS = ("CUDAExecutionProvider", "ROCMExecutionProvider", "DmlExecutionProvider",
+                       "CoreMLExecutionProvider", "CPUExecutionProvider")
+
+
+# -- loading: like trainyard.datasets.images -------------------------------------------------
+def load_image(path: str, channels: int) -> Image.Image:
+    """Read an image file as a loaded 8-bit "L" (channels=1) or "RGB" (channels=3) image."""
+    with Image.open(path, formats=SAFE_FORMATS) as img:
+        img.load()
+        return to_mode(ImageOps.exif_transpose(img), channels)
+
+
+def to_mode(img: Image.Image, channels: int) -> Image.Image:
+    """Convert any mode to "L" or "RGB" without clipping wide values or blackening alpha."""
+    target = "L" if channels == 1 else "RGB"
+    if img.mode in WIDE_MODES:
+        img = _wide_to_8bit(img)
+    elif img.mode == "P" or img.mode in ALPHA_MODES or "transparency" in img.info:
+        rgba = img.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        img = Image.alpha_composite(white, rgba).convert("RGB")
+    elif img.mode not in ("L", "RGB"):
+        img = img.convert("RGB")
+    return img.convert(target) if img.mode != target else img
+
+
+def _wide_to_8bit(img: Image.Image) -> Image.Image:
+    arr = np.asarray(img)
+    if img.mode == "F":
+        arr = arr.astype(np.float64)
+        finite = arr[np.isfinite(arr)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        if lo >= 0 and hi <= 1:
+            lo, hi = 0.0, 1.0
+        return Image.fromarray(_stretch(np.nan_to_num(arr, nan=lo), lo, hi), "L")
+    arr = arr.astype(np.int64)
+    if img.mode.startswith("I;16") or (arr.size and arr.min() >= 0 and arr.max() <= 65535):
+        return Image.fromarray(((arr * 255 + 32767) // 65535).astype(np.uint8), "L")
+    return Image.fromarray(_stretch(arr.astype(np.float64), float(arr.min()), float(arr.max())), "L")
+
+
+def _stretch(arr: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    span = hi - lo if hi > lo else 1.0
+    return np.clip(np.rint((arr - lo) * (255.0 / span)), 0, 255).astype(np.uint8)
+
+
+# -- resizing: DIGITS's geometry, like trainyard.datasets.resize ------------------------------
+def py2_round(x: float) -> int:
+    """Round half away from zero (Python 2's round(), which DIGITS used)."""
+    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+
+
+def _even(size: int, target: int) -> int:
+    return size + 1 if (target - size) % 2 == 1 else size
+
+
+def plan_resize(w: int, h: int, width: int, height: int, mode: str):
+    """((resized w, h), kept window (x0, y0, x1, y1), offset (x, y) in the target)."""
+    wr, hr = w / width, h / height
+    if mode == "squash" or wr == hr:
+        return (width, height), (0, 0, width, height), (0, 0)
+    if mode == "crop":
+        if wr > hr:
+            rw = py2_round(w / hr)
+            start = py2_round((rw - width) / 2.0)
+            return (rw, height), (start, 0, start + width, height), (0, 0)
+        rh = py2_round(h / wr)
+        start = py2_round((rh - height) / 2.0)
+        return (width, rh), (0, start, width, start + height), (0, 0)
+    if mode == "fill":
+        if wr > hr:
+            rh = _even(max(1, py2_round(h / wr)), height)
+            return (width, rh), (0, 0, width, rh), (0, (height - rh) // 2)
+        rw = _even(max(1, py2_round(w / hr)), width)
+        return (rw, height), (0, 0, rw, height), ((width - rw) // 2, 0)
+    if mode == "half_crop":
+        ratio = (wr + hr) / 2.0
+        rw, rh = max(1, py2_round(w / ratio)), max(1, py2_round(h / ratio))
+        if wr > hr:
+            rh = _even(rh, height)
+            start = py2_round((rw - width) / 2.0)
+            return (rw, rh), (start, 0, start + width, rh), (0, (height - rh) // 2)
+        rw = _even(rw, width)
+        start = py2_round((rh - height) / 2.0)
+        return (rw, rh), (0, start, rw, start + height), ((width - rw) // 2, 0)
+    raise ValueError(f"unknown resize mode {mode!r}")
+
+
+def resize_image(img: Image.Image, width: int, height: int, mode: str, noise_seed: int) -> np.ndarray:
+    """An "L"/"RGB" image -> uint8 (height, width, C), padding (fill, half_crop) with noise."""
+    resized, (x0, y0, x1, y1), (ox, oy) = plan_resize(img.size[0], img.size[1], width, height, mode)
+    if img.size == (x1 - x0, y1 - y0) and resized == img.size:
+        kept = img
+    else:
+        # Resize only the source box of the kept window: the same pixels as resize-then-crop.
+        sx, sy = img.size[0] / resized[0], img.size[1] / resized[1]
+        kept = img.resize((x1 - x0, y1 - y0), RESAMPLE, box=(x0 * sx, y0 * sy, x1 * sx, y1 * sy))
+    pixels = np.asarray(kept, dtype=np.uint8)
+    if pixels.ndim == 2:
+        pixels = pixels[:, :, None]
+    if pixels.shape[:2] == (height, width):
+        return np.ascontiguousarray(pixels)
+    # A fresh generator per image, as on the server: the same image always gets the same noise.
+    rng = np.random.default_rng(noise_seed)
+    out = rng.integers(0, 255, size=(height, width, pixels.shape[2]), dtype=np.uint8)
+    out[oy:oy + pixels.shape[0], ox:ox + pixels.shape[1]] = pixels
+    return out
+
+
+# -- the network input ------------------------------------------------------------------------
+def mean_input(mean_hwc: np.ndarray | None, prep: dict) -> np.ndarray | None:
+    """The mean to subtract, in 0..1: (C, h, w) for "image", (C, 1, 1) for "pixel"."""
+    mode = prep.get("mean_mode", "none")
+    if mode == "none" or mean_hwc is None:
+        return None
+    mean = np.asarray(mean_hwc, dtype=np.float32).transpose(2, 0, 1)
+    if mode == "pixel":
+        mean = mean.mean(axis=(1, 2), keepdims=True, dtype=np.float32)
+    elif prep.get("crop"):
+        mean = center_crop(mean, prep["crop"])
+    return mean / np.float32(255.0)
+
+
+def center_crop(x: np.ndarray, crop: int) -> np.ndarray:
+    """The central crop x crop window of (..., H, W): offsets (size - crop) // 2, like Caffe."""
+    h, w = x.shape[-2:]
+    top, left = (h - crop) // 2, (w - crop) // 2
+    return x[..., top:top + crop, left:left + crop]
+
+
+def preprocess(images: list[Image.Image], prep: dict, mean: np.ndarray | None) -> np.ndarray:
+    """Images -> float32 (N, C, h, w) network input; ``mean`` comes from mean_input."""
+    arrays = [resize_image(to_mode(img, prep["channels"]), prep["width"], prep["height"],
+                           prep["resize"], prep.get("noise_seed", 0)) for img in images]
+    x = np.stack(arrays).transpose(0, 3, 1, 2)  # N, C, H, W uint8
+    if prep.get("crop"):
+        x = center_crop(x, prep["crop"])
+    x = x.astype(np.float32) * np.float32(1.0 / 255.0)
+    if mean is not None:
+        x = x - mean
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits.astype(np.float64) - logits.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def default_preprocess(session: ort.InferenceSession, mean: np.ndarray) -> dict:
+    """Without preprocess.json: the mean's size, squash, image mean, crop to the network input."""
+    _, channels, h, w = session.get_inputs()[0].shape
+    height, width = mean.shape[:2]
+    crop = h if isinstance(h, int) and (h, w) != (height, width) else None
+    return {"width": width, "height": height, "channels": channels, "resize": "squash",
+            "mean_mode": "image", "crop": crop, "noise_seed": 0}
+
+
+# -- classifying ------------------------------------------------------------------------------
+class Classifier:
+    """An ONNX model with its labels, mean and preprocessing; `classify` gives top-k per image."""
+
+    def __init__(self, model, labels: list[str], mean: np.ndarray, prep: dict | None = None,
+                 cpu: bool = False):
+        self.session = make_session(model, cpu)
+        self.labels = labels
+        self.prep = prep or default_preprocess(self.session, mean)
+        self.mean = mean_input(mean, self.prep)
+        self.input_name = self.session.get_inputs()[0].name
+
+    def probabilities(self, images: list[Image.Image]) -> np.ndarray:
+        logits = self.session.run(None, {self.input_name: preprocess(images, self.prep, self.mean)})[0]
+        return softmax(logits)
+
+    def classify(self, paths: list[str], batch_size: int = 32, top: int = 5) -> list[dict]:
+        results = []
+        for start in range(0, len(paths), batch_size):
+            chunk = paths[start:start + batch_size]
+            probs = self.probabilities([load_image(p, self.prep["channels"]) for p in chunk])
+            for path, p in zip(chunk, probs):
+                best = np.argsort(-p, kind="stable")[:top]
+                results.append({"image": path,
+                                "predictions": [[self.labels[i], float(p[i])] for i in best]})
+        return results
+
+
+def make_session(model, cpu: bool = False) -> ort.InferenceSession:
+    """An InferenceSession on the best available provider (the CPU with ``cpu``)."""
+    available = ort.get_available_providers()
+    providers = ["CPUExecutionProvider"] if cpu else [p for p in PREFERRED_PROVIDERS if p in available]
+    try:
+        return ort.InferenceSession(model, providers=providers)
+    except Exception:  # a GPU provider present but unusable (no driver): the CPU still works
+        if providers == ["CPUExecutionProvider"]:
+            raise
+        return ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+
+
+def read_labels(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\r\n") for line in f if line.strip()]
+
+
+def print_results(results: list[dict], as_json: bool, seconds: float | None = None) -> None:
+    """Print like DIGITS's example did, or one JSON document for machines."""
+    if as_json:
+        json.dump({"results": results}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    if seconds is not None:
+        print(f"Classified {len(results)} image(s) in {seconds:.3f} seconds.", file=sys.stderr)
+    for result in results:
+        print("{:-^80}".format(f" Prediction for {result['image']} "))
+        for label, p in result["predictions"]:
+            print(f"{p:9.4%} - \"{label}\"")
+        print()
+
+
+def arguments(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Classify images with a trainyard ONNX model.")
+    parser.add_argument("model", help="model.onnx")
+    parser.add_argument("images", nargs="+", help="image files")
+    parser.add_argument("-l", "--labels", required=True, help="labels.txt (one class a line)")
+    parser.add_argument("-m", "--mean", required=True, help="mean.npy (H, W, C) in 0..255")
+    parser.add_argument("-p", "--preprocess", help="preprocess.json (else inferred from the mean)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--top", type=int, default=5, help="predictions per image")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--cpu", action="store_true", help="use the CPU even if a GPU provider exists")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = arguments(argv)
+    prep = None
+    if args.preprocess:
+        with open(args.preprocess, encoding="utf-8") as f:
+            prep = json.load(f)
+    classifier = Classifier(args.model, read_labels(args.labels), np.load(args.mean, allow_pickle=False),
+                            prep, cpu=args.cpu)
+    start = time.perf_counter()
+    results = classifier.classify(args.images, max(1, args.batch_size), args.top)
+    print_results(results, args.json, time.perf_counter() - start)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

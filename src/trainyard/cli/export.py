@@ -1,0 +1,71 @@
+"""``trainyard export`` (a model as a deployable archive) and ``trainyard import`` (the reverse)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from trainyard.cli.context import cli_context
+from trainyard.cli.output import emit_json, err, fail
+from trainyard.jobs.manager import JobError
+from trainyard.jobs.views import job_detail
+
+
+def export(
+    model: str = typer.Argument(..., help="model job id"),
+    output: Path = typer.Option(..., "--output", "-o", help="the .tar.gz to write"),
+    epoch: Optional[float] = typer.Option(None, help="snapshot epoch (default: the latest)"),
+    as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
+) -> None:
+    """Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."""
+    from trainyard.inference.export import export_model
+    from trainyard.inference.onnx_export import ExportError
+    from trainyard.training.checkpoint import CheckpointError
+
+    ctx = cli_context()
+    job = ctx.store.get_job(model)
+    if job is None or job.kind != "model":
+        fail(f"no model with id {model!r}", code=2)
+    try:
+        result = export_model(ctx.manager.folder(model).path, epoch, output)
+    except CheckpointError as exc:
+        fail(f"model {model}: {exc}", code=2)
+    except ExportError as exc:
+        fail(f"model {model} cannot be exported: {exc}")
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}")
+    doc = {"path": str(result.path), "epoch": result.epoch, "bytes": result.size,
+           "members": result.members, "onnx_check": result.check}
+    if as_json:
+        emit_json(doc)
+    else:
+        err.print(f"wrote {result.path} ({result.size / 2**20:.1f} MiB), epoch {result.epoch:g}; "
+                  f"ONNX Runtime matches PyTorch within {result.check['max_abs_diff']:.2g}")
+
+
+def import_archive(
+    archive: Path = typer.Argument(..., help="an archive downloaded from trainyard (.tar.gz)"),
+    name: Optional[str] = typer.Option(None, help="job name (default: the exported job's)"),
+    as_json: bool = typer.Option(False, "--json", help="print the new model job as JSON"),
+) -> None:
+    """Import an exported archive as a model, to classify with or fine-tune from (--pretrained)."""
+    from trainyard.jobs.imports import import_model_archive
+
+    if not archive.is_file():
+        fail(f"{archive} is not a file", code=2)
+    ctx = cli_context()
+    try:
+        job = import_model_archive(ctx, archive, name)
+    except JobError as exc:
+        fail(str(exc), code=2)
+    if as_json:
+        emit_json(job_detail(ctx.manager, job))
+    else:
+        err.print(f"[green]imported {archive.name} as model {job.id}[/green] ({job.name})")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export)
+    app.command("import")(import_archive)

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Classify images straight from a trainyard model archive, without unpacking it.
+
+Needs only numpy, Pillow and onnxruntime (not trainyard, not PyTorch):
+
+    python use_archive.py MODEL.tar.gz IMAGE... [--batch-size N] [--top 5] [--json] [--cpu]
+
+The archive's files are read in memory: model.onnx, labels.txt, mean.npy, preprocess.json and
+example.py, whose `Classifier` does the work, so the preprocessing is the one shipped with
+this model. Only regular files are read, and only by their base names: nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import tarfile
+import time
+import types
+
+NEEDED = ("model.onnx", "labels.txt", "mean.npy", "preprocess.json", "example.py")
+
+
+def read_members(archive: str) -> dict[str, bytes]:
+    """{base name: bytes} of the archive's regular files that this script needs."""
+    found: dict[str, bytes] = {}
+    with tarfile.open(archive, "r:*") as tar:
+        for member in tar:
+            base = member.name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+            if member.isfile() and base in NEEDED and base not in found:
+                found[base] = tar.extractfile(member).read()
+    missing = [name for name in NEEDED if name not in found]
+    if missing:
+        raise SystemExit(f"{archive} is not a trainyard model archive (missing {', '.join(missing)})")
+    return found
+
+
+def load_example(source: bytes) -> types.ModuleType:
+    """The archive's example.py as a module (its Classifier and print_results)."""
+    module = types.ModuleType("trainyard_archive_example")
+    module.__file__ = "example.py"
+    exec(compile(source, "example.py", "exec"), module.__dict__)
+    return module
+
+
+def arguments(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Classify images with a trainyard model archive.")
+    parser.add_argument("archive", help="the .tar.gz downloaded from trainyard")
+    parser.add_argument("images", nargs="+", help="image files")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--top", type=int, default=5, help="predictions per image")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--cpu", action="store_true", help="use the CPU even if a GPU provider exists")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = arguments(argv)
+    files = read_members(args.archive)
+    example = load_example(files["example.py"])
+    labels = [line.rstrip("\r") for line in files["labels.txt"].decode("utf-8").split("\n") if line.strip()]
+    mean = example.np.load(io.BytesIO(files["mean.npy"]), allow_pickle=False)
+    prep = json.loads(files["preprocess.json"])
+    classifier = example.Classifier(files["model.onnx"], labels, mean, prep, cpu=args.cpu)
+    start = time.perf_counter()
+    results = classifier.classify(args.images, max(1, args.batch_size), args.top)
+    example.print_results(results, args.json, time.perf_counter() - start)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

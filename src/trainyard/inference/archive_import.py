@@ -1,0 +1,205 @@
+"""Import an exported archive as a model: checked members, weights from safetensors only.
+
+`read_model_archive` unpacks an archive (trainyard's own .tar.gz, or a zip/tar of the same files)
+with the member checks of datasets.archive (no absolute paths, no ``..``, no links or devices,
+bounded size), validates every file it uses, and returns a trainyard checkpoint dict rebuilt
+from weights.safetensors, network.py, labels.txt, mean.npy and preprocess.json. model.onnx is
+never read, and nothing is unpickled.
+
+When network.py is exactly the source of the standard network named in info.json, the model is
+recorded as that standard network (no code from the archive runs). Otherwise network.py is a
+custom network: it is first built and run in a child process (a file that hangs or crashes
+cannot harm the caller), then the weights must fit it exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from trainyard.core.files import read_json
+from trainyard.datasets.archive import ArchiveError, safe_extract
+from trainyard.datasets.resize import RESIZE_MODES
+from trainyard.networks import UnknownNetwork, check_network_isolated, network_source
+from trainyard.training.checkpoint import FORMAT
+from trainyard.training.models import create_model
+from trainyard.training.preprocess import MEAN_MODES, SCALE
+
+REQUIRED = ("weights.safetensors", "network.py", "labels.txt", "mean.npy", "preprocess.json")
+MAX_ARCHIVE_BYTES = 8 * 2**30  # unpacked; the largest torchvision networks are ~0.6 GB twice
+MAX_MEMBERS = 100
+
+
+class ArchiveImportError(ValueError):
+    """An archive that cannot be imported; the message says which file and why."""
+
+
+def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike) -> dict:
+    """Unpack ``archive`` into ``workdir`` (the caller deletes it) and return a checkpoint dict."""
+    try:
+        root = safe_extract(Path(archive), Path(workdir), MAX_ARCHIVE_BYTES, MAX_MEMBERS)
+    except ArchiveError as exc:
+        raise ArchiveImportError(f"archive refused: {exc}") from None
+    missing = [name for name in REQUIRED if not (root / name).is_file()]
+    if missing:
+        raise ArchiveImportError(f"not a trainyard model archive: {', '.join(missing)} missing "
+                                 "(expected one folder holding the files of a downloaded model)")
+    info = _read_json(root, "info.json") if (root / "info.json").is_file() else {}
+    prep = read_preprocess(_read_json(root, "preprocess.json"))
+    classes = read_labels(root / "labels.txt")
+    mean = read_mean(root / "mean.npy", prep) if prep["mean_mode"] != "none" else None
+    network, source = pick_network((root / "network.py").read_text(encoding="utf-8"), info.get("network"))
+    image_size = prep.pop("image_size")
+    weights = read_weights(root / "weights.safetensors")
+    model = _build(network, source, len(classes), prep["channels"], image_size)
+    _load_exactly(model, weights)
+    return {
+        "format": FORMAT, "model": model.state_dict(), "network": network, "network_source": source,
+        "classes": classes, "image_size": image_size, "preprocess": {**prep, "mean": mean},
+        "epoch": _number(info.get("epoch"), 0), "metrics": _history(info.get("history")),
+        "best": info.get("best"), "optimizer": None, "scheduler": None, "scaler": None,
+        "trainable": None, "imported": {k: info.get(k) for k in ("job", "dataset", "versions", "created")},
+    }
+
+
+def _read_json(root: Path, name: str) -> dict:
+    try:
+        doc = read_json(root / name)
+    except (OSError, ValueError) as exc:
+        raise ArchiveImportError(f"{name} is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ArchiveImportError(f"{name} should hold a JSON object")
+    return doc
+
+
+def read_preprocess(doc: dict) -> dict:
+    """The checkpoint's preprocess entry (without mean) from preprocess.json, checked."""
+    try:
+        width, height, channels = int(doc["width"]), int(doc["height"]), int(doc["channels"])
+        resize, mean_mode = doc.get("resize", "squash"), doc.get("mean_mode", "none")
+        crop = int(doc["crop"]) if doc.get("crop") else None
+        image_size = int(doc.get("image_size") or crop or min(width, height))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ArchiveImportError(f"preprocess.json: missing or bad field {exc}") from None
+    problems = []
+    if not (1 <= width <= 4096 and 1 <= height <= 4096):
+        problems.append(f"size {width}x{height} is outside 1..4096")
+    if channels not in (1, 3):
+        problems.append(f"channels {channels} is not 1 or 3")
+    if resize not in RESIZE_MODES:
+        problems.append(f"resize {resize!r} is not one of {', '.join(RESIZE_MODES)}")
+    if mean_mode not in MEAN_MODES:
+        problems.append(f"mean_mode {mean_mode!r} is not one of {', '.join(MEAN_MODES)}")
+    if crop is not None and not 0 < crop <= min(width, height):
+        problems.append(f"crop {crop} does not fit the {width}x{height} images")
+    if doc.get("scale", SCALE) != SCALE:
+        problems.append(f"scale {doc.get('scale')!r} is not {SCALE!r}")
+    if problems:
+        raise ArchiveImportError("preprocess.json: " + "; ".join(problems))
+    return {"width": width, "height": height, "channels": channels, "resize": resize,
+            "mean_mode": mean_mode, "crop": crop, "scale": SCALE, "image_size": image_size}
+
+
+def read_labels(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ArchiveImportError("labels.txt is not UTF-8 text") from None
+    classes = [line.rstrip("\r") for line in text.split("\n") if line.strip()]
+    if len(classes) < 2:
+        raise ArchiveImportError(f"labels.txt names {len(classes)} class(es); a classifier needs two or more")
+    return classes
+
+
+def read_mean(path: Path, prep: dict) -> torch.Tensor:
+    """mean.npy as float32 (H, W, C); read without pickle, shape checked against preprocess."""
+    try:
+        mean = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise ArchiveImportError(f"mean.npy cannot be read without pickle: {exc}") from None
+    expected = (prep["height"], prep["width"], prep["channels"])
+    if mean.shape != expected or not np.issubdtype(mean.dtype, np.number):
+        raise ArchiveImportError(f"mean.npy has shape {mean.shape} ({mean.dtype}); expected {expected}")
+    return torch.from_numpy(np.ascontiguousarray(mean, dtype=np.float32))
+
+
+def pick_network(source: str, name: str | None) -> tuple[str | None, str | None]:
+    """(standard name, None) when ``source`` is that standard network's file, else (None, source)."""
+    if name and name != "custom":
+        try:
+            if network_source(name) == source:
+                return name, None
+        except UnknownNetwork:
+            pass
+    if not source.strip():
+        raise ArchiveImportError("network.py is empty")
+    return None, source
+
+
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path), device="cpu")
+    except Exception as exc:  # safetensors raises its own error types for damaged headers
+        raise ArchiveImportError(f"weights.safetensors cannot be read: {exc}") from None
+
+
+def _build(network: str | None, source: str | None, num_classes: int, channels: int,
+           image_size: int) -> torch.nn.Module:
+    if source is not None:
+        # The user's code runs in a child first: a hang or crash stays there.
+        report = check_network_isolated(source, num_classes, channels, image_size)
+        if not report.get("ok"):
+            raise ArchiveImportError(f"network.py does not build: {report.get('error')}")
+    return create_model(network, source, num_classes, channels, image_size)
+
+
+def _load_exactly(model: torch.nn.Module, weights: dict[str, torch.Tensor]) -> None:
+    """Load every tensor, or explain which names and shapes do not fit the network."""
+    target = model.state_dict()
+    missing = sorted(set(target) - set(weights))
+    extra = sorted(set(weights) - set(target))
+    wrong = sorted(k for k in set(target) & set(weights) if target[k].shape != weights[k].shape)
+    if missing or extra or wrong:
+        parts = [f"{label}: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
+                 for label, names in (("missing", missing), ("unexpected", extra), ("wrong shape", wrong))
+                 if names]
+        raise ArchiveImportError(f"weights.safetensors does not fit network.py built for "
+                                 f"labels.txt's classes: " + "; ".join(parts))
+    model.load_state_dict(weights)
+
+
+def _history(doc) -> dict[str, list[list[float]]]:
+    """info.json's metric curves, keeping only well-formed [epoch, value] number pairs."""
+    curves = {}
+    for name, points in (doc.items() if isinstance(doc, dict) else ()):
+        good = [[p[0], p[1]] for p in points if isinstance(p, list) and len(p) == 2
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in p)] \
+            if isinstance(points, list) else []
+        if isinstance(name, str) and good:
+            curves[name] = good
+    return curves
+
+
+def _number(value, default: float) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    if not math.isfinite(number) or number < 0:
+        return default
+    return int(number) if number.is_integer() else number
+
+
+def describe_archive(checkpoint: dict) -> str:
+    """One line for logs: what was imported."""
+    network = checkpoint["network"] or "custom network"
+    origin = (checkpoint.get("imported") or {}).get("job") or {}
+    return (f"imported {network} with {len(checkpoint['classes'])} classes, epoch {checkpoint['epoch']:g}"
+            + (f", from job {origin.get('id')}" if origin.get("id") else ""))
+

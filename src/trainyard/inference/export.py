@@ -1,0 +1,294 @@
+"""Download and deploy: one .tar.gz that runs a model anywhere and gives the server's answers.
+
+`export_model` turns one checkpoint of a model job into an archive with a single top folder:
+
+    README.md          what is inside and how to run it
+    info.json          job, dataset, epoch, metrics, versions, creation time, ONNX check, sha256s
+    preprocess.json    size, channels, resize mode, mean mode, crop, channel order, scaling
+    labels.txt         class names in output order
+    mean.npy, mean.png the training mean image (H, W, C), 0..255
+    model.onnx         the network, batch dimension dynamic; checked against PyTorch on export
+    weights.safetensors, network.py   to reload or fine-tune in PyTorch (or import in trainyard)
+    example.py, use_archive.py        numpy + Pillow + onnxruntime scripts (examples/classification)
+
+The archive is reproducible: fixed member order, every member dated by the checkpoint file,
+owner 0, gzip header without name or time, a deterministic ONNX export. Two exports of one
+epoch differ only in info.json's ``created``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import sys
+import tarfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+import trainyard
+from trainyard.core.files import write_atomic
+from trainyard.inference import onnx_export
+from trainyard.networks import network_source
+from trainyard.training.checkpoint import build_model_from_checkpoint, checkpoint_for_epoch, load_checkpoint
+from trainyard.training.preprocess import INFERENCE_NOISE_SEED, SCALE
+
+ARCHIVE_FORMAT = "trainyard-archive/1"
+PREPROCESS_FORMAT = "trainyard-preprocess/1"
+SCRIPTS = ("example.py", "use_archive.py")
+EXPORTS_DIR = "exports"  # cached archives in the job folder, one per epoch and version
+
+
+@dataclass
+class ExportResult:
+    """An archive written by `export_model`."""
+
+    path: Path
+    epoch: float
+    size: int
+    members: list[str] = field(default_factory=list)
+    check: dict = field(default_factory=dict)  # the ONNX Runtime vs PyTorch figures
+
+
+def export_model(job_dir: str | os.PathLike, epoch: float | None, output: str | os.PathLike) -> ExportResult:
+    """Write the archive of ``epoch`` (None: the latest) of the model job in ``job_dir``.
+
+    Raises CheckpointError when the job has no such snapshot, ExportError when the network
+    cannot be exported or ONNX Runtime disagrees with PyTorch.
+    """
+    checkpoint_path = checkpoint_for_epoch(job_dir, epoch)
+    checkpoint = load_checkpoint(checkpoint_path)
+    members, check = archive_members(checkpoint, checkpoint_path)
+    top = archive_stem(checkpoint)
+    mtime = int(checkpoint_path.stat().st_mtime)
+    write_atomic(output, lambda f: write_tar_gz(f, top, members, mtime))
+    return ExportResult(Path(output), checkpoint["epoch"], Path(output).stat().st_size,
+                        [f"{top}/{name}" for name, _, _ in members], check)
+
+
+def cached_export(job_dir: str | os.PathLike, epoch: float | None = None) -> Path:
+    """The archive of ``epoch`` kept in the job folder, built on first use (or when stale)."""
+    checkpoint_path = checkpoint_for_epoch(job_dir, epoch)
+    path = Path(job_dir) / EXPORTS_DIR / f"{checkpoint_path.stem}-trainyard-{trainyard.__version__}.tar.gz"
+    # A resumed job may write an epoch's checkpoint again: an older archive is then stale.
+    if not path.is_file() or path.stat().st_mtime < checkpoint_path.stat().st_mtime:
+        export_model(job_dir, _epoch_of(checkpoint_path), path)
+    return path
+
+
+def _epoch_of(checkpoint_path: Path) -> float:
+    return float(checkpoint_path.stem.removeprefix("epoch-"))
+
+
+def archive_stem(checkpoint: dict) -> str:
+    """The archive's top folder and download name: ``<job name>-epoch-<N>``."""
+    name = (checkpoint.get("spec") or {}).get("name") or "model"
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._") or "model"
+    return f"{slug}-epoch-{checkpoint['epoch']:g}"
+
+
+def archive_members(checkpoint: dict, checkpoint_path: Path) -> tuple[list[tuple[str, bytes, int]], dict]:
+    """[(name, bytes, mode), ...] in archive order, and the ONNX check figures."""
+    prep = checkpoint["preprocess"]
+    model = build_model_from_checkpoint(checkpoint)
+    shape = input_shape(prep)
+    onnx_bytes = onnx_export.export_onnx(model, shape)
+    check = onnx_export.check_onnx(onnx_bytes, model, shape).as_dict()
+    mean = mean_image(prep)
+    files = {
+        "preprocess.json": _json(preprocess_document(checkpoint)),
+        "labels.txt": "".join(f"{name}\n" for name in checkpoint["classes"]).encode(),
+        "mean.npy": _npy(mean),
+        "mean.png": _png(mean),
+        "model.onnx": onnx_bytes,
+        "weights.safetensors": safetensors_bytes(model),
+        "network.py": network_file(checkpoint).encode(),
+        **{name: script_source(name) for name in SCRIPTS},
+    }
+    info = info_document(checkpoint, checkpoint_path, check, files)
+    readme = readme_text(checkpoint, info).encode()
+    ordered = [("README.md", readme), ("info.json", _json(info)), *files.items()]
+    return [(name, data, 0o755 if name in SCRIPTS else 0o644) for name, data in ordered], check
+
+
+def input_shape(prep: dict) -> tuple[int, int, int]:
+    """(C, h, w) of the network input: the crop, else the stored image size."""
+    crop = prep.get("crop")
+    return (prep["channels"], crop or prep["height"], crop or prep["width"])
+
+
+def mean_image(prep: dict) -> np.ndarray:
+    """The mean image (H, W, C) float32 in 0..255; zeros when the model subtracts none."""
+    mean = prep.get("mean")
+    if mean is None:
+        return np.zeros((prep["height"], prep["width"], prep["channels"]), np.float32)
+    return np.asarray(mean.cpu().numpy() if isinstance(mean, torch.Tensor) else mean, dtype=np.float32)
+
+
+def preprocess_document(checkpoint: dict) -> dict:
+    """preprocess.json: everything example.py needs to give a network its input."""
+    prep = checkpoint["preprocess"]
+    channels, h, w = input_shape(prep)
+    mean_mode = prep.get("mean_mode", "none") if prep.get("mean") is not None else "none"
+    return {
+        "format": PREPROCESS_FORMAT,
+        "width": prep["width"], "height": prep["height"], "channels": channels,
+        "channel_order": "RGB" if channels == 3 else "L",
+        "resize": prep.get("resize") or "squash", "interpolation": "bilinear",
+        "noise_seed": INFERENCE_NOISE_SEED,
+        "noise": "fill/half_crop padding: numpy.random.default_rng(noise_seed).integers(0, 255, "
+                 "(height, width, channels), uint8), a fresh generator per image",
+        "mean_mode": mean_mode, "crop": prep.get("crop"), "scale": prep.get("scale", SCALE),
+        "image_size": checkpoint["image_size"],
+        "input": {"name": onnx_export.INPUT_NAME, "layout": "NCHW", "dtype": "float32",
+                  "shape": ["batch", channels, h, w],
+                  "formula": "pixel / 255 - mean / 255 (mean per mean_mode, centre-cropped like the image)"},
+        "output": {"name": onnx_export.OUTPUT_NAME, "shape": ["batch", len(checkpoint["classes"])],
+                   "meaning": "logits: apply a softmax for probabilities"},
+    }
+
+
+def info_document(checkpoint: dict, checkpoint_path: Path, check: dict, files: dict[str, bytes]) -> dict:
+    """info.json: where the model comes from, how good it was, and with what it was made."""
+    spec = checkpoint.get("spec") or {}
+    epoch = checkpoint["epoch"]
+    history = checkpoint.get("metrics") or {}
+    return {
+        "format": ARCHIVE_FORMAT,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "job": {"id": spec.get("id"), "name": spec.get("name"), "checkpoint": checkpoint_path.name},
+        "dataset": {"id": spec.get("dataset_id"), "name": _dataset_name(spec)},
+        "network": checkpoint.get("network") or "custom",
+        "build": {"num_classes": len(checkpoint["classes"]), "in_channels": checkpoint["preprocess"]["channels"],
+                  "image_size": checkpoint["image_size"]},
+        "epoch": epoch,
+        "metrics": {name: points[-1][1] for name, points in history.items()
+                    if points and points[-1][0] <= epoch},
+        "best": checkpoint.get("best"),
+        "history": history,
+        "versions": _versions(),
+        "onnx_check": check,
+        "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
+    }
+
+
+def _dataset_name(spec: dict) -> str | None:
+    try:
+        return json.loads((Path(spec["dataset_dir"]) / "info.json").read_text()).get("name")
+    except (KeyError, OSError, ValueError):
+        return None
+
+
+def _versions() -> dict:
+    import onnx
+    import onnxruntime
+
+    return {"trainyard": trainyard.__version__, "torch": torch.__version__, "onnx": onnx.__version__,
+            "onnxruntime": onnxruntime.__version__, "numpy": np.__version__,
+            "python": sys.version.split()[0], "onnx_opset": onnx_export.OPSET}
+
+
+def network_file(checkpoint: dict) -> str:
+    """The network's source: the custom file, or the standard network as a stand-alone file."""
+    return checkpoint.get("network_source") or network_source(checkpoint["network"])
+
+
+def safetensors_bytes(model: torch.nn.Module) -> bytes:
+    from safetensors.torch import save
+
+    # Clones: safetensors refuses tensors that share memory (tied weights) or are views.
+    tensors = {name: t.detach().cpu().contiguous().clone() for name, t in model.state_dict().items()}
+    return save(tensors, metadata={"format": "pt"})
+
+
+def script_source(name: str) -> bytes:
+    """A packaged example script (src/trainyard/examples/classification)."""
+    return (resources.files("trainyard") / "examples" / "classification" / name).read_bytes()
+
+
+def readme_text(checkpoint: dict, info: dict) -> str:
+    stem = archive_stem(checkpoint)
+    build = info["build"]
+    return README.format(stem=stem, name=info["job"]["name"] or stem, epoch=f"{info['epoch']:g}",
+                         network=info["network"], classes=build["num_classes"],
+                         channels=build["in_channels"], size=build["image_size"])
+
+
+README = """# {name}, epoch {epoch}
+
+A {network} image classifier ({classes} classes) exported by trainyard. Run it with numpy,
+Pillow and onnxruntime only; the scripts preprocess exactly as the trainyard server does.
+
+    pip install numpy pillow onnxruntime
+    python use_archive.py {stem}.tar.gz IMAGE...          # straight from the archive
+    python example.py model.onnx IMAGE... -l labels.txt -m mean.npy -p preprocess.json
+    python example.py ... --json --batch-size 32          # JSON for machines; --cpu forces the CPU
+
+Files: model.onnx (input "input" float32 NCHW, batch dynamic; output "logits"),
+preprocess.json (size, resize mode, mean mode, crop, scaling), labels.txt, mean.npy/mean.png,
+weights.safetensors + network.py (PyTorch), info.json (origin, metrics, versions, checksums).
+
+In PyTorch:
+
+    import importlib.util, safetensors.torch
+    spec = importlib.util.spec_from_file_location("network", "network.py")
+    network = importlib.util.module_from_spec(spec); spec.loader.exec_module(network)
+    model = network.build({classes}, {channels}, {size})
+    model.load_state_dict(safetensors.torch.load_file("weights.safetensors")); model.eval()
+
+To fine-tune in trainyard, import the archive (`trainyard import ARCHIVE`, or "Import" in the
+browser), then train with `--pretrained JOB`.
+"""
+
+
+def write_tar_gz(fileobj, top: str, members: list[tuple[str, bytes, int]], mtime: int) -> None:
+    """A gzip'd tar of ``members`` under ``top/``, with nothing that varies between runs."""
+    # filename="" and mtime=0 keep the name and time of this run out of the gzip header.
+    with gzip.GzipFile(filename="", mode="wb", fileobj=fileobj, mtime=0, compresslevel=6) as gz:
+        with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            tar.addfile(_tar_info(f"{top}/", tarfile.DIRTYPE, 0o755, 0, mtime))
+            for name, data, mode in members:
+                tar.addfile(_tar_info(f"{top}/{name}", tarfile.REGTYPE, mode, len(data), mtime),
+                            io.BytesIO(data))
+
+
+def _tar_info(name: str, kind: bytes, mode: int, size: int, mtime: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.size, info.mtime = kind, mode, size, mtime
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def _json(doc: dict) -> bytes:
+    return (json.dumps(doc, indent=2, sort_keys=True, default=_plain) + "\n").encode()
+
+
+def _plain(value):
+    """Numbers held as tensors or numpy scalars (metrics) as plain JSON numbers."""
+    if isinstance(value, (torch.Tensor, np.generic)):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _png(mean: np.ndarray) -> bytes:
+    pixels = np.clip(np.rint(mean), 0, 255).astype(np.uint8)
+    image = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
