@@ -58,21 +58,33 @@ def process_alive(pid: int | None, started_at: float | None = None) -> bool:
         return False
 
 
-def terminate_group(pid: int, grace_s: float) -> None:
-    """SIGTERM the job's process group, then SIGKILL whatever is left after ``grace_s``."""
+def terminate_group(pid: int, grace_s: float, child: subprocess.Popen | None = None) -> None:
+    """SIGTERM the job's process group, then SIGKILL whatever is left after ``grace_s``.
+
+    With ``child`` (the Popen, when this process started the job) the wait is exact; otherwise
+    the group is polled.
+    """
     try:
         pgid = os.getpgid(pid)
-    except ProcessLookupError:
-        return
-    try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
+        return
+    if child is not None:
+        try:
+            child.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            _kill(pgid)
+            child.wait(timeout=10)
         return
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         if not _group_alive(pgid):
             return
         time.sleep(0.1)
+    _kill(pgid)
+
+
+def _kill(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
@@ -84,14 +96,24 @@ def _group_alive(pgid: int) -> bool:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
-    # Zombies of the group still count for killpg; they are done, so ignore them.
     for proc in psutil.process_iter(["pid", "status"]):
         try:
-            if os.getpgid(proc.info["pid"]) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            if os.getpgid(proc.info["pid"]) == pgid and _still_running(proc):
                 return True
         except (ProcessLookupError, psutil.NoSuchProcess):
             continue
     return False
+
+
+def _still_running(proc: psutil.Process) -> bool:
+    """Zombies still count for killpg, though finished; but a leader whose main thread exited
+    also reads as a zombie while its other threads run (Linux lists them under /proc/PID/task)."""
+    if proc.info["status"] != psutil.STATUS_ZOMBIE:
+        return True
+    try:
+        return len(os.listdir(f"/proc/{proc.info['pid']}/task")) > 1
+    except OSError:
+        return False
 
 
 def final_status(folder: JobFolder, returncode: int | None, abort_requested: bool) -> tuple[Status, str | None]:
