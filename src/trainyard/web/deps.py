@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 
 from trainyard.jobs.context import Context
+from trainyard.jobs.hardware import Hardware
 from trainyard.jobs.store import Job
 
 
@@ -15,6 +16,17 @@ def get_context(request: Request) -> Context:
 
 
 Ctx = Annotated[Context, Depends(get_context)]
+
+
+def get_hardware(request: Request) -> Hardware:
+    """The app's hardware sampler, made on first use (tests may set app.state.hardware first)."""
+    state = request.app.state
+    if getattr(state, "hardware", None) is None:
+        state.hardware = Hardware()
+    return state.hardware
+
+
+Hw = Annotated[Hardware, Depends(get_hardware)]
 
 
 def get_job_of_kind(ctx: Context, job_id: str, kind: str | None = None) -> Job:

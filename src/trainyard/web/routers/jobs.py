@@ -13,7 +13,7 @@ from trainyard.core.status import Status
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.runner import tail_text
 from trainyard.jobs.views import job_brief, job_detail
-from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
+from trainyard.web.deps import Ctx, Hw, get_job_of_kind, wake_scheduler
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
@@ -68,6 +68,15 @@ def job_log(ctx: Ctx, job_id: str, max_bytes: int = Query(20000, le=2_000_000)) 
     return tail_text(folder.log, max_bytes) + tail_text(folder.path / "output.txt", max_bytes // 4)
 
 
+@router.get("/{job_id}/hardware")
+def job_hardware(ctx: Ctx, hardware: Hw, job_id: str) -> dict:
+    """Live figures while the job runs: each GPU it holds (NVML) and its processes' CPU and memory.
+
+    Also carries the job's status, so a page that polls this every second or two needs nothing else.
+    """
+    return hardware.job(get_job_of_kind(ctx, job_id))
+
+
 @router.get("/{job_id}/events")
 async def job_events(ctx: Ctx, request: Request, job_id: str,
                      last_event_id: str | None = Header(None),
@@ -78,7 +87,10 @@ async def job_events(ctx: Ctx, request: Request, job_id: str,
     events after that one.
     """
     get_job_of_kind(ctx, job_id)
-    start = after if after is not None else int(last_event_id) if (last_event_id or "").isdigit() else -1
+    # A browser reconnects to the same URL (with its ``after``) and adds Last-Event-ID: the later
+    # of the two wins, so nothing is sent twice.
+    seen = int(last_event_id) if (last_event_id or "").isdigit() else -1
+    start = max(seen, after if after is not None else -1)
     tail = EventTail(ctx.manager.folder(job_id).events, start_id=start + 1)
     return StreamingResponse(_stream(ctx, request, job_id, tail), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -89,9 +101,10 @@ async def _stream(ctx, request: Request, job_id: str, tail: EventTail):
     while True:
         # Status first, events second: a job seen as ended has written all its events by then.
         job = await asyncio.to_thread(ctx.store.get_job, job_id)
-        events = tail.read_new()
-        for event_id, event in events:
-            yield f"id: {event_id}\nevent: {event['type']}\ndata: {json.dumps(event)}\n\n"
+        # Read and format off the event loop: replaying a long run's history is megabytes.
+        events = await asyncio.to_thread(_read_formatted, tail)
+        if events:
+            yield events
         if job is None or (Status(job.status).is_final and not events):
             status = job.status if job else "deleted"
             yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
@@ -103,3 +116,9 @@ async def _stream(ctx, request: Request, job_id: str, tail: EventTail):
             idle = 0.0
             yield ": keep-alive\n\n"
         await asyncio.sleep(POLL_S)
+
+
+def _read_formatted(tail: EventTail) -> str:
+    """New events as one SSE chunk (one write per poll, not one per event)."""
+    return "".join(f"id: {event_id}\nevent: {event['type']}\ndata: {json.dumps(event)}\n\n"
+                   for event_id, event in tail.read_new())

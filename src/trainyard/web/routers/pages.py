@@ -1,46 +1,63 @@
-"""The browser pages: Jinja2 templates over the same domain functions as the API."""
+"""The browser pages: Jinja2 templates over the same domain functions as the API.
+
+Pages render what the database and job folders hold at load time; the scripts in static/ keep
+them live (job events over SSE, hardware figures by polling the API).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 
+from trainyard.core import formatting
+from trainyard.core.files import read_json
 from trainyard.datasets.resize import RESIZE_MODES
-from trainyard.jobs.views import job_brief, job_detail
+from trainyard.jobs.views import job_detail, list_briefs
+from trainyard.web import listing, model_form
 from trainyard.web.auth import COOKIE, token_matches
 from trainyard.web.deps import Ctx, get_job_of_kind
-from trainyard.core import formatting
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent.parent / "templates")
 formatting.install(templates.env)
+templates.env.filters["num"] = model_form.as_text  # epochs as 3 or 2.5, never 3.0
 
 
 def render(request: Request, name: str, **context) -> HTMLResponse:
     return templates.TemplateResponse(request, name, context)
 
 
+# -- home ----------------------------------------------------------------------------------------
+
 @router.get("/", response_class=HTMLResponse)
-def home(request: Request, ctx: Ctx):
-    return render(request, "home.html", **_job_tables(ctx))
+def home(request: Request, ctx: Ctx, query: Annotated[listing.Query, Depends()]):
+    return render(request, "home.html", **_job_tables(ctx, query))
 
 
 @router.get("/partials/jobs", response_class=HTMLResponse)
-def job_tables(request: Request, ctx: Ctx):
+def job_tables(request: Request, ctx: Ctx, query: Annotated[listing.Query, Depends()]):
     """The home page's tables alone, refreshed by htmx every few seconds."""
-    return render(request, "_job_tables.html", **_job_tables(ctx))
+    return render(request, "_job_tables.html", **_job_tables(ctx, query))
 
 
-def _job_tables(ctx) -> dict:
-    jobs = [job_brief(j) for j in ctx.store.list_jobs()]
-    return {"datasets": [j for j in jobs if j["kind"] == "dataset"],
-            "models": [j for j in jobs if j["kind"] == "model"],
-            "gpus": ctx.pools.gpus}
+def _job_tables(ctx, query: listing.Query) -> dict:
+    jobs = list_briefs(ctx.store)  # one query, no file reads
+    names = {j["id"]: j["name"] for j in jobs}
+    datasets = listing.arrange([j for j in jobs if j["kind"] == "dataset"], query, names)
+    models = listing.arrange([j for j in jobs if j["kind"] == "model"], query, names)
+    gpu_labels = {f"gpu:{g.index}": f"GPU {g.index}" for g in ctx.pools.gpus}
+    listing.add_cells([j for group in datasets + models for j in group.jobs], names, gpu_labels)
+    return {"datasets": datasets, "models": models, "query": query,
+            "counts": {"dataset": sum(j["kind"] == "dataset" for j in jobs),
+                       "model": sum(j["kind"] == "model" for j in jobs)},
+            "status_filters": listing.STATUS_FILTERS, "groups": listing.GROUPS}
 
+
+# -- datasets ------------------------------------------------------------------------------------
 
 @router.get("/datasets/new", response_class=HTMLResponse)
 def new_dataset(request: Request, ctx: Ctx, parent: str | None = None):
@@ -57,13 +74,50 @@ def show_dataset(request: Request, ctx: Ctx, dataset_id: str):
 
 
 def _read_spec(ctx, job_id: str) -> dict:
-    from trainyard.core.files import read_json
-
     try:
         return read_json(ctx.manager.folder(job_id).spec)
     except FileNotFoundError:
         return {}
 
+
+# -- models --------------------------------------------------------------------------------------
+
+@router.get("/models/new", response_class=HTMLResponse)
+def new_model(request: Request, ctx: Ctx, dataset: str | None = None, clone: str | None = None):
+    """The new-model form; ``clone=ID`` fills it with that model's settings."""
+    source = get_job_of_kind(ctx, clone, "model") if clone else None
+    values = model_form.form_values(ctx, _read_spec(ctx, source.id) if source else None,
+                                    source.needs if source else None)
+    if dataset and not values["datasets"]:
+        values["datasets"] = [dataset]
+    briefs = list_briefs(ctx.store)
+    return render(request, "model_new.html", form=values, clone=source,
+                  **model_form.choices(ctx, briefs))
+
+
+@router.get("/models/{model_id}", response_class=HTMLResponse)
+def show_model(request: Request, ctx: Ctx, model_id: str):
+    job = job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model"))
+    dataset = ctx.store.get_job(job["dataset"]) if job["dataset"] else None
+    gpu_labels = {f"gpu:{g.index}": g.label for g in ctx.pools.gpus}
+    return render(request, "model_show.html", job=job, spec=job["spec"], dataset=dataset,
+                  gpu_labels=gpu_labels, settings_rows=_settings_rows(job["spec"]))
+
+
+def _settings_rows(spec: dict) -> list[tuple[str, str]]:
+    """The spec as (name, value) rows; nested settings (lr, augment) flattened as lr.gamma."""
+    rows = []
+    for key, value in spec.items():
+        if key in ("network_source", "kind", "version"):
+            continue
+        if isinstance(value, dict):
+            rows += [(f"{key}.{k}", model_form.as_text(v)) for k, v in value.items()]
+        else:
+            rows.append((key, model_form.as_text(value) if value is not None else "default"))
+    return rows
+
+
+# -- login ---------------------------------------------------------------------------------------
 
 @router.get("/login", response_class=HTMLResponse)
 def login_form(request: Request, next: str = "/", error: str | None = None):

@@ -5,9 +5,20 @@
   const jobId = root.dataset.job;
   const log = document.getElementById("job-log");
 
+  let skippedSoFar = 0;
+  let lastProgress = "";
   function appendLog(event) {
     log.textContent += `[${event.level}] ${event.message}\n`;
     log.scrollTop = log.scrollHeight;
+    // The build reports each file it cannot use as a warning: count them while it runs.
+    if (event.level === "warning" && event.message.startsWith("skipped ")) {
+      skippedSoFar += 1;
+      showProgress();
+    }
+  }
+  function showProgress() {
+    const skipped = skippedSoFar ? ` · ${skippedSoFar} file${skippedSoFar > 1 ? "s" : ""} skipped so far` : "";
+    document.getElementById("progress-text").textContent = lastProgress + skipped;
   }
 
   ty.watchJob(jobId, {
@@ -16,8 +27,8 @@
       const percent = event.total ? (100 * event.done) / event.total : 0;
       document.getElementById("progress-bar").style.width = `${percent.toFixed(1)}%`;
       const eta = event.eta != null ? `, about ${ty.duration(event.eta)} left` : "";
-      document.getElementById("progress-text").textContent =
-        `${event.phase || "building"}: ${event.done} of ${event.total} images${eta}`;
+      lastProgress = `${event.phase || "building"}: ${event.done} of ${event.total} images${eta}`;
+      showProgress();
     },
     status(event) {
       document.getElementById("job-status").textContent = event.status;

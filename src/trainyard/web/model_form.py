@@ -1,0 +1,125 @@
+"""What the new-model page needs: defaults (or a cloned job's settings) as form values, and the
+choices it offers (datasets, previous models, GPUs, solvers, LR policies).
+
+Values are strings as the form shows them; the page's script turns the form back into a
+`TrainRequest` (training_jobs.py). Cloning renders the same form from a job's spec.json and
+needs, so "Clone" needs no script to fill it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from trainyard.jobs.context import Context
+from trainyard.networks import registry
+from trainyard.training.augment import AugmentSettings
+from trainyard.training.lr_policies import LRSettings, list_lr_policies
+from trainyard.training.solvers import list_solvers
+from trainyard.training.spec import ModelSpec
+
+PLAIN_FIELDS = ("epochs", "batch_size", "accumulation", "solver", "momentum", "weight_decay",
+                "snapshot_interval", "val_interval", "seed", "crop", "mean", "precision")
+
+
+def as_text(value) -> str:
+    """A number as a person types it: 30 not 30.0, 0.0001 not 1e-04 where possible."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    if isinstance(value, list):
+        return ", ".join(as_text(v) for v in value)
+    return str(value)
+
+
+def _defaults() -> dict:
+    spec = {name: f.get_default(call_default_factory=True)
+            for name, f in ModelSpec.model_fields.items() if not f.is_required()}
+    spec["lr"] = LRSettings().model_dump()
+    spec["augment"] = AugmentSettings().model_dump()
+    return spec
+
+
+def form_values(ctx: Context, spec: dict | None = None, needs: dict | None = None) -> dict:
+    """The form's values: ModelSpec defaults, overridden by ``spec`` (a job to clone)."""
+    spec = {**_defaults(), **(spec or {})}
+    values = {name: as_text(spec.get(name)) for name in PLAIN_FIELDS}
+    values["name"] = spec.get("name") if spec.get("id") else ""
+    values["datasets"] = [spec["dataset_id"]] if spec.get("dataset_id") else []
+    values["networks"] = [spec["network"]] if spec.get("network") else []
+    values["network_source"] = spec.get("network_source") or ""
+    values["base_lr"] = as_text(spec["lr"].get("base_lr"))
+    values["lr"] = {k: as_text(v) for k, v in {**LRSettings().model_dump(), **spec["lr"]}.items()}
+    values["augment"] = {k: v if isinstance(v, (bool, str)) else as_text(v)
+                         for k, v in {**AugmentSettings().model_dump(), **spec["augment"]}.items()}
+    values["freeze_backbone"] = bool(spec.get("freeze_backbone"))
+    values.update(_gpu_values(needs or {}))
+    values.update(_pretrained_values(ctx, spec.get("pretrained")))
+    return values
+
+
+def _gpu_values(needs: dict) -> dict:
+    if needs.get("ids"):
+        return {"gpu_mode": "ids", "gpu_count": "1", "gpu_ids": list(needs["ids"])}
+    return {"gpu_mode": "count", "gpu_count": str(needs.get("count", 1)), "gpu_ids": []}
+
+
+def _pretrained_values(ctx: Context, path: str | None) -> dict:
+    """A cloned job's pretrained checkpoint path back to "model X, epoch N" where it is one."""
+    out = {"pretrained_job": "", "pretrained_epoch": "", "pretrained_file": ""}
+    if not path:
+        return out
+    checkpoint = Path(path)
+    jobs_dir = ctx.settings.jobs_dir.resolve()
+    if checkpoint.parent.name == "checkpoints" and checkpoint.parent.parent.parent == jobs_dir:
+        out["pretrained_job"] = checkpoint.parent.parent.name
+        epoch = checkpoint.stem.removeprefix("epoch-")
+        try:
+            out["pretrained_epoch"] = as_text(float(epoch))
+        except ValueError:
+            pass
+        return out
+    out["pretrained_file"] = path
+    return out
+
+
+def dataset_choices(briefs: list[dict]) -> list[dict]:
+    """Datasets a model can train on (built, or still building: the model then waits)."""
+    out = []
+    for job in briefs:
+        if job["kind"] != "dataset" or job["status"] in ("failed", "aborted"):
+            continue
+        summary = job["summary"] or {}
+        images = summary.get("images") or {}
+        out.append({"id": job["id"], "name": job["name"], "status": job["status"],
+                    "classes": len(summary.get("classes") or []), "train": images.get("train"),
+                    "images": sum(images.values()) if images else None,
+                    "width": summary.get("width"), "height": summary.get("height"),
+                    "channels": summary.get("channels")})
+    return out
+
+
+def previous_models(briefs: list[dict]) -> list[dict]:
+    """Model jobs whose checkpoints can start a new training (fine-tuning)."""
+    return [{"id": j["id"], "name": j["name"], "status": j["status"],
+             "epoch": (j["summary"] or {}).get("epoch")}
+            for j in briefs if j["kind"] == "model" and j["status"] in ("done", "aborted", "running")]
+
+
+def choices(ctx: Context, briefs: list[dict]) -> dict:
+    leases = ctx.store.leases()
+    return {
+        "datasets": dataset_choices(briefs),
+        "networks": [asdict(n) for n in registry.list_networks()],
+        "previous": previous_models(briefs),
+        "gpus": [{"index": g.index, "label": g.label, "job": leases.get(f"gpu:{g.index}")}
+                 for g in ctx.pools.gpus],
+        "solvers": [asdict(s) for s in list_solvers()],
+        "lr_policies": [asdict(p) for p in list_lr_policies()],
+        "flips": ["none", "lr", "ud", "both"],
+        "means": ["image", "pixel", "none"],
+        "precisions": ["auto", "fp32", "bf16", "fp16"],
+    }

@@ -1,0 +1,91 @@
+// The home page: filters and sorting (sent with every htmx refresh), and selecting several jobs
+// to abort or delete. The tables are re-rendered every 2 s, so the selection lives here.
+"use strict";
+(function () {
+  const form = document.getElementById("job-filters");
+  const tables = document.getElementById("job-tables");
+  const message = document.getElementById("bulk-message");
+  const selected = new Set();
+
+  function refresh() {
+    const query = new URLSearchParams(new FormData(form));
+    for (const [key, value] of [...query]) if (!value) query.delete(key);
+    history.replaceState(null, "", query.toString() ? `/?${query}` : "/");
+    htmx.trigger(tables, "refresh");
+  }
+
+  let typing = null;
+  form.addEventListener("input", (e) => {
+    clearTimeout(typing);
+    typing = setTimeout(refresh, e.target.name === "q" ? 250 : 0);
+  });
+
+  tables.addEventListener("click", (e) => {
+    const th = e.target.closest("th[data-sort]");
+    if (!th) return;
+    const sort = form.elements.sort, order = form.elements.order;
+    // A new column starts with the order people expect: names A-Z, numbers and dates high first.
+    if (sort.value === th.dataset.sort) order.value = order.value === "asc" ? "desc" : "asc";
+    else order.value = th.dataset.sort === "name" || th.dataset.sort === "status" ? "asc" : "desc";
+    sort.value = th.dataset.sort;
+    refresh();
+  });
+
+  tables.addEventListener("change", (e) => {
+    if (e.target.classList.contains("select-all")) {
+      for (const box of e.target.closest("table").querySelectorAll(".job-select")) {
+        box.checked = e.target.checked;
+        if (box.checked) selected.add(box.value); else selected.delete(box.value);
+      }
+    } else if (e.target.classList.contains("job-select")) {
+      if (e.target.checked) selected.add(e.target.value); else selected.delete(e.target.value);
+    }
+    showSelection();
+  });
+
+  // After each refresh: tick again what was ticked; forget jobs that are no longer listed.
+  tables.addEventListener("htmx:afterSwap", () => {
+    const listed = new Set();
+    for (const box of tables.querySelectorAll(".job-select")) {
+      listed.add(box.value);
+      box.checked = selected.has(box.value);
+    }
+    for (const id of [...selected]) if (!listed.has(id)) selected.delete(id);
+    showSelection();
+  });
+
+  function boxes() {
+    return [...tables.querySelectorAll(".job-select")].filter((b) => selected.has(b.value));
+  }
+
+  function showSelection() {
+    const chosen = boxes();
+    const active = chosen.filter((b) => ["queued", "waiting", "running"].includes(b.dataset.status));
+    document.getElementById("selected-count").textContent = chosen.length ? `${chosen.length} selected` : "none selected";
+    document.getElementById("abort-selected").disabled = !active.length;
+    document.getElementById("delete-selected").disabled = !chosen.length;
+  }
+
+  async function each(list, action) {
+    const errors = [];
+    for (const box of list) {
+      try { await action(box.value); } catch (err) { errors.push(`${box.value}: ${err.message}`); }
+    }
+    message.textContent = errors.join("\n");
+    refresh();
+  }
+
+  document.getElementById("abort-selected").addEventListener("click", () => {
+    const active = boxes().filter((b) => ["queued", "waiting", "running"].includes(b.dataset.status));
+    each(active, (id) => ty.api("POST", `/api/jobs/${id}/abort`));
+  });
+
+  document.getElementById("delete-selected").addEventListener("click", () => {
+    const chosen = boxes();
+    if (!confirm(`Delete ${chosen.length} job(s) and their files?`)) return;
+    // Models first: a dataset cannot be deleted while a model still uses it.
+    chosen.sort((a, b) => (a.dataset.kind === "model" ? 0 : 1) - (b.dataset.kind === "model" ? 0 : 1));
+    each(chosen, async (id) => { await ty.api("DELETE", `/api/jobs/${id}`); selected.delete(id); });
+  });
+  showSelection();
+})();

@@ -1,0 +1,305 @@
+// The new-model form: network tabs and code editor, "Visualize", the LR-curve preview, the sweep
+// count, and turning the form into a TrainRequest for POST /api/models.
+"use strict";
+(function () {
+  const form = document.getElementById("model-form");
+  const $ = (id) => document.getElementById(id);
+  const f = form.elements;
+  const checked = (name) => [...form.querySelectorAll(`input[name="${name}"]:checked`)];
+
+  const EXAMPLE = `# A custom network: build() returns a torch.nn.Module whose output is (batch, num_classes).
+from torch import nn
+
+
+def build(num_classes, in_channels, image_size):
+    return nn.Sequential(
+        nn.Conv2d(in_channels, 32, kernel_size=3, padding=1), nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, kernel_size=3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(64, num_classes),
+    )
+`;
+
+  // -- network tabs and editor -------------------------------------------------------------------
+  const editor = CodeMirror.fromTextArea($("network-source"), {
+    mode: "python", lineNumbers: true, indentUnit: 4,
+    extraKeys: { Tab: (cm) => cm.replaceSelection("    ") },
+  });
+  if (!editor.getValue().trim()) editor.setValue(EXAMPLE);
+  let errorLine = null;
+  editor.on("change", () => { clearErrorLine(); updateSweep(); });
+
+  function showTab(name) {
+    f.network_mode.value = name;
+    for (const tab of form.querySelectorAll(".tab")) tab.classList.toggle("active", tab.dataset.tab === name);
+    for (const panel of form.querySelectorAll(".tab-panel")) panel.hidden = panel.dataset.panel !== name;
+    if (name === "custom") editor.refresh(); // CodeMirror measures itself only when visible
+    updateSweep();
+  }
+  for (const tab of form.querySelectorAll(".tab")) tab.addEventListener("click", () => showTab(tab.dataset.tab));
+  showTab(f.network_mode.value);
+
+  for (const link of form.querySelectorAll(".customize")) {
+    link.addEventListener("click", async (e) => {
+      e.preventDefault();
+      try {
+        editor.setValue(await ty.api("GET", `/api/networks/${link.dataset.network}/source`));
+        showTab("custom");
+        editor.focus();
+      } catch (err) { $("form-error").textContent = err.message; }
+    });
+  }
+
+  ty.api("GET", "/api/networks").then((doc) => {
+    for (const n of doc.networks) {
+      const cell = form.querySelector(`td.params[data-network="${n.name}"]`);
+      if (cell) cell.textContent = n.params.toLocaleString("en");
+      const row = form.querySelector(`tr[data-network="${n.name}"]`);
+      if (row) row.dataset.batch = n.batch_size;
+    }
+  }).catch(() => {});
+
+  // -- visualize ---------------------------------------------------------------------------------
+  function firstDataset() {
+    const box = checked("dataset")[0];
+    return box ? box.dataset : null;
+  }
+
+  // The input the job will see: the dataset's channels and classes, crop or the short side.
+  function geometry() {
+    const d = firstDataset();
+    const crop = parseInt(f.crop.value, 10);
+    const side = d && d.width ? Math.min(+d.width, +d.height) : null;
+    return { num_classes: d && +d.classes ? +d.classes : 10, in_channels: d && +d.channels ? +d.channels : 3,
+             image_size: crop > 0 ? crop : side };
+  }
+
+  async function visualize(body, title) {
+    $("network-view").hidden = false;
+    $("network-view-title").textContent = `${title}: building…`;
+    $("network-error").textContent = "";
+    $("network-diagram").innerHTML = "";
+    clearErrorLine();
+    const g = geometry();
+    try {
+      const result = await ty.api("POST", "/api/networks/inspect", { ...g, ...body });
+      if (!result.ok) {
+        $("network-view-title").textContent = `${title}: does not build`;
+        $("network-error").textContent = result.line ? `Line ${result.line}: ${result.error.replace(/^line \d+: /, "")}` : result.error;
+        if (result.line && body.source !== undefined) markErrorLine(result.line);
+        return;
+      }
+      $("network-view-title").textContent = `${title} for ${g.num_classes} classes, ${result.input_shape.join("×")} input`;
+      tyNetViz.draw($("network-diagram"), result);
+    } catch (err) {
+      $("network-view-title").textContent = `${title}: could not inspect`;
+      $("network-error").textContent = err.message;
+    }
+  }
+
+  function markErrorLine(line) {
+    errorLine = editor.addLineClass(line - 1, "background", "cm-error-line");
+    editor.scrollIntoView({ line: line - 1, ch: 0 }, 80);
+  }
+  function clearErrorLine() {
+    if (errorLine) editor.removeLineClass(errorLine, "background", "cm-error-line");
+    errorLine = null;
+  }
+
+  for (const button of form.querySelectorAll(".visualize-standard")) {
+    button.addEventListener("click", () => visualize({ network: button.dataset.network }, button.dataset.network));
+  }
+  $("visualize-custom").addEventListener("click", () => {
+    const g = geometry();
+    visualize({ source: editor.getValue(), image_size: g.image_size || 224 }, "Custom network");
+  });
+  $("network-view-close").addEventListener("click", () => { $("network-view").hidden = true; });
+
+  // -- reading the form --------------------------------------------------------------------------
+  function number(name, label, { integer = false, optional = false } = {}) {
+    const text = f[name].value.trim();
+    if (!text) {
+      if (optional) return undefined;
+      throw new Error(`${label} is empty`);
+    }
+    const value = Number(text);
+    if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
+      throw new Error(`${label}: "${text}" is not ${integer ? "a whole number" : "a number"}`);
+    }
+    return value;
+  }
+  function numbers(name, label, integer = false) {
+    return f[name].value.split(",").map((t) => t.trim()).filter(Boolean).map((t) => {
+      const value = Number(t);
+      if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
+        throw new Error(`${label}: "${t}" is not ${integer ? "a whole number" : "a number"}`);
+      }
+      return value;
+    });
+  }
+
+  function lrSettings() {
+    const lr = { policy: f.lr_policy.value, steps_percent: numbers("steps_percent", "Step points") };
+    for (const [name, label] of [["step_percent", "Step size"], ["gamma", "Gamma"], ["power", "Power"],
+                                 ["warmup_percent", "Warm-up"], ["warmup_start_factor", "Warm-up start"]]) {
+      lr[name] = number(name, label);
+    }
+    return lr;
+  }
+
+  function augment() {
+    const out = { flip: f.flip.value, quarter_turns: f.quarter_turns.checked };
+    for (const [name, label] of [["rotate_degrees", "Rotation"], ["scale_jitter", "Scale"], ["noise_std", "Noise"],
+                                 ["contrast", "Contrast"], ["hue_shift", "Hue"], ["saturation_shift", "Saturation"],
+                                 ["value_shift", "Value"]]) {
+      out[name] = number(name, label);
+    }
+    return out;
+  }
+
+  function pretrained() {
+    if (f.pretrained_job.value) {
+      const epoch = f.pretrained_epoch.value.trim();
+      return epoch ? `${f.pretrained_job.value}:${epoch}` : f.pretrained_job.value;
+    }
+    return f.pretrained_file.value.trim() || null;
+  }
+
+  function request() {
+    const custom = f.network_mode.value === "custom";
+    const settings = {
+      epochs: number("epochs", "Training epochs"), accumulation: number("accumulation", "Batch accumulation", { integer: true }),
+      solver: f.solver.value, lr: lrSettings(), momentum: number("momentum", "Momentum"),
+      weight_decay: number("weight_decay", "Weight decay"), snapshot_interval: number("snapshot_interval", "Snapshot interval"),
+      val_interval: number("val_interval", "Validation interval"), mean: f.mean.value, precision: f.precision.value,
+      augment: augment(), freeze_backbone: f.freeze_backbone.checked,
+    };
+    const seed = number("seed", "Random seed", { integer: true, optional: true });
+    const crop = number("crop", "Crop size", { integer: true, optional: true });
+    if (seed !== undefined) settings.seed = seed;
+    if (crop !== undefined) settings.crop = crop;
+    const body = {
+      name: f.name.value.trim(), datasets: checked("dataset").map((b) => b.value),
+      networks: custom ? [] : checked("network").map((b) => b.value),
+      network_source: custom ? editor.getValue() : null,
+      base_lrs: numbers("base_lr", "Base learning rate"), batch_sizes: numbers("batch_size", "Batch size", true),
+      pretrained: pretrained(), settings,
+    };
+    if (f.gpu_mode) {
+      const mode = form.querySelector('input[name="gpu_mode"]:checked');
+      if (mode && mode.value === "ids") {
+        body.gpu_ids = checked("gpu_id").map((b) => Number(b.value));
+        if (!body.gpu_ids.length) throw new Error("Tick the GPUs to train on, or choose the next free ones.");
+      } else {
+        body.gpus = number("gpu_count", "Number of GPUs", { integer: true });
+      }
+    }
+    return body;
+  }
+
+  // Ticking a GPU means "these GPUs"; typing a count means "the next free ones".
+  for (const box of form.querySelectorAll('input[name="gpu_id"]')) {
+    box.addEventListener("change", () => { form.querySelector('input[name="gpu_mode"][value="ids"]').checked = true; });
+  }
+  if (f.gpu_count) f.gpu_count.addEventListener("input", () => { form.querySelector('input[name="gpu_mode"][value="count"]').checked = true; });
+
+  // -- sweep count -------------------------------------------------------------------------------
+  function updateSweep() {
+    const out = $("sweep-count");
+    let lrs, batches;
+    try { lrs = numbers("base_lr", "Base learning rate"); batches = numbers("batch_size", "Batch size", true); }
+    catch (err) { out.textContent = err.message; return; }
+    const custom = f.network_mode.value === "custom";
+    const parts = [
+      [checked("dataset").length, "dataset"], [custom ? 1 : checked("network").length, "network"],
+      [Math.max(lrs.length, 1), "learning rate"], [Math.max(batches.length, 1), "batch size"],
+    ];
+    const jobs = parts.reduce((n, [k]) => n * k, 1);
+    if (!jobs) {
+      out.textContent = !parts[0][0] ? "Choose a dataset." : "Choose a network.";
+    } else {
+      const varied = parts.filter(([k]) => k > 1).map(([k, what]) => `${k} ${what}s`);
+      out.textContent = `Creates ${jobs} job${jobs > 1 ? "s" : ""}${varied.length ? `: ${varied.join(" × ")}` : ""}.`;
+    }
+    $("create-button").textContent = jobs > 1 ? `Create ${jobs} jobs` : "Create";
+  }
+
+  // -- learning-rate preview ---------------------------------------------------------------------
+  const curve = new tyCharts.Table(["lr"]);
+  const curveChart = tyCharts.lineChart($("lr-preview"), {
+    table: curve, height: 150, series: [{ name: "lr", label: "learning rate", color: "#c53030", scale: "lr", digits: 3 }],
+    scales: { lr: { auto: true } }, axes: [{ scale: "lr", label: "learning rate" }],
+  });
+
+  function iterations() {
+    const d = firstDataset();
+    const row = checked("network")[0] && checked("network")[0].closest("tr");
+    const batch = numbers("batch_size", "Batch size", true)[0] || (row && +row.dataset.batch) || 32;
+    const accumulation = Math.max(1, parseInt(f.accumulation.value, 10) || 1);
+    if (!d || !+d.train) return null;
+    return Math.max(1, Math.ceil((Number(f.epochs.value) || 1) * Math.ceil(+d.train / batch) / accumulation));
+  }
+
+  const previewCurve = debounce(async () => {
+    let lr, total;
+    try {
+      lr = { ...lrSettings(), base_lr: numbers("base_lr", "Base learning rate")[0] || 0.01 };
+      total = iterations();
+    } catch (err) { $("lr-preview-note").textContent = err.message; return; }
+    const epochs = Number(f.epochs.value) || 1;
+    try {
+      const doc = await ty.api("POST", "/api/solvers/lr-curve", { lr, iterations: total || 1000, points: 300 });
+      curve.cols = [doc.points.map((p) => (p[0] * epochs) / 100), doc.points.map((p) => p[1])];
+      curveChart.setData(curve.cols);
+      $("lr-preview").dataset.points = curve.cols[0].length;
+      $("lr-preview-note").textContent = total ? `${total.toLocaleString("en")} iterations in all`
+        : "Choose a dataset for the exact number of iterations (1,000 assumed).";
+    } catch (err) { $("lr-preview-note").textContent = err.message; }
+  }, 200);
+
+  function debounce(fn, ms) {
+    let timer = null;
+    return () => { clearTimeout(timer); timer = setTimeout(fn, ms); };
+  }
+
+  function showPolicyParams(applyDefaults) {
+    const option = f.lr_policy.selectedOptions[0];
+    const uses = option.dataset.uses.split(",");
+    for (const span of form.querySelectorAll(".policy-param")) span.hidden = !uses.includes(span.dataset.param);
+    if (applyDefaults) {
+      for (const [name, value] of Object.entries(JSON.parse(option.dataset.defaults || "{}"))) {
+        if (f[name]) f[name].value = Array.isArray(value) ? value.join(", ") : value;
+      }
+    }
+  }
+  f.lr_policy.addEventListener("change", () => showPolicyParams(true));
+  showPolicyParams(false);
+
+  form.addEventListener("input", () => { updateSweep(); previewCurve(); });
+  form.addEventListener("change", () => { updateSweep(); previewCurve(); });
+  updateSweep();
+  previewCurve();
+
+  // -- submit ------------------------------------------------------------------------------------
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const error = $("form-error");
+    error.textContent = "";
+    let body;
+    try {
+      body = request();
+      if (!body.name) throw new Error("Give the model a name.");
+      if (!body.datasets.length) throw new Error("Choose a dataset.");
+      if (!body.networks.length && !body.network_source) throw new Error("Choose a network.");
+    } catch (err) { error.textContent = err.message; return; }
+    $("create-button").disabled = true;
+    try {
+      const doc = await ty.api("POST", "/api/models", body);
+      window.location.href = doc.jobs.length === 1 ? `/models/${doc.jobs[0].id}` : "/?group=sweep";
+    } catch (err) {
+      error.textContent = err.message;
+      $("create-button").disabled = false;
+    }
+  });
+})();

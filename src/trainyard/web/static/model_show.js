@@ -1,0 +1,201 @@
+// A model's page, live: every event of the job arrives over Server-Sent Events (the whole history
+// first, then new ones); the hardware panel and the status are polled from the API every 1.5 s.
+"use strict";
+(function () {
+  const root = document.getElementById("job");
+  const jobId = root.dataset.job;
+  const $ = (id) => document.getElementById(id);
+  const ACTIVE = ["queued", "waiting", "running"];
+  const RESUMABLE = ["aborted", "failed"];
+  let status = root.dataset.status;
+
+  // -- charts ------------------------------------------------------------------------------------
+  const main = new tyCharts.Table(["train_loss", "val_loss", "val_accuracy", "val_top5"]);
+  const lr = new tyCharts.Table(["lr"]);
+  let best = null; // {x: epoch, y: accuracy}
+  const mainChart = tyCharts.lineChart($("chart-main"), {
+    table: main, height: 320,
+    series: [
+      { name: "train_loss", label: "train loss", color: "#2f6fde", scale: "loss" },
+      { name: "val_loss", label: "val loss", color: "#b7791f", scale: "loss", points: true },
+      { name: "val_accuracy", label: "val accuracy (top-1)", color: "#1f8a4c", scale: "pct", points: true, unit: "%" },
+      { name: "val_top5", label: "val accuracy (top-5)", color: "#7c3aed", scale: "pct", dash: [6, 4], points: true, unit: "%" },
+    ],
+    scales: { loss: { auto: true }, pct: { range: [0, 100] } },
+    axes: [{ scale: "loss", label: "loss" }, { scale: "pct", label: "accuracy (%)", side: 1 }],
+    plugins: [tyCharts.bestMarker(() => best && { ...best, scale: "pct" })],
+  });
+  const lrChart = tyCharts.lineChart($("chart-lr"), {
+    table: lr, height: 180,
+    series: [{ name: "lr", label: "learning rate", color: "#c53030", scale: "lr", digits: 3 }],
+    scales: { lr: { auto: true } }, axes: [{ scale: "lr", label: "learning rate" }],
+  });
+
+  // -- state from events -------------------------------------------------------------------------
+  const log = [];
+  const view = { epoch: null, speed: null, eta: null, done: null, total: null };
+  const snapshots = new Set([...$("snapshot-list").children].map((li) => li.dataset.epoch));
+  let lastId = -1;
+  let source = null;
+  // The job writes its final status a moment before the server records it: for a while after,
+  // a poll that still says "running" is old news, not a restart.
+  let endedByEvent = 0;
+
+  const handlers = {
+    metric(e) {
+      if (main.has(e.name)) main.add(e.name, e.epoch, e.value);
+      else if (e.name === "lr") lr.add("lr", e.epoch, e.value);
+      else if (e.name === "images_per_second") view.speed = e.value;
+      if (e.name === "val_accuracy" && (!best || e.value > best.y)) best = { x: e.epoch, y: e.value };
+      view.epoch = Math.max(view.epoch ?? 0, e.epoch);
+    },
+    progress(e) { Object.assign(view, { done: e.done, total: e.total, eta: e.eta }); },
+    checkpoint(e) { addSnapshot(e.epoch); },
+    status(e) {
+      if (!ACTIVE.includes(e.status)) endedByEvent = Date.now();
+      setStatus(e.status, e.error);
+    },
+    log(e) { log.push(`[${e.level}] ${e.message}`); if (log.length > 600) log.splice(0, log.length - 500); },
+  };
+
+  const render = tyCharts.throttle(() => {
+    if (main.dirty) { main.dirty = false; mainChart.setData(main.cols); $("chart-main").dataset.points = main.length; }
+    if (lr.dirty) { lr.dirty = false; lrChart.setData(lr.cols); }
+    if (view.epoch != null) $("stat-epoch").textContent = +view.epoch.toFixed(2);
+    if (view.total) {
+      $("stat-iteration").textContent = `${view.done} / ${view.total}`;
+      $("progress-bar").style.width = `${(100 * view.done / view.total).toFixed(1)}%`;
+    }
+    if (view.speed != null) $("stat-speed").textContent = Math.round(view.speed).toLocaleString();
+    $("stat-eta").textContent = ACTIVE.includes(status) && view.eta != null ? ty.duration(view.eta) : "–";
+    if (best) $("stat-best").textContent = `${best.y.toFixed(2)}% (epoch ${+best.x.toFixed(3)})`;
+    const pre = $("job-log");
+    const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    pre.textContent = log.join("\n");
+    if (atBottom) pre.scrollTop = pre.scrollHeight;
+  }, 250);
+
+  // The browser reconnects by itself after a dropped connection, sending Last-Event-ID; `after`
+  // covers a fresh connection (after a resume). Ids are line numbers, so a repeat is dropped too.
+  function connect() {
+    if (source && source.readyState !== EventSource.CLOSED) return;
+    source = new EventSource(`/api/jobs/${jobId}/events?after=${lastId}`);
+    for (const type of ["log", "progress", "status", "metric", "checkpoint", "result", "summary"]) {
+      source.addEventListener(type, (e) => {
+        const id = Number(e.lastEventId);
+        if (id <= lastId) return;
+        lastId = id;
+        const handler = handlers[type];
+        if (handler) handler(JSON.parse(e.data));
+        render();
+      });
+    }
+    source.addEventListener("end", (e) => {
+      source.close();
+      setStatus(JSON.parse(e.data).status);
+      $("stat-stream").textContent = "ended";
+      render();
+    });
+    source.onopen = () => { $("stat-stream").textContent = "live"; };
+    source.onerror = () => {
+      $("stat-stream").textContent = source.readyState === EventSource.CLOSED ? "closed" : "reconnecting…";
+    };
+  }
+
+  // -- status and actions ------------------------------------------------------------------------
+  function setStatus(next, error, detail) {
+    if (!next) return;
+    const wasActive = ACTIVE.includes(status);
+    status = next;
+    root.dataset.status = next;
+    const badge = $("job-status");
+    badge.textContent = next;
+    badge.className = `status status-${next}`;
+    if (error !== undefined) $("job-error").textContent = error || "";
+    if (detail !== undefined) $("status-detail").textContent = detail || "";
+    $("abort-button").hidden = !ACTIVE.includes(next);
+    $("resume-button").hidden = !RESUMABLE.includes(next);
+    if (ACTIVE.includes(next) && !wasActive) { connect(); poll(); }
+    if (!ACTIVE.includes(next)) {  // an ended job holds no GPU and runs no process
+      $("hardware-gpus").innerHTML = "";
+      $("hardware-cpu").innerHTML = `<p class="muted small">The job has ended; figures appear while it runs.</p>`;
+    }
+  }
+
+  function addSnapshot(epoch) {
+    const key = String(+Number(epoch).toFixed(4));
+    if (snapshots.has(key)) return;
+    snapshots.add(key);
+    const li = document.createElement("li");
+    li.dataset.epoch = key;
+    li.innerHTML = `<span>epoch ${key}</span> <a href="/api/models/${jobId}/download?epoch=${key}">Download</a>
+      <a href="/models/${jobId}/classify?epoch=${key}">Classify</a>`;
+    $("snapshot-list").prepend(li);
+    $("snapshot-empty").hidden = true;
+  }
+
+  async function action(button, method, url, after) {
+    button.disabled = true;
+    try { after(await ty.api(method, url)); } catch (err) { alert(err.message); } finally { button.disabled = false; }
+  }
+  $("abort-button").addEventListener("click", (e) =>
+    action(e.target, "POST", `/api/jobs/${jobId}/abort`, (job) => {
+      // The answer can come while the process is still exiting: then the events or the next
+      // poll bring the final status; never step back from one the job already reported.
+      if (!ACTIVE.includes(job.status)) setStatus(job.status, job.error);
+      else if (ACTIVE.includes(status)) $("status-detail").textContent = "stopping…";
+    }));
+  $("resume-button").addEventListener("click", (e) =>
+    action(e.target, "POST", `/api/jobs/${jobId}/resume`, (job) => {
+      endedByEvent = 0;
+      setStatus(job.status, job.error, job.status_detail);
+    }));
+  $("delete-button").addEventListener("click", (e) => {
+    if (!confirm("Delete this model, its checkpoints and its log?")) return;
+    action(e.target, "DELETE", `/api/jobs/${jobId}`, () => { window.location.href = "/"; });
+  });
+
+  // -- hardware ----------------------------------------------------------------------------------
+  const gib = (bytes) => (bytes == null ? "?" : (bytes / 2 ** 30).toFixed(1));
+  const meter = (label, percent, text) => `<div class="meter"><span class="label">${label}</span>
+    <div class="progress"><div style="width:${Math.min(100, percent || 0).toFixed(1)}%"></div></div><span>${text}</span></div>`;
+
+  function showHardware(hw) {
+    $("hardware-gpus").innerHTML = hw.gpus.map((g) => `<div class="hw-block gpu" data-gpu="${g.index}">
+      <div class="hw-title">GPU ${g.index} · ${ty.escape(g.name || "")}</div>
+      ${meter("Utilization", g.utilization, g.utilization == null ? "n/a" : `${g.utilization} %`)}
+      ${meter("Memory", g.memory_total ? (100 * g.memory_used) / g.memory_total : 0, `${gib(g.memory_used)} / ${gib(g.memory_total)} GiB`)}
+      <div class="small">Temperature ${g.temperature == null ? "n/a" : `${g.temperature} °C`} ·
+        Power ${g.power == null ? "n/a" : `${g.power} W`}${g.power_limit ? ` / ${g.power_limit} W` : ""}</div></div>`).join("");
+    const cpu = hw.cpu, sys = hw.system;
+    $("hardware-cpu").innerHTML = cpu ? `<div class="hw-title">Job processes (${cpu.processes})</div>
+      ${meter("CPU", cpu.percent / sys.cpu_count, `<span id="hw-cpu-percent">${cpu.percent.toFixed(0)} %</span>`)}
+      <div class="small">Memory <span id="hw-cpu-memory">${gib(cpu.rss)} GiB</span> (RSS) · 100 % = one of ${sys.cpu_count} cores</div>`
+      : `<p class="muted small">Figures appear while the job runs.</p>`;
+    $("hardware-system").textContent = `Machine: CPU ${sys.cpu_percent.toFixed(0)} %, memory ${gib(sys.memory_used)} / ${gib(sys.memory_total)} GiB`;
+    $("hardware-time").textContent = `updated ${new Date(hw.time * 1000).toLocaleTimeString()}`;
+  }
+
+  let polling = null;
+  async function poll() {
+    clearTimeout(polling);
+    let hw = null;
+    try {
+      hw = await ty.api("GET", `/api/jobs/${jobId}/hardware`);
+      showHardware(hw);
+      const stale = ACTIVE.includes(hw.status) && !ACTIVE.includes(status) && Date.now() - endedByEvent < 15000;
+      if (hw.status !== status && !stale) setStatus(hw.status, hw.error, hw.status_detail);
+      else $("status-detail").textContent = hw.status_detail || "";
+    } catch (err) {
+      $("hardware-time").textContent = `not updated: ${err.message}`;
+    }
+    // Poll while the job may still change; a document in a background tab polls less often.
+    if (ACTIVE.includes(status) || ACTIVE.includes(hw && hw.status)) {
+      polling = setTimeout(poll, document.hidden ? 10000 : 1500);
+    }
+  }
+
+  setStatus(status);
+  connect();
+  poll();
+})();
