@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from trainyard.cli import datasets, jobs, train
+from trainyard.cli import datasets, export, inference, jobs, train
 from trainyard.cli.output import fail
 from trainyard.settings import LOCAL_HOSTS, get_settings
 
@@ -13,6 +13,8 @@ app = typer.Typer(help="trainyard: turn a folder of images into a trained, deplo
 app.add_typer(datasets.app, name="dataset")
 app.add_typer(jobs.app, name="jobs")
 train.register(app)
+export.register(app)
+inference.register(app)
 
 
 @app.command()

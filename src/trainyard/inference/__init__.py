@@ -1,0 +1,16 @@
+"""Using trained models: classify images, look inside the network, evaluate, classify many.
+
+- ``loader``: checkpoints loaded once and kept in a small LRU cache (warm requests do not reload)
+- ``classify``: preprocessing exactly as validation did, top-k predictions
+- ``visualize``: per-layer weights and activations as mosaics, with statistics and histograms
+- ``gradcam``: a Grad-CAM saliency heat map over the input for a predicted class
+- ``service``: classify named images for a request, as the API's JSON (used by the CLI too)
+- ``metrics``: confusion matrix, accuracy, precision/recall/F1, most-confused pairs (numpy)
+- ``evaluate``: a model over a dataset's val or test split
+- ``sources`` / ``many``: classify a list file, a folder or an archive, streaming, bounded memory
+- ``spec`` / ``results``: the torch-free job spec and what the API reads back from a job folder
+- ``tasks`` / ``run``: the classify-many and evaluate jobs, ``python -m trainyard.inference.run JOBDIR``
+- ``export``, ``onnx_export``, ``archive_import``: the deployable archive (download and import)
+
+``spec`` and ``results`` import no torch (the job registry uses them).
+"""

@@ -1,0 +1,130 @@
+"""Checkpoints loaded for inference, kept in a small LRU cache so warm requests do not reload.
+
+A `LoadedModel` holds the network (eval mode), its class names and the preprocessing the
+checkpoint records, plus the mean already shaped for the network. The cache key is the file's
+path, modification time and size: a rewritten checkpoint (a resumed job writes the same epoch
+again) is loaded afresh, an unchanged one is never read twice.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from trainyard.training.checkpoint import (
+    CheckpointError,
+    build_model_from_checkpoint,
+    checkpoint_epochs,
+    checkpoint_for_epoch,
+    load_checkpoint,
+)
+from trainyard.training.preprocess import mean_tensor
+
+CACHE_SIZE = 4  # GoogLeNet is ~25 MB of weights; a few models stay warm
+
+
+class InferenceError(ValueError):
+    """A request that cannot be served (unusable input, bad settings); the message says why."""
+
+
+class NotFound(InferenceError):
+    """Something asked for that does not exist: an epoch without a checkpoint, a file."""
+
+
+class NotReady(InferenceError):
+    """A model that has no snapshot yet (its first is written after its first epoch)."""
+
+
+@dataclass
+class LoadedModel:
+    """A checkpoint's network ready for inference, and everything needed to feed it."""
+
+    path: Path
+    model: nn.Module
+    classes: list[str]
+    preprocess: dict  # the checkpoint's preprocess entry (width, height, channels, resize, ...)
+    epoch: float
+    network: str  # a standard network's name, or "custom"
+    device: torch.device
+    mean: torch.Tensor | None  # (1, C, h, w) or (1, C, 1, 1) in 0..1 units, on ``device``
+    spec: dict = field(default_factory=dict)
+    # Forward passes hold this: visualisation hooks on the shared modules must see only their own
+    # pass, and one pass at a time already uses every CPU core.
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    gradcam_layer: str | None = None  # found on first use (see gradcam.py)
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        """(C, h, w) of the network input: the crop, else the stored image size."""
+        p = self.preprocess
+        crop = p.get("crop")
+        return (p["channels"], crop or p["height"], crop or p["width"])
+
+
+_cache: OrderedDict[tuple, LoadedModel] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> LoadedModel:
+    """The model of checkpoint ``path``, from the cache when the file has not changed."""
+    path = Path(path).resolve()
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise NotFound(f"checkpoint {path.name} not found") from None
+    key = (str(path), stat.st_mtime_ns, stat.st_size, str(device))
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    loaded = _load(path, torch.device(device))
+    with _cache_lock:
+        _cache[key] = loaded
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return loaded
+
+
+def _load(path: Path, device: torch.device) -> LoadedModel:
+    try:
+        checkpoint = load_checkpoint(path)
+    except CheckpointError as exc:
+        raise InferenceError(str(exc)) from None
+    except Exception as exc:  # not a torch file, or one weights_only refuses to unpickle
+        raise InferenceError(f"{path.name} is not a readable checkpoint: {exc}") from None
+    model = build_model_from_checkpoint(checkpoint).to(device)
+    prep = checkpoint["preprocess"]
+    mean = mean_tensor(prep.get("mean"), prep.get("mean_mode", "none"), prep.get("crop"), device)
+    return LoadedModel(path=path, model=model, classes=list(checkpoint["classes"]), preprocess=prep,
+                       epoch=checkpoint["epoch"], network=checkpoint["network"] or "custom",
+                       device=device, mean=mean, spec=checkpoint.get("spec") or {})
+
+
+def model_checkpoint(job_dir: str | os.PathLike, epoch: float | None = None) -> tuple[float, Path]:
+    """(epoch, checkpoint path) of a model job for ``epoch`` (None: the latest).
+
+    NotReady when the job has no snapshot at all, NotFound when ``epoch`` has none.
+    """
+    if epoch is None:
+        epochs = checkpoint_epochs(job_dir)
+        if not epochs:
+            raise NotReady("this model has no snapshot yet; one is written after each snapshot "
+                           "interval (by default every epoch)")
+        latest = max(epochs)
+        return latest, epochs[latest]
+    try:
+        return epoch, checkpoint_for_epoch(job_dir, epoch)
+    except CheckpointError as exc:
+        raise NotFound(str(exc)) from None
+
+
+def clear_cache() -> None:
+    """Forget every loaded model (tests, and freeing memory)."""
+    with _cache_lock:
+        _cache.clear()

@@ -1,0 +1,77 @@
+"""The two inference jobs, from spec to written results: classify-many and evaluate.
+
+`run.py` calls these with the job's events and stop flag; they load the checkpoint named in
+the spec (on the job's GPU when it has one), open the image source and write the results.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from trainyard.core.events import EventWriter
+from trainyard.core.files import write_json_atomic
+from trainyard.datasets.archive import safe_extract
+from trainyard.datasets.storage import open_split
+from trainyard.inference.evaluate import evaluate_split
+from trainyard.inference.loader import LoadedModel, load_model
+from trainyard.inference.many import classify_many
+from trainyard.inference.results import EVALUATION, IMAGES_DIR, SOURCE
+from trainyard.inference.sources import count_folder, count_list, folder_items, list_items, split_items
+from trainyard.inference.spec import InferenceSpec
+
+BRIEF = ("images", "classified", "errors", "labelled", "accuracy", "top5_accuracy")
+
+
+def job_device() -> str:
+    """The job's GPU when the runner gave it one (CUDA_VISIBLE_DEVICES), else the CPU."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def open_source(spec: InferenceSpec, job_dir: Path, classes: list[str], events: EventWriter):
+    """(items, count, the folder relative image names resolve against, or None for a split)."""
+    if spec.list_file:
+        path = Path(spec.list_file)
+        base = Path(spec.image_root) if spec.image_root else path.parent
+        return list_items(path, classes, base), count_list(path), base
+    if spec.split:
+        return split_items(Path(spec.dataset_dir), spec.split, classes), len(open_split(Path(spec.dataset_dir), spec.split)), None
+    root = Path(spec.folder) if spec.folder else None
+    if spec.archive:
+        events.log(f"unpacking {Path(spec.archive).name}")
+        root = safe_extract(Path(spec.archive), job_dir / IMAGES_DIR)
+    return folder_items(root, classes), count_folder(root), root
+
+
+def run_classify_many(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
+                      should_stop: Callable[[], bool]) -> dict:
+    loaded = _load(spec, events)
+    items, total, base = open_source(spec, job_dir, loaded.classes, events)
+    write_json_atomic(job_dir / SOURCE, {"source": spec.source, "total": total,
+                                         "image_base": str(base) if base else None})
+    events.log(f"classifying {total} images")
+    roots = spec.roots + [str(job_dir)] if spec.roots else []
+    summary = classify_many(loaded, items, job_dir, total=total, top=spec.top, top_n=spec.top_n,
+                            batch_size=spec.batch_size, roots=roots, dataset_dir=spec.dataset_dir,
+                            split=spec.split, progress=progress(events, "classifying"), should_stop=should_stop)
+    events.log(f"classified {summary['classified']} images; {summary['errors']} could not be read")
+    return {key: summary.get(key) for key in BRIEF}
+
+
+def run_evaluate(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
+                 should_stop: Callable[[], bool]) -> dict:
+    loaded = _load(spec, events)
+    doc = evaluate_split(loaded, Path(spec.dataset_dir), spec.split, batch_size=spec.batch_size,
+                         progress=progress(events, f"evaluating {spec.split}"), should_stop=should_stop)
+    doc.update(model_id=spec.model_id, dataset_id=spec.dataset_id, epoch=spec.epoch)
+    write_json_atomic(job_dir / EVALUATION, doc)
+    events.log(f"{spec.split} accuracy {100 * doc['accuracy']:.2f}% over {doc['images']} images")
+    return {key: doc.get(key) for key in ("images", "accuracy", "top5_accuracy")}
+
+
+def _load(spec: InferenceSpec, events: EventWriter) -> LoadedModel:
+    device = job_device()
+    events.log(f"loading {Path(spec.checkpoint).name} (epoch {spec.epoch:g}) on {device}")
+    return load_model(spec.checkpoint, device)

@@ -1,0 +1,196 @@
+"""/api/models/{id}/...: classify images (top-k, layer views, Grad-CAM), classify many,
+top-N per class and evaluate, with their results.
+
+Single images are answered in the request, from a cached loaded model (see inference/loader.py).
+Classify-many, top-N and evaluate run as jobs (kinds ``classify-many`` and ``evaluate``); their
+results are read back here while they run and after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from trainyard.core.paths import PathNotAllowed, resolve_inside
+from trainyard.datasets.images import ImageError, load_image
+from trainyard.inference.classify import decode
+from trainyard.inference.loader import InferenceError, LoadedModel, NotFound, NotReady, load_model, model_checkpoint
+from trainyard.inference.service import classify_named, model_doc
+from trainyard.jobs.inference_jobs import create_inference_job, inference_jobs
+from trainyard.jobs.manager import JobError
+from trainyard.jobs.resources import NotSatisfiable
+from trainyard.jobs.views import job_brief, job_detail
+from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
+from trainyard.web.routers.inference_results import results_router, upload_source
+from trainyard.web.uploads import safe_filename
+
+router = APIRouter(prefix="/api/models", tags=["inference"])
+router.include_router(results_router)
+MAX_IMAGES = 64  # per classify request; more is a classify-many job
+# Forward passes run one at a time on one thread of their own: a pass already uses every core,
+# and torch's per-thread OpenMP team stays warm instead of being built in each pool thread.
+INFERENCE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainyard-inference")
+
+CLASSIFY_BODY = {"requestBody": {"content": {
+    "multipart/form-data": {"schema": {"type": "object", "properties": {
+        "images": {"type": "array", "items": {"type": "string", "format": "binary"}}}}},
+    "application/json": {"schema": {"type": "object", "properties": {
+        "paths": {"type": "array", "items": {"type": "string"}}}}}}}}
+
+
+@contextlib.contextmanager
+def http_errors():
+    """Domain errors as clear 4xx answers."""
+    try:
+        yield
+    except NotReady as exc:
+        raise HTTPException(409, str(exc)) from exc
+    except NotFound as exc:
+        raise HTTPException(404, str(exc)) from exc
+    except (PathNotAllowed, JobError, NotSatisfiable) as exc:
+        raise HTTPException(400, str(exc)) from exc
+    except InferenceError as exc:
+        raise HTTPException(422, str(exc)) from exc
+
+
+def loaded_model(ctx, model_id: str, epoch: float | None) -> LoadedModel:
+    """The model job's checkpoint for ``epoch`` (None: latest), loaded or from the cache."""
+    with http_errors():
+        _, path = model_checkpoint(ctx.manager.folder(model_id).path, epoch)
+        return load_model(path)
+
+
+async def _images_of(ctx, request: Request) -> list[tuple[str, bytes | Path]]:
+    """(name, uploaded bytes or a checked path) of each image in a multipart or JSON request."""
+    if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        form = await request.form(max_files=MAX_IMAGES + 1)
+        files = [f for key in ("images", "image", "file") for f in form.getlist(key) if hasattr(f, "read")]
+        limit = ctx.settings.max_upload_mb * 2**20
+        if any((f.size or 0) > limit for f in files):
+            raise HTTPException(413, f"an image is larger than the limit of {ctx.settings.max_upload_mb} MiB")
+        found = [(safe_filename(f.filename, "image"), await f.read()) for f in files]
+    else:
+        try:
+            body = json.loads(await request.body() or b"{}")
+        except json.JSONDecodeError as exc:
+            raise HTTPException(422, f"the body is not JSON: {exc}") from exc
+        paths = body.get("paths") if isinstance(body, dict) else None
+        found = [(str(p), _allowed_file(ctx, str(p))) for p in paths or []]
+    if not found:
+        raise HTTPException(422, "no image given: upload files as 'images', or send {\"paths\": [...]}")
+    if len(found) > MAX_IMAGES:
+        raise HTTPException(413, f"at most {MAX_IMAGES} images a request; use classify-many for more")
+    return found
+
+
+def _allowed_file(ctx, path: str) -> Path:
+    with http_errors():
+        resolved = resolve_inside(path, ctx.settings.allowed_roots, must_exist=False)
+    if not resolved.is_file():
+        raise HTTPException(404, f"{path} is not a file")
+    return resolved
+
+
+def _pil(loaded: LoadedModel, name: str, source: bytes | Path):
+    try:
+        return decode(source, loaded) if isinstance(source, bytes) else load_image(source, loaded.preprocess["channels"])
+    except (InferenceError, ImageError) as exc:
+        raise InferenceError(f"{name} is not a usable image: {str(exc).removeprefix('not a usable image: ')}") from None
+
+
+@router.post("/{model_id}/classify", openapi_extra=CLASSIFY_BODY)
+async def classify(ctx: Ctx, request: Request, model_id: str, epoch: float | None = None,
+                   top: int = Query(5, ge=1, le=100), visualize: bool = False, saliency: bool = False) -> dict:
+    """Top classes of uploaded images (multipart ``images``) or of files inside the data roots
+    (JSON ``{"paths": [...]}``), by the latest snapshot or ``epoch``. ``visualize`` adds each
+    layer's weights, activations and statistics; ``saliency`` (and ``visualize``) a Grad-CAM map."""
+    get_job_of_kind(ctx, model_id, "model")
+    sources = await _images_of(ctx, request)
+
+    def work() -> dict:
+        loaded = loaded_model(ctx, model_id, epoch)
+        with http_errors():
+            images = [(name, _pil(loaded, name, source)) for name, source in sources]
+            results = classify_named(loaded, images, top=top, layers=visualize, saliency=saliency or visualize)
+        return {"model": model_id, **model_doc(loaded), "results": results}
+
+    return await asyncio.get_running_loop().run_in_executor(INFERENCE, work)
+
+
+class EvaluateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    split: str = Field("val", pattern="^(val|test|train)$")
+    epoch: float | None = None
+    batch_size: int = Field(64, ge=1, le=4096)
+
+
+@router.post("/{model_id}/evaluate", status_code=201, dependencies=[Depends(wake_scheduler)])
+def evaluate(ctx: Ctx, model_id: str, request: EvaluateRequest | None = None) -> dict:
+    """Queue an evaluation of the model on its dataset's val (or test) split."""
+    request = request or EvaluateRequest()
+    get_job_of_kind(ctx, model_id, "model")
+    with http_errors():
+        job = create_inference_job(ctx, "evaluate", model_id, epoch=request.epoch, split=request.split,
+                                   batch_size=request.batch_size)
+    return {**job_detail(ctx.manager, job), "page": f"/models/{model_id}/evaluations/{job.id}"}
+
+
+class ManyRequest(BaseModel):
+    """Classify-many options (JSON, or form fields beside an uploaded ``file``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str | None = None  # a list file or a folder inside the data roots
+    image_root: str | None = None  # where a list's relative paths start
+    split: str | None = Field(None, pattern="^(train|val|test)$")  # the model's dataset split
+    epoch: float | None = None
+    top: int = Field(5, ge=1, le=100)
+    top_n: int = Field(12, ge=0, le=100)
+    batch_size: int = Field(64, ge=1, le=4096)
+
+
+async def _many(ctx, request: Request, model_id: str, top_n: int, anchor: str = "") -> dict:
+    get_job_of_kind(ctx, model_id, "model")
+    fields, upload = await upload_source(ctx, request)
+    fields.setdefault("top_n", top_n)
+    try:
+        options = ManyRequest.model_validate(fields)
+    except ValidationError as exc:
+        raise HTTPException(422, "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from exc
+    source = dict(upload or {})
+    if options.path:
+        with http_errors():
+            resolved = resolve_inside(options.path, ctx.settings.allowed_roots)
+        source = {"folder" if resolved.is_dir() else "list_file": str(resolved)}
+    if options.split:
+        source["split"] = options.split
+    with http_errors():
+        job = create_inference_job(ctx, "classify-many", model_id, epoch=options.epoch, image_root=options.image_root,
+                                   top=options.top, top_n=options.top_n, batch_size=options.batch_size, **source)
+    return {**job_detail(ctx.manager, job), "page": f"/models/{model_id}/classify-many/{job.id}{anchor}"}
+
+
+@router.post("/{model_id}/classify-many", status_code=201, dependencies=[Depends(wake_scheduler)])
+async def classify_many(ctx: Ctx, request: Request, model_id: str) -> dict:
+    """Queue a job classifying a list file (``path [label]`` lines), a folder or an archive:
+    JSON ``{"path": ..., "image_root": ...}``, ``{"split": "val"}``, or a multipart ``file``
+    (a list or a .zip/.tar(.gz)) with the same fields as form fields."""
+    return await _many(ctx, request, model_id, top_n=12)
+
+
+@router.post("/{model_id}/top-n", status_code=201, dependencies=[Depends(wake_scheduler)])
+async def top_n(ctx: Ctx, request: Request, model_id: str) -> dict:
+    """Classify-many whose point is, per class, the ``top_n`` images the network is surest of."""
+    return await _many(ctx, request, model_id, top_n=12, anchor="#top-n")
+
+
+@router.get("/{model_id}/inference")
+def list_inference(ctx: Ctx, model_id: str) -> dict:
+    """The model's classify-many and evaluate jobs, newest first."""
+    get_job_of_kind(ctx, model_id, "model")
+    return {"jobs": [job_brief(job) for job in inference_jobs(ctx, model_id)]}

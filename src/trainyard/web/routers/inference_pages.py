@@ -1,0 +1,63 @@
+"""Pages for using a model: classify one image (with layer views and Grad-CAM), classify many,
+top-N, evaluate (GET /models/{id}/classify), and the result pages of those jobs.
+
+The pages hold little more than forms and empty panels; static/classify*.js fills them from
+the same /api/models/{id}/... endpoints scripts use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from trainyard.core import formatting
+from trainyard.datasets.storage import split_names
+from trainyard.jobs.inference_jobs import inference_jobs
+from trainyard.jobs.views import job_brief, job_detail
+from trainyard.training.checkpoint import checkpoint_epochs
+from trainyard.web.deps import Ctx, get_job_of_kind
+from trainyard.web.routers.inference_results import job_folder
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=Path(__file__).parent.parent / "templates")
+formatting.install(templates.env)
+
+
+def _model(ctx, model_id: str) -> dict:
+    return job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model"))
+
+
+def _splits(model: dict) -> list[str]:
+    folder = (model.get("spec") or {}).get("dataset_dir")
+    return [s for s in split_names(Path(folder)) if s != "train"] if folder and Path(folder).is_dir() else []
+
+
+@router.get("/models/{model_id}/classify", response_class=HTMLResponse)
+def classify_page(request: Request, ctx: Ctx, model_id: str, epoch: float | None = None):
+    """Classify one image or many, top-N and evaluate, with this model's snapshots."""
+    model = _model(ctx, model_id)
+    jobs = [job_brief(job) for job in inference_jobs(ctx, model_id)]
+    # The checkpoint files themselves: a snapshot is usable as soon as its file is complete.
+    snapshots = list(checkpoint_epochs(ctx.manager.folder(model_id).path))
+    return templates.TemplateResponse(request, "classify.html", {
+        "model": model, "snapshots": snapshots, "splits": _splits(model), "jobs": jobs, "epoch": epoch,
+        "roots": [str(r) for r in ctx.settings.allowed_roots]})
+
+
+@router.get("/models/{model_id}/classify-many/{job_id}", response_class=HTMLResponse)
+def many_page(request: Request, ctx: Ctx, model_id: str, job_id: str):
+    """A classify-many job: progress, paged results, accuracy and confusion, top-N per class."""
+    job, folder, spec = job_folder(ctx, model_id, job_id, "classify-many")
+    return templates.TemplateResponse(request, "many_show.html", {
+        "model": _model(ctx, model_id), "job": job_detail(ctx.manager, job), "spec": spec})
+
+
+@router.get("/models/{model_id}/evaluations/{job_id}", response_class=HTMLResponse)
+def evaluation_page(request: Request, ctx: Ctx, model_id: str, job_id: str):
+    """An evaluation: accuracy, per-class table, confusion heat map, most-confused pairs."""
+    job, folder, spec = job_folder(ctx, model_id, job_id, "evaluate")
+    return templates.TemplateResponse(request, "evaluate_show.html", {
+        "model": _model(ctx, model_id), "job": job_detail(ctx.manager, job), "spec": spec})

@@ -1,0 +1,140 @@
+"""Results of classify-many and evaluate jobs, under /api/models/{id}/... (included by
+inference.py): status and summary, paged rows, the CSV, top-N per class, thumbnails, and the
+evaluation document. Everything is read from the job folder, so it works while the job runs.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import zipfile
+from pathlib import Path
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import FileResponse, Response
+from PIL import Image
+
+from trainyard.core.files import read_json
+from trainyard.core.paths import is_inside
+from trainyard.datasets.images import ImageError, load_image
+from trainyard.datasets.storage import open_split
+from trainyard.inference import results
+from trainyard.jobs.views import job_detail
+from trainyard.web.deps import Ctx, get_job_of_kind
+from trainyard.web.uploads import save_upload
+
+results_router = APIRouter()
+THUMBNAIL = 160  # pixels, the longer side
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tgz", ".gz", ".bz2", ".xz")
+
+
+async def upload_source(ctx, request: Request) -> tuple[dict, dict | None]:
+    """(the request's fields, ``{"archive"|"list_file": saved path}`` of an uploaded ``file``)."""
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        body = await request.body()
+        try:
+            fields = read_json_bytes(body)
+        except ValueError as exc:
+            raise HTTPException(422, f"the body is not a JSON object: {exc}") from exc
+        return fields, None
+    form = await request.form(max_files=2)
+    fields = {k: v for k, v in form.multi_items() if isinstance(v, str) and v.strip()}
+    upload = form.get("file")
+    if upload is None or isinstance(upload, str) or not upload.filename:
+        return fields, None
+    path = await save_upload(upload, ctx.settings.uploads_dir, ctx.settings.max_upload_mb * 2**20)
+    is_archive = path.name.lower().endswith(ARCHIVE_SUFFIXES) or zipfile.is_zipfile(path) or tarfile.is_tarfile(path)
+    return fields, {"archive" if is_archive else "list_file": str(path)}
+
+
+def read_json_bytes(body: bytes) -> dict:
+    value = json.loads(body or b"{}")
+    if not isinstance(value, dict):
+        raise ValueError("expected an object")
+    return value
+
+
+def job_folder(ctx, model_id: str, job_id: str, kind: str) -> tuple[object, Path, dict]:
+    """(job, folder, spec) of an inference job of this model; 404 otherwise."""
+    job = get_job_of_kind(ctx, job_id, kind)
+    folder = ctx.manager.folder(job.id)
+    spec = read_json(folder.spec)
+    if spec.get("model_id") != model_id:
+        raise HTTPException(404, f"no {kind} job {job_id!r} of model {model_id!r}")
+    return job, folder.path, spec
+
+
+@results_router.get("/{model_id}/classify-many/{job_id}")
+def many_status(ctx: Ctx, model_id: str, job_id: str) -> dict:
+    """The job, what it reads, and (once done) its summary: accuracy, confusion, top-N."""
+    job, folder, spec = job_folder(ctx, model_id, job_id, "classify-many")
+    return {"job": job_detail(ctx.manager, job), "source": results.read_source(folder),
+            "summary": results.read_summary(folder), "rows": results.row_count(folder),
+            "csv": f"/api/models/{model_id}/classify-many/{job_id}/results.csv"}
+
+
+@results_router.get("/{model_id}/classify-many/{job_id}/results")
+def many_rows(ctx: Ctx, model_id: str, job_id: str, offset: int = Query(0, ge=0),
+              limit: int = Query(50, ge=1, le=1000)) -> dict:
+    """A page of per-image results: ``{row, image, label, predictions, error}``."""
+    _, folder, _ = job_folder(ctx, model_id, job_id, "classify-many")
+    return {"total": results.row_count(folder), "offset": offset,
+            "rows": results.read_rows(folder, offset, limit)}
+
+
+@results_router.get("/{model_id}/classify-many/{job_id}/results.csv", response_class=FileResponse)
+def many_csv(ctx: Ctx, model_id: str, job_id: str):
+    _, folder, _ = job_folder(ctx, model_id, job_id, "classify-many")
+    path = folder / results.RESULTS_CSV
+    if not path.is_file():
+        raise HTTPException(409, "the job has not written any result yet")
+    return FileResponse(path, media_type="text/csv", filename=f"classify-{job_id}.csv")
+
+
+@results_router.get("/{model_id}/classify-many/{job_id}/top-n")
+def many_top_n(ctx: Ctx, model_id: str, job_id: str) -> dict:
+    """Per class, the images with the highest probability of that class, surest first."""
+    job, folder, _ = job_folder(ctx, model_id, job_id, "classify-many")
+    summary = results.read_summary(folder)
+    if summary is None:
+        raise HTTPException(409, f"the job is {job.status}; top-N is ready when it is done")
+    return {"classes": summary["top_n"]}
+
+
+@results_router.get("/{model_id}/classify-many/{job_id}/images/{row}")
+def many_image(ctx: Ctx, model_id: str, job_id: str, row: int) -> Response:
+    """A thumbnail of the image of one result row."""
+    _, folder, spec = job_folder(ctx, model_id, job_id, "classify-many")
+    found = results.read_row(folder, row)
+    if found is None:
+        raise HTTPException(404, f"no result row {row}")
+    if spec.get("split"):
+        pixels = open_split(Path(spec["dataset_dir"]), spec["split"]).read(row)
+        image = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)
+    else:
+        image = _row_image(ctx, folder, found["image"])
+    image.thumbnail((THUMBNAIL, THUMBNAIL))
+    buf = io.BytesIO()
+    image.save(buf, "PNG")
+    return Response(buf.getvalue(), media_type="image/png", headers={"Cache-Control": "max-age=3600"})
+
+
+def _row_image(ctx, folder: Path, name: str) -> Image.Image:
+    base = (results.read_source(folder) or {}).get("image_base")
+    path = (Path(base) / name if base else Path(name)).resolve()
+    allowed = [*ctx.settings.allowed_roots, folder]
+    if not any(is_inside(path, root) for root in allowed):
+        raise HTTPException(403, f"{name} is outside the data roots")
+    try:
+        return load_image(path, 3)
+    except ImageError as exc:
+        raise HTTPException(422, f"{name}: {exc}") from exc
+
+
+@results_router.get("/{model_id}/evaluations/{job_id}")
+def evaluation(ctx: Ctx, model_id: str, job_id: str) -> dict:
+    """The job and (once done) its evaluation: accuracy, per-class figures, confusion, pairs."""
+    job, folder, spec = job_folder(ctx, model_id, job_id, "evaluate")
+    return {"job": job_detail(ctx.manager, job), "split": spec.get("split"), "dataset": spec.get("dataset_id"),
+            "epoch": spec.get("epoch"), "evaluation": results.read_evaluation(folder)}

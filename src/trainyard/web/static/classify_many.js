@@ -1,0 +1,59 @@
+// A classify-many job's page: live progress, paged results, top-N per class, accuracy.
+"use strict";
+(function () {
+  const root = document.getElementById("many");
+  const $ = (id) => document.getElementById(id);
+  const api = `/api/models/${root.dataset.model}/classify-many/${root.dataset.job}`;
+  const PAGE = 50;
+  let offset = 0, total = 0;
+
+  async function loadRows() {
+    const page = await ty.api("GET", `${api}/results?offset=${offset}&limit=${PAGE}`);
+    total = page.total;
+    $("rows-text").textContent = total ? `rows ${offset + 1}–${Math.min(offset + PAGE, total)} of ${total}` : "no result yet";
+    $("prev-page").disabled = offset === 0;
+    $("next-page").disabled = offset + PAGE >= total;
+    $("results-table").tBodies[0].innerHTML = page.rows.map((r) => {
+      const top = r.predictions[0];
+      const wrong = r.label && top && top[0] !== r.label ? "wrong" : "";
+      const preds = r.error ? `<span class="error-text">${ty.escape(r.error)}</span>`
+        : r.predictions.map(([l, p]) => `${ty.escape(l)} <span class="muted">${(100 * p).toFixed(1)}%</span>`).join(", ");
+      return `<tr class="${wrong}"><td>${r.row}</td><td class="path">${ty.escape(r.image)}</td><td>${ty.escape(r.label || "")}</td><td>${preds}</td></tr>`;
+    }).join("");
+  }
+
+  function showSummary(s) {
+    $("many-summary").hidden = false;
+    const parts = [tyClassify.metric("Images", s.images), tyClassify.metric("Unreadable", s.errors)];
+    if (s.labelled) {
+      parts.push(tyClassify.metric("Top-1 accuracy", tyClassify.pct(s.accuracy)),
+        tyClassify.metric("Top-5 accuracy", tyClassify.pct(s.top5_accuracy)), tyClassify.metric("Labelled", s.labelled));
+      $("accuracy-tab").hidden = false;
+      $("per-class").innerHTML = tyClassify.perClass(s.per_class);
+      $("confusion").innerHTML = tyClassify.confusion(s.confusion, s.classes);
+    }
+    $("many-metrics").innerHTML = parts.join("");
+    $("topn").innerHTML = s.top_n.map((c) => `<div class="topn-class"><h3>${ty.escape(c.class)}</h3>
+      <div class="image-grid">${c.images.map((im) => `<figure><img loading="lazy" src="${api}/images/${im.row}" alt="${ty.escape(im.image)}">
+      <figcaption title="${ty.escape(im.image)}">${(100 * im.confidence).toFixed(1)}% · ${ty.escape(im.image)}</figcaption></figure>`).join("")}</div></div>`).join("");
+  }
+
+  function showTab(name) {
+    for (const tab of document.querySelectorAll("#many-tabs .tab")) tab.classList.toggle("active", tab.dataset.tab === name);
+    for (const panel of document.querySelectorAll(".tab-panel")) panel.hidden = panel.id !== `panel-${name}`;
+  }
+
+  document.querySelectorAll("#many-tabs .tab").forEach((tab) => tab.addEventListener("click", () => showTab(tab.dataset.tab)));
+  $("prev-page").addEventListener("click", () => { offset = Math.max(0, offset - PAGE); loadRows(); });
+  $("next-page").addEventListener("click", () => { offset += PAGE; loadRows(); });
+  let lastRefresh = 0;
+  tyClassify.onProgress = () => {  // refresh the first page now and then while rows arrive
+    if (offset === 0 && Date.now() - lastRefresh > 2000) { lastRefresh = Date.now(); loadRows(); }
+  };
+  tyClassify.watch(root);
+  loadRows();
+  ty.api("GET", api).then((doc) => {
+    if (doc.summary) showSummary(doc.summary);
+    if (window.location.hash === "#top-n") showTab("topn");
+  });
+})();

@@ -1,0 +1,77 @@
+"""``trainyard classify`` and ``trainyard evaluate`` on the shared trained model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.inference.trained import colour_image, trained_model
+from trainyard.cli.main import app
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    return trained_model(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def images(trained, tmp_path_factory):
+    """One fresh image per class, named after its class, and a file that is no image."""
+    folder = tmp_path_factory.mktemp("cli-images")
+    paths = []
+    for name in trained.classes:
+        colour_image(name, 30).save(folder / f"{name}.png")
+        paths.append(folder / f"{name}.png")
+    (folder / "readme.txt").write_text("no image here")
+    return paths, folder / "readme.txt"
+
+
+def run(trained, *args: str):
+    return CliRunner().invoke(app, list(args), env=trained.env())
+
+
+def test_classify_json_is_the_api_shape_and_right(trained, images):
+    paths, _ = images
+    result = run(trained, "classify", trained.model_id, *map(str, paths), "--top", "2", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [r["image"] for r in doc["results"]] == [str(p) for p in paths]
+    for r, name in zip(doc["results"], trained.classes):
+        assert set(r) == {"image", "predictions"} and len(r["predictions"]) == 2
+        assert r["predictions"][0][0] == name and 0 < r["predictions"][0][1] <= 1
+
+
+def test_classify_text_an_epoch_and_a_checkpoint_file(trained, images):
+    paths, _ = images
+    result = run(trained, "classify", trained.model_id, str(paths[2]), "--epoch", "1")
+    assert result.exit_code == 0 and result.stdout.splitlines()[0] == str(paths[2])
+    assert result.stdout.splitlines()[1].strip().endswith("red")
+    checkpoint = trained.ctx.manager.folder(trained.model_id).checkpoints / "epoch-0003.pt"
+    direct = run(trained, "classify", str(checkpoint), str(paths[0]), "--json")
+    assert json.loads(direct.stdout)["results"][0]["predictions"][0][0] == "dark"
+
+
+def test_classify_bad_input(trained, images):
+    paths, text_file = images
+    mixed = run(trained, "classify", trained.model_id, str(paths[0]), str(text_file), "--json")
+    assert mixed.exit_code == 1
+    results = json.loads(mixed.stdout)["results"]
+    assert results[0]["predictions"][0][0] == "dark"
+    assert results[1]["predictions"] == [] and "not an image" in results[1]["error"]
+    epoch = run(trained, "classify", trained.model_id, str(paths[0]), "--epoch", "8")
+    assert epoch.exit_code == 2 and "no checkpoint for epoch 8" in epoch.output
+    unknown = run(trained, "classify", "nope", str(paths[0]))
+    assert unknown.exit_code == 2 and "no model with id 'nope'" in unknown.output
+
+
+def test_evaluate_json_and_missing_split(trained):
+    result = run(trained, "evaluate", trained.model_id, "--split", "val", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["split"] == "val" and doc["epoch"] == 3 and doc["images"] == 18
+    assert doc["accuracy"] == 1.0 and doc["confusion"] == [[6, 0, 0], [0, 6, 0], [0, 0, 6]]
+    assert [r["class"] for r in doc["per_class"]] == trained.classes
+    missing = run(trained, "evaluate", trained.model_id, "--split", "test")
+    assert missing.exit_code == 2 and "no test split" in missing.output

@@ -1,0 +1,87 @@
+"""Classifying single images: the training's preprocessing, top-k, the model cache, bad input."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from tests.inference.checkpoints import write_checkpoint
+from tests.inference.trained import colour_image
+from trainyard.inference.classify import classify, decode, prepare, top_predictions
+from trainyard.inference.loader import InferenceError, NotFound, NotReady, load_model, model_checkpoint
+from trainyard.training.preprocess import preprocess_images
+
+
+def odd_image(seed: int) -> Image.Image:
+    """A non-square RGB image, so resize modes really differ."""
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (37, 53, 3), dtype=np.uint8))
+
+
+@pytest.mark.parametrize("resize, mean_mode, crop", [("fill", "image", 28), ("crop", "pixel", 28),
+                                                     ("squash", "none", None), ("half_crop", "image", None)])
+def test_prepare_is_exactly_the_training_preprocessing(tmp_path, resize, mean_mode, crop):
+    loaded = load_model(write_checkpoint(tmp_path / "m.pt", resize=resize, mean_mode=mean_mode, crop=crop))
+    images = [odd_image(1), odd_image(2).convert("L")]
+    prepared = prepare(loaded, images)
+    expected = preprocess_images(images, loaded.preprocess)
+    assert torch.equal(prepared.inputs, expected)
+    size = crop or 32
+    assert prepared.pixels.shape == (2, size, size, 3) and prepared.pixels.dtype == np.uint8
+
+
+def test_trained_model_gets_fresh_images_right(trained):
+    _, path = model_checkpoint(trained.ctx.manager.folder(trained.model_id).path)
+    loaded = load_model(path)
+    images = [colour_image(name, seed) for name in trained.classes for seed in range(3)]
+    results = classify(loaded, images, top=5)
+    assert [r[0][0] for r in results] == [name for name in trained.classes for _ in range(3)]
+    for predictions in results:
+        assert len(predictions) == 3  # top 5 of 3 classes
+        confidences = [c for _, c in predictions]
+        assert confidences == sorted(confidences, reverse=True)
+        assert all(0 <= c <= 1 for c in confidences) and sum(confidences) == pytest.approx(1, abs=1e-4)
+
+
+def test_top_predictions_shape():
+    probs = torch.tensor([[0.1, 0.7, 0.2]])
+    assert top_predictions(probs, ["a", "b", "c"], 2) == [[["b", pytest.approx(0.7)], ["c", pytest.approx(0.2)]]]
+
+
+def test_loaded_models_are_cached_until_the_file_changes(tmp_path):
+    path = write_checkpoint(tmp_path / "m.pt")
+    first = load_model(path)
+    assert load_model(path) is first
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a rewritten checkpoint
+    assert load_model(path) is not first
+
+
+def test_missing_snapshot_and_epoch(tmp_path):
+    with pytest.raises(NotReady, match="no snapshot yet"):
+        model_checkpoint(tmp_path)
+    (tmp_path / "checkpoints").mkdir()
+    write_checkpoint(tmp_path / "checkpoints" / "epoch-0002.pt")
+    assert model_checkpoint(tmp_path)[0] == 2
+    with pytest.raises(NotFound, match="epochs with one: 2"):
+        model_checkpoint(tmp_path, 5)
+
+
+def test_unusable_uploads_and_files(tmp_path):
+    loaded = load_model(write_checkpoint(tmp_path / "m.pt"))
+    buf = io.BytesIO()
+    odd_image(0).save(buf, "JPEG")
+    with pytest.raises(InferenceError, match="not a usable image"):
+        decode(b"just some text", loaded)
+    with pytest.raises(InferenceError, match="corrupt or truncated"):
+        decode(buf.getvalue()[:200], loaded)
+    (tmp_path / "not.pt").write_text("hello")
+    with pytest.raises(InferenceError, match="not a readable checkpoint"):
+        load_model(tmp_path / "not.pt")
+    with pytest.raises(InferenceError, match="top must be"):
+        classify(loaded, [odd_image(0)], top=0)
