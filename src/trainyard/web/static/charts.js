@@ -44,6 +44,11 @@ const tyCharts = (function () {
     return (u, v) => (v == null ? "–" : `${Number(v).toPrecision(digits).replace(/\.?0+$/, "")}${unit}`);
   }
 
+  // Axis ticks with two significant digits: small learning rates (8e-4, 1.2e-3) stay distinct.
+  function significantTicks(u, splits) {
+    return splits.map((v) => (v == null ? "" : v === 0 ? "0" : String(Number(v.toPrecision(2)))));
+  }
+
   // A dashed line and a dot at the best point, e.g. best() -> {x: 12, y: 97.5, scale: "pct"}.
   function bestMarker(best) {
     return {
@@ -120,5 +125,5 @@ const tyCharts = (function () {
     };
   }
 
-  return { Table, lineChart, bestMarker, throttle, fmt };
+  return { Table, lineChart, bestMarker, throttle, fmt, significantTicks };
 })();

@@ -229,7 +229,7 @@ def build(num_classes, in_channels, image_size):
   const curve = new tyCharts.Table(["lr"]);
   const curveChart = tyCharts.lineChart($("lr-preview"), {
     table: curve, height: 150, series: [{ name: "lr", label: "learning rate", color: "#c53030", scale: "lr", digits: 3 }],
-    scales: { lr: { auto: true } }, axes: [{ scale: "lr", label: "learning rate" }],
+    scales: { lr: { auto: true } }, axes: [{ scale: "lr", label: "learning rate", values: tyCharts.significantTicks }],
   });
 
   function iterations() {

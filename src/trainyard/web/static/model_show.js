@@ -28,7 +28,7 @@
   const lrChart = tyCharts.lineChart($("chart-lr"), {
     table: lr, height: 180,
     series: [{ name: "lr", label: "learning rate", color: "#c53030", scale: "lr", digits: 3 }],
-    scales: { lr: { auto: true } }, axes: [{ scale: "lr", label: "learning rate" }],
+    scales: { lr: { auto: true } }, axes: [{ scale: "lr", label: "learning rate", values: tyCharts.significantTicks }],
   });
 
   // -- state from events -------------------------------------------------------------------------
