@@ -78,12 +78,23 @@ def delete(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
 
 @app.command()
 def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let the server run it"),
+           gpus: Optional[int] = typer.Option(None, help="continue on the next N free GPUs instead"),
+           gpu_ids: Optional[str] = typer.Option(None, help="continue on exactly these GPUs, e.g. 0,1"),
+           processes: Optional[int] = typer.Option(None, help="continue as N processes on the CPU"),
            as_json: bool = typer.Option(False, "--json")) -> None:
-    """Continue an ended model job from its last checkpoint."""
+    """Continue an ended model job from its last checkpoint (on other devices if asked)."""
+    from trainyard.jobs.resources import NotSatisfiable
+    from trainyard.jobs.training_jobs import resume_model_job  # loads torch: only here
+
     ctx = cli_context()
     try:
-        job = ctx.manager.resume(job_id, foreground=not submit)
-    except JobError as exc:
+        ids = [int(i) for i in gpu_ids.split(",") if i.strip()] if gpu_ids else None
+    except ValueError:
+        fail(f"--gpu-ids {gpu_ids!r} should be comma-separated numbers", code=2)
+    try:
+        job = resume_model_job(ctx, job_id, gpus=gpus, gpu_ids=ids, processes=processes,
+                               foreground=not submit)
+    except (JobError, NotSatisfiable) as exc:
         fail(str(exc), code=2)
     if not submit:
         job = run_in_foreground(ctx, job, quiet=as_json)

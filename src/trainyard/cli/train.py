@@ -36,7 +36,7 @@ def train(
     network_file: Optional[Path] = typer.Option(None, help="custom network: a .py defining build(num_classes, in_channels, image_size)"),
     name: Optional[str] = typer.Option(None, help="job name (default: network on dataset)"),
     epochs: float = typer.Option(30.0),
-    batch_size: Optional[str] = typer.Option(None, help="B or B1,B2 (a sweep); default: the network's"),
+    batch_size: Optional[str] = typer.Option(None, help="B or B1,B2 (a sweep), per GPU or process: the global batch is B x their number; default: the network's"),
     accumulation: int = typer.Option(1, help="batches per optimizer step"),
     lr: Optional[str] = typer.Option(None, help="base learning rate, or LR1,LR2 (a sweep); default 0.01"),
     solver: str = typer.Option("sgd", help="sgd | nesterov | adagrad | rmsprop | adadelta | adam | adamw"),
@@ -52,7 +52,11 @@ def train(
     mean: str = typer.Option("image", help="image | pixel | none"),
     gpus: Optional[int] = typer.Option(None, help="use the next N free GPUs"),
     gpu_ids: Optional[str] = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
-    processes: int = typer.Option(1, help="data-parallel processes on the CPU"),
+    processes: int = typer.Option(1, help="data-parallel processes on the CPU (gloo), e.g. to test multi-GPU runs"),
+    scale_lr: bool = typer.Option(False, "--scale-lr", help="multiply the LR by the number of GPUs/processes (linear scaling)"),
+    nnodes: int = typer.Option(1, help="machines taking part in this one job (run this command on each)"),
+    node_rank: int = typer.Option(0, help="this machine's place among --nnodes, 0 to N-1"),
+    master: Optional[str] = typer.Option(None, help="HOST:PORT where node 0 meets the others (with --nnodes)"),
     precision: str = typer.Option("auto", help="auto | fp32 | bf16 | fp16"),
     pretrained: Optional[str] = typer.Option(None, help="JOB[:EPOCH] or a weights file"),
     freeze_backbone: bool = typer.Option(False, help="with --pretrained: train only the classifier"),
@@ -74,7 +78,8 @@ def train(
     settings = dict(epochs=epochs, accumulation=accumulation, solver=solver, lr=lr_fields,
                     momentum=momentum, weight_decay=weight_decay, snapshot_interval=snapshot_interval,
                     val_interval=val_interval, seed=seed, crop=crop, mean=mean, precision=precision,
-                    freeze_backbone=freeze_backbone, processes=processes)
+                    freeze_backbone=freeze_backbone, processes=processes, scale_lr=scale_lr,
+                    nnodes=nnodes, node_rank=node_rank, master=master)
     networks = _names(network)
     try:
         request = TrainRequest(

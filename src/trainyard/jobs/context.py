@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainyard.jobs.manager import JobManager
-from trainyard.jobs.resources import Pools, gpu_inventory
+from trainyard.jobs.resources import Pools, fake_gpus, gpu_inventory
 from trainyard.jobs.store import Store
 from trainyard.settings import Settings, get_settings
 
@@ -25,5 +25,9 @@ def open_context(settings: Settings | None = None, pools: Pools | None = None) -
     settings = settings or get_settings()
     settings.ensure_dirs()
     store = Store(settings.db_url)
-    pools = pools or Pools(settings.dataset_builds, settings.cpu_jobs, gpu_inventory())
+    if pools is None:
+        # TRAINYARD_FAKE_GPUS=N: pretend GPUs, so that tests without GPUs share one inventory
+        # between the server and CLI processes.
+        gpus = fake_gpus(settings.fake_gpus) if settings.fake_gpus else gpu_inventory()
+        pools = Pools(settings.dataset_builds, settings.cpu_jobs, gpus)
     return Context(settings, store, JobManager(settings, store, pools))

@@ -6,6 +6,7 @@ handle every kind the same way.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,6 +25,40 @@ class JobKind:
 
     def command(self, folder: JobFolder, gpu_ids: list[int]) -> list[str]:
         return python_module_command(self.module, folder)
+
+
+@dataclass(frozen=True)
+class ModelKind(JobKind):
+    """Training: one process, or one per leased GPU (per CPU process, per node) under
+    torch.distributed.run when the job spans several."""
+
+    def command(self, folder: JobFolder, gpu_ids: list[int]) -> list[str]:
+        spec = _spec(folder)
+        processes = len(gpu_ids) if gpu_ids else int(spec.get("processes") or 1)
+        nnodes = int(spec.get("nnodes") or 1)
+        if processes == 1 and nnodes == 1:
+            return python_module_command(self.module, folder)
+        return distributed_command(self.module, folder, processes, nnodes,
+                                   int(spec.get("node_rank") or 0), spec.get("master"))
+
+
+def distributed_command(module: str, folder: JobFolder, processes: int, nnodes: int = 1,
+                        node_rank: int = 0, master: str | None = None) -> list[str]:
+    """``python -m torch.distributed.run ... -m MODULE JOBDIR``: ``processes`` workers here.
+
+    No restarts: a worker that fails makes the launcher stop the others and exit non-zero, so
+    the job fails promptly instead of hanging. One node rendezvous on a free port of its own
+    (--standalone), so jobs side by side never collide; several meet at node 0's HOST:PORT.
+    """
+    command = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={processes}",
+               "--max-restarts=0"]
+    if nnodes == 1:
+        command.append("--standalone")
+    else:
+        host, _, port = (master or "").rpartition(":")
+        command += [f"--nnodes={nnodes}", f"--node-rank={node_rank}", f"--master-addr={host}",
+                    f"--master-port={port}"]
+    return command + ["-m", module, str(folder.path)]
 
 
 _KINDS: dict[str, JobKind] = {}
@@ -108,4 +143,10 @@ def _spec(folder: JobFolder) -> dict:
 
 
 register_kind(JobKind("dataset", "trainyard.datasets.run", describe_dataset))
-register_kind(JobKind("model", "trainyard.training.run", describe_model))
+register_kind(ModelKind("model", "trainyard.training.run", describe_model))
+
+# Inference jobs of a model (trainyard.inference): classify a list, folder or archive; evaluate a split.
+from trainyard.inference.results import describe_inference  # noqa: E402  (torch-free)
+
+for _name in ("classify-many", "evaluate"):
+    register_kind(JobKind(_name, "trainyard.inference.run", describe_inference))

@@ -26,40 +26,80 @@ class GPU:
         return f"GPU {self.index}: {self.name} ({self.memory_total / 2**30:.0f} GiB)"
 
 
-def _visible_indices(count: int) -> list[int]:
-    """Physical NVML indices visible to this process, honouring CUDA_VISIBLE_DEVICES."""
+def _visible_indices(count: int, uuids: list[str] | None = None) -> list[int]:
+    """Physical NVML indices visible to this process, honouring CUDA_VISIBLE_DEVICES.
+
+    Entries are indices or (a prefix of) GPU-/MIG- UUIDs, as CUDA reads them; like CUDA, the
+    list ends at the first entry that names no device.
+    """
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is None:
         return list(range(count))
-    out = []
-    for part in visible.split(","):
-        part = part.strip()
+    out: list[int] = []
+    for part in (p.strip() for p in visible.split(",")):
         if part.isdigit() and int(part) < count:
-            out.append(int(part))
-        elif part:
-            break  # CUDA stops at the first entry it cannot parse (UUIDs are not handled here)
+            index = int(part)
+        else:
+            matches = [i for i, u in enumerate(uuids or []) if part and u.startswith(part)]
+            if len(matches) != 1:
+                break
+            index = matches[0]
+        if index in out:
+            break  # CUDA refuses a repeated device
+        out.append(index)
     return out
 
 
 def gpu_inventory() -> list[GPU]:
-    """The GPUs this process may use, numbered as CUDA numbers them (0..n-1); [] without NVML."""
+    """The GPUs this process may use, numbered as CUDA numbers them (0..n-1).
+
+    From NVML (nvidia-ml-py), which needs no CUDA context; where NVML is missing, from
+    torch.cuda if torch is installed with CUDA; [] on a machine without GPUs.
+    """
     try:
         import pynvml
 
         pynvml.nvmlInit()
     except Exception:
-        return []
+        return _torch_inventory()
     try:
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        uuids = [_text(pynvml.nvmlDeviceGetUUID(h)) for h in handles]
         gpus = []
-        for cuda_index, nvml_index in enumerate(_visible_indices(pynvml.nvmlDeviceGetCount())):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(nvml_index)
-            name = pynvml.nvmlDeviceGetName(handle)
-            name = name.decode() if isinstance(name, bytes) else name
+        for cuda_index, nvml_index in enumerate(_visible_indices(len(handles), uuids)):
+            handle = handles[nvml_index]
             memory = pynvml.nvmlDeviceGetMemoryInfo(handle).total
-            gpus.append(GPU(cuda_index, name, int(memory)))
+            gpus.append(GPU(cuda_index, _text(pynvml.nvmlDeviceGetName(handle)), int(memory), uuids[nvml_index]))
         return gpus
+    except Exception:
+        return _torch_inventory()
     finally:
         pynvml.nvmlShutdown()
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _torch_inventory() -> list[GPU]:
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return []
+        return [GPU(i, p.name, int(p.total_memory)) for i in range(torch.cuda.device_count())
+                for p in [torch.cuda.get_device_properties(i)]]
+    except Exception:
+        return []
+
+
+def fake_gpus(count: int) -> list[GPU]:
+    """``count`` pretend GPUs, for tests and demos without GPUs (TRAINYARD_FAKE_GPUS).
+
+    Jobs lease them like real ones; a job on N of them trains as N processes on the CPU (gloo),
+    since the runner's CUDA_VISIBLE_DEVICES finds no real device.
+    """
+    return [GPU(i, "Fake GPU (testing)", 16 * 2**30, f"GPU-fake-{i}") for i in range(count)]
 
 
 class NotSatisfiable(ValueError):

@@ -7,6 +7,7 @@ new session; abort is SIGTERM to the whole group, then SIGKILL after a grace per
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -127,7 +128,20 @@ def final_status(folder: JobFolder, returncode: int | None, abort_requested: boo
         return Status.ABORTED, None
     if returncode == 0:
         return Status.FAILED, "the job exited without reporting a result"
+    rank = _failed_rank(folder)
+    if rank is not None:
+        return Status.FAILED, f"training process rank {rank[0]} died ({_describe_exit(rank[1])}); see output.txt"
     return Status.FAILED, f"the job process died ({_describe_exit(returncode)}); see its log"
+
+
+# torch.distributed.run's report of the worker that failed first: "Root Cause ... rank : 1
+# (local_rank: 1) ... exitcode : -9". Read when rank 0 itself could not report (it was the one).
+_ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)", re.S)
+
+
+def _failed_rank(folder: JobFolder) -> tuple[int, int] | None:
+    match = _ROOT_CAUSE.search(tail_text(folder.path / "output.txt", 8000))
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def _describe_exit(returncode: int | None) -> str:

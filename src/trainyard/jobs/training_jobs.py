@@ -2,7 +2,9 @@
 
 The CLI's ``trainyard train`` and ``POST /api/models`` both describe what to train as a
 ``TrainRequest``; every job spec is validated before any job is created, so a sweep with one bad
-value creates nothing.
+value creates nothing. Each job asks for its devices (``needs``): the next N free GPUs, an exact
+set, or a CPU slot (where ``processes`` data-parallel processes run); the batch size is per GPU
+or process, so the global batch is that times the process count.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from trainyard.core.files import read_json, write_json_atomic
 from trainyard.core.paths import resolve_inside
+from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.store import Job
@@ -93,11 +97,38 @@ def _dataset(ctx: Context, dataset_id: str) -> Job:
 
 
 def _needs(ctx: Context, request: TrainRequest) -> dict:
-    if request.gpu_ids:
-        return {"pool": "gpu", "ids": sorted(set(request.gpu_ids))}
-    if request.gpus:
-        return {"pool": "gpu", "count": request.gpus}
+    return devices_needed(ctx, request.gpus, request.gpu_ids, int(request.settings.get("processes") or 1))
+
+
+def devices_needed(ctx: Context, gpus: int | None, gpu_ids: list[int] | None, processes: int = 1) -> dict:
+    """A model job's ``needs``: exact GPUs, N next free GPUs, or the CPU (also for processes > 1)."""
+    if processes > 1:
+        if gpus or gpu_ids:
+            raise JobError("processes > 1 runs data-parallel processes on the CPU; on GPUs one "
+                           "process runs per GPU: ask for GPUs alone")
+        return {"pool": "cpu"}
+    if gpu_ids:
+        return {"pool": "gpu", "ids": sorted(set(gpu_ids))}
+    if gpus:
+        return {"pool": "gpu", "count": gpus}
     return {"pool": "gpu", "count": 1} if ctx.pools.gpus else {"pool": "cpu"}
+
+
+def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_ids: list[int] | None = None,
+                     processes: int | None = None, foreground: bool = False) -> Job:
+    """Queue an ended model job again, optionally on other devices (more or fewer GPUs or CPU
+    processes); it continues from its last checkpoint (training/resume.py says how exactly)."""
+    job = ctx.manager.get(job_id)
+    if gpus or gpu_ids or processes:
+        if job.kind != "model" or not Status(job.status).is_final:
+            raise JobError(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
+        needs = devices_needed(ctx, gpus, gpu_ids, processes or 1)
+        ctx.pools.check(needs)
+        folder = ctx.manager.folder(job_id)
+        spec = read_json(folder.spec)
+        write_json_atomic(folder.spec, {**spec, "processes": processes or 1})
+        ctx.store.update_job(job_id, needs=needs)
+    return ctx.manager.resume(job_id, foreground=foreground)
 
 
 def resolve_pretrained(ctx: Context, value: str) -> str:

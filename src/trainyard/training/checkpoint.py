@@ -12,8 +12,12 @@ booleans and None, so ``torch.load(..., weights_only=True)`` reads it without ru
     preprocess      {width, height, channels, resize, mean_mode, crop, mean, scale}: how an image
                     becomes input (see training/preprocess.py); mean is float32 (H, W, C) 0..255
     optimizer, scheduler, scaler   their state_dicts (scaler None without fp16)
-    rng             {seed, torch (CPU state), cuda (a state per device)}
+    rng             {seed, torch (CPU state), cuda (a state per device)}; with several processes
+                    rank 0's, with cuda for its own device only (cuda_device), plus ``ranks``:
+                    every rank's, in rank order
     epoch, iteration, batches      where training stood (fractional epoch, optimizer steps, batches)
+    batches_per_epoch, world_size, global_batch (images per step over all processes),
+    train_images, base_lr          what a resume checks and converts (resume.py)
     metrics         {name: [[epoch, value], ...]}, best {epoch, val_accuracy} or None
     trainable       parameter names left trainable (freeze_backbone), or None for all
     spec            the job's spec as a dict
@@ -102,8 +106,15 @@ def checkpoint_for_epoch(job_dir: str | os.PathLike, epoch: float | None = None)
     return path
 
 
-def rng_state(seed: int) -> dict:
-    """The global torch RNG states (CPU and every CUDA device) and the run's seed."""
+def rng_state(seed: int, device: torch.device | None = None) -> dict:
+    """The global torch RNG states (CPU and every CUDA device) and the run's seed.
+
+    With ``device`` (one rank of several, each on its own GPU), only that GPU's state: asking
+    every visible GPU would start a CUDA context on each from every rank.
+    """
+    if device is not None and device.type == "cuda":
+        return {"seed": int(seed), "torch": torch.get_rng_state(),
+                "cuda": [torch.cuda.get_rng_state(device)], "cuda_device": device.index}
     cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
     return {"seed": int(seed), "torch": torch.get_rng_state(), "cuda": list(cuda)}
 
@@ -112,7 +123,11 @@ def restore_rng_state(state: dict) -> None:
     """Put back what `rng_state` saved (CUDA states only where the devices still exist)."""
     torch.set_rng_state(state["torch"].cpu())
     cuda = state.get("cuda") or []
-    if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+    if not cuda or not torch.cuda.is_available():
+        return
+    if "cuda_device" in state:  # one rank's own GPU: restore it to this process's GPU
+        torch.cuda.set_rng_state(cuda[0].cpu(), torch.cuda.current_device())
+    elif len(cuda) == torch.cuda.device_count():
         torch.cuda.set_rng_state_all([s.cpu() for s in cuda])
 
 

@@ -10,7 +10,13 @@ Everything random is a pure function of (seed, epoch, batch): the epoch's order 
 with (seed, epoch, batch, rank). So a run resumed at any batch of any epoch sees exactly the
 batches the uninterrupted run would have seen, with no loader state to save.
 
-With ``world_size > 1`` each rank takes ``order[rank::world_size]`` (for DDP).
+With ``world_size > 1`` (DDP) each rank takes ``order[rank::world_size]``, so global batch i,
+the union of every rank's batch i, is exactly ``order[i*G:(i+1)*G]`` with G = world_size *
+batch_size: the images one process with batch G would use for its batch i. Training on N
+processes with batch B therefore sees the same global batches as one process with batch N*B,
+and a resume on another process count continues in the same order. Validation splits strided
+too, so every image is counted exactly once over the ranks (some ranks may have one image and
+one batch more than others; see ``common_batches``).
 """
 
 from __future__ import annotations
@@ -84,6 +90,14 @@ class BatchLoader:
         if self.train and n >= self.batch_size:
             return n // self.batch_size
         return -(-n // self.batch_size)
+
+    @property
+    def common_batches(self) -> int:
+        """Batches per epoch that every rank has (validation shards may differ by one image)."""
+        if self.train:
+            return len(self)
+        smallest = len(self.reader) // self.world_size  # the last rank's shard
+        return -(-smallest // self.batch_size)
 
     @property
     def images_per_epoch(self) -> int:

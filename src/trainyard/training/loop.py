@@ -5,6 +5,11 @@ few times an epoch (`Schedule`), which is also when the loss is checked for dive
 when metrics, learning rate, speed and progress go to events.jsonl. At each validation point
 the val loss, top-1 and top-5 accuracy (in percent) are reported with a summary; at each
 snapshot point a checkpoint is written, then announced with a ``checkpoint`` event.
+
+With several processes (DDP, distributed.py) every rank runs this loop on its shard; losses and
+validation counts are summed over the ranks at those same read-back points, so every rank sees
+the figures of the whole global batch and the whole validation set, and rank 0's events
+(``run.events`` writes nothing on the other ranks) report them.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from torch import nn
 from trainyard.core.events import EventWriter
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.networks import main_output, training_loss
+from trainyard.training import distributed
 from trainyard.training.checkpoint import rng_state, save_checkpoint, scheduler_state
 from trainyard.training.data import BatchLoader
+from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.schedule import Point
 from trainyard.training.setup import Run, Stepper, TrainingError, prepare
 from trainyard.training.spec import ModelSpec
@@ -35,11 +42,15 @@ class Aborted(Exception):
 
 
 class LossMeter:
-    """Sums per-batch losses on the device; `read` is the only host synchronisation."""
+    """Sums per-batch losses on the device; `read` is the only host synchronisation.
 
-    def __init__(self, device: torch.device):
+    With several ranks, `read` averages over all of them (every rank must call it together).
+    """
+
+    def __init__(self, device: torch.device, d: Dist = SINGLE):
         self.total = torch.zeros((), device=device)
         self.count = 0
+        self.dist = d
 
     def add(self, loss: torch.Tensor) -> None:
         self.total += loss.detach().float()
@@ -49,7 +60,8 @@ class LossMeter:
         """The mean loss since the last read (None if there was no batch), and reset."""
         if not self.count:
             return None
-        value = self.total.item() / self.count
+        total = distributed.all_reduce_sum(self.total.clone(), self.dist)  # ranks count alike
+        value = total.item() / (self.count * self.dist.world_size)
         self.total.zero_()
         self.count = 0
         return value
@@ -63,22 +75,27 @@ def train_one_epoch(model: nn.Module, loader: BatchLoader, stepper: Stepper, met
     model.train()
     per_epoch = len(loader)
     for index, (images, labels) in enumerate(loader.batches(epoch, start, stop), start):
-        with stepper.autocast():
-            loss = training_loss(model(images), labels, model)
-        meter.add(loss)
-        stepper.backward(loss)
         batches = epoch * per_epoch + index + 1
-        if batches % stepper.accumulation == 0:
+        stepping = batches % stepper.accumulation == 0
+        with stepper.sync(stepping):
+            with stepper.autocast():
+                loss = training_loss(model(images), labels, model)
+            meter.add(loss)
+            stepper.backward(loss)
+        if stepping:
             stepper.step()
             after_step(batches)
 
 
 def evaluate(model: nn.Module, loader: BatchLoader,
              autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-             should_stop: Callable[[], bool] = lambda: False) -> dict[str, float]:
+             should_stop: Callable[[], bool] = lambda: False, d: Dist = SINGLE) -> dict[str, float]:
     """Loss, top-1 and top-5 accuracy (percent) over a whole split; one host sync at the end.
 
     ``autocast`` makes the mixed-precision context (e.g. ``Stepper.autocast``); fp32 by default.
+    With several ranks each evaluates its shard (``loader``'s rank) and the sums are added up,
+    so the figures are over the whole split; ``model`` must not be DDP-wrapped (its forward
+    would wait for the other ranks, and shards may differ by a batch).
     """
     was_training = model.training
     model.eval()
@@ -86,8 +103,9 @@ def evaluate(model: nn.Module, loader: BatchLoader,
     loss_sum, top1, top5 = (torch.zeros((), device=device) for _ in range(3))
     count = 0
     with torch.inference_mode():
-        for images, labels in loader.batches():
-            if should_stop():
+        for index, (images, labels) in enumerate(loader.batches()):
+            # Only on batches every rank has: ranks must ask a StopAgreement equally often.
+            if index < loader.common_batches and should_stop():
                 raise Aborted()
             with autocast():
                 logits = main_output(model(images))
@@ -99,7 +117,8 @@ def evaluate(model: nn.Module, loader: BatchLoader,
             top5 += hits.any(dim=1).sum()
             count += len(labels)
     model.train(was_training)
-    loss, correct1, correct5 = torch.stack([loss_sum, top1, top5]).tolist()
+    sums = torch.stack([loss_sum, top1.float(), top5.float(), torch.tensor(float(count), device=device)])
+    loss, correct1, correct5, count = distributed.all_reduce_sum(sums, d).tolist()
     count = max(count, 1)
     return {"val_loss": loss / count, "val_accuracy": 100.0 * correct1 / count,
             "val_top5": 100.0 * correct5 / count}
@@ -112,7 +131,7 @@ class Reporter:
         self.run = run
         self.events: EventWriter = run.events
         self.should_stop = should_stop
-        self.meter = LossMeter(run.device)
+        self.meter = LossMeter(run.device, run.dist)
         self.started = self.mark = time.perf_counter()
         self.first = run.batches  # global batches done when this process started
         self.last = run.batches
@@ -147,11 +166,11 @@ class Reporter:
         now = time.perf_counter()
         if loss is not None and not math.isfinite(loss):
             raise TrainingError(f"training diverged at epoch {epoch:g} (loss is {loss}): lower the "
-                                f"learning rate (now {run.spec.lr.base_lr:g})")
+                                f"learning rate (now {run.base_lr:g})")
         if loss is not None:
             self.metric(epoch, "train_loss", loss)
         self.metric(epoch, "lr", run.stepper.lr)
-        images = (point.batches - self.last) * run.train_loader.batch_size * run.train_loader.world_size
+        images = (point.batches - self.last) * run.global_batch
         self.metric(epoch, "images_per_second", round(images / max(now - self.mark, 1e-9), 1), keep=False)
         self.last, self.mark = point.batches, now
         done = point.batches // schedule.accumulation
@@ -163,24 +182,33 @@ class Reporter:
         run = self.run
         if run.val_loader is None:
             return
-        result = evaluate(run.model, run.val_loader, run.stepper.autocast, self.should_stop)
+        distributed.sync_buffers(run.net, run.dist)  # rank 0's BatchNorm statistics: those it saves
+        result = evaluate(run.eval_model or run.model, run.val_loader, run.stepper.autocast,
+                          self.should_stop, run.dist)
         if not math.isfinite(result["val_loss"]):
             raise TrainingError(f"training diverged at epoch {epoch:g} (validation loss is "
-                                f"{result['val_loss']}): lower the learning rate (now {run.spec.lr.base_lr:g})")
+                                f"{result['val_loss']}): lower the learning rate (now {run.base_lr:g})")
         for name, value in result.items():
             self.metric(epoch, name, value)
         self.last_val = result["val_accuracy"]
         if run.best is None or self.last_val > run.best["val_accuracy"]:
             run.best = {"epoch": epoch, "val_accuracy": self.last_val}
 
-    def snapshot(self, epoch: float, batches: int) -> Path:
-        path = JobFolder(self.run.job_dir).checkpoints / checkpoint_name(epoch)
-        save_checkpoint(path, checkpoint_state(self.run, epoch, batches))
+    def snapshot(self, epoch: float, batches: int) -> Path | None:
+        """Rank 0 writes the checkpoint (with every rank's RNG state); the others wait for none."""
+        run = self.run
+        rng = rng_state(run.seed, run.device if run.dist.enabled else None)
+        if run.dist.enabled:
+            rng["ranks"] = distributed.gather(rng, run.dist)  # every rank takes part
+        if not run.dist.is_main:
+            return None
+        path = JobFolder(run.job_dir).checkpoints / checkpoint_name(epoch)
+        save_checkpoint(path, checkpoint_state(run, epoch, batches, rng))
         self.events.emit("checkpoint", epoch=epoch, path=str(path))
         return path
 
 
-def checkpoint_state(run: Run, epoch: float, batches: int) -> dict:
+def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = None) -> dict:
     """Everything a checkpoint holds (see training/checkpoint.py)."""
     stepper = run.stepper
     return {
@@ -193,11 +221,15 @@ def checkpoint_state(run: Run, epoch: float, batches: int) -> dict:
         "optimizer": stepper.optimizer.state_dict(),
         "scheduler": scheduler_state(stepper.scheduler),
         "scaler": stepper.scaler.state_dict() if stepper.scaler else None,
-        "rng": rng_state(run.seed),
+        "rng": rng or rng_state(run.seed),
         "epoch": epoch,
         "iteration": batches // stepper.accumulation,
         "batches": batches,
         "batches_per_epoch": run.schedule.batches_per_epoch,
+        "world_size": run.dist.world_size,
+        "global_batch": run.global_batch,
+        "train_images": len(run.train_loader.reader),
+        "base_lr": run.base_lr,
         "metrics": run.metrics,
         "best": run.best,
         "trainable": run.trainable,
@@ -206,13 +238,15 @@ def checkpoint_state(run: Run, epoch: float, batches: int) -> dict:
 
 
 def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,
-          resume: Path | None = None, should_stop: Callable[[], bool] = lambda: False) -> dict:
+          resume: Path | dict | None = None, should_stop: Callable[[], bool] = lambda: False,
+          d: Dist = SINGLE) -> dict:
     """Run a model job to its end; return its result (final epoch, best, last val accuracy).
 
-    ``resume`` is a checkpoint of this job to continue from. Raises TrainingError with a
-    message for the user, or Aborted when ``should_stop()`` turned true.
+    ``resume`` is a checkpoint of this job to continue from (a path, or the loaded dict). Raises
+    TrainingError with a message for the user, or Aborted when ``should_stop()`` turned true
+    (with several ranks, a `distributed.StopAgreement`, so that all stop at the same step).
     """
-    run = prepare(spec, Path(job_dir), events, resume)
+    run = prepare(spec, Path(job_dir), events, resume, d)
     _log_start(run, resume)
     schedule = run.schedule
     events.progress(done=run.batches // schedule.accumulation, total=schedule.total_iterations, phase="train")
@@ -248,10 +282,15 @@ def _log_start(run: Run, resume: Path | None) -> None:
     params = sum(p.numel() for p in run.net.parameters())
     dtype = run.stepper.dtype
     precision = "fp32" if dtype is None else {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+    d = run.dist
+    where = f"{run.device}" if not d.enabled else (
+        f"{d.world_size} process{'es' * (d.world_size > 1)} ({d.backend}, DDP), rank 0 on {run.device}")
+    batch = f"{loader.batch_size}" if d.world_size == 1 else (
+        f"{run.global_batch} ({d.world_size} x {loader.batch_size} per process)")
     run.events.log(
-        f"training {spec.network or 'custom network'} ({params:,} parameters) on {run.device} "
-        f"({precision}); {loader.images_per_epoch} training images in {len(loader)} batches of "
-        f"{loader.batch_size}, {run.schedule.total_iterations} iterations, seed {run.seed}")
+        f"training {spec.network or 'custom network'} ({params:,} parameters) on {where} "
+        f"({precision}); {len(loader.reader)} training images in {len(loader)} batches of "
+        f"{batch}, {run.schedule.total_iterations} iterations, base LR {run.base_lr:g}, seed {run.seed}")
     if resume is not None:
         run.events.log(f"resuming from {resume.name} at epoch "
                        f"{run.schedule.epoch_of(run.batches):g}")

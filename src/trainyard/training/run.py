@@ -6,12 +6,21 @@ and reports ``done``. A failure reports ``failed`` with a message for the user (
 goes to log.txt) and exits 1. SIGTERM (abort) or SIGINT stops at the next step boundary,
 reports ``aborted`` and exits 143; the checkpoints already written stay.
 
+Started by torch.distributed.run (a job on several GPUs, CPU processes or nodes), it is one rank
+of the job: it joins the process group (distributed.py), takes rank 0's spec and checkpoint, and
+trains its shard. Rank 0 alone writes events and checkpoints. On another node whose job is a
+job of its own (each node ran ``trainyard train --node-rank R``), the node's first process
+reports that job's status and metrics too, so each node's trainyard shows it; checkpoints stay
+with rank 0. A rank other than 0 that fails leaves its message in ``rank-N.error`` and its
+traceback in output.txt; rank 0 reports the job failed with that message.
+
 This process imports nothing from the web, database or scheduler code: it reads its job folder
 and writes to it.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import traceback
@@ -46,43 +55,144 @@ class StopFlag:
         self.signal = signum
 
 
+class RankEvents(EventWriter):
+    """The job's EventWriter on the rank that reports; silent on the others until `activate`."""
+
+    def __init__(self, job_dir: str | os.PathLike, active: bool):
+        self.job_dir = Path(job_dir)
+        self.active = False
+        if active:
+            self.activate()
+
+    def activate(self) -> None:
+        if not self.active:
+            super().__init__(self.job_dir)
+            self.active = True
+
+    def emit(self, type: str, **fields) -> dict:
+        return super().emit(type, **fields) if self.active else {"type": type, **fields}
+
+    def log(self, message: str, level: str = "info") -> None:
+        if self.active:
+            super().log(message, level)
+
+    def close(self) -> None:
+        if self.active:
+            super().close()
+
+
 def main(job_dir: str | Path) -> int:
     """Run the model job in ``job_dir``; return the process exit code."""
     folder = JobFolder(job_dir)
+    rank = int(os.environ.get("RANK", "0"))  # set by torch.distributed.run; 0 when alone
+    _die_with_launcher()
+    if rank == 0:
+        for stale in folder.path.glob("rank-*.error"):  # from an earlier run of this job
+            stale.unlink(missing_ok=True)
     stop = StopFlag()
     previous = stop.install()
     try:
-        with EventWriter(folder.path) as events:
+        with RankEvents(folder.path, active=rank == 0) as events:
             events.status("running")
             try:
                 return _run(folder, events, stop)
             except Exception as e:
-                message = _message(e)
-                _log_traceback(folder, events, message)
-                events.status("failed", error=message)
+                message = _message(e, folder)
+                if events.active:
+                    _log_traceback(folder, events, message)
+                    events.status("failed", error=message)
+                else:
+                    _report_rank_error(folder, rank, message)
                 return EXIT_FAILED
     finally:
         stop.restore(previous)  # main() may run inside another program (tests, a foreground CLI)
 
 
-def _run(folder: JobFolder, events: EventWriter, stop: StopFlag) -> int:
+def _run(folder: JobFolder, events: RankEvents, stop: StopFlag) -> int:
     # Imported here, inside the caller's try, so that even a broken install reports "failed".
-    from trainyard.training.checkpoint import latest_checkpoint
+    from trainyard.training import distributed
     from trainyard.training.loop import Aborted, train
     from trainyard.training.spec import load_spec
 
     spec = load_spec(folder.spec)
+    d = distributed.setup()
+    should_stop = distributed.StopAgreement(stop, d)
+    spec, resume = _plan(folder, spec, d, events)
     try:
-        train(spec, folder.path, events, resume=latest_checkpoint(folder.path), should_stop=stop)
+        train(spec, folder.path, events, resume=resume, should_stop=should_stop, d=d)
     except Aborted:
         events.log("aborted; the checkpoints written so far are kept")
         events.status("aborted")
-        return EXIT_ABORTED
-    events.status("done")
-    return 0
+        code = EXIT_ABORTED
+    else:
+        events.status("done")
+        code = 0
+    should_stop.close()
+    distributed.teardown(d)  # only on a clean end: with a dead peer it could wait for it
+    return code
 
 
-def _message(error: Exception) -> str:
+def _plan(folder: JobFolder, spec, d, events: RankEvents):
+    """(spec, checkpoint to resume from): this job's own, or rank 0's for every rank.
+
+    Every rank trains rank 0's spec (with its own node's dataset folder) from rank 0's latest
+    checkpoint, sent over the process group, so nodes need no shared job folder.
+    """
+    from trainyard.datasets.storage import open_split
+    from trainyard.training import distributed
+    from trainyard.training.checkpoint import latest_checkpoint, load_checkpoint
+    from trainyard.training.setup import TrainingError
+    from trainyard.training.spec import ModelSpec
+
+    latest = latest_checkpoint(folder.path) if d.is_main else None
+    if d.world_size == 1:
+        return spec, latest
+    leader = distributed.broadcast(
+        {"spec": spec.model_dump(mode="json"), "checkpoint": load_checkpoint(latest) if latest else None}
+        if d.is_main else None, d)
+    if not d.is_main and d.local_rank == 0 and leader["spec"]["id"] != spec.id:
+        events.activate()  # first process of another node's own job: report to that job
+        events.status("running")
+    own = {"dataset_dir": spec.dataset_dir, "id": spec.id, "name": spec.name, "node_rank": spec.node_rank}
+    spec = ModelSpec.model_validate({**leader["spec"], **own})
+    try:
+        images = len(open_split(spec.dataset_dir, "train"))
+    except (OSError, ValueError):
+        images = -1  # reported below, on every rank alike
+    counts = distributed.gather(images, d)
+    if len(set(counts)) > 1:
+        raise TrainingError("every node needs the same dataset: the ranks have "
+                            f"{', '.join(map(str, counts))} training images ({spec.dataset_dir} here)")
+    return spec, leader["checkpoint"]
+
+
+def _die_with_launcher() -> None:
+    """Under torch.distributed.run, end with the launcher: a rank left running after its
+    launcher was killed (an abort's SIGKILL, the OOM killer) would hold its GPU forever."""
+    if "TORCHELASTIC_RUN_ID" not in os.environ or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the launcher died before prctl took effect
+        os._exit(EXIT_FAILED)
+
+
+def _report_rank_error(folder: JobFolder, rank: int, message: str) -> None:
+    """A rank that does not report: its traceback to output.txt, its message for rank 0."""
+    traceback.print_exc(file=sys.stderr)
+    try:
+        from trainyard.training.distributed import record_rank_error
+
+        record_rank_error(folder.path, rank, message)
+    except Exception:
+        pass
+
+
+def _message(error: Exception, folder: JobFolder | None = None) -> str:
     """What the user sees: our own errors speak for themselves; others get their type name."""
     try:
         from trainyard.networks import NetworkError
@@ -96,6 +206,11 @@ def _message(error: Exception) -> str:
         return f"custom network: {error}"
     if isinstance(error, (TrainingError, SpecError, PretrainedError, CheckpointError)):
         return str(error)
+    if folder is not None and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        from trainyard.training import distributed
+
+        if distributed.is_peer_failure(error):
+            return distributed.peer_failure_message(folder.path, error, distributed.env_rank())
     text = f"{type(error).__name__}: {str(error).strip() or 'no details'}"
     line = _custom_network_line(error)
     return f"custom network: line {line}: {text}" if line else text

@@ -1,9 +1,11 @@
 """Everything one training run needs, built from its spec, its dataset and (on resume) a checkpoint.
 
-`prepare` returns a `Run`: the device, the network (and its compiled form), the optimizer side
-(`Stepper`), the batch loaders, the event `Schedule` and where training stands. A fresh run
-seeds torch before building the network; a resumed run loads model, optimizer, scheduler, AMP
-scaler and RNG states from its checkpoint, so it continues as if it had never stopped.
+`prepare` returns a `Run`: the device, the network (and its compiled and DDP forms), the
+optimizer side (`Stepper`), the batch loaders, the event `Schedule` and where training stands.
+A fresh run seeds torch before building the network; a resumed run loads model, optimizer,
+scheduler, AMP scaler and RNG states from its checkpoint (resume.py), so it continues as if it
+had never stopped. With several processes (``Dist``), each builds the same network from the
+same seed, wraps it in DistributedDataParallel and reads its shard of every global batch.
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
 from trainyard.datasets.storage import SplitReader, open_split, split_names
 from trainyard.networks import get_network
-from trainyard.training import models
-from trainyard.training.checkpoint import load_checkpoint, load_scheduler_state, restore_rng_state
+from trainyard.training import distributed, models
+from trainyard.training.checkpoint import load_checkpoint
 from trainyard.training.data import BatchLoader
+from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.lr_policies import create_scheduler
 from trainyard.training.preprocess import SCALE, mean_tensor
 from trainyard.training.schedule import Schedule
@@ -46,11 +50,19 @@ class Stepper:
     device_type: str
     dtype: torch.dtype | None  # autocast dtype; None = float32
     accumulation: int = 1
+    ddp: DistributedDataParallel | None = None  # the model's DDP wrapper, when data-parallel
 
     def autocast(self):
         if self.dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(self.device_type, dtype=self.dtype)
+
+    def sync(self, stepping: bool):
+        """Around one batch's forward and backward: DDP averages gradients over the ranks only
+        on the batch that ends an accumulation (the others would all-reduce for nothing)."""
+        if self.ddp is None or stepping:
+            return contextlib.nullcontext()
+        return self.ddp.no_sync()
 
     def backward(self, loss: torch.Tensor) -> None:
         if self.accumulation > 1:
@@ -77,8 +89,8 @@ class Run:
     job_dir: Path
     events: EventWriter
     device: torch.device
-    net: nn.Module  # the network itself: what checkpoints save
-    model: nn.Module  # what runs: net, or torch.compile(net)
+    net: nn.Module  # the network itself: what checkpoints save (no DDP "module." prefix)
+    model: nn.Module  # what trains: net, torch.compile(net), DDP(net) or torch.compile(DDP(net))
     stepper: Stepper
     train_loader: BatchLoader
     val_loader: BatchLoader | None
@@ -91,24 +103,36 @@ class Run:
     batches: int = 0  # global batches done (the resume point)
     metrics: dict[str, list] = field(default_factory=dict)
     best: dict | None = None
+    dist: Dist = SINGLE
+    eval_model: nn.Module | None = None  # what validates: model without DDP (no collectives)
+    base_lr: float = 0.0  # spec.lr.base_lr, times the process count with scale_lr
+
+    @property
+    def global_batch(self) -> int:
+        """Images per global batch: the batch size of each of the world_size processes."""
+        return self.train_loader.batch_size * self.dist.world_size
 
 
-def pick_device() -> torch.device:
-    """The job's GPU (the runner sets CUDA_VISIBLE_DEVICES to its lease), else the CPU."""
+def pick_device(d: Dist = SINGLE) -> torch.device:
+    """The job's GPU (the runner sets CUDA_VISIBLE_DEVICES to its lease; with several, this
+    process's LOCAL_RANK picks one), else the CPU."""
     if not torch.cuda.is_available():
         return torch.device("cpu")
     torch.backends.cudnn.benchmark = True  # fixed input shapes: let cuDNN pick its fastest kernels
     torch.backends.cuda.matmul.allow_tf32 = True  # fp32 runs use tensor cores too
     torch.backends.cudnn.allow_tf32 = True
+    if d.enabled:
+        return torch.device("cuda", d.local_rank)
     return torch.device("cuda", torch.cuda.current_device())
 
 
-def check_single_process(spec: ModelSpec) -> None:
-    # Several processes running this loop would each train alone and write the same files.
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if spec.processes > 1 or world > 1:
-        raise TrainingError(f"training with {max(spec.processes, world)} processes (DDP) is not "
-                            "supported by this version; use processes=1")
+def check_processes(spec: ModelSpec, d: Dist) -> None:
+    # Several copies of this loop without a process group would each train alone and write the
+    # same files: they must come from torch.distributed.run (the job's command does that).
+    wanted = spec.processes * spec.nnodes
+    if not d.enabled and (wanted > 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1):
+        raise TrainingError(f"this job asks for {wanted} processes: start it through "
+                            "torch.distributed.run (as trainyard does), not as one process")
 
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
@@ -146,13 +170,19 @@ def check_geometry(spec: ModelSpec, height: int, width: int) -> int:
     return size
 
 
-def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | None = None) -> Run:
-    """Build the run; continue from the checkpoint ``resume`` when given."""
-    check_single_process(spec)
-    ckpt = load_checkpoint(resume) if resume else None
+def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | dict | None = None,
+            d: Dist = SINGLE) -> Run:
+    """Build the run; continue from the checkpoint ``resume`` (a path, or one already loaded).
+
+    ``d`` is this process's place in a data-parallel job (`distributed.setup`); every rank
+    calls prepare with the same spec and checkpoint.
+    """
+    check_processes(spec, d)
+    ckpt = load_checkpoint(resume) if isinstance(resume, (str, os.PathLike)) else resume
     seed = ckpt["rng"]["seed"] if ckpt else spec.seed if spec.seed is not None else secrets.randbelow(2**31)
-    torch.manual_seed(seed)  # the network's initial weights
-    device = pick_device()
+    seed = distributed.broadcast(seed, d)  # rank 0's random seed, when the spec has none
+    torch.manual_seed(seed)  # the network's initial weights: the same on every rank
+    device = pick_device(d)
     info, train_split, val_split, mean = open_dataset(spec)
     height, width, channels = train_split.shape
     classes = list(info["classes"])
@@ -167,13 +197,16 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     params = [p for p in net.parameters() if p.requires_grad]
     if not params:
         raise TrainingError("no parameter is left to train (freeze_backbone froze them all)")
+    if d.rank > 0:
+        torch.manual_seed(distributed.rank_seed(seed, d.rank))  # own dropout masks per rank
 
     batch_size = spec.default_batch_size()
     mean_mode = spec.mean if mean is not None else "none"
     if mean is None and spec.mean != "none":
         events.log(f"the dataset has no mean.npy: mean {spec.mean!r} falls back to none", "warning")
     mean_t = mean_tensor(mean, mean_mode, spec.crop, device)
-    loader_args = dict(mean=mean_t, crop=spec.crop, seed=seed, channels_last=channels_last)
+    loader_args = dict(mean=mean_t, crop=spec.crop, seed=seed, channels_last=channels_last,
+                       rank=d.rank, world_size=d.world_size)
     train_loader = BatchLoader(train_split, batch_size, device, train=True, augment=spec.augment, **loader_args)
     val_loader = BatchLoader(val_split, batch_size, device, **loader_args) if val_split else None
     if not len(train_loader):
@@ -181,7 +214,8 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     schedule = Schedule(len(train_loader), spec.epochs, spec.accumulation, spec.val_interval,
                         spec.snapshot_interval)
 
-    optimizer = create_optimizer(spec.solver, params, spec.lr.base_lr, spec.momentum, spec.weight_decay)
+    base_lr = spec.lr.base_lr * (d.world_size if spec.scale_lr else 1)
+    optimizer = create_optimizer(spec.solver, params, base_lr, spec.momentum, spec.weight_decay)
     scheduler = create_scheduler(optimizer, spec.lr, schedule.total_iterations)
     dtype = autocast_dtype(spec.precision, device)
     scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
@@ -192,12 +226,26 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
                   "mean": torch.from_numpy(mean.astype(np.float32)) if mean is not None else None,
                   "scale": SCALE}
     run = Run(spec, Path(job_dir), events, device, net, net, stepper, train_loader, val_loader,
-              schedule, classes, image_size, preprocess, seed, trainable)
+              schedule, classes, image_size, preprocess, seed, trainable, dist=d, base_lr=base_lr)
     if ckpt:
-        _resume(run, ckpt)
-    if spec.compile:
-        run.model = torch.compile(net)
+        from trainyard.training.resume import resume_run  # it needs Run from this module
+
+        resume_run(run, ckpt)
+    _wrap(run)
     return run
+
+
+def _wrap(run: Run) -> None:
+    """The forms that run: DDP over the ranks for training, compiled if asked."""
+    net, d = run.net, run.dist
+    run.eval_model = torch.compile(net) if run.spec.compile else net
+    if not d.enabled:
+        run.model = run.eval_model
+        return
+    # DDP broadcasts rank 0's weights now and averages gradients in buckets during backward.
+    ddp = DistributedDataParallel(net, device_ids=[run.device.index] if run.device.type == "cuda" else None)
+    run.stepper.ddp = ddp
+    run.model = torch.compile(ddp) if run.spec.compile else ddp
 
 
 def _build_network(spec: ModelSpec, ckpt: dict | None, num_classes: int, channels: int, image_size: int,
@@ -234,18 +282,3 @@ def _load_pretrained(spec: ModelSpec, net: nn.Module, num_classes: int, events: 
     events.log(f"freeze_backbone: training only {', '.join(trainable) or 'nothing'}")
     return trainable
 
-
-def _resume(run: Run, ckpt: dict) -> None:
-    """Load the optimizer side, RNG and position of a checkpoint into a freshly built run."""
-    if ckpt.get("batches_per_epoch") != run.schedule.batches_per_epoch:
-        raise TrainingError(
-            f"cannot resume: the checkpoint has {ckpt.get('batches_per_epoch')} batches per epoch, "
-            f"this run {run.schedule.batches_per_epoch} (did the dataset or the batch size change?)")
-    run.stepper.optimizer.load_state_dict(ckpt["optimizer"])
-    load_scheduler_state(run.stepper.scheduler, ckpt["scheduler"])
-    if run.stepper.scaler is not None and ckpt.get("scaler"):
-        run.stepper.scaler.load_state_dict(ckpt["scaler"])
-    restore_rng_state(ckpt["rng"])
-    run.batches = int(ckpt["batches"])
-    run.metrics = {k: [list(p) for p in v] for k, v in ckpt.get("metrics", {}).items()}
-    run.best = ckpt.get("best")

@@ -60,7 +60,14 @@ class ModelSpec(BaseModel):
 
     pretrained: str | None = None  # a checkpoint, or a .safetensors / .pt / .pth weights file
     freeze_backbone: bool = False
+    # Data parallelism (DDP, training/distributed.py). batch_size is per process (per GPU), so
+    # the global batch is batch_size x processes x nnodes. On GPUs one process runs per leased
+    # GPU; ``processes`` sets how many run on the CPU (gloo) of each node.
     processes: int = Field(1, ge=1)
+    scale_lr: bool = False  # multiply base_lr by the number of processes (the linear scaling rule)
+    nnodes: int = Field(1, ge=1)  # machines taking part; each runs this job with its node_rank
+    node_rank: int = Field(0, ge=0)
+    master: str | None = None  # HOST:PORT of node 0's rendezvous; needed when nnodes > 1
 
     @field_validator("version")
     @classmethod
@@ -91,7 +98,21 @@ class ModelSpec(BaseModel):
             raise ValueError("freeze_backbone needs pretrained weights to keep (set pretrained)")
         if self.solver == "nesterov" and self.momentum <= 0:
             raise ValueError("the nesterov solver needs a momentum above 0")
+        if self.node_rank >= self.nnodes:
+            raise ValueError(f"node_rank {self.node_rank} is not below nnodes {self.nnodes}")
+        if self.nnodes > 1 and not self.master:
+            raise ValueError("a job on several nodes needs master (HOST:PORT of node 0)")
         return self
+
+    @field_validator("master")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        host, _, port = value.strip().rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"master {value!r} should be HOST:PORT, e.g. 10.0.0.1:29500")
+        return f"{host}:{int(port)}"
 
     def default_batch_size(self) -> int:
         """The batch size to use: the spec's, else the network's default (32 for custom ones)."""

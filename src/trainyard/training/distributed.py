@@ -1,0 +1,235 @@
+"""Data-parallel training over several processes (DDP): the process group and what crosses it.
+
+A job on N GPUs (or N CPU processes) runs one ``trainyard.training.run`` per device, started by
+``torch.distributed.run``, which sets RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE and the
+rendezvous address. `setup` joins the process group from those variables: NCCL between GPUs,
+gloo between CPU processes. Every rank runs the same loop on its shard of each global batch;
+DDP averages the gradients, so the step equals one process training on the whole global batch.
+
+Roles: global rank 0 alone writes events and checkpoints. Metrics are summed over ranks
+(`all_reduce_sum`) before anyone reports them, so every rank holds the same figures and takes
+the same decisions (divergence, best epoch) at the same step.
+
+Stopping: an abort (SIGTERM) may reach the ranks at different steps, and a rank that left the
+loop alone would leave the others blocked in their next collective. `StopAgreement` makes the
+ranks agree instead: each step all ranks OR their stop flags over a separate gloo group, without
+waiting on the device, and all act on the result one step later.
+
+Failures: a rank that dies makes torch.distributed.run (max_restarts 0) stop the others; their
+next collective fails, or times out after ``COLLECTIVE_TIMEOUT_S`` so a hung peer cannot block
+forever. A rank other than 0 that fails with an error leaves it in ``rank-N.error`` in the job
+folder, where rank 0 picks it up for the job's message (see run.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+# Long enough for rank 0 to write a checkpoint while the others wait at their next all-reduce.
+COLLECTIVE_TIMEOUT_S = float(os.environ.get("TRAINYARD_COLLECTIVE_TIMEOUT_S", "600"))
+
+
+@dataclass(frozen=True)
+class Dist:
+    """Where this process stands in the job: its rank among ``world_size`` processes."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    local_world_size: int = 1
+    backend: str | None = None  # "nccl" | "gloo"; None: one process, no process group
+    control: Any = None  # a gloo group for host-side agreement (stop flags, plans, RNG states)
+
+    @property
+    def enabled(self) -> bool:
+        return self.backend is not None
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def node_rank(self) -> int:
+        return self.rank // max(self.local_world_size, 1)
+
+
+SINGLE = Dist()
+
+
+def launched() -> bool:
+    """True in a worker started by torch.distributed.run (it sets RANK and WORLD_SIZE)."""
+    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
+def env_rank() -> int:
+    """This process's global rank from the environment, without joining anything (0 if alone)."""
+    return int(os.environ.get("RANK", "0"))
+
+
+def setup() -> Dist:
+    """Join the job's process group when launched by torch.distributed.run; else `SINGLE`.
+
+    A launch of one process (torchrun --nproc-per-node=1) still makes a group, so the DDP code
+    path can be measured on a single GPU.
+    """
+    if not launched():
+        return SINGLE
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    if torch.cuda.is_available():
+        backend = "nccl"
+        torch.cuda.set_device(local_rank)  # before NCCL starts: one device per process
+    else:
+        backend = "gloo"
+        # torch.distributed.run sets OMP_NUM_THREADS=1; share the cores out instead.
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
+    timeout = timedelta(seconds=COLLECTIVE_TIMEOUT_S)
+    dist.init_process_group(backend, timeout=timeout)
+    control = dist.new_group(backend="gloo", timeout=timeout)
+    return Dist(rank, world, local_rank, local_world, backend, control)
+
+
+def teardown(d: Dist) -> None:
+    """Leave the process group (after the last collective of every rank)."""
+    if d.enabled and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+# -- what crosses the process group -----------------------------------------------------------
+def all_reduce_sum(tensor: torch.Tensor, d: Dist) -> torch.Tensor:
+    """Sum ``tensor`` over all ranks, in place; returns it (unchanged when alone)."""
+    if d.enabled and d.world_size > 1:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor
+
+
+def sync_buffers(net: torch.nn.Module, d: Dist) -> None:
+    """Rank 0's buffers (BatchNorm running statistics) on every rank.
+
+    DDP broadcasts them at the start of each training forward, but that forward then updates
+    them from each rank's own images, so the ranks end a step with slightly different ones.
+    """
+    if d.enabled and d.world_size > 1:
+        for buffer in net.buffers():
+            dist.broadcast(buffer, src=0)
+
+
+def broadcast(obj: Any, d: Dist) -> Any:
+    """Rank 0's ``obj`` on every rank (pickled over the gloo group; tensors on the CPU)."""
+    if not d.enabled or d.world_size == 1:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0, group=d.control)
+    return box[0]
+
+
+def gather(obj: Any, d: Dist) -> list:
+    """Every rank's ``obj``, in rank order, on every rank."""
+    if not d.enabled or d.world_size == 1:
+        return [obj]
+    out: list = [None] * d.world_size
+    dist.all_gather_object(out, obj, group=d.control)
+    return out
+
+
+def rank_seed(seed: int, rank: int, *salt: int) -> int:
+    """A seed for one rank derived from the run's seed (rank 0 of a fresh run keeps ``seed``)."""
+    return int(np.random.SeedSequence([seed, rank, *salt]).generate_state(1)[0])
+
+
+class StopAgreement:
+    """``should_stop`` for a group of ranks: true on every rank at the same call, or on none.
+
+    Each call starts a MAX all-reduce of this rank's flag over the gloo group and returns the
+    result of the previous call's all-reduce (long finished by then: no waiting on other ranks'
+    pace, and no device synchronisation). Every rank must call it the same number of times,
+    which the loop guarantees: after every optimizer step, and per validation batch up to the
+    count every rank has (`BatchLoader.common_batches`).
+    """
+
+    def __init__(self, flag: Callable[[], bool], d: Dist):
+        self.flag = flag
+        self.d = d
+        self._value = torch.zeros(1, dtype=torch.int32)
+        self._work = None
+        self._agreed = False
+
+    def __call__(self) -> bool:
+        if not self.d.enabled or self.d.world_size == 1:
+            return self.flag()
+        if self._agreed:
+            return True
+        self._collect()
+        if not self._agreed:
+            self._value.fill_(int(self.flag()))
+            self._work = dist.all_reduce(self._value, op=dist.ReduceOp.MAX, group=self.d.control,
+                                         async_op=True)
+        return self._agreed
+
+    def _collect(self) -> None:
+        if self._work is not None:
+            self._work.wait()
+            self._work = None
+            self._agreed = bool(self._value.item())
+
+    def close(self) -> None:
+        """Finish the last all-reduce every rank started, before leaving the group."""
+        self._collect()
+
+
+# -- failures ---------------------------------------------------------------------------------
+def rank_error_path(job_dir: str | os.PathLike, rank: int) -> Path:
+    return Path(job_dir) / f"rank-{rank}.error"
+
+
+def record_rank_error(job_dir: str | os.PathLike, rank: int, message: str) -> None:
+    """A rank other than 0 leaves its error where rank 0 (on the same folder) can report it."""
+    try:
+        rank_error_path(job_dir, rank).write_text(message + "\n", encoding="utf-8")
+    except OSError:
+        pass  # another node's folder, or read-only: the traceback is in output.txt anyway
+
+
+def is_peer_failure(error: BaseException) -> bool:
+    """Did a collective fail because another rank went away (killed, crashed, timed out)?"""
+    if isinstance(error, getattr(dist, "DistError", ())):
+        return True
+    text = str(error).lower()
+    return isinstance(error, RuntimeError) and any(
+        needle in text for needle in ("gloo", "nccl", "connection closed", "connection reset",
+                                      "broken pipe", "timed out", "socket"))
+
+
+def peer_failure_message(job_dir: str | os.PathLike, error: BaseException, rank: int = 0,
+                         wait_s: float = 1.0) -> str:
+    """The job's error after a peer failure: a failed rank's own message if it left one."""
+    deadline = time.monotonic() + wait_s
+    while True:  # a rank writes its message before it exits, so it is there or soon will be
+        found = sorted(Path(job_dir).glob("rank-*.error"))
+        if found or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    for path in found:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+        if text:
+            return f"training process {path.stem.replace('-', ' ')} failed: {text}"
+    return ("another training process of this job stopped (killed, out of memory, or its machine "
+            f"went away; see output.txt). Rank {rank} saw: {_first_sentence(error)}")
+
+
+def _first_sentence(error: BaseException) -> str:
+    """'Read error [127.0.0.1]:31140: Connection reset by peer' out of gloo's long message."""
+    text = re.sub(r"^\[[^\]]*\.(?:cc|cpp|h):\d+\]\s*", "", str(error).strip())  # source location
+    text = text.split(". ")[0].splitlines()[0] if text else type(error).__name__
+    return text[:200]
