@@ -56,6 +56,7 @@ def form_values(ctx: Context, spec: dict | None = None, needs: dict | None = Non
     values["augment"] = {k: v if isinstance(v, (bool, str)) else as_text(v)
                          for k, v in {**AugmentSettings().model_dump(), **spec["augment"]}.items()}
     values["freeze_backbone"] = bool(spec.get("freeze_backbone"))
+    values["scale_lr"] = bool(spec.get("scale_lr"))
     values.update(_gpu_values(needs or {}))
     values.update(_pretrained_values(ctx, spec.get("pretrained")))
     return values

@@ -175,6 +175,7 @@ def build(num_classes, in_channels, image_size):
       val_interval: number("val_interval", "Validation interval"), mean: f.mean.value, precision: f.precision.value,
       augment: augment(), freeze_backbone: f.freeze_backbone.checked,
     };
+    if (f.scale_lr && f.scale_lr.checked) settings.scale_lr = true;
     const seed = number("seed", "Random seed", { integer: true, optional: true });
     const crop = number("crop", "Crop size", { integer: true, optional: true });
     if (seed !== undefined) settings.seed = seed;
