@@ -188,6 +188,8 @@ def test_uploaded_zips_of_class_folders_build(client, settings, wait_job, tmp_pa
     assert [Path(s["path"]).name for s in dataset["skipped"]] == ["eel"]
     assert "not in the training set" in dataset["skipped"][0]["reason"]
     assert not (settings.jobs_dir / job["id"] / "extract.tmp").exists()
+    # The dataset holds the images now: the uploaded archives are not kept.
+    assert list(settings.uploads_dir.iterdir()) == []
 
 
 def _bad_member(kind: str, tmp_path: Path) -> tuple[tarfile.TarInfo, str]:

@@ -28,7 +28,7 @@ def list_(kind: Optional[str] = typer.Option(None, help="dataset | model"),
         emit_json({"jobs": jobs})
         return
     for j in jobs:
-        line = f"{j['id']}  {j['kind']:<7} {j['status']:<8} {j['progress'] * 100:5.1f}%  {age(j['created_at']):>12}  {j['name']}"
+        line = f"{j['id']}  {j['kind']:<13} {j['status']:<8} {j['progress'] * 100:5.1f}%  {age(j['created_at']):>12}  {j['name']}"
         typer.echo(line + (f"  ({j['error']})" if j["error"] else ""))
 
 

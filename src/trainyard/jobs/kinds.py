@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from trainyard.core.events import read_events
 from trainyard.core.files import read_json
-from trainyard.core.paths import JobFolder, checkpoint_name
+from trainyard.core.paths import JobFolder, checkpoint_name, is_inside
+from trainyard.inference.results import describe_inference
 from trainyard.jobs.runner import python_module_command
 from trainyard.jobs.store import Job
 
@@ -22,6 +24,8 @@ class JobKind:
     name: str
     module: str  # the subprocess entry point: python -m <module> JOBDIR
     describe: Callable[[Job, JobFolder], dict]
+    # Called once the job has ended, however it ended: (job folder, the server's uploads folder).
+    on_end: Callable[[JobFolder, Path], None] | None = None
 
     def command(self, folder: JobFolder, gpu_ids: list[int]) -> list[str]:
         return python_module_command(self.module, folder)
@@ -135,6 +139,17 @@ def describe_model(job: Job, folder: JobFolder) -> dict:
     }
 
 
+def remove_uploaded_archives(folder: JobFolder, uploads_dir: Path) -> None:
+    """A dataset copies what it needs from uploaded archives, so they go once the build ends."""
+    spec = _spec(folder)
+    for field in ("train_archive", "val_archive"):
+        path = Path(spec[field]) if spec.get(field) else None
+        if path is not None and is_inside(path, uploads_dir) and path.is_file():
+            path.unlink()
+            if not any(path.parent.iterdir()):
+                path.parent.rmdir()  # the upload's own folder, made by save_upload
+
+
 def _spec(folder: JobFolder) -> dict:
     try:
         return read_json(folder.spec)
@@ -142,11 +157,8 @@ def _spec(folder: JobFolder) -> dict:
         return {}
 
 
-register_kind(JobKind("dataset", "trainyard.datasets.run", describe_dataset))
+register_kind(JobKind("dataset", "trainyard.datasets.run", describe_dataset, remove_uploaded_archives))
 register_kind(ModelKind("model", "trainyard.training.run", describe_model))
-
-# Inference jobs of a model (trainyard.inference): classify a list, folder or archive; evaluate a split.
-from trainyard.inference.results import describe_inference  # noqa: E402  (torch-free)
-
+# Inference jobs of a model: classify a list, folder or archive; evaluate a split.
 for _name in ("classify-many", "evaluate"):
     register_kind(JobKind(_name, "trainyard.inference.run", describe_inference))

@@ -182,6 +182,9 @@ class JobManager:
             fields["progress"] = 1.0
         self.store.update_job(job.id, **fields)
         self.store.release(job.id)
+        on_end = get_kind(job.kind).on_end
+        if on_end is not None:
+            on_end(self.folder(job.id), self.settings.uploads_dir)
 
     # -- user actions --------------------------------------------------------------------------
     def abort(self, job_id: str) -> Job:
