@@ -53,7 +53,7 @@ class GpuScript(JobKind):
 
 
 register_kind(GpuScript("gpu-hold", "", lambda job, folder: {}))
-register_kind(GpuScript("gpu-crash", "", lambda job, folder: {}, "crash"))
+register_kind(GpuScript("gpu-crash", "", lambda job, folder: {}, mode="crash"))
 
 
 @pytest.fixture

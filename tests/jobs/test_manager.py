@@ -39,7 +39,7 @@ class ScriptKind(JobKind):
 
 
 for name, script in SCRIPTS.items():
-    register_kind(ScriptKind(f"test-{name}", "", lambda job, folder: {}, script))
+    register_kind(ScriptKind(f"test-{name}", "", lambda job, folder: {}, script=script))
 
 
 def make_job(ctx, script: str, needs=None, **kw):

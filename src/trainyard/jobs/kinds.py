@@ -7,7 +7,7 @@ handle every kind the same way.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -25,7 +25,7 @@ class JobKind:
     module: str  # the subprocess entry point: python -m <module> JOBDIR
     describe: Callable[[Job, JobFolder], dict]
     # Called once the job has ended, however it ended: (job folder, the server's uploads folder).
-    on_end: Callable[[JobFolder, Path], None] | None = None
+    on_end: Callable[[JobFolder, Path], None] | None = field(default=None, kw_only=True)
 
     def command(self, folder: JobFolder, gpu_ids: list[int]) -> list[str]:
         return python_module_command(self.module, folder)
@@ -142,8 +142,8 @@ def describe_model(job: Job, folder: JobFolder) -> dict:
 def remove_uploaded_archives(folder: JobFolder, uploads_dir: Path) -> None:
     """A dataset copies what it needs from uploaded archives, so they go once the build ends."""
     spec = _spec(folder)
-    for field in ("train_archive", "val_archive"):
-        path = Path(spec[field]) if spec.get(field) else None
+    for key in ("train_archive", "val_archive"):
+        path = Path(spec[key]) if spec.get(key) else None
         if path is not None and is_inside(path, uploads_dir) and path.is_file():
             path.unlink()
             if not any(path.parent.iterdir()):
@@ -157,7 +157,7 @@ def _spec(folder: JobFolder) -> dict:
         return {}
 
 
-register_kind(JobKind("dataset", "trainyard.datasets.run", describe_dataset, remove_uploaded_archives))
+register_kind(JobKind("dataset", "trainyard.datasets.run", describe_dataset, on_end=remove_uploaded_archives))
 register_kind(ModelKind("model", "trainyard.training.run", describe_model))
 # Inference jobs of a model: classify a list, folder or archive; evaluate a split.
 for _name in ("classify-many", "evaluate"):
