@@ -88,4 +88,20 @@
     each(chosen, async (id) => { await ty.api("DELETE", `/api/jobs/${id}`); selected.delete(id); });
   });
   showSelection();
+
+  // Import an archive as a model, then open it.
+  const importForm = document.getElementById("import-form");
+  importForm.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const error = document.getElementById("import-error");
+    error.textContent = "";
+    const data = new FormData(importForm);
+    if (!data.get("name")) data.delete("name");
+    try {
+      const job = await ty.api("POST", "/api/models/import", data);
+      window.location.href = `/models/${job.id}`;
+    } catch (err) {
+      error.textContent = err.message;
+    }
+  });
 })();
