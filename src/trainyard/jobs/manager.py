@@ -83,7 +83,7 @@ class JobManager:
         for job in self.store.list_jobs(statuses=ACTIVE, oldest_first=True):
             if job.status == Status.RUNNING.value:
                 self._watch(job)
-            elif only is None and job.owner_pid is None or job.id == only:
+            elif (only is None and job.owner_pid is None) or job.id == only:
                 self._try_start(job)
             elif job.owner_pid not in (None, self.pid) and not runner.process_alive(job.owner_pid):
                 self._finish(job, Status.ABORTED, "the command that created this job exited before it started")

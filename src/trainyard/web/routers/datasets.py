@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Annotated
@@ -13,8 +15,11 @@ from fastapi.responses import FileResponse, Response
 from PIL import Image
 from pydantic import ValidationError
 
-from trainyard.core.paths import PathNotAllowed
+from trainyard.core.paths import PathNotAllowed, resolve_inside
 from trainyard.core.status import Status
+from trainyard.datasets.images import ImageError
+from trainyard.datasets.preview import preview_resize
+from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import SPLITS, open_split
 from trainyard.jobs.create import append_dataset_job, create_dataset_job
@@ -171,17 +176,11 @@ def image_png(ctx: Ctx, dataset_id: str, split: str, index: int):
                     headers={"Cache-Control": "max-age=86400"})  # a version never changes
 
 
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp", ".gif", ".ppm", ".pgm"}
 PREVIEW_TRIES = 20  # a folder's first few image files are tried: one of them may be broken
 
 
 def _folder_images(ctx, folder: str):
     """The first image files under a folder inside the data roots (for the resize preview)."""
-    import itertools
-    import os
-
-    from trainyard.core.paths import resolve_inside
-
     try:
         root = resolve_inside(folder, ctx.settings.allowed_roots)
     except PathNotAllowed as exc:
@@ -191,7 +190,7 @@ def _folder_images(ctx, folder: str):
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames.sort()
             for name in sorted(filenames):
-                if os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES:
+                if os.path.splitext(name)[1].lower() in IMAGE_EXTENSIONS:
                     yield os.path.join(dirpath, name)
 
     paths = list(itertools.islice(walk(), PREVIEW_TRIES))
@@ -208,9 +207,6 @@ async def resize_preview(ctx: Ctx, width: Annotated[int, Form(ge=1, le=4096)] = 
                          folder: Annotated[str | None, Form()] = None,
                          image: Annotated[UploadFile | None, File()] = None):
     """The chosen resize mode applied to a sample image (uploaded, or the first readable one in a folder)."""
-    from trainyard.datasets.images import ImageError
-    from trainyard.datasets.preview import preview_resize
-
     if image is not None and image.filename:
         samples = [await image.read(ctx.settings.max_upload_mb * 2**20)]
     elif folder:
