@@ -212,3 +212,13 @@ def test_val_split_with_only_unreadable_images(tmp_path: Path):
     info, job_dir = build(tmp_path, spec_for(train_folder=str(tmp_path / "train"), val_folder=str(tmp_path / "val")))
     assert info["counts"]["val"] == {"cat": 0, "dog": 0}
     assert len(open_split(job_dir / "dataset", "val")) == 0
+
+
+def test_per_class_counts_are_reported_as_they_grow(tmp_path, tree):
+    """Summary events carry the counts written so far; the last ones are the dataset's counts."""
+    info, job_dir = build(tmp_path, spec_for(train_folder=str(tmp_path / "images")))
+    reported = [e["counts"] for e in read_events(job_dir / "events.jsonl", {"summary"})]
+    assert reported, "no counts were reported during the build"
+    assert reported[-1] == info["counts"]
+    totals = [sum(sum(c.values()) for c in counts.values()) for counts in reported]
+    assert totals == sorted(totals)  # counts only grow

@@ -35,10 +35,11 @@ MIN_IMAGES_FOR_POOL = 100
 
 
 class Progress:
-    """Throttled progress events, with an ETA for the whole build."""
+    """Throttled progress events, with an ETA for the whole build, and the per-class counts so
+    far (``counts``: a callable) as summary events, so pages show the counts as they grow."""
 
-    def __init__(self, events: EventWriter, total: int):
-        self.events, self.total = events, total
+    def __init__(self, events: EventWriter, total: int, counts=None):
+        self.events, self.total, self.counts = events, total, counts
         self.finished = 0  # images handled in earlier phases
         self.start = self.last = time.monotonic()
 
@@ -51,6 +52,8 @@ class Progress:
         rate = overall / max(now - self.start, 1e-6)
         eta = (self.total - overall) / rate if rate > 0 else None
         self.events.progress(done, phase_total, phase=phase, eta=None if eta is None else round(eta, 1))
+        if self.counts is not None:
+            self.events.emit("summary", counts=self.counts())
 
 
 def _copy_parent(plan: BuildPlan, split: str, writer: SplitWriter, progress: Progress) -> None:
@@ -111,11 +114,14 @@ def _geometry(spec, plan: BuildPlan, events: EventWriter) -> Geometry:
     return parent_geo
 
 
+def _class_counts(classes: list[str], writers: dict[str, SplitWriter]) -> dict[str, dict[str, int]]:
+    """{split: {class name: images written}}."""
+    return {split: dict(zip(classes, np.bincount(np.asarray(w.labels, np.int64), minlength=len(classes)).tolist()))
+            for split, w in writers.items()}
+
+
 def _info(spec, plan: BuildPlan, geometry: Geometry, writers: dict[str, SplitWriter]) -> dict:
-    counts = {
-        split: {name: int(n) for name, n in zip(plan.classes, np.bincount(np.asarray(w.labels, np.int64), minlength=len(plan.classes)))}
-        for split, w in writers.items()
-    }
+    counts = _class_counts(plan.classes, writers)
     return {
         "version": 1, "name": spec.name, "classes": plan.classes, "counts": counts,
         "images": {split: len(w) for split, w in writers.items()},
@@ -182,8 +188,8 @@ def build_dataset(spec, job_dir: Path, events: EventWriter, workers: int | None 
 def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: EventWriter,
                 workers: int, total: int) -> dict:
     tmp.mkdir(parents=True)
-    progress = Progress(events, total)
     writers = _open_writers(plan, tmp, geometry)
+    progress = Progress(events, total, counts=lambda: _class_counts(plan.classes, writers))
     for split, writer in writers.items():
         _copy_parent(plan, split, writer, progress)
     workers = workers if total >= MIN_IMAGES_FOR_POOL else 1

@@ -21,6 +21,18 @@
     document.getElementById("progress-text").textContent = lastProgress + skipped;
   }
 
+  // Images per class written so far, per split: the table grows while the build runs.
+  function showCounts(counts) {
+    const table = document.getElementById("live-counts");
+    const splits = Object.keys(counts);
+    const classes = [...new Set(splits.flatMap((split) => Object.keys(counts[split])))];
+    const head = `<thead><tr><th>Class</th>${splits.map((s) => `<th>${ty.escape(s)}</th>`).join("")}</tr></thead>`;
+    const rows = classes.map((name) => `<tr><td>${ty.escape(name)}</td>${
+      splits.map((s) => `<td>${counts[s][name] || 0}</td>`).join("")}</tr>`).join("");
+    table.innerHTML = `${head}<tbody>${rows}</tbody>`;
+    table.hidden = false;
+  }
+
   ty.watchJob(jobId, {
     log: appendLog,
     progress(event) {
@@ -29,6 +41,9 @@
       const eta = event.eta != null ? `, about ${ty.duration(event.eta)} left` : "";
       lastProgress = `${event.phase || "building"}: ${event.done} of ${event.total} images${eta}`;
       showProgress();
+    },
+    summary(event) {
+      if (event.counts) showCounts(event.counts);
     },
     status(event) {
       document.getElementById("job-status").textContent = event.status;
