@@ -18,7 +18,7 @@ from PIL import Image
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
-from tests.inference.deploy_helpers import make_checkpoint_job, trained_model, unpack
+from tests.inference.deploy_helpers import make_checkpoint_job, unpack
 from trainyard.cli.main import app as cli
 from trainyard.inference import export, onnx_export
 from trainyard.inference.export import export_model
@@ -32,21 +32,6 @@ from trainyard.training.checkpoint import (
 
 MEMBERS = ["README.md", "info.json", "preprocess.json", "labels.txt", "mean.npy", "mean.png", "model.onnx",
            "weights.safetensors", "network.py", "example.py", "use_archive.py"]
-
-
-@pytest.fixture(scope="module")
-def deployed(tmp_path_factory):
-    return trained_model(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def client(deployed):
-    from fastapi.testclient import TestClient
-
-    from trainyard.web.app import create_app
-
-    with TestClient(create_app(deployed.settings, run_scheduler=False)) as test_client:
-        yield test_client
 
 
 @pytest.fixture(scope="module")

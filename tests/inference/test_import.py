@@ -13,28 +13,13 @@ import torch
 from safetensors.torch import load_file, save_file
 from typer.testing import CliRunner
 
-from tests.inference.deploy_helpers import make_checkpoint_job, server_probabilities, trained_model, unpack
+from tests.inference.deploy_helpers import make_checkpoint_job, server_probabilities, unpack
 from trainyard.cli.main import app as cli
 from trainyard.inference.export import export_model
 from trainyard.jobs.imports import import_model_archive
 from trainyard.jobs.manager import JobError
 from trainyard.networks import network_source
 from trainyard.training.checkpoint import checkpoint_for_epoch, load_checkpoint
-
-
-@pytest.fixture(scope="module")
-def deployed(tmp_path_factory):
-    return trained_model(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def client(deployed):
-    from fastapi.testclient import TestClient
-
-    from trainyard.web.app import create_app
-
-    with TestClient(create_app(deployed.settings, run_scheduler=False)) as test_client:
-        yield test_client
 
 
 @pytest.fixture(scope="module")

@@ -230,9 +230,14 @@ def make_session(model, cpu: bool = False) -> ort.InferenceSession:
         return ort.InferenceSession(model, providers=["CPUExecutionProvider"])
 
 
+def parse_labels(text: str) -> list[str]:
+    """Class names of a labels.txt, one a line; blank lines are not classes."""
+    return [line.rstrip("\r") for line in text.split("\n") if line.strip()]
+
+
 def read_labels(path: str) -> list[str]:
     with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\r\n") for line in f if line.strip()]
+        return parse_labels(f.read())
 
 
 def print_results(results: list[dict], as_json: bool, seconds: float | None = None) -> None:

@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     args = arguments(argv)
     files = read_members(args.archive)
     example = load_example(files["example.py"])
-    labels = [line.rstrip("\r") for line in files["labels.txt"].decode("utf-8").split("\n") if line.strip()]
+    labels = example.parse_labels(files["labels.txt"].decode("utf-8"))
     mean = example.np.load(io.BytesIO(files["mean.npy"]), allow_pickle=False)
     prep = json.loads(files["preprocess.json"])
     classifier = example.Classifier(files["model.onnx"], labels, mean, prep, cpu=args.cpu)
