@@ -26,13 +26,11 @@ import argparse
 import io
 import json
 import os
-import socket
 import statistics
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -41,6 +39,7 @@ import torch
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helpers when run from a checkout
+from tests.live_server import serving  # noqa: E402  (after the path is set)
 
 
 def photo_jpeg(size: int, seed: int = 0) -> bytes:
@@ -62,25 +61,6 @@ def make_model_job(ctx, network: str, stored: int, crop: int | None, classes: in
     write_checkpoint(ctx.manager.folder(job.id).checkpoints / "epoch-0001.pt", network=network,
                      classes=[f"class_{i:02d}" for i in range(classes)], stored=stored, crop=crop)
     return job.id
-
-
-def serve(app) -> tuple[str, object, threading.Thread]:
-    import uvicorn
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(url + "/api/system", timeout=2).close()
-            return url, server, thread
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("the server did not start")
 
 
 def many_job(ctx, model_id: str, root: Path, count: int, stored: int) -> dict:
@@ -145,7 +125,8 @@ def main() -> None:
     ctx = open_context(settings, pools=Pools(1, 1, []))
     crop = args.size if args.size != args.stored else None
     model_id = make_model_job(ctx, args.network, args.stored, crop, args.classes)
-    url, server, thread = serve(create_app(settings, pools=Pools(1, 1, [])))
+    server = ExitStack()  # the live server runs until the timings are taken
+    url = server.enter_context(serving(create_app(settings, pools=Pools(1, 1, []))))
     data = photo_jpeg(args.stored)
     client = httpx.Client(base_url=url, timeout=120)
 
@@ -179,8 +160,7 @@ def main() -> None:
     layers = len(http(True)["results"][0]["visualization"]["layers"])
     payload = len(client.post(f"/api/models/{model_id}/classify", params={"visualize": True},
                               files=[("images", ("photo.jpg", data, "image/jpeg"))]).content)
-    server.should_exit = True
-    thread.join(timeout=10)
+    server.close()
 
     report = {
         "network": args.network, "input": f"{args.size}x{args.size}", "threads": torch.get_num_threads(),

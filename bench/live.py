@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,13 +29,15 @@ import time
 from pathlib import Path
 
 import httpx
-import uvicorn
 
 from trainyard.core.ids import new_job_id
 from trainyard.jobs.resources import Pools
 from trainyard.jobs.store import Job
 from trainyard.settings import Settings
 from trainyard.web.app import create_app
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helpers when run from a checkout
+from tests.live_server import serving  # noqa: E402  (after the path is set)
 
 WRITER = """
 import sys, time
@@ -50,13 +51,8 @@ with EventWriter(job_dir) as events:
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(settings: Settings):
+def timed_app(settings: Settings):
+    """The app (no scheduler), timing each request inside the server."""
     app = create_app(settings, pools=Pools(2, 1, []), run_scheduler=False)
     timings: dict[str, list[float]] = {}
 
@@ -69,18 +65,7 @@ def start_server(settings: Settings):
         timings.setdefault(request.url.path, []).append((time.perf_counter() - start, time.process_time() - cpu))
         return response
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            httpx.get(url + "/api/system", timeout=2)
-            break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    return app, server, thread, url, timings
+    return app, timings
 
 
 def add_job(ctx, kind: str, status: str, summary: dict, parent: str | None = None,
@@ -219,16 +204,13 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(home=Path(tmp) / "home", data_roots=[Path(tmp)])
-        app, server, thread, url, timings = start_server(settings)
+        app, timings = timed_app(settings)
         ctx = app.state.ctx
-        try:
+        with serving(app) as url:
             delay = measure_delay(ctx, url, args.events, args.rate)
             replay = measure_replay(ctx, url, args.history)
             populate(ctx, args.jobs)
             home = measure_home(url, timings, args.repeat)
-        finally:
-            server.should_exit = True
-            thread.join(10)
 
     print(f"events: {delay['received']} of {delay['events']} received, {delay['unique']} unique, "
           f"in order without gaps: {delay['in_order_without_gaps']} ({delay['reconnects']} reconnect)")

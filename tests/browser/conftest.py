@@ -6,15 +6,12 @@ the reason, where it is missing.
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from tests.live_server import serving
 from trainyard.jobs.resources import Pools
 from trainyard.settings import Settings
 
@@ -38,47 +35,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until_up(url: str, thread: threading.Thread, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not thread.is_alive():
-            raise RuntimeError("the server thread exited before it answered")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"the server did not answer at {url} within {timeout} s")
-
-
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory, make_images_with_bad_files):
     """The real app with its scheduler on a free 127.0.0.1 port, over a temporary home."""
-    import uvicorn
-
     from trainyard.web.app import create_app
 
     tmp = tmp_path_factory.mktemp("browser")
     settings = Settings(home=tmp / "home", data_roots=[tmp / "data"])
     folder = make_images_with_bad_files(settings.data_roots[0] / "images")
     app = create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, name="trainyard-test-server", daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(url + "/api/system", thread)
+    with serving(app) as url:
         yield SimpleNamespace(url=url, settings=settings, folder=folder)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
 
 
 @pytest.fixture(scope="module")

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.inference.trained import colour_image, trained_model
+from tests.live_server import serving
 from trainyard.jobs.resources import Pools
 
 pytestmark = pytest.mark.browser
@@ -21,31 +18,12 @@ SCREENSHOTS = Path(os.environ.get("TRAINYARD_SCREENSHOTS", "/tmp/trainyard-scree
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """The real app (with its scheduler) over the shared trained model's home, on a free port."""
-    import uvicorn
-
     from trainyard.web.app import create_app
 
     trained = trained_model(tmp_path_factory)
     app = create_app(trained.settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(url + "/api/system", timeout=2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or not thread.is_alive():
-                raise
-            time.sleep(0.1)
-    yield url, trained
-    uv.should_exit = True
-    thread.join(timeout=15)
+    with serving(app) as url:
+        yield url, trained
 
 
 def test_classify_one_image_with_visualizations(server, page, tmp_path):

@@ -1,0 +1,50 @@
+"""A trainyard app served by uvicorn in a thread on a free 127.0.0.1 port.
+
+Used by the browser tests and by the benchmarks that time real HTTP requests.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import urllib.request
+from contextlib import contextmanager
+from typing import Iterator
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_up(url: str, thread: threading.Thread, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not thread.is_alive():
+            raise RuntimeError("the server thread exited before it answered")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the server did not answer at {url} within {timeout} s")
+
+
+@contextmanager
+def serving(app) -> Iterator[str]:
+    """Serve ``app`` until the block ends; yields its base URL."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="trainyard-test-server", daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url + "/api/system", thread)
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
