@@ -5,6 +5,11 @@ One manager runs in the server (ticked by the scheduler) and one in each foregro
 Each job has an owner (``owner_pid``): the process that watches it. A job whose owner died (a
 server restart, a killed CLI) is adopted by the next manager that ticks, so no job is left
 "running" forever and no lease is held by a dead job.
+
+Several managers may share one database (two servers on PostgreSQL, or a server and CLIs on
+SQLite), each acting on what it read at the start of its tick. So every change of a job's
+status is a compare-and-set on the status and owner it read (``Store.update_job_if``): of two
+managers starting the same queued job, or adopting the same orphan, exactly one wins.
 """
 
 from __future__ import annotations
@@ -99,7 +104,7 @@ class JobManager:
         if waiting_for.startswith("failed:"):
             self._finish(job, Status.FAILED, waiting_for.removeprefix("failed:").strip())
         elif job.status != Status.WAITING.value or job.status_detail != waiting_for:
-            self.store.update_job(job.id, status=Status.WAITING.value, status_detail=waiting_for)
+            self.store.update_job_if(job, status=Status.WAITING.value, status_detail=waiting_for)
 
     def _missing_input(self, job: Job) -> str | None:
         """Why the job cannot start yet ('failed: ...' if it never will), or None if it can."""
@@ -122,25 +127,33 @@ class JobManager:
         return "waiting for a free dataset-build slot" if pool == "dataset" else "waiting for a free CPU slot"
 
     def _start(self, job: Job, resources: list[str]) -> None:
+        # Claim the job before launching anything: another manager may be starting it right now.
+        if not self.store.update_job_if(job, status=Status.RUNNING.value, status_detail=None, pid=None,
+                                        owner_pid=self.pid, started_at=time.time(), error=None,
+                                        summary={**job.summary, "resources": resources}):
+            self.store.release(job.id, resources)  # only ours: the winner holds others
+            return
         folder = self.folder(job.id)
         gpu_ids = Pools.gpu_ids(resources)
         try:
             proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids)
         except OSError as exc:
-            self._finish(job, Status.FAILED, f"could not start the job: {exc}")
+            self._finish(self.get(job.id), Status.FAILED, f"could not start the job: {exc}")
             return
         self._children[job.id] = proc
         self._tails[job.id] = EventTail(folder.events, next_id=0)
-        self.store.update_job(job.id, status=Status.RUNNING.value, status_detail=None, pid=proc.pid,
-                              owner_pid=self.pid, started_at=time.time(), error=None,
-                              summary={**job.summary, "resources": resources})
+        self.store.update_job(job.id, pid=proc.pid)
+        if self._abort_requested(job.id):  # aborted elsewhere between the claim and the launch
+            runner.terminate_group(proc.pid, self.settings.abort_grace_s, proc)
 
     # -- watching ------------------------------------------------------------------------------
     def _watch(self, job: Job) -> None:
         if job.owner_pid != self.pid:
             if runner.process_alive(job.owner_pid):
                 return  # someone else watches it
-            self.store.update_job(job.id, owner_pid=self.pid)  # adopt an orphan
+            if not self.store.update_job_if(job, owner_pid=self.pid):  # adopt an orphan
+                return  # another manager adopted it first
+            job = self.get(job.id)
         self._read_progress(job)
         proc = self._children.get(job.id)
         if proc is not None:
@@ -173,18 +186,21 @@ class JobManager:
             self.store.update_job(job.id, progress=progress if progress is not None else job.progress,
                                   eta=eta, summary=summary)
 
-    def _finish(self, job: Job, status: Status, error: str | None) -> None:
-        self._children.pop(job.id, None)
-        self._tails.pop(job.id, None)
+    def _finish(self, job: Job, status: Status, error: str | None) -> bool:
+        """End the job, unless another manager changed it since ``job`` was read (then False)."""
         fields = dict(status=status.value, error=error, finished_at=time.time(), status_detail=None,
                       eta=None, abort_requested=False)
         if status == Status.DONE:
             fields["progress"] = 1.0
-        self.store.update_job(job.id, **fields)
+        if not self.store.update_job_if(job, **fields):
+            return False
+        self._children.pop(job.id, None)
+        self._tails.pop(job.id, None)
         self.store.release(job.id)
         on_end = get_kind(job.kind).on_end
         if on_end is not None:
             on_end(self.folder(job.id), self.settings.uploads_dir)
+        return True
 
     # -- user actions --------------------------------------------------------------------------
     def abort(self, job_id: str) -> Job:
@@ -193,10 +209,14 @@ class JobManager:
             raise JobError(f"job {job_id} has already ended ({job.status})")
         if job.status != Status.RUNNING.value:
             with self._lock:
-                self._finish(job, Status.ABORTED, None)
-            return self.get(job_id)
+                if self._finish(job, Status.ABORTED, None):
+                    return self.get(job_id)
+            job = self.get(job_id)  # a manager started it meanwhile: abort it running
+            if Status(job.status).is_final:
+                return job
         self.store.update_job(job_id, abort_requested=True)
-        runner.terminate_group(job.pid, self.settings.abort_grace_s, self._children.get(job_id))
+        if job.pid:  # else its starter has not launched it yet, and will see abort_requested
+            runner.terminate_group(job.pid, self.settings.abort_grace_s, self._children.get(job_id))
         if job.owner_pid == self.pid or not runner.process_alive(job.owner_pid):
             with self._lock:
                 self._watch(self.get(job_id))
@@ -210,9 +230,9 @@ class JobManager:
         if (job.summary or {}).get("imported"):
             raise JobError(f"model {job_id} was imported from an archive; fine-tune from it instead "
                            f"(--pretrained {job_id})")
-        self.store.update_job(job_id, status=Status.QUEUED.value, error=None, finished_at=None,
-                              owner_pid=self.pid if foreground else None,
-                              status_detail="resuming from the last checkpoint")
+        self.store.update_job_if(job, status=Status.QUEUED.value, error=None, finished_at=None,
+                                 owner_pid=self.pid if foreground else None,
+                                 status_detail="resuming from the last checkpoint")
         return self.get(job_id)
 
     def delete(self, job_id: str) -> None:
