@@ -143,6 +143,8 @@ def test_a_foreground_command_and_the_server_never_share_a_gpu(settings, cli_env
 
 # -- multi-GPU model jobs (two processes on this CPU with gloo) --------------------------------
 needs_cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="fake GPUs must not map to real ones")
+# These exercise training processes, not the store; once (on SQLite) keeps the suite quick.
+sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
 @pytest.fixture(scope="module")
@@ -179,6 +181,7 @@ def wait_training(ctx, job, what="metric"):
 
 
 @needs_cpu_only
+@sqlite_only
 def test_abort_stops_every_rank_and_resume_continues_on_another_gpu_count(gpu_ctx, dataset):
     ctx = gpu_ctx
     job = tick_until(ctx, model_job(ctx, dataset, count=2).id, {"running"})
@@ -201,6 +204,7 @@ def test_abort_stops_every_rank_and_resume_continues_on_another_gpu_count(gpu_ct
 
 
 @needs_cpu_only
+@sqlite_only
 def test_a_killed_rank_fails_the_job_within_a_bounded_time(gpu_ctx, dataset):
     ctx = gpu_ctx
     job = tick_until(ctx, model_job(ctx, dataset, epochs=400, count=2).id, {"running"})
