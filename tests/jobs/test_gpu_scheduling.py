@@ -61,6 +61,10 @@ def gpu_ctx(settings):
     return open_context(settings, pools=Pools(2, 1, fake_gpus(4)))
 
 
+# Slow tests that exercise processes more than the store run once (on SQLite): a quick suite.
+sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
+
 def make(ctx, kind, **needs):
     return ctx.manager.create(kind, kind, {}, needs={"pool": "gpu", **needs})
 
@@ -119,6 +123,7 @@ print(ctx.manager.run_foreground(job.id).status, flush=True)
 """
 
 
+@sqlite_only  # on PostgreSQL, test_leases and test_shared_store race real processes instead
 def test_a_foreground_command_and_the_server_never_share_a_gpu(settings, cli_env):
     env = {**os.environ, **cli_env, "TRAINYARD_FAKE_GPUS": "4", "PYTHONPATH": str(REPO)}
     settings = settings.model_copy(update={"fake_gpus": 4})
@@ -143,8 +148,6 @@ def test_a_foreground_command_and_the_server_never_share_a_gpu(settings, cli_env
 
 # -- multi-GPU model jobs (two processes on this CPU with gloo) --------------------------------
 needs_cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="fake GPUs must not map to real ones")
-# These exercise training processes, not the store; once (on SQLite) keeps the suite quick.
-sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
 @pytest.fixture(scope="module")

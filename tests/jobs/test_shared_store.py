@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,3 +143,41 @@ def test_a_job_row_round_trips_its_json_and_times(ctx):
     stored = ctx.store.get_job(job.id)
     assert stored.needs == {"pool": "gpu", "ids": [0, 3]} and stored.summary == {"best": {"epoch": 1.5}}
     assert stored.created_at == 1764460800.123456  # a double, not a 4-byte float
+
+
+def test_a_job_running_on_another_machine_is_neither_adopted_nor_signalled_from_here(ctx, settings):
+    """Its pids mean nothing here: its server there watches it, and stops it when asked to."""
+    job = ctx.manager.create("test-once", "remote", {}, needs={"pool": "cpu"})
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    # Here, the job's pid belongs to an unrelated process, and its server's pid to none.
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    ctx.store.update_job(job.id, status="running", pid=bystander.pid, started_at=time.time(),
+                         owner_pid=gone.pid, owner_host="another-machine")
+    ctx.manager.tick()
+    assert ctx.store.get_job(job.id).owner_host == "another-machine"
+    assert ctx.manager.abort(job.id).status == "running"  # asked for, not done from here
+    assert bystander.poll() is None
+
+    there = JobManager(settings, ctx.store, ctx.pools)  # that machine's server
+    there.pid, there.host = gone.pid, "another-machine"
+    there.owner = {"owner_pid": there.pid, "owner_host": there.host}
+    wait_for(lambda: (there.tick(), ctx.store.get_job(job.id).status == "aborted")[1], 30)
+    assert bystander.wait(timeout=10) is not None and ctx.store.leases() == {}
+
+
+def test_a_store_made_by_an_older_trainyard_gains_the_new_columns(database_url):
+    from sqlalchemy import text
+
+    Store(database_url)
+    with Store(database_url).engine.begin() as connection:
+        connection.execute(text("ALTER TABLE jobs DROP COLUMN owner_host"))
+    store = Store(database_url)
+    store.add_job(Job(id="j1", kind="model", name="n", status="queued", needs={}, summary={}, owner_host="h"))
+    assert store.get_job("j1").owner_host == "h"
+
+
+def test_a_plain_postgresql_url_needs_no_driver_name(postgres):
+    """SQLAlchemy would pick psycopg2, which trainyard does not install; psycopg (3) is used."""
+    url = postgres.new_database().replace("postgresql+psycopg://", "postgresql://")
+    assert Store(url).list_jobs() == []

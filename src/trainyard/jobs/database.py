@@ -10,7 +10,7 @@ looks again).
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, MetaData, create_engine, event, text
+from sqlalchemy import Connection, Engine, MetaData, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
@@ -24,9 +24,9 @@ def normalize_url(url: str) -> str:
     SQLAlchemy would otherwise pick psycopg2, which trainyard does not install.
     """
     parsed = make_url(url)
-    if parsed.drivername in ("postgresql", "postgres"):
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    return parsed.render_as_string(hide_password=False)
+    if parsed.drivername not in ("postgresql", "postgres"):
+        return url
+    return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
 
 
 def is_postgres(engine: Engine) -> bool:
@@ -56,13 +56,30 @@ def create_tables(engine: Engine, metadata: MetaData) -> None:
     if not is_postgres(engine):
         for attempt in range(3):
             try:
-                metadata.create_all(engine)
+                with engine.begin() as connection:
+                    metadata.create_all(connection)
+                    _add_missing_columns(connection, metadata)
                 return
             except OperationalError as exc:
-                # Another process (a server and a CLI starting at once) created one first: look again.
-                if "already exists" not in str(exc) or attempt == 2:
+                # Another process (a server and a CLI starting at once) was first: look again.
+                if not ("already exists" in str(exc) or "duplicate column" in str(exc)) or attempt == 2:
                     raise
     with engine.begin() as connection:
         # Released at the end of this transaction, after the tables are committed.
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK})
         metadata.create_all(connection)
+        _add_missing_columns(connection, metadata)
+
+
+def _add_missing_columns(connection: Connection, metadata: MetaData) -> None:
+    """Add columns that a newer trainyard declares to tables an older one created.
+
+    Only nullable columns are ever added, so existing rows stay valid with NULL in them.
+    """
+    inspector = inspect(connection)
+    for table in metadata.sorted_tables:
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name not in present and column.nullable:
+                kind = column.type.compile(dialect=connection.dialect)
+                connection.execute(text(f'ALTER TABLE {table.name} ADD COLUMN "{column.name}" {kind}'))

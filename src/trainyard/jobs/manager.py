@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -45,8 +46,11 @@ class JobManager:
         self.store = store
         self.pools = pools
         self.pid = os.getpid()
+        self.host = socket.gethostname()
+        self.owner = {"owner_pid": self.pid, "owner_host": self.host}  # this manager, in a job row
         self._children: dict[str, subprocess.Popen] = {}
         self._tails: dict[str, EventTail] = {}
+        self._stopping: set[str] = set()  # jobs being terminated by this process
         # The server ticks in one thread while request handlers abort in others.
         self._lock = threading.RLock()
 
@@ -65,8 +69,8 @@ class JobManager:
         folder.path.mkdir(parents=True)
         write_json_atomic(folder.spec, {**spec, "id": job_id})
         job = Job(id=job_id, kind=kind, name=name, status=Status.QUEUED.value, parent_id=parent_id,
-                  group=group, needs=needs, summary={}, owner_pid=self.pid if foreground else None,
-                  created_at=time.time())
+                  group=group, needs=needs, summary={}, created_at=time.time(),
+                  **(self.owner if foreground else {}))
         return self.store.add_job(job)
 
     def get(self, job_id: str) -> Job:
@@ -90,7 +94,7 @@ class JobManager:
                 self._watch(job)
             elif (only is None and job.owner_pid is None) or job.id == only:
                 self._try_start(job)
-            elif job.owner_pid not in (None, self.pid) and not runner.process_alive(job.owner_pid):
+            elif job.owner_pid is not None and not self._mine(job) and not self._owner_alive(job):
                 self._finish(job, Status.ABORTED, "the command that created this job exited before it started")
 
     def _try_start(self, job: Job) -> None:
@@ -129,7 +133,7 @@ class JobManager:
     def _start(self, job: Job, resources: list[str]) -> None:
         # Claim the job before launching anything: another manager may be starting it right now.
         if not self.store.update_job_if(job, status=Status.RUNNING.value, status_detail=None, pid=None,
-                                        owner_pid=self.pid, started_at=time.time(), error=None,
+                                        **self.owner, started_at=time.time(), error=None,
                                         summary={**job.summary, "resources": resources}):
             self.store.release(job.id, resources)  # only ours: the winner holds others
             return
@@ -142,16 +146,14 @@ class JobManager:
             return
         self._children[job.id] = proc
         self._tails[job.id] = EventTail(folder.events, next_id=0)
-        self.store.update_job(job.id, pid=proc.pid)
-        if self._abort_requested(job.id):  # aborted elsewhere between the claim and the launch
-            runner.terminate_group(proc.pid, self.settings.abort_grace_s, proc)
+        self.store.update_job(job.id, pid=proc.pid)  # an abort asked for meanwhile: see _watch
 
     # -- watching ------------------------------------------------------------------------------
     def _watch(self, job: Job) -> None:
-        if job.owner_pid != self.pid:
-            if runner.process_alive(job.owner_pid):
+        if not self._mine(job):
+            if self._owner_alive(job):
                 return  # someone else watches it
-            if not self.store.update_job_if(job, owner_pid=self.pid):  # adopt an orphan
+            if not self.store.update_job_if(job, **self.owner):  # adopt an orphan
                 return  # another manager adopted it first
             job = self.get(job.id)
         self._read_progress(job)
@@ -159,14 +161,35 @@ class JobManager:
         if proc is not None:
             returncode = proc.poll()
             if returncode is None:
+                self._stop_if_asked(job)
                 return
         elif runner.process_alive(job.pid, job.started_at):
+            self._stop_if_asked(job)
             return
         else:
             returncode = None
         self._read_progress(job)
         status, error = runner.final_status(self.folder(job.id), returncode, self._abort_requested(job.id))
         self._finish(job, status, error)
+
+    def _stop_if_asked(self, job: Job) -> None:
+        """Stop a job whose abort was asked for where it could not be signalled (another machine).
+
+        In a thread: the SIGKILL comes a grace period later, and ticks must go on meanwhile.
+        """
+        if job.abort_requested and job.id not in self._stopping:
+            self._stopping.add(job.id)
+            threading.Thread(target=runner.terminate_group, daemon=True,
+                             args=(job.pid, self.settings.abort_grace_s, self._children.get(job.id))).start()
+
+    def _mine(self, job: Job) -> bool:
+        return job.owner_pid == self.pid and job.owner_host in (None, self.host)
+
+    def _owner_alive(self, job: Job) -> bool:
+        """Whether the job's watcher runs; one on another machine cannot be checked, so is trusted."""
+        if job.owner_host not in (None, self.host):
+            return True
+        return runner.process_alive(job.owner_pid)
 
     def _abort_requested(self, job_id: str) -> bool:
         job = self.store.get_job(job_id)
@@ -196,6 +219,7 @@ class JobManager:
             return False
         self._children.pop(job.id, None)
         self._tails.pop(job.id, None)
+        self._stopping.discard(job.id)
         self.store.release(job.id)
         on_end = get_kind(job.kind).on_end
         if on_end is not None:
@@ -215,9 +239,12 @@ class JobManager:
             if Status(job.status).is_final:
                 return job
         self.store.update_job(job_id, abort_requested=True)
-        if job.pid:  # else its starter has not launched it yet, and will see abort_requested
+        # Only a process on this machine can be signalled from here; else its starter sees the
+        # request (after its launch, or in its next tick on another machine).
+        if job.pid and job.owner_host in (None, self.host):
+            self._stopping.add(job_id)
             runner.terminate_group(job.pid, self.settings.abort_grace_s, self._children.get(job_id))
-        if job.owner_pid == self.pid or not runner.process_alive(job.owner_pid):
+        if self._mine(job) or not self._owner_alive(job):
             with self._lock:
                 self._watch(self.get(job_id))
         return self.get(job_id)
@@ -231,7 +258,7 @@ class JobManager:
             raise JobError(f"model {job_id} was imported from an archive; fine-tune from it instead "
                            f"(--pretrained {job_id})")
         self.store.update_job_if(job, status=Status.QUEUED.value, error=None, finished_at=None,
-                                 owner_pid=self.pid if foreground else None,
+                                 **(self.owner if foreground else {"owner_pid": None, "owner_host": None}),
                                  status_detail="resuming from the last checkpoint")
         return self.get(job_id)
 

@@ -9,7 +9,7 @@ adopting an orphan) are compare-and-set updates (``update_job_if``), atomic on b
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Iterable, cast
 
 from sqlalchemy import (
     JSON,
@@ -22,6 +22,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
@@ -55,6 +56,9 @@ class Job(Base):
     abort_requested: Mapped[bool] = mapped_column(default=False)
     # The process responsible for watching the job: the server, or a foreground CLI.
     owner_pid: Mapped[int | None] = mapped_column(Integer, default=None)
+    # Its machine: servers on several machines may share a PostgreSQL store, and a pid means
+    # something only on its own machine. None: this machine (rows from before it was recorded).
+    owner_host: Mapped[str | None] = mapped_column(Text, default=None)
     created_at: Mapped[float] = mapped_column(Float, default=time.time, index=True)
     started_at: Mapped[float | None] = mapped_column(Float, default=None)
     finished_at: Mapped[float | None] = mapped_column(Float, default=None)
@@ -78,6 +82,10 @@ class Lease(Base):
     resource: Mapped[str] = mapped_column(String(40), primary_key=True)
     job_id: Mapped[str] = mapped_column(String(40), index=True)
     acquired_at: Mapped[float] = mapped_column(Float, default=time.time)
+
+
+def _same(column, value):
+    return column.is_(None) if value is None else column == value
 
 
 class Store:
@@ -137,11 +145,12 @@ class Store:
         (PostgreSQL re-checks the WHERE after waiting for a concurrent writer's row lock; SQLite
         writes one at a time). False when another process changed the job first.
         """
-        owner = Job.owner_pid.is_(None) if job.owner_pid is None else Job.owner_pid == job.owner_pid
-        query = (update(Job).where(Job.id == job.id, Job.status == job.status, owner)
+        query = (update(Job).where(Job.id == job.id, Job.status == job.status,
+                                   _same(Job.owner_pid, job.owner_pid), _same(Job.owner_host, job.owner_host))
                  .values(**fields).execution_options(synchronize_session=False))
         with self.session.begin() as s:
-            if s.execute(query).rowcount != 1:
+            result = cast(CursorResult, s.execute(query))
+            if result.rowcount != 1:
                 return False
             new_status = fields.get("status")
             if new_status is not None and new_status != job.status:
