@@ -31,10 +31,10 @@ def test_dataset_pool_has_two_slots(database_url):
     assert pools.acquire(store, "c", {"pool": "dataset"}) is None
 
 
-def _race(url: str, job_id: str, start, results) -> None:
+def _race(url: str, job_id: str, resources: list[str], start, results) -> None:
     store = Store(url)
     start.wait()
-    results.put((job_id, store.try_lease(job_id, ["gpu:0", "gpu:1"])))
+    results.put((job_id, store.try_lease(job_id, resources)))
 
 
 def test_two_processes_never_lease_the_same_gpu(database_url):
@@ -42,7 +42,10 @@ def test_two_processes_never_lease_the_same_gpu(database_url):
     Store(url)  # create the tables once
     context = multiprocessing.get_context("spawn")
     start, results = context.Event(), context.Queue()
-    procs = [context.Process(target=_race, args=(url, f"job{i}", start, results)) for i in range(4)]
+    # Half ask in the other order: on PostgreSQL that must not deadlock.
+    orders = [["gpu:0", "gpu:1"], ["gpu:1", "gpu:0"]]
+    procs = [context.Process(target=_race, args=(url, f"job{i}", orders[i % 2], start, results))
+             for i in range(4)]
     for p in procs:
         p.start()
     start.set()
