@@ -101,4 +101,6 @@ def network_source(name: str) -> str:
 def _module_source(module_name: str) -> str:
     # Read the file rather than inspect.getsource(module) so the text is exactly what ships.
     module = importlib.import_module(module_name)
+    if module.__file__ is None:  # a namespace package has no file to ship
+        raise ValueError(f"network module {module_name!r} has no source file")
     return Path(module.__file__).read_text(encoding="utf-8")
