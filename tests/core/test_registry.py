@@ -52,6 +52,12 @@ def test_a_name_registers_once():
         make().register("red", 9)
 
 
+def test_replace_swaps_the_value_and_keeps_the_place():
+    colours = make()
+    colours.register("red", 9, replace=True)
+    assert colours.names() == ["red", "green", "blue"] and colours.get("red") == 9
+
+
 @pytest.mark.parametrize("module, getter, typo, suggestion", [
     ("trainyard.training.solvers", "get_solver", "adamm", "adam"),
     ("trainyard.training.lr_policies", "get_lr_policy", "cosin", "cosine"),

@@ -46,16 +46,20 @@ class Registry(Generic[T]):
         self._infos: dict[str, Any] = {}
 
     @overload
-    def register(self, name: str, value: T, *, info: Any = None) -> T: ...
+    def register(self, name: str, value: T, *, info: Any = None, replace: bool = False) -> T: ...
 
     @overload
-    def register(self, name: str, *, info: Any = None) -> Callable[[T], T]: ...
+    def register(self, name: str, *, info: Any = None, replace: bool = False) -> Callable[[T], T]: ...
 
-    def register(self, name: str, value: Any = None, *, info: Any = None) -> Any:
-        """Register `value` under `name`; without a value, return a decorator that does so."""
+    def register(self, name: str, value: Any = None, *, info: Any = None, replace: bool = False) -> Any:
+        """Register `value` under `name`; without a value, return a decorator that does so.
+
+        A second registration of a name is a mistake unless `replace` says it is meant (the
+        entry then keeps its place in the order).
+        """
         if value is None:
-            return lambda decorated: self.register(name, decorated, info=info)
-        if name in self._values:
+            return lambda decorated: self.register(name, decorated, info=info, replace=replace)
+        if name in self._values and not replace:
             raise ValueError(f"{self.what} {name!r} is already registered")
         self._values[name] = value
         self._infos[name] = info
