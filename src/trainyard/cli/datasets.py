@@ -12,6 +12,7 @@ from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, fail, run_in_foreground
 from trainyard.core.paths import PathNotAllowed
 from trainyard.core.status import Status
+from trainyard.datasets.resize import RESIZE_MODES
 from trainyard.datasets.spec import DatasetSpec, parse_size
 from trainyard.jobs.create import append_dataset_job, create_dataset_job
 from trainyard.jobs.manager import JobError
@@ -83,7 +84,7 @@ def create(
     image_root: Folder = typer.Option(None, help="folder that relative list paths start from"),
     size: str = typer.Option("256x256", help="WIDTHxHEIGHT"),
     channels: int = typer.Option(3, help="1 (grayscale) or 3 (colour)"),
-    resize: str = typer.Option("squash", help="squash | crop | fill | half_crop"),
+    resize: str = typer.Option("squash", help=" | ".join(RESIZE_MODES)),
     val_percent: float = typer.Option(25.0), test_percent: float = typer.Option(0.0),
     min_per_class: int = typer.Option(2), max_per_class: Optional[int] = typer.Option(None),
     encoding: str = typer.Option("none", help="none | png | jpeg"),

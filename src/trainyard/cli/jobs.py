@@ -1,4 +1,4 @@
-"""``trainyard jobs list | show | abort | delete | resume``: any job, dataset or model."""
+"""``trainyard jobs list | show | abort | delete | resume``: any job: dataset, model, classify-many or evaluate."""
 
 from __future__ import annotations
 

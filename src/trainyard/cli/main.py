@@ -1,4 +1,4 @@
-"""The ``trainyard`` entry point: serve, and the dataset / train / jobs command groups."""
+"""The ``trainyard`` entry point: serve, train, export, import, classify, evaluate, and the dataset and jobs groups."""
 
 from __future__ import annotations
 

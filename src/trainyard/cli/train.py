@@ -15,6 +15,8 @@ from trainyard.core.status import Status
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.resources import NotSatisfiable
 from trainyard.jobs.views import job_detail
+from trainyard.training.lr_policies import lr_policy_names
+from trainyard.training.solvers import solver_names
 
 
 def _numbers(text: Optional[str], kind=float, what: str = "value") -> list:
@@ -39,8 +41,8 @@ def train(
     batch_size: Optional[str] = typer.Option(None, help="B or B1,B2 (a sweep), per GPU or process: the global batch is B x their number; default: the network's"),
     accumulation: int = typer.Option(1, help="batches per optimizer step"),
     lr: Optional[str] = typer.Option(None, help="base learning rate, or LR1,LR2 (a sweep); default 0.01"),
-    solver: str = typer.Option("sgd", help="sgd | nesterov | adagrad | rmsprop | adadelta | adam | adamw"),
-    lr_policy: str = typer.Option("step", help="fixed | step | multistep | exp | inv | poly | sigmoid | cosine"),
+    solver: str = typer.Option("sgd", help=" | ".join(solver_names())),
+    lr_policy: str = typer.Option("step", help=" | ".join(lr_policy_names())),
     lr_step: float = typer.Option(33.0, help="step size, in percent of training"),
     lr_steps: Optional[str] = typer.Option(None, help="multistep points in percent, e.g. 50,85"),
     lr_gamma: Optional[float] = typer.Option(None), lr_power: Optional[float] = typer.Option(None),

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from trainyard.datasets.resize import RESIZE_MODES
+from trainyard.datasets.resize import RESIZE
 
 MAX_SIZE = 4096
 
@@ -84,8 +84,7 @@ class DatasetSpec(BaseModel):
         if self.val_percent + self.test_percent >= 100:
             raise ValueError(f"val_percent + test_percent must be under 100, "
                              f"got {self.val_percent:g} + {self.test_percent:g}")
-        if self.resize not in RESIZE_MODES:
-            raise ValueError(f"unknown resize mode {self.resize!r}; valid modes: {', '.join(RESIZE_MODES)}")
+        RESIZE.get(self.resize)  # an unknown mode: "did you mean ...", listing the valid ones
         return self
 
     @property
