@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+from trainyard.core.errors import Forbidden
 
-class PathNotAllowed(ValueError):
+
+class PathNotAllowed(Forbidden):
     """A path that is missing or lies outside every data root."""
 
 

@@ -17,7 +17,7 @@ from trainyard.datasets.storage import split_names
 from trainyard.inference.loader import model_checkpoint
 from trainyard.inference.spec import KINDS, InferenceSpec
 from trainyard.jobs.context import Context
-from trainyard.jobs.manager import JobError
+from trainyard.jobs.manager import JobError, JobNotFound
 from trainyard.jobs.store import Job
 from trainyard.training.spec import format_errors
 
@@ -27,7 +27,7 @@ PATH_FIELDS = ("list_file", "folder", "archive", "image_root")
 def model_job(ctx: Context, model_id: str) -> Job:
     job = ctx.store.get_job(model_id)
     if job is None or job.kind != "model":
-        raise JobError(f"no model with id {model_id!r}")
+        raise JobNotFound(f"no model with id {model_id!r}")
     return job
 
 

@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Callable
 
+from trainyard.core.errors import Conflict, NotFound, UserError
 from trainyard.core.events import EventTail
 from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
@@ -30,8 +31,16 @@ from trainyard.settings import Settings
 ACTIVE = [Status.QUEUED.value, Status.WAITING.value, Status.RUNNING.value]
 
 
-class JobError(ValueError):
-    """A request about a job that cannot be met (unknown id, wrong state); the message says why."""
+class JobError(UserError):
+    """A request about a job that cannot be met as given; the message says why (HTTP 400)."""
+
+
+class JobNotFound(NotFound, JobError):
+    """The job (or dataset, or model) named does not exist (HTTP 404)."""
+
+
+class JobConflict(Conflict, JobError):
+    """The job exists but its state does not allow this: ended, still running, in use (HTTP 409)."""
 
 
 class JobManager:
@@ -67,7 +76,7 @@ class JobManager:
     def get(self, job_id: str) -> Job:
         job = self.store.get_job(job_id)
         if job is None:
-            raise JobError(f"no job with id {job_id!r}")
+            raise JobNotFound(f"no job with id {job_id!r}")
         return job
 
     # -- the scheduling pass -------------------------------------------------------------------
@@ -190,7 +199,7 @@ class JobManager:
     def abort(self, job_id: str) -> Job:
         job = self.get(job_id)
         if Status(job.status).is_final:
-            raise JobError(f"job {job_id} has already ended ({job.status})")
+            raise JobConflict(f"job {job_id} has already ended ({job.status})")
         if job.status != Status.RUNNING.value:
             with self._lock:
                 self._finish(job, Status.ABORTED, None)
@@ -206,7 +215,7 @@ class JobManager:
         """Queue an ended model job again; it continues from its last checkpoint."""
         job = self.get(job_id)
         if job.kind != "model" or not Status(job.status).is_final:
-            raise JobError(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
+            raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
         if (job.summary or {}).get("imported"):
             raise JobError(f"model {job_id} was imported from an archive; fine-tune from it instead "
                            f"(--pretrained {job_id})")
@@ -221,7 +230,7 @@ class JobManager:
         users = [c for c in self.store.children(job_id) if c.kind != "dataset"]
         if users:
             names = ", ".join(f"{c.kind} {c.id}" for c in users[:5])
-            raise JobError(f"{job.kind} {job_id} is used by other jobs ({names}); delete those first")
+            raise JobConflict(f"{job.kind} {job_id} is used by other jobs ({names}); delete those first")
         if not Status(job.status).is_final:
             self.abort(job_id)
         self.store.delete_job(job_id)

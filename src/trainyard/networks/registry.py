@@ -14,6 +14,8 @@ from typing import Callable
 
 from torch import nn
 
+from trainyard.core.errors import NotFound
+
 Builder = Callable[[int, int, int], nn.Module]
 
 
@@ -29,7 +31,7 @@ class NetworkInfo:
     min_image_size: int = 32  # smallest square input the network accepts
 
 
-class UnknownNetwork(ValueError):
+class UnknownNetwork(NotFound):
     """Raised for a network name that is not registered; the message lists the valid names."""
 
     def __init__(self, name: str):
