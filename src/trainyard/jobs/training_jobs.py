@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from trainyard.core.errors import validation_message
 from trainyard.core.files import read_json, write_json_atomic
 from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
@@ -21,7 +22,7 @@ from trainyard.jobs.context import Context
 from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
 from trainyard.jobs.store import Job
 from trainyard.training.checkpoint import CheckpointError, checkpoint_for_epoch
-from trainyard.training.spec import ModelSpec, format_errors
+from trainyard.training.spec import ModelSpec
 
 
 class TrainRequest(BaseModel):
@@ -59,7 +60,7 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
         try:
             planned.append((ModelSpec.model_validate(fields), dataset))
         except ValidationError as exc:
-            raise JobError(format_errors(exc)) from exc
+            raise JobError(validation_message(exc)) from exc
     group = request.name if len(planned) > 1 else None
     return [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
                                parent_id=dataset.id, group=group, foreground=foreground)
