@@ -23,7 +23,8 @@ def emit_json(doc: Any) -> None:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    err.print(f"[red]error:[/red] {message}")
+    """``error: message`` on stderr, on one line however narrow the terminal, then exit ``code``."""
+    err.print(f"[red]error:[/red] {message}", soft_wrap=True)
     raise typer.Exit(code)
 
 
