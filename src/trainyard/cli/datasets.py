@@ -13,8 +13,8 @@ from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.status import Status
 from trainyard.datasets.spec import DatasetSpec, parse_size
-from trainyard.jobs.create import append_dataset_job, create_dataset_job
-from trainyard.jobs.views import job_brief, job_detail
+from trainyard.jobs.dataset_jobs import append_dataset_job, create_dataset_job
+from trainyard.jobs.job_documents import job_brief, job_detail
 
 app = typer.Typer(help="Build image-classification datasets.", no_args_is_help=True)
 

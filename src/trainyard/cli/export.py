@@ -10,7 +10,7 @@ import typer
 from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, fail
 from trainyard.core.errors import NotFound
-from trainyard.jobs.views import job_detail
+from trainyard.jobs.job_documents import job_detail
 
 
 def export(
@@ -51,7 +51,7 @@ def import_archive(
     as_json: bool = typer.Option(False, "--json", help="print the new model job as JSON"),
 ) -> None:
     """Import an exported archive as a model, to classify with or fine-tune from (--pretrained)."""
-    from trainyard.jobs.imports import import_model_archive
+    from trainyard.jobs.imported_models import import_model_archive
 
     if not archive.is_file():
         raise NotFound(f"{archive} is not a file")

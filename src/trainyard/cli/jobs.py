@@ -10,7 +10,7 @@ from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
 from trainyard.core.status import Status
-from trainyard.jobs.views import job_brief, job_detail
+from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.core.formatting import age
 
 app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume.", no_args_is_help=True)

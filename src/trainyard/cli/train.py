@@ -11,7 +11,7 @@ from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
 from trainyard.core.status import Status
-from trainyard.jobs.views import job_detail
+from trainyard.jobs.job_documents import job_detail
 
 
 def _numbers(text: Optional[str], kind=float, what: str = "value") -> list:

@@ -23,8 +23,8 @@ from trainyard.datasets.preview import preview_resize
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import SPLITS, open_split
-from trainyard.jobs.create import append_dataset_job, create_dataset_job
-from trainyard.jobs.views import job_brief, job_detail
+from trainyard.jobs.dataset_jobs import append_dataset_job, create_dataset_job
+from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 from trainyard.web.uploads import save_upload
 

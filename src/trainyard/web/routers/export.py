@@ -15,8 +15,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
 from trainyard.inference.export import cached_export
-from trainyard.jobs.imports import import_model_archive
-from trainyard.jobs.views import job_detail
+from trainyard.jobs.imported_models import import_model_archive
+from trainyard.jobs.job_documents import job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.uploads import save_upload
 

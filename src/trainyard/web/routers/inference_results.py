@@ -21,7 +21,7 @@ from trainyard.core.paths import is_inside
 from trainyard.datasets.images import ImageError, load_image
 from trainyard.datasets.storage import open_split
 from trainyard.inference import results
-from trainyard.jobs.views import job_detail
+from trainyard.jobs.job_documents import job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.uploads import save_upload
 

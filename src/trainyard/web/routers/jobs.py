@@ -11,7 +11,7 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 from trainyard.core.events import EventTail
 from trainyard.core.status import Status
 from trainyard.jobs.runner import tail_text
-from trainyard.jobs.views import job_brief, job_detail
+from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, Hw, get_job_of_kind, wake_scheduler
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
