@@ -56,9 +56,9 @@ def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
     detail = job_detail(ctx.manager, job)
     if as_json:
         emit_json(detail)
-    elif job.status == Status.DONE.value:
+    elif job.status == Status.DONE:
         _print_counts(detail)
-    if job.status in (Status.FAILED.value, Status.ABORTED.value):
+    if job.status in (Status.FAILED, Status.ABORTED):
         raise typer.Exit(1)
 
 

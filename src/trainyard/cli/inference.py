@@ -80,7 +80,7 @@ def evaluate(
     ctx = cli_context()
     job = create_inference_job(ctx, "evaluate", model, epoch=epoch, split=split, foreground=True)
     job = run_in_foreground(ctx, job, quiet=as_json)
-    if job.status != Status.DONE.value:
+    if job.status != Status.DONE:
         raise typer.Exit(1)
     doc = {"job": job.id, "model": model, **read_evaluation(ctx.manager.folder(job.id).path)}
     if as_json:

@@ -90,5 +90,5 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
         job = run_in_foreground(ctx, job, quiet=as_json)
     if as_json:
         emit_json(job_detail(ctx.manager, job))
-    if job.status in (Status.FAILED.value, Status.ABORTED.value):
+    if job.status in (Status.FAILED, Status.ABORTED):
         raise typer.Exit(1)

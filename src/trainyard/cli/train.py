@@ -107,7 +107,7 @@ def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
             best = job_detail(ctx.manager, job)["best"]
             if best:
                 err.print(f"{job.id}: best validation accuracy {best['val_accuracy']:.2f}% at epoch {best['epoch']}")
-    if any(j.status in (Status.FAILED.value, Status.ABORTED.value) for j in jobs):
+    if any(j.status in (Status.FAILED, Status.ABORTED) for j in jobs):
         raise typer.Exit(1)
 
 

@@ -51,7 +51,7 @@ def append_dataset_job(ctx: Context, parent_id: str, fields: dict, *, foreground
     parent = ctx.manager.get(parent_id)
     if parent.kind != "dataset":
         raise JobError(f"job {parent_id} is a {parent.kind} job, not a dataset")
-    if parent.status != Status.DONE.value:
+    if parent.status != Status.DONE:
         raise JobConflict(f"dataset {parent_id} is {parent.status}; only a built dataset can be appended to")
     folder = ctx.manager.folder(parent_id)
     base = DatasetSpec.model_validate_json(folder.spec.read_text())

@@ -92,7 +92,7 @@ def _dataset(ctx: Context, dataset_id: str) -> Job:
     job = ctx.store.get_job(dataset_id)
     if job is None or job.kind != "dataset":
         raise JobNotFound(f"no dataset with id {dataset_id!r}")
-    if job.status in ("failed", "aborted"):
+    if job.status in (Status.FAILED, Status.ABORTED):
         raise JobConflict(f"dataset {dataset_id} {job.status}; build it again first")
     return job
 
@@ -121,7 +121,7 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
     processes); it continues from its last checkpoint (training/resume.py says how exactly)."""
     job = ctx.manager.get(job_id)
     if gpus or gpu_ids or processes:
-        if job.kind != "model" or not Status(job.status).is_final:
+        if job.kind != "model" or not job.status.is_final:
             raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
         needs = devices_needed(ctx, gpus, gpu_ids, processes or 1)
         ctx.pools.check(needs)

@@ -118,7 +118,7 @@ async def append_upload(ctx: Ctx, dataset_id: str, file: Annotated[UploadFile, F
 def _built_dataset(ctx, dataset_id: str):
     job = get_job_of_kind(ctx, dataset_id, "dataset")
     folder = ctx.manager.folder(job.id).dataset
-    if job.status != Status.DONE.value or not folder.exists():
+    if job.status != Status.DONE or not folder.exists():
         raise Conflict(f"dataset {dataset_id} is {job.status}, not built yet")
     return folder
 

@@ -9,7 +9,6 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from trainyard.core.events import EventTail
-from trainyard.core.status import Status
 from trainyard.jobs.runner import tail_text
 from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, Hw, get_job_of_kind, wake_scheduler
@@ -95,7 +94,7 @@ async def _stream(ctx, request: Request, job_id: str, tail: EventTail):
         events = await asyncio.to_thread(_read_formatted, tail)
         if events:
             yield events
-        if job is None or (Status(job.status).is_final and not events):
+        if job is None or (job.status.is_final and not events):
             status = job.status if job else "deleted"
             yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
             return
