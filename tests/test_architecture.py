@@ -11,11 +11,12 @@ PACKAGE = Path(__file__).parent.parent / "src" / "trainyard"
 
 # package -> trainyard packages it must not import
 FORBIDDEN = {
-    "core": {"jobs", "web", "cli", "datasets", "networks", "training", "inference", "settings"},
-    "datasets": {"jobs", "web", "cli", "training", "inference"},
-    "networks": {"jobs", "web", "cli", "training", "inference", "datasets"},
+    "core": {"jobs", "web", "cli", "datasets", "networks", "artifact", "training", "inference", "settings"},
+    "datasets": {"jobs", "web", "cli", "artifact", "training", "inference"},
+    "networks": {"jobs", "web", "cli", "training", "inference", "datasets", "artifact"},
+    "artifact": {"jobs", "web", "cli", "training", "inference"},
     "training": {"jobs", "web", "cli", "inference"},
-    "inference": {"jobs", "web", "cli"},
+    "inference": {"jobs", "web", "cli", "training"},
     "jobs": {"web", "cli"},
     "web": {"cli"},
 }
@@ -24,6 +25,7 @@ FORBIDDEN_THIRD_PARTY = {
     "core": {"torch", "sqlalchemy", "fastapi", "numpy"},
     "datasets": {"sqlalchemy", "fastapi", "starlette"},
     "networks": {"sqlalchemy", "fastapi", "starlette"},
+    "artifact": {"sqlalchemy", "fastapi", "starlette", "uvicorn"},
     "training": {"sqlalchemy", "fastapi", "starlette", "uvicorn"},
 }
 

@@ -13,7 +13,7 @@ from PIL import Image
 from torch import nn
 
 from tests.inference.checkpoints import MLP_SOURCE, write_checkpoint
-from tests.inference.trained import colour_image
+from tests.trained_model import colour_image
 from trainyard.inference.classify import prepare, probabilities
 from trainyard.inference.gradcam import colormap, gradcam, overlay_png
 from trainyard.inference.loader import load_model, model_checkpoint

@@ -14,12 +14,12 @@ from fastapi import APIRouter, File, Form, HTTPException, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
+from trainyard.artifact.checkpoint import CheckpointError
 from trainyard.inference.export import cached_export
 from trainyard.inference.onnx_export import ExportError
 from trainyard.jobs.imports import import_model_archive
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.views import job_detail
-from trainyard.training.checkpoint import CheckpointError
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.uploads import save_upload
 
