@@ -15,6 +15,7 @@ uint8 before converting to float to move fewer bytes). `training_batch` is artif
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Callable, Literal, NamedTuple
 
 import torch
@@ -216,6 +217,6 @@ def training_batch(
     the augmentation of ``settings``, drawing from ``generator``."""
     augment = None
     if settings is not None and not is_identity(settings):
-        augment = lambda x: augment_batch(x, settings, generator)  # noqa: E731
-    return normalize_batch(images, mean, crop, random_crop=lambda x, c: random_crop_batch(x, c, generator),
+        augment = partial(augment_batch, settings=settings, generator=generator)
+    return normalize_batch(images, mean, crop, random_crop=partial(random_crop_batch, generator=generator),
                            augment=augment, channels_last=channels_last)
