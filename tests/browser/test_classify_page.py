@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.inference.trained import colour_image, trained_model
 from tests.live_server import serving
+from tests.trained_model import colour_image
 from trainyard.jobs.resources import Pools
 
 pytestmark = pytest.mark.browser
@@ -16,11 +16,10 @@ SCREENSHOTS = Path(os.environ.get("TRAINYARD_SCREENSHOTS", "/tmp/trainyard-scree
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(trained):
     """The real app (with its scheduler) over the shared trained model's home, on a free port."""
     from trainyard.web.app import create_app
 
-    trained = trained_model(tmp_path_factory)
     app = create_app(trained.settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
     with serving(app) as url:
         yield url, trained
