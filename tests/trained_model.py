@@ -28,6 +28,7 @@ COLOURS = {"dark": (30, 30, 30), "light": (220, 220, 220), "red": (200, 40, 40)}
 TRAIN_PER_CLASS = 18
 VAL_PER_CLASS = 6
 EPOCHS = 3
+CROP = 24  # the network sees the central 24x24 of the 28x28 stored images
 
 
 @dataclass
@@ -75,7 +76,7 @@ def _build(base: Path) -> Trained:
     dataset = ctx.manager.run_foreground(create_dataset_job(ctx, spec, foreground=True).id, poll_s=0.05)
     assert dataset.status == "done", dataset.error
     request = TrainRequest(name="deploy", datasets=[dataset.id], networks=["lenet"], settings={
-        "epochs": EPOCHS, "batch_size": 8, "seed": 1, "crop": 24, "lr": {"policy": "fixed", "base_lr": 0.02}})
+        "epochs": EPOCHS, "batch_size": 8, "seed": 1, "crop": CROP, "lr": {"policy": "fixed", "base_lr": 0.02}})
     (model,) = create_model_jobs(ctx, request, foreground=True)
     model = ctx.manager.run_foreground(model.id, poll_s=0.05)
     assert model.status == "done", model.error

@@ -57,7 +57,7 @@ def test_scripts_match_the_server_on_every_validation_image(trained, tmp_path_fa
     archive.write_bytes(response.content)
     top = unpack(archive, fresh / "unpacked")
     images = [str(p) for p in trained.val_images]
-    assert len(images) == 12
+    assert len(images) == 18  # 6 per class
 
     checkpoint = checkpoint_for_epoch(trained.ctx.manager.folder(trained.model_id).path)
     classes = classes_of(checkpoint)
