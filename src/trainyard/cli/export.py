@@ -22,7 +22,7 @@ def export(
     """Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."""
     from trainyard.inference.export import export_model
     from trainyard.inference.onnx_export import ExportError
-    from trainyard.training.checkpoint import CheckpointError
+    from trainyard.artifact.checkpoint import CheckpointError
 
     ctx = cli_context()
     job = ctx.store.get_job(model)

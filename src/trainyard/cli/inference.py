@@ -44,7 +44,7 @@ def classify(
 ) -> None:
     """Classify images: the top classes with their confidences, preprocessed as in training."""
     from trainyard.datasets.images import ImageError, load_image
-    from trainyard.inference.service import classify_named
+    from trainyard.inference.responses import classify_named
 
     loaded = _load(model, epoch)
     named, problems = [], {}

@@ -36,6 +36,7 @@ import torch
 import torch.distributed as dist
 
 # Long enough for rank 0 to write a checkpoint while the others wait at their next all-reduce.
+# The one TRAINYARD_* variable outside settings.py (its docstring says why): this process has no Settings.
 COLLECTIVE_TIMEOUT_S = float(os.environ.get("TRAINYARD_COLLECTIVE_TIMEOUT_S", "600"))
 
 

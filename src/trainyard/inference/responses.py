@@ -13,7 +13,12 @@ from typing import Sequence
 
 from PIL import Image
 
-from trainyard.inference.classify import MAX_TOP, prepare, probabilities, top_predictions
+from trainyard.inference.classify import (
+    MAX_TOP,
+    prepare,
+    probabilities,
+    top_predictions,
+)
 from trainyard.inference.gradcam import Saliency, gradcam, overlay_png
 from trainyard.inference.loader import InferenceError, LoadedModel
 from trainyard.inference.visualize import visualize
