@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from model_helpers import make_dataset, metrics, model_spec
 
 from trainyard.core.events import EventWriter, read_events

@@ -15,8 +15,8 @@ validation gave for the same image. `input_shape` and `mean_image` read a checkp
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import torch

@@ -170,8 +170,8 @@ def _load_exactly(model: torch.nn.Module, weights: dict[str, torch.Tensor]) -> N
         parts = [f"{label}: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
                  for label, names in (("missing", missing), ("unexpected", extra), ("wrong shape", wrong))
                  if names]
-        raise ArchiveImportError(f"weights.safetensors does not fit network.py built for "
-                                 f"labels.txt's classes: " + "; ".join(parts))
+        raise ArchiveImportError("weights.safetensors does not fit network.py built for "
+                                 "labels.txt's classes: " + "; ".join(parts))
     model.load_state_dict(weights)
 
 

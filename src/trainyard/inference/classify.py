@@ -7,7 +7,7 @@ very function validation batches go through; it also returns the cropped uint8 p
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch

@@ -25,6 +25,8 @@ from trainyard.artifact.checkpoint import (
     load_checkpoint,
 )
 from trainyard.artifact.preprocess import input_mean
+from trainyard.core import errors
+from trainyard.core.errors import InvalidInput
 
 CACHE_SIZE = 4  # GoogLeNet is ~25 MB of weights; a few models stay warm
 

@@ -9,7 +9,7 @@ plus ``visualization`` (``{"layers": [...]}``, see visualize.py) and ``saliency`
 from __future__ import annotations
 
 import base64
-from typing import Sequence
+from collections.abc import Sequence
 
 from PIL import Image
 

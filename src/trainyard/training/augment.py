@@ -15,8 +15,9 @@ uint8 before converting to float to move fewer bytes). `training_batch` is artif
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
-from typing import Callable, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator
 
 import numpy as np
 import torch

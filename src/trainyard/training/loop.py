@@ -18,8 +18,8 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.nn.functional as F

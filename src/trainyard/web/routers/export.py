@@ -14,7 +14,6 @@ from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
-from trainyard.artifact.checkpoint import CheckpointError
 from trainyard.inference.export import cached_export
 from trainyard.jobs.imported_models import import_model_archive
 from trainyard.jobs.job_documents import job_detail
