@@ -20,8 +20,9 @@ import socket
 import subprocess
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
+from trainyard.core.errors import Conflict, NotFound, UserError
 from trainyard.core.events import EventTail
 from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
@@ -33,11 +34,19 @@ from trainyard.jobs.resources import Pools
 from trainyard.jobs.store import Job, Store
 from trainyard.settings import Settings
 
-ACTIVE = [Status.QUEUED.value, Status.WAITING.value, Status.RUNNING.value]
+ACTIVE = [Status.QUEUED, Status.WAITING, Status.RUNNING]
 
 
-class JobError(ValueError):
-    """A request about a job that cannot be met (unknown id, wrong state); the message says why."""
+class JobError(UserError):
+    """A request about a job that cannot be met as given; the message says why (HTTP 400)."""
+
+
+class JobNotFound(NotFound, JobError):
+    """The job (or dataset, or model) named does not exist (HTTP 404)."""
+
+
+class JobConflict(Conflict, JobError):
+    """The job exists but its state does not allow this: ended, still running, in use (HTTP 409)."""
 
 
 class JobManager:
@@ -68,7 +77,7 @@ class JobManager:
         folder = self.folder(job_id)
         folder.path.mkdir(parents=True)
         write_json_atomic(folder.spec, {**spec, "id": job_id})
-        job = Job(id=job_id, kind=kind, name=name, status=Status.QUEUED.value, parent_id=parent_id,
+        job = Job(id=job_id, kind=kind, name=name, status=Status.QUEUED, parent_id=parent_id,
                   group=group, needs=needs, summary={}, created_at=time.time(),
                   **(self.owner if foreground else {}))
         return self.store.add_job(job)
@@ -76,7 +85,7 @@ class JobManager:
     def get(self, job_id: str) -> Job:
         job = self.store.get_job(job_id)
         if job is None:
-            raise JobError(f"no job with id {job_id!r}")
+            raise JobNotFound(f"no job with id {job_id!r}")
         return job
 
     # -- the scheduling pass -------------------------------------------------------------------
@@ -90,7 +99,7 @@ class JobManager:
 
     def _tick(self, only: str | None) -> None:
         for job in self.store.list_jobs(statuses=ACTIVE, oldest_first=True):
-            if job.status == Status.RUNNING.value:
+            if job.status == Status.RUNNING:
                 self._watch(job)
             elif (only is None and job.owner_pid is None) or job.id == only:
                 self._try_start(job)
@@ -107,8 +116,8 @@ class JobManager:
             waiting_for = self._busy_message(job.needs)
         if waiting_for.startswith("failed:"):
             self._finish(job, Status.FAILED, waiting_for.removeprefix("failed:").strip())
-        elif job.status != Status.WAITING.value or job.status_detail != waiting_for:
-            self.store.update_job_if(job, status=Status.WAITING.value, status_detail=waiting_for)
+        elif job.status != Status.WAITING or job.status_detail != waiting_for:
+            self.store.update_job_if(job, status=Status.WAITING, status_detail=waiting_for)
 
     def _missing_input(self, job: Job) -> str | None:
         """Why the job cannot start yet ('failed: ...' if it never will), or None if it can."""
@@ -117,9 +126,9 @@ class JobManager:
         parent = self.store.get_job(job.parent_id)
         if parent is None:
             return f"failed: the job it needs, {job.parent_id}, was deleted"
-        if parent.status == Status.DONE.value:
+        if parent.status == Status.DONE:
             return None
-        if Status(parent.status).is_final:
+        if parent.status.is_final:
             return f"failed: its {parent.kind} {parent.name} ({parent.id}) {parent.status}"
         return f"waiting for {parent.kind} {parent.name} to finish"
 
@@ -132,7 +141,7 @@ class JobManager:
 
     def _start(self, job: Job, resources: list[str]) -> None:
         # Claim the job before launching anything: another manager may be starting it right now.
-        if not self.store.update_job_if(job, status=Status.RUNNING.value, status_detail=None, pid=None,
+        if not self.store.update_job_if(job, status=Status.RUNNING, status_detail=None, pid=None,
                                         **self.owner, started_at=time.time(), error=None,
                                         summary={**job.summary, "resources": resources}):
             self.store.release(job.id, resources)  # only ours: the winner holds others
@@ -229,14 +238,14 @@ class JobManager:
     # -- user actions --------------------------------------------------------------------------
     def abort(self, job_id: str) -> Job:
         job = self.get(job_id)
-        if Status(job.status).is_final:
-            raise JobError(f"job {job_id} has already ended ({job.status})")
-        if job.status != Status.RUNNING.value:
+        if job.status.is_final:
+            raise JobConflict(f"job {job_id} has already ended ({job.status})")
+        if job.status != Status.RUNNING:
             with self._lock:
                 if self._finish(job, Status.ABORTED, None):
                     return self.get(job_id)
             job = self.get(job_id)  # a manager started it meanwhile: abort it running
-            if Status(job.status).is_final:
+            if job.status.is_final:
                 return job
         self.store.update_job(job_id, abort_requested=True)
         # Only a process on this machine can be signalled from here; else its starter sees the
@@ -252,12 +261,12 @@ class JobManager:
     def resume(self, job_id: str, foreground: bool = False) -> Job:
         """Queue an ended model job again; it continues from its last checkpoint."""
         job = self.get(job_id)
-        if job.kind != "model" or not Status(job.status).is_final:
-            raise JobError(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
+        if job.kind != "model" or not job.status.is_final:
+            raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
         if (job.summary or {}).get("imported"):
             raise JobError(f"model {job_id} was imported from an archive; fine-tune from it instead "
                            f"(--pretrained {job_id})")
-        self.store.update_job_if(job, status=Status.QUEUED.value, error=None, finished_at=None,
+        self.store.update_job_if(job, status=Status.QUEUED, error=None, finished_at=None,
                                  **(self.owner if foreground else {"owner_pid": None, "owner_host": None}),
                                  status_detail="resuming from the last checkpoint")
         return self.get(job_id)
@@ -268,8 +277,8 @@ class JobManager:
         users = [c for c in self.store.children(job_id) if c.kind != "dataset"]
         if users:
             names = ", ".join(f"{c.kind} {c.id}" for c in users[:5])
-            raise JobError(f"{job.kind} {job_id} is used by other jobs ({names}); delete those first")
-        if not Status(job.status).is_final:
+            raise JobConflict(f"{job.kind} {job_id} is used by other jobs ({names}); delete those first")
+        if not job.status.is_final:
             self.abort(job_id)
         self.store.delete_job(job_id)
         shutil.rmtree(self.folder(job_id).path, ignore_errors=True)
@@ -286,7 +295,7 @@ class JobManager:
                     if on_event:
                         on_event(event)
                 job = self.get(job_id)
-                if Status(job.status).is_final:
+                if job.status.is_final:
                     return job
                 time.sleep(poll_s)
         except KeyboardInterrupt:

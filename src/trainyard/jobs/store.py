@@ -9,7 +9,8 @@ adopting an orphan) are compare-and-set updates (``update_job_if``), atomic on b
 from __future__ import annotations
 
 import time
-from typing import Iterable, cast
+from collections.abc import Iterable
+from typing import cast
 
 from sqlalchemy import (
     JSON,
@@ -22,16 +23,28 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy import (
+    Enum as SAEnum,
+)
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker, validates
 
 from trainyard.core.status import Status
 from trainyard.jobs.database import create_tables, open_engine
 
+STATUS_VALUES = frozenset(s.value for s in Status)
+
 
 class Base(DeclarativeBase):
     pass
+
+
+def _status_column() -> SAEnum:
+    """A Status stored as its value ('queued', ...) in a VARCHAR(20), as before it was typed,
+    so existing SQLite and PostgreSQL databases read unchanged (no native enum, no constraint)."""
+    return SAEnum(Status, native_enum=False, create_constraint=False, length=20,
+                  values_callable=lambda statuses: [s.value for s in statuses], validate_strings=True)
 
 
 class Job(Base):
@@ -41,7 +54,7 @@ class Job(Base):
     kind: Mapped[str] = mapped_column(String(20), index=True)
     # Text, not String(N): PostgreSQL enforces a length where SQLite never did, and names are free.
     name: Mapped[str] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(20), index=True, default=Status.QUEUED.value)
+    status: Mapped[Status] = mapped_column(_status_column(), index=True, default=Status.QUEUED)
     status_detail: Mapped[str | None] = mapped_column(Text, default=None)
     error: Mapped[str | None] = mapped_column(Text, default=None)
     parent_id: Mapped[str | None] = mapped_column(String(40), index=True, default=None)
@@ -63,13 +76,18 @@ class Job(Base):
     started_at: Mapped[float | None] = mapped_column(Float, default=None)
     finished_at: Mapped[float | None] = mapped_column(Float, default=None)
 
+    @validates("status")
+    def _typed_status(self, key: str, value: Status | str) -> Status:
+        # Events files carry plain strings; a Job holds a Status however it was set.
+        return Status(value)
+
 
 class StatusChange(Base):
     __tablename__ = "status_history"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
-    status: Mapped[str] = mapped_column(String(20))
+    status: Mapped[Status] = mapped_column(_status_column())
     detail: Mapped[str | None] = mapped_column(Text, default=None)
     time: Mapped[float] = mapped_column(Float, default=time.time)
 
@@ -117,7 +135,8 @@ class Store:
         if kind:
             query = query.where(Job.kind == kind)
         if statuses is not None:
-            query = query.where(Job.status.in_(list(statuses)))
+            # An unknown name matches no job (as it did when statuses were plain strings).
+            query = query.where(Job.status.in_([Status(s) for s in statuses if s in STATUS_VALUES]))
         with self.session() as s:
             return list(s.scalars(query))
 
@@ -131,7 +150,7 @@ class Store:
             job = s.get(Job, job_id)
             if job is None:
                 return None
-            new_status = fields.get("status")
+            new_status = Status(fields["status"]) if fields.get("status") is not None else None
             if new_status is not None and new_status != job.status:
                 s.add(StatusChange(job_id=job_id, status=new_status, detail=fields.get("status_detail")))
             for key, value in fields.items():
@@ -145,6 +164,8 @@ class Store:
         (PostgreSQL re-checks the WHERE after waiting for a concurrent writer's row lock; SQLite
         writes one at a time). False when another process changed the job first.
         """
+        if fields.get("status") is not None:
+            fields["status"] = Status(fields["status"])
         query = (update(Job).where(Job.id == job.id, Job.status == job.status,
                                    _same(Job.owner_pid, job.owner_pid), _same(Job.owner_host, job.owner_host))
                  .values(**fields).execution_options(synchronize_session=False))
