@@ -100,5 +100,5 @@ class DecodePipeline:
         outcomes = future.result()
         ring = np.ndarray((self.size, g.height, g.width, g.channels), np.uint8,
                           buffer=self.shm.buf, offset=self._offset(slot))
-        for j, (pixels, encoded, reason) in enumerate(outcomes):
+        for j, (_pixels, encoded, reason) in enumerate(outcomes):
             yield (ring[j] if reason is None else None), encoded, reason

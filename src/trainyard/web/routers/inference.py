@@ -80,7 +80,9 @@ def _allowed_file(ctx, path: str) -> Path:
 
 def _pil(loaded: LoadedModel, name: str, source: bytes | Path):
     try:
-        return decode(source, loaded) if isinstance(source, bytes) else load_image(source, loaded.preprocess["channels"])
+        if isinstance(source, bytes):
+            return decode(source, loaded)
+        return load_image(source, loaded.preprocess["channels"])
     except (InferenceError, ImageError) as exc:
         raise InferenceError(f"{name} is not a usable image: {str(exc).removeprefix('not a usable image: ')}") from None
 
