@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from trainyard.core.errors import InvalidInput
+from trainyard.core.errors import InvalidInput, validation_message
 from trainyard.core.files import read_json
 from trainyard.networks import get_network
 from trainyard.training.augment import AugmentSettings
@@ -131,14 +131,5 @@ def load_spec(path: str | os.PathLike) -> ModelSpec:
     try:
         return ModelSpec.model_validate(read_json(path))
     except ValidationError as e:
-        raise SpecError(f"invalid model spec {path}: {format_errors(e)}") from None
+        raise SpecError(f"invalid model spec {path}: {validation_message(e)}") from None
 
-
-def format_errors(error: ValidationError) -> str:
-    """Pydantic's errors as one line a person can read: 'epochs: must be > 0; ...'."""
-    parts = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"])
-        message = item["msg"].removeprefix("Value error, ")
-        parts.append(f"{where}: {message}" if where else message)
-    return "; ".join(parts)
