@@ -15,12 +15,12 @@ from trainyard.jobs.scheduler import Scheduler
 from trainyard.settings import Settings
 from trainyard.web.auth import TokenAuthMiddleware
 from trainyard.web.uploads import RequestSizeLimit
-from trainyard.web.routers import (datasets, export, inference, inference_pages, jobs, models,
+from trainyard.web.routers import (datasets, docs, export, inference, inference_pages, jobs, models,
                                    networks, pages, system)
 
 STATIC = Path(__file__).parent / "static"
 ROUTERS = [jobs.router, datasets.router, models.router, networks.router, system.router,
-           inference.router, export.router, pages.router, inference_pages.router]
+           inference.router, export.router, pages.router, inference_pages.router, docs.router]
 
 
 def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
@@ -37,7 +37,8 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
         if run_scheduler:
             await app.state.scheduler.stop()
 
-    app = FastAPI(title="trainyard", version=__version__, lifespan=lifespan,
+    # docs_url/redoc_url off: routers/docs.py serves /docs from vendored assets (no CDN).
+    app = FastAPI(title="trainyard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Turn a folder of images into a trained, deployable network.")
     app.state.ctx = ctx
     app.state.scheduler = None
