@@ -12,6 +12,7 @@ from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, fail, run_in_foreground
 from trainyard.core.paths import PathNotAllowed
 from trainyard.core.status import Status
+from trainyard.core.errors import UserError
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.resources import NotSatisfiable
 from trainyard.jobs.views import job_detail
@@ -93,7 +94,7 @@ def train(
     ctx = cli_context()
     try:
         jobs = create_model_jobs(ctx, request, foreground=not submit)
-    except (JobError, PathNotAllowed, NotSatisfiable) as exc:
+    except (JobError, PathNotAllowed, NotSatisfiable, UserError) as exc:
         fail(str(exc), code=2)
     _run_jobs(ctx, jobs, submit, as_json)
 

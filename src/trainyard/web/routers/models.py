@@ -7,6 +7,7 @@ from dataclasses import asdict
 from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel, Field
 
+from trainyard.core.errors import UserError
 from trainyard.core.paths import PathNotAllowed
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.resources import NotSatisfiable
@@ -24,6 +25,8 @@ def create_models(ctx: Ctx, request: TrainRequest) -> dict:
     """Queue one training job per dataset x network x learning rate x batch size."""
     try:
         jobs = create_model_jobs(ctx, request)
+    except UserError as exc:  # e.g. a network that does not run on the dataset: 422
+        raise HTTPException(exc.http_status, str(exc)) from exc
     except (JobError, PathNotAllowed, NotSatisfiable) as exc:
         raise HTTPException(400, str(exc)) from exc
     return {"jobs": [job_detail(ctx.manager, job) for job in jobs]}
