@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -33,6 +34,7 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
         if run_scheduler:
             app.state.scheduler = Scheduler(ctx.manager)
             app.state.scheduler.start()
+            threading.Thread(target=networks.warm, args=(ctx,), name="warm-networks", daemon=True).start()
         yield
         if run_scheduler:
             await app.state.scheduler.stop()
