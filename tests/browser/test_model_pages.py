@@ -98,7 +98,7 @@ def test_train_watch_abort_and_clone(live_server, dataset, page, tmp_path):
 
     page.click("#clone-button")
     page.wait_for_url(re.compile(rf"/models/new\?clone={job_id}$"))
-    assert page.input_value("input[name=name]") == "browser lenet"
+    assert page.input_value("input[name=name]") == "browser lenet-2"
     assert page.input_value("input[name=epochs]") == "400"
     assert page.input_value("input[name=batch_size]") == "4"
     assert page.input_value("input[name=snapshot_interval]") == "50"

@@ -148,7 +148,7 @@ def test_clone_fills_the_form_with_the_jobs_settings(app, client):
     job = add_model(ctx, ds, "original", status="aborted", spec=spec, needs={"pool": "gpu", "ids": [1]})
     html = client.get(f"/models/new?clone={job.id}").text
     assert f'href="/models/{job.id}">original</a>' in html
-    assert 'name="name" value="original"' in html
+    assert 'name="name" value="original-2"' in html  # a new name, proposed
     assert f'value="{ds.id}" id="ds-{ds.id}" checked' in html
     assert 'value="lenet" id="net-lenet" checked' in html
     for field, value in (("epochs", "12"), ("batch_size", "16"), ("accumulation", "2"), ("seed", "7"),

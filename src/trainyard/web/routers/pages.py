@@ -88,11 +88,13 @@ def new_model(request: Request, ctx: Ctx, dataset: str | None = None, clone: str
     source = get_job_of_kind(ctx, clone, "model") if clone else None
     values = model_form.form_values(ctx, _read_spec(ctx, source.id) if source else None,
                                     source.needs if source else None)
-    if dataset and not values["datasets"]:
-        values["datasets"] = [dataset]
     briefs = list_briefs(ctx.store)
-    return render(request, "model_new.html", form=values, clone=source,
-                  **model_form.choices(ctx, briefs))
+    offered = model_form.choices(ctx, briefs)
+    if not values["datasets"]:
+        values["datasets"] = [dataset] if dataset else model_form.default_dataset(offered["datasets"])
+    if source:
+        values["name"] = model_form.next_name(source.name, {j["name"] for j in briefs})
+    return render(request, "model_new.html", form=values, clone=source, **offered)
 
 
 @router.get("/models/{model_id}", response_class=HTMLResponse)
