@@ -195,7 +195,7 @@ def test_model_page_shows_actions_snapshots_and_settings(app, client, settings):
     assert f'href="/models/new?clone={job.id}"' in html
     for button in ("abort-button", "resume-button", "delete-button"):
         assert f'id="{button}"' in html
-    assert "lr.base_lr" in html and "0.02" in html
+    assert "<h3>Solver</h3>" in html and "<span>Base learning rate</span><span>0.02</span>" in html
     assert 'id="chart-main"' in html and 'id="chart-lr"' in html and 'id="hardware"' in html
     assert "/static/vendor/uplot/uPlot.iife.min.js" in html
     assert client.get(f"/models/{ds.id}").status_code == 404  # a dataset is not a model

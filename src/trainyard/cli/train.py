@@ -10,9 +10,9 @@ from pydantic import ValidationError
 
 from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, fail, run_in_foreground
+from trainyard.core.errors import UserError
 from trainyard.core.paths import PathNotAllowed
 from trainyard.core.status import Status
-from trainyard.core.errors import UserError
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.resources import NotSatisfiable
 from trainyard.jobs.views import job_detail

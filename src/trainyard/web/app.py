@@ -15,9 +15,19 @@ from trainyard.jobs.resources import Pools
 from trainyard.jobs.scheduler import Scheduler
 from trainyard.settings import Settings
 from trainyard.web.auth import TokenAuthMiddleware
+from trainyard.web.routers import (
+    datasets,
+    docs,
+    export,
+    inference,
+    inference_pages,
+    jobs,
+    models,
+    networks,
+    pages,
+    system,
+)
 from trainyard.web.uploads import RequestSizeLimit
-from trainyard.web.routers import (datasets, docs, export, inference, inference_pages, jobs, models,
-                                   networks, pages, system)
 
 STATIC = Path(__file__).parent / "static"
 ROUTERS = [jobs.router, datasets.router, models.router, networks.router, system.router,

@@ -11,8 +11,8 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field, model_validator
 
 from trainyard.jobs.context import Context
-from trainyard.networks import registry
 from trainyard.jobs.precheck import cache_for
+from trainyard.networks import registry
 from trainyard.web.deps import Ctx
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])

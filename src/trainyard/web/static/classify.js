@@ -67,16 +67,30 @@ const tyClassify = {
         if (tyClassify.onProgress) tyClassify.onProgress(event);
       },
       status(event) {
-        $("job-status").textContent = event.status;
         if (event.error) $("job-error").textContent = event.error;
+        tyClassify.showStatus(root, event.status);
       },
-      end(event) { if (root.dataset.status !== event.status) window.location.reload(); },
+      end(event) { tyClassify.showStatus(root, event.status); },
     });
   },
-  // Small mosaics (5x5 filters, 4x4 maps) drawn at a whole multiple of their size, about 240 px.
+  // The job's own final event draws the results in place (onEnd), without reloading the page.
+  showStatus(root, status) {
+    const badge = document.getElementById("job-status");
+    badge.textContent = status;
+    badge.className = `status status-${status}`;
+    if (!["done", "failed", "aborted"].includes(status) || root.dataset.shown === status) return;
+    root.dataset.shown = status;
+    root.dataset.status = status;
+    document.getElementById("abort-button").hidden = true;
+    const progress = document.querySelector("section[id$='-progress']");
+    if (progress && status === "done") progress.hidden = true;
+    if (tyClassify.onEnd) tyClassify.onEnd(status);
+  },
+  // Small mosaics (5x5 filters, 4x4 maps) drawn at a whole multiple of their size, about 240 px
+  // on their longer side (a tall mosaic must not become a strip thousands of pixels long).
   enlarge(img) {
-    const w = img.naturalWidth;
-    if (w) img.style.width = `${Math.min(480, w * Math.max(1, Math.floor(240 / w)))}px`;
+    const w = img.naturalWidth, h = img.naturalHeight;
+    if (w) img.style.width = `${Math.min(480, w * Math.max(1, Math.floor(240 / Math.max(w, h))))}px`;
   },
   layerRow(layer) {
     const shape = layer.output_shape ? layer.output_shape.join("×") : "–";
