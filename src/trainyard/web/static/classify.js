@@ -171,6 +171,28 @@ const tyClassify = {
     }
   }
 
+  // "Earlier runs" as they are now, not as they were when the page was made: refreshed when the
+  // page is shown (the back button restores it as it was) and every 2 s while a run is active.
+  async function refreshRuns() {
+    const table = $("inference-jobs");
+    if (!table) return;
+    let active = false;
+    try {
+      for (const j of (await ty.api("GET", `/api/models/${modelId}/inference`)).jobs) {
+        const row = table.querySelector(`tr[data-job="${j.id}"]`);
+        if (!row) continue;
+        row.querySelector(".status").textContent = j.status;
+        row.querySelector(".status").className = `status status-${j.status}`;
+        const summary = j.summary || {};
+        if (summary.images != null) row.querySelector(".images").textContent = summary.images;
+        if (summary.accuracy != null) row.querySelector(".accuracy").textContent = `${(100 * summary.accuracy).toFixed(2)}%`;
+        active = active || ["queued", "waiting", "running"].includes(j.status);
+      }
+    } catch (e) { return; }
+    if (active) setTimeout(refreshRuns, 2000);
+  }
+  window.addEventListener("pageshow", refreshRuns);
+
   $("one-form").addEventListener("submit", classifyOne);
   $("many-form").addEventListener("submit", () => startJob(`/api/models/${modelId}/classify-many`, manyForm(), "many-error"));
   $("topn-button").addEventListener("click", () => startJob(`/api/models/${modelId}/top-n`, manyForm(), "many-error"));
