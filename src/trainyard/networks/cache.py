@@ -30,6 +30,7 @@ from .registry import create_network
 MEMORY_ENTRIES = 256
 _memory: OrderedDict[str, dict] = OrderedDict()
 _memory_lock = threading.Lock()
+_count_lock = threading.Lock()
 
 
 class NetworkCache:
@@ -60,10 +61,15 @@ class NetworkCache:
         key = _key({"what": "params", "network": name, "num_classes": num_classes, "in_channels": in_channels})
         answer = self._get(key)
         if answer is None:
-            with torch.device("meta"):
-                model = create_network(name, num_classes, in_channels)
-            answer = {"params": sum(p.numel() for p in model.parameters())}
-            self._put(key, answer)
+            # One count at a time: a request arriving while the start-up warm-up counts waits
+            # for its answer instead of building the same networks beside it.
+            with _count_lock:
+                answer = self._get(key)
+                if answer is None:
+                    with torch.device("meta"):
+                        model = create_network(name, num_classes, in_channels)
+                    answer = {"params": sum(p.numel() for p in model.parameters())}
+                    self._put(key, answer)
         return answer["params"]
 
     def _get(self, key: str) -> dict | None:
