@@ -322,6 +322,10 @@ def build(num_classes, in_channels, image_size):
       return new tyForm.FieldError($("network-fieldset"), text);
     }
     if (/^crop /.test(text)) return new tyForm.FieldError(f.crop, text);
+    // A setting the server's validation refused: "epochs: ...", "lr.gamma: ...", "augment.noise_std: ...".
+    const field = /^(?:lr\.|augment\.)?(\w+):/.exec(text);
+    const name = field && field[1];
+    if (name && f[name] && f[name].tagName) return new tyForm.FieldError(f[name], text);
     if (/pretrained|model job/.test(text)) return new tyForm.FieldError($("pretrained-fieldset"), text);
     return err;
   }
