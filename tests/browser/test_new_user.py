@@ -66,6 +66,15 @@ def test_new_model_selects_the_dataset_and_refuses_bad_networks_at_their_field(t
     # AlexNet wants 227x227; the dataset gives 28x28: said beside it, before anything is created.
     assert "needs at least 63×63" in page.inner_text("tr[data-network=alexnet] .size-warning")
 
+    # The LR preview counts optimizer steps as the training of these very settings did.
+    page.check("#net-lenet")
+    page.fill("input[name=epochs]", "3")
+    page.fill("input[name=batch_size]", "12")
+    page.locator("#lr-preview-note").filter(has_text="12 iterations in all").wait_for()
+    with urllib.request.urlopen(f"{trained_server.url}/api/jobs/{trained.model_id}/log", timeout=30) as response:
+        assert "in 4 batches of 12, 12 iterations" in response.read().decode()
+    page.uncheck("#net-lenet")
+
     page.fill("input[name=name]", "refused")
     page.click("#create-button")  # no network chosen: the error is at the network, in view
     error = page.locator("#network-fieldset .field-error")
