@@ -134,7 +134,7 @@ def test_visualize_shows_layers_and_build_errors_with_their_line(live_server, da
     # "Customize" copies a standard network's source into the editor; GoogLeNet draws branches.
     page.click("button[data-tab=standard]")
     page.click("a.customize[data-network=googlenet]")
-    page.wait_for_function("document.querySelector('.CodeMirror').CodeMirror.getValue().includes('def build')")
+    page.wait_for_function("document.querySelector('.CodeMirror').CodeMirror.getValue().includes('Inception')")
     assert page.is_visible(".CodeMirror")
     page.uncheck(f"#ds-{dataset['id']}")  # GoogLeNet needs more than 28x28: no dataset = 224x224
     page.click("#visualize-custom")
