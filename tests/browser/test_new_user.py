@@ -8,9 +8,11 @@ One server over the session's shared trained model (a 28x28 RGB dataset of 3 col
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -179,6 +181,9 @@ def test_every_page_fits_a_phone(trained_server, phone):
         phone.goto(url + path)
         phone.wait_for_load_state("networkidle")
         width = phone.evaluate("document.documentElement.scrollWidth")
+        if os.environ.get("TRAINYARD_SCREENSHOTS"):  # to look at them: TRAINYARD_SCREENSHOTS=DIR
+            name = re.sub(r"\W+", "_", path.strip("/")) or "home"
+            phone.screenshot(path=str(Path(os.environ["TRAINYARD_SCREENSHOTS"]) / f"phone_{name}.png"), full_page=True)
         if width > 390:
             wide[path] = width
     assert wide == {}, f"pages wider than the 390 px screen: {wide}"
