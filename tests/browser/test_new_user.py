@@ -69,12 +69,13 @@ def test_new_model_selects_the_dataset_and_refuses_bad_networks_at_their_field(t
     assert "needs at least 63×63" in page.inner_text("tr[data-network=alexnet] .size-warning")
 
     # The LR preview counts optimizer steps as the training of these very settings did.
-    page.check("#net-lenet")
-    page.fill("input[name=epochs]", "3")
-    page.fill("input[name=batch_size]", "12")
-    page.locator("#lr-preview-note").filter(has_text="12 iterations in all").wait_for()
     with urllib.request.urlopen(f"{trained_server.url}/api/jobs/{trained.model_id}/log", timeout=30) as response:
-        assert "in 4 batches of 12, 12 iterations" in response.read().decode()
+        batch, steps = re.search(r"batches of (\d+), (\d+) iterations", response.read().decode()).groups()
+    epochs = api(trained_server.url, "GET", f"/api/models/{trained.model_id}")["spec"]["epochs"]
+    page.check("#net-lenet")
+    page.fill("input[name=epochs]", f"{epochs:g}")
+    page.fill("input[name=batch_size]", batch)
+    page.locator("#lr-preview-note").filter(has_text=f"{steps} iterations in all").wait_for()
     page.uncheck("#net-lenet")
 
     page.fill("input[name=name]", "refused")
@@ -90,8 +91,10 @@ def test_new_model_selects_the_dataset_and_refuses_bad_networks_at_their_field(t
 
     page.uncheck("#net-alexnet")
     page.click("button[data-tab=custom]")
+    width, height = api(trained_server.url, "GET", f"/api/datasets/{trained.dataset_id}")["image_size"]
+    flat = 16 * width * height  # the 16 feature maps of SHAPE_MISMATCH, flattened
     for source, expected in ((SYNTAX_ERROR, "line 4: SyntaxError"),
-                             (SHAPE_MISMATCH, "layer 'classifier.1' (Linear) expects 123 inputs, gets 12544")):
+                             (SHAPE_MISMATCH, f"layer 'classifier.1' (Linear) expects 123 inputs, gets {flat}")):
         page.evaluate("src => document.querySelector('.CodeMirror').CodeMirror.setValue(src)", source)
         page.click("#create-button")
         error.filter(has_text=expected).wait_for(timeout=90_000)
