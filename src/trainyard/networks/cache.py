@@ -3,10 +3,11 @@
 A check (build plus forward passes in a child process, see custom.py) costs seconds, mostly in
 importing torch; its answer depends only on the request (network name or source text, classes,
 channels, input size) and on the versions of torch and trainyard. So answers are kept in memory
-and, when a folder is given, as small JSON files there, shared by the server and the CLI and kept
-across restarts. The memory is one per process (keys hold everything an answer depends on),
-so caches of several homes share it. Checks that timed out or crashed are not kept: they may
-work next time.
+(one store per process: keys hold everything an answer depends on, so the caches of several
+homes share it) and, for standard networks, as small JSON files in the cache's folder, shared
+by the server and the CLI and kept across restarts; a custom source changes with every edit, so
+its answers stay in memory. Checks that timed out or crashed are not kept: they may work next
+time.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ class NetworkCache:
             answer = check_network_isolated(source, num_classes, in_channels, image_size, timeout,
                                             network=network, input_size=input_size)
             if not answer.get("transient"):
-                self._put(key, answer)
+                # A custom source changes with every edit: kept in memory only, so the folder
+                # holds a bounded set (standard networks x the geometries of the datasets).
+                self._put(key, answer, to_disk=network is not None)
         return answer
 
     def parameter_count(self, name: str, num_classes: int = 10, in_channels: int = 3) -> int:
@@ -86,9 +89,9 @@ class NetworkCache:
         self._remember(key, answer)
         return answer
 
-    def _put(self, key: str, answer: dict) -> None:
+    def _put(self, key: str, answer: dict, to_disk: bool = True) -> None:
         self._remember(key, answer)
-        if self.folder is None:
+        if self.folder is None or not to_disk:
             return
         try:  # a cache that cannot be written only costs time
             self.folder.mkdir(parents=True, exist_ok=True)
