@@ -67,6 +67,9 @@ def text(key: str, value) -> str:
         return DEFAULTS_SHOWN_AS.get(key, "—")
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, list) and any(isinstance(v, dict) for v in value):
+        return "; ".join(", ".join(f"{k} {as_text(x)}" for k, x in v.items()) if isinstance(v, dict)
+                         else as_text(v) for v in value)
     return as_text(value)
 
 
