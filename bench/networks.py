@@ -109,7 +109,8 @@ def main() -> None:
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
-    print(f"{'':24} {'first, cold':>12} {'first, restarted':>17} {'warm median':>12} {'cold/warm':>10} {'restart/warm':>13}")
+    print(f"{'':24} {'first, cold':>12} {'first, restarted':>17} {'warm median':>12} "
+          f"{'cold/warm':>10} {'restart/warm':>13}")
     cold, restarted = runs["cold (fresh home)"], runs["restarted (disk cache)"]
     for what in cold:
         warm = cold[what]["warm"]

@@ -61,13 +61,11 @@ def browser():
 
 
 @pytest.fixture(scope="session")
-def trained_server(tmp_path_factory):
-    """The real app (scheduler on) over the session's shared trained model (tests/inference/
-    trained.py: one 28x28 RGB dataset of 3 colours, one LeNet), on a free port."""
-    from tests.inference.trained import trained_model
+def trained_server(trained):
+    """The real app (scheduler on) over the session's shared trained model (tests/trained_model.py:
+    one 28x28 RGB dataset of 3 colours, one LeNet), on a free port."""
     from trainyard.web.app import create_app
 
-    trained = trained_model(tmp_path_factory)
     app = create_app(trained.settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
     with serving(app) as url:
         yield SimpleNamespace(url=url, trained=trained, app=app)

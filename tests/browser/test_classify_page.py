@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.inference.trained import colour_image
+from tests.trained_model import CROP, colour_image
 
 pytestmark = pytest.mark.browser
 SCREENSHOTS = Path(os.environ.get("TRAINYARD_SCREENSHOTS", "/tmp/trainyard-screenshots"))
@@ -37,7 +37,7 @@ def test_classify_one_image_with_visualizations(server, page, tmp_path):
     assert rows.nth(7).locator("img.mosaic").count() == 0  # a fully-connected layer: statistics only
     assert rows.nth(7).locator("svg.histogram").count() == 2
     assert page.is_visible("#one-saliency") and "Grad-CAM" in page.inner_text("#one-saliency-caption")
-    assert page.evaluate("document.getElementById('one-input').naturalWidth") == 28
+    assert page.evaluate("document.getElementById('one-input').naturalWidth") == CROP
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "classify.png"), full_page=True)
 

@@ -7,9 +7,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from trainyard.training.checkpoint import save_checkpoint
-from trainyard.training.models import create_model
-
+from trainyard.artifact.checkpoint import save_checkpoint
+from trainyard.artifact.network import create_model
 
 MLP_SOURCE = """
 import torch
@@ -22,7 +21,8 @@ def build(num_classes, in_channels, image_size):
 """
 
 
-def write_checkpoint(path: Path, *, network: str | None = "lenet", source: str | None = None, classes=("a", "b", "c"), stored: int = 32,
+def write_checkpoint(path: Path, *, network: str | None = "lenet", source: str | None = None,
+                     classes=("a", "b", "c"), stored: int = 32,
                      crop: int | None = 28, channels: int = 3, resize: str = "fill",
                      mean_mode: str = "image", epoch: float = 1, seed: int = 0) -> Path:
     """A valid trainyard checkpoint of ``network`` with random weights and a random mean image."""

@@ -11,14 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
-from tests.inference.trained import colour_image, trained_model
+from tests.trained_model import colour_image
 from trainyard.jobs.resources import Pools
 from trainyard.web.app import create_app
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    return trained_model(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +61,7 @@ def test_classify_paths_inside_the_data_roots_and_any_epoch(client, trained):
     path = next((trained.images / "red").iterdir())
     doc = client.post(f"/api/models/{trained.model_id}/classify?epoch=1", json={"paths": [str(path)]}).json()
     assert doc["epoch"] == 1 and doc["results"][0]["image"] == str(path)
-    assert client.post(f"/api/models/{trained.model_id}/classify", json={"paths": ["/etc/hostname"]}).status_code == 400
+    assert client.post(f"/api/models/{trained.model_id}/classify", json={"paths": ["/etc/hostname"]}).status_code == 403
     missing = client.post(f"/api/models/{trained.model_id}/classify", json={"paths": [str(trained.images / "no.png")]})
     assert missing.status_code == 404
 
@@ -110,7 +105,8 @@ def test_a_model_without_snapshot_is_a_409(client, trained):
     ctx = client.app.state.ctx
     # Owned by this process, so the scheduler leaves it queued: a model with no checkpoint yet.
     job = ctx.manager.create("model", "not yet", {"name": "not yet"}, needs={"pool": "cpu"}, foreground=True)
-    response = client.post(f"/api/models/{job.id}/classify", files=uploads(("a.png", png_bytes(colour_image("red", 2)))))
+    image = png_bytes(colour_image("red", 2))
+    response = client.post(f"/api/models/{job.id}/classify", files=uploads(("a.png", image)))
     assert response.status_code == 409 and "no snapshot yet" in response.json()["detail"]
     assert client.post(f"/api/models/{job.id}/evaluate", json={"split": "val"}).status_code == 409
     assert client.get(f"/models/{job.id}/classify").status_code == 200  # the page explains it
@@ -169,7 +165,7 @@ def test_top_n_of_an_uploaded_archive(client, trained, tmp_path):
 
 def test_classify_many_refusals(client, trained):
     url = f"/api/models/{trained.model_id}/classify-many"
-    assert client.post(url, json={"path": "/etc"}).status_code == 400
+    assert client.post(url, json={"path": "/etc"}).status_code == 403
     assert client.post(url, json={}).status_code == 400  # no source
     assert client.post(url, json={"path": str(trained.images), "top": 0}).status_code == 422
     assert client.post(url, json={"path": str(trained.images), "epoch": 9}).status_code == 404

@@ -14,15 +14,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from trainyard.artifact.checkpoint import CheckpointError, checkpoint_for_epoch
+from trainyard.core.errors import validation_message
 from trainyard.core.files import read_json, write_json_atomic
 from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
-from trainyard.jobs.manager import JobError
+from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
 from trainyard.jobs.precheck import check_all
 from trainyard.jobs.store import Job
-from trainyard.training.checkpoint import CheckpointError, checkpoint_for_epoch
-from trainyard.training.spec import ModelSpec, format_errors
+from trainyard.training.spec import ModelSpec
 
 
 class TrainRequest(BaseModel):
@@ -60,7 +61,7 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
         try:
             planned.append((ModelSpec.model_validate(fields), dataset))
         except ValidationError as exc:
-            raise JobError(format_errors(exc)) from exc
+            raise JobError(validation_message(exc)) from exc
     if not foreground:  # a job run at once reports the same problem at once; queued ones would not
         check_all(ctx, [spec for spec, _ in planned])
     group = request.name if len(planned) > 1 else None
@@ -70,9 +71,10 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
 
 
 def _combinations(request: TrainRequest):
-    networks = request.networks or [None]
-    lrs = request.base_lrs or [None]
-    batches = request.batch_sizes or [None]
+    # None in a list means "the default" (the network's batch size, 0.01, a custom network file)
+    networks: list[str | None] = [*request.networks] or [None]
+    lrs: list[float | None] = [*request.base_lrs] or [None]
+    batches: list[int | None] = [*request.batch_sizes] or [None]
     return itertools.product(request.datasets, networks, lrs, batches)
 
 
@@ -93,9 +95,9 @@ def _job_name(request: TrainRequest, dataset: Job, network, lr, batch) -> str:
 def _dataset(ctx: Context, dataset_id: str) -> Job:
     job = ctx.store.get_job(dataset_id)
     if job is None or job.kind != "dataset":
-        raise JobError(f"no dataset with id {dataset_id!r}")
-    if job.status in ("failed", "aborted"):
-        raise JobError(f"dataset {dataset_id} {job.status}; build it again first")
+        raise JobNotFound(f"no dataset with id {dataset_id!r}")
+    if job.status in (Status.FAILED, Status.ABORTED):
+        raise JobConflict(f"dataset {dataset_id} {job.status}; build it again first")
     return job
 
 
@@ -123,8 +125,8 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
     processes); it continues from its last checkpoint (training/resume.py says how exactly)."""
     job = ctx.manager.get(job_id)
     if gpus or gpu_ids or processes:
-        if job.kind != "model" or not Status(job.status).is_final:
-            raise JobError(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
+        if job.kind != "model" or not job.status.is_final:
+            raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
         needs = devices_needed(ctx, gpus, gpu_ids, processes or 1)
         ctx.pools.check(needs)
         folder = ctx.manager.folder(job_id)

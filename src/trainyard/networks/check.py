@@ -1,9 +1,9 @@
 """Child process of check_network_isolated: check and inspect one network, answer in JSON.
 
 Reads {"source" or "network", "num_classes", "in_channels", "image_size", "input_size" (height,
-width; optional), "filename"} on stdin and writes one JSON line on stdout: {"ok": true, "layers": [...], "params": N, ...} or
-{"ok": false, "error": message, "line": n}. Anything the user's code prints goes to stderr, so
-it cannot corrupt the answer.
+width; optional), "filename"} on stdin and writes one JSON line on stdout:
+{"ok": true, "layers": [...], "params": N, ...} or {"ok": false, "error": message, "line": n}.
+Anything the user's code prints goes to stderr, so it cannot corrupt the answer.
 
     python -m trainyard.networks.check < request.json
 """
@@ -17,7 +17,7 @@ import sys
 def run_check(request: dict) -> dict:
     """Build, run and inspect the requested network; errors become {"ok": False, ...}."""
     from .custom import NetworkError, check_model, load_network_source
-    from .inspect import inspect_network
+    from .layer_report import inspect_network
     from .registry import create_network, get_network
 
     num_classes, in_channels = int(request["num_classes"]), int(request["in_channels"])

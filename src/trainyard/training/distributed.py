@@ -26,16 +26,18 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
 # Long enough for rank 0 to write a checkpoint while the others wait at their next all-reduce.
+# The one TRAINYARD_* variable outside settings.py (its docstring says why): this process has no Settings.
 COLLECTIVE_TIMEOUT_S = float(os.environ.get("TRAINYARD_COLLECTIVE_TIMEOUT_S", "600"))
 
 
@@ -162,7 +164,7 @@ class StopAgreement:
         self.flag = flag
         self.d = d
         self._value = torch.zeros(1, dtype=torch.int32)
-        self._work = None
+        self._work: dist.Work | None = None
         self._agreed = False
 
     def __call__(self) -> bool:

@@ -18,28 +18,32 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from trainyard.artifact.checkpoint import save_checkpoint
 from trainyard.core.events import EventWriter
+from trainyard.core.jobproc import Aborted
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.networks import main_output, training_loss
 from trainyard.training import distributed
-from trainyard.training.checkpoint import rng_state, save_checkpoint, scheduler_state
+from trainyard.training.build_run import prepare
 from trainyard.training.data import BatchLoader
 from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.epoch_log import EpochLog
-from trainyard.training.schedule import Point
-from trainyard.training.setup import Run, Stepper, TrainingError, prepare
+from trainyard.training.event_points import Point
 from trainyard.training.spec import ModelSpec
-
-
-class Aborted(Exception):
-    """The job was asked to stop (SIGTERM); raised at the next step boundary."""
+from trainyard.training.state import (
+    Run,
+    Stepper,
+    TrainingError,
+    rng_state,
+    scheduler_state,
+)
 
 
 class LossMeter:
@@ -210,7 +214,7 @@ class Reporter:
 
 
 def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = None) -> dict:
-    """Everything a checkpoint holds (see training/checkpoint.py)."""
+    """Everything a checkpoint holds (see artifact/checkpoint.py)."""
     stepper = run.stepper
     return {
         "model": run.net.state_dict(),
@@ -280,7 +284,7 @@ def _train_batches(run: Run, reporter: Reporter, after_epoch: Callable[[float], 
         after_epoch(schedule.epoch_of(batches))
 
 
-def _log_start(run: Run, resume: Path | None) -> None:
+def _log_start(run: Run, resume: Path | dict | None) -> None:
     spec, loader = run.spec, run.train_loader
     params = sum(p.numel() for p in run.net.parameters())
     dtype = run.stepper.dtype
@@ -295,5 +299,7 @@ def _log_start(run: Run, resume: Path | None) -> None:
         f"({precision}); {len(loader.reader)} training images in {len(loader)} batches of "
         f"{batch}, {run.schedule.total_iterations} iterations, base LR {run.base_lr:g}, seed {run.seed}")
     if resume is not None:
-        run.events.log(f"resuming from {resume.name} at epoch "
+        # a multi-process job hands every rank rank 0's checkpoint already loaded: no file name
+        source = Path(resume).name if isinstance(resume, (str, os.PathLike)) else "the latest checkpoint"
+        run.events.log(f"resuming from {source} at epoch "
                        f"{run.schedule.epoch_of(run.batches):g}")

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from trainyard.core.errors import InvalidInput
 from trainyard.core.files import read_json
 from trainyard.networks import get_network
 from trainyard.training.augment import AugmentSettings
@@ -88,7 +89,7 @@ class ModelSpec(BaseModel):
         return get_solver(value).name
 
     @model_validator(mode="after")
-    def _check(self) -> "ModelSpec":
+    def _check(self) -> ModelSpec:
         if (self.network is None) == (self.network_source is None):
             raise ValueError("give exactly one of network (a standard network's name) or "
                              "network_source (a custom network file)")
@@ -121,7 +122,7 @@ class ModelSpec(BaseModel):
         return get_network(self.network).batch_size if self.network else 32
 
 
-class SpecError(ValueError):
+class SpecError(InvalidInput):
     """A spec.json that cannot be used; the message lists every problem."""
 
 

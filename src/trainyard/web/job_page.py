@@ -40,7 +40,8 @@ LABELS = {
     "channels_last": "Channels-last memory layout", "compile": "torch.compile",
 }
 HIDDEN = {"network_source", "kind", "version", "id", "name", "dataset_dir"}
-DEFAULTS_SHOWN_AS = {"batch_size": "network default", "seed": "random", "crop": "none", "pretrained": "random initialisation"}
+DEFAULTS_SHOWN_AS = {"batch_size": "network default", "seed": "random", "crop": "none",
+                     "pretrained": "random initialisation"}
 
 
 def flatten(spec: dict, prefix: str = "") -> list[tuple[str, object]]:

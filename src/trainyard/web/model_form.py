@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
+from trainyard.core.paths import checkpoint_epoch
 from trainyard.jobs.context import Context
 from trainyard.networks import registry
 from trainyard.training.augment import AugmentSettings
@@ -46,7 +48,7 @@ def _defaults() -> dict:
 def form_values(ctx: Context, spec: dict | None = None, needs: dict | None = None) -> dict:
     """The form's values: ModelSpec defaults, overridden by ``spec`` (a job to clone)."""
     spec = {**_defaults(), **(spec or {})}
-    values = {name: as_text(spec.get(name)) for name in PLAIN_FIELDS}
+    values: dict[str, Any] = {name: as_text(spec.get(name)) for name in PLAIN_FIELDS}
     values["name"] = spec.get("name") if spec.get("id") else ""
     values["datasets"] = [spec["dataset_id"]] if spec.get("dataset_id") else []
     values["networks"] = [spec["network"]] if spec.get("network") else []
@@ -77,11 +79,9 @@ def _pretrained_values(ctx: Context, path: str | None) -> dict:
     jobs_dir = ctx.settings.jobs_dir.resolve()
     if checkpoint.parent.name == "checkpoints" and checkpoint.parent.parent.parent == jobs_dir:
         out["pretrained_job"] = checkpoint.parent.parent.name
-        epoch = checkpoint.stem.removeprefix("epoch-")
-        try:
+        epoch = checkpoint_epoch(checkpoint)
+        if epoch is not None:
             out["pretrained_epoch"] = as_text(float(epoch))
-        except ValueError:
-            pass
         return out
     out["pretrained_file"] = path
     return out

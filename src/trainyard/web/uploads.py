@@ -6,7 +6,10 @@ import re
 import secrets
 from pathlib import Path
 
-from fastapi import HTTPException, UploadFile
+from fastapi import HTTPException
+from starlette.datastructures import UploadFile  # request.form()'s; fastapi's File(...) subclasses it
+
+from trainyard.core.errors import UserError
 
 CHUNK = 1 << 20
 
@@ -37,7 +40,7 @@ async def save_upload(file: UploadFile, uploads_dir: Path, max_bytes: int) -> Pa
     if written == 0:
         path.unlink()
         folder.rmdir()
-        raise HTTPException(400, f"the uploaded file {file.filename!r} is empty")
+        raise UserError(f"the uploaded file {file.filename!r} is empty")
     return path
 
 

@@ -6,10 +6,11 @@ import asyncio
 from dataclasses import asdict
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field, model_validator
 
+from trainyard.core.errors import InvalidInput
 from trainyard.jobs.context import Context
 from trainyard.jobs.precheck import cache_for
 from trainyard.networks import registry
@@ -38,10 +39,7 @@ def warm(ctx: Context) -> None:
 @router.get("/{name}/source", response_class=PlainTextResponse)
 def network_source(name: str) -> str:
     """A custom-network file equivalent to the standard network: the start of "Customize"."""
-    try:
-        return registry.network_source(name)
-    except registry.UnknownNetwork as exc:
-        raise HTTPException(404, str(exc)) from exc
+    return registry.network_source(name)  # UnknownNetwork is a 404
 
 
 class InspectRequest(BaseModel):
@@ -52,7 +50,7 @@ class InspectRequest(BaseModel):
     image_size: int | None = Field(None, ge=8, le=1024)
 
     @model_validator(mode="after")
-    def _one(self) -> "InspectRequest":
+    def _one(self) -> InspectRequest:
         if (self.network is None) == (self.source is None):
             raise ValueError("give exactly one of network or source")
         return self
@@ -65,7 +63,7 @@ async def inspect(ctx: Ctx, request: InspectRequest) -> dict:
     A network that does not build answers ``{"ok": false, "error": ..., "line": N}``.
     """
     if request.source is not None and request.image_size is None:
-        raise HTTPException(422, "a custom network needs image_size")
+        raise InvalidInput("a custom network needs image_size")
     return await asyncio.to_thread(
         cache_for(ctx).check, source=request.source, network=request.network, num_classes=request.num_classes,
         in_channels=request.in_channels, image_size=request.image_size)

@@ -9,11 +9,17 @@ plus ``visualization`` (``{"layers": [...]}``, see visualize.py) and ``saliency`
 from __future__ import annotations
 
 import base64
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from PIL import Image
 
-from trainyard.inference.classify import MAX_TOP, prepare, probabilities, top_predictions
+from trainyard.inference.classify import (
+    MAX_TOP,
+    prepare,
+    probabilities,
+    top_predictions,
+)
 from trainyard.inference.gradcam import Saliency, gradcam, overlay_png
 from trainyard.inference.loader import InferenceError, LoadedModel
 from trainyard.inference.visualize import visualize
@@ -38,7 +44,7 @@ def _inspect(loaded: LoadedModel, name: str, image: Image.Image, top: int, layer
         probs, cam = inspection.probs, inspection.saliency
     else:
         probs, cam = probabilities(loaded, prepared.inputs), gradcam(loaded, prepared)
-    result = {"image": name, "predictions": top_predictions(probs, loaded.classes, top)[0]}
+    result: dict[str, Any] = {"image": name, "predictions": top_predictions(probs, loaded.classes, top)[0]}
     if layers:
         result["visualization"] = {"layers": inspection.layers}
     if cam is not None:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
 
+from trainyard.core.status import Status
 from trainyard.jobs.kinds import get_kind
 from trainyard.jobs.manager import JobManager
 from trainyard.jobs.store import Job, Store
 
 
-def job_brief(job: Job) -> dict:
+def job_brief(job: Job | Row) -> dict:
     """The fields every job has, from the database alone (cheap enough for long listings)."""
     now = time.time()
     started = job.started_at
@@ -33,7 +34,7 @@ def job_brief(job: Job) -> dict:
         "group": job.group,
         "needs": job.needs,
         "summary": job.summary,
-        "resources": (job.summary or {}).get("resources", []) if job.status == "running" else [],
+        "resources": (job.summary or {}).get("resources", []) if job.status == Status.RUNNING else [],
     }
 
 
