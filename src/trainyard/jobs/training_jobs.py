@@ -21,6 +21,7 @@ from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
+from trainyard.jobs.precheck import check_all
 from trainyard.jobs.store import Job
 from trainyard.training.spec import ModelSpec
 
@@ -61,6 +62,8 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
             planned.append((ModelSpec.model_validate(fields), dataset))
         except ValidationError as exc:
             raise JobError(validation_message(exc)) from exc
+    if not foreground:  # a job run at once reports the same problem at once; queued ones would not
+        check_all(ctx, [spec for spec, _ in planned])
     group = request.name if len(planned) > 1 else None
     return [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
                                parent_id=dataset.id, group=group, foreground=foreground)
