@@ -18,6 +18,8 @@ FORBIDDEN = {
     "inference": {"jobs", "web", "cli"},
     "jobs": {"web", "cli"},
     "web": {"cli"},
+    # the cluster launcher starts the training entry point as a process; it never imports it
+    "cluster": {"jobs", "web", "cli", "training", "inference", "datasets", "networks", "settings"},
 }
 # third-party modules a package must not import (the training process loads no web or database code)
 FORBIDDEN_THIRD_PARTY = {
@@ -25,7 +27,12 @@ FORBIDDEN_THIRD_PARTY = {
     "datasets": {"sqlalchemy", "fastapi", "starlette"},
     "networks": {"sqlalchemy", "fastapi", "starlette"},
     "training": {"sqlalchemy", "fastapi", "starlette", "uvicorn"},
+    "cluster": {"torch", "sqlalchemy", "fastapi", "starlette"},
 }
+# ray is an optional extra (trainyard[cluster]): only the cluster package imports it (lazily).
+for _package in FORBIDDEN:
+    if _package != "cluster":
+        FORBIDDEN_THIRD_PARTY.setdefault(_package, set()).add("ray")
 
 
 def imported_modules(path: Path) -> set[str]:

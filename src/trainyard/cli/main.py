@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from trainyard.cli import datasets, export, inference, jobs, train
+from trainyard.cli import datasets, export, inference, jobs, system, train
 from trainyard.cli.output import fail
 from trainyard.settings import LOCAL_HOSTS, get_settings
 
@@ -15,6 +15,7 @@ app.add_typer(jobs.app, name="jobs")
 train.register(app)
 export.register(app)
 inference.register(app)
+system.register(app)
 
 
 @app.command()
