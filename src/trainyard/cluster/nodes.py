@@ -38,22 +38,22 @@ def list_nodes() -> list[dict]:
     for node in ray.nodes():
         node_id = node["NodeID"]
         total = node.get("Resources", {})
-        free = available.get(node_id, {})
+        free = available.get(node_id)  # None: unknown; a resource all in use is left out of it
         alive = bool(node.get("Alive"))
         cpus, gpus = int(total.get("CPU", 0)), int(total.get("GPU", 0))
         nodes.append({
             "id": node_id, "host": node.get("NodeManagerHostname") or node.get("NodeManagerAddress"),
             "ip": node.get("NodeManagerAddress"), "alive": alive, "head": "node:__internal_head__" in total,
-            "cpus": cpus, "cpus_in_use": _in_use(cpus, free.get("CPU"), alive),
+            "cpus": cpus, "cpus_in_use": _in_use(cpus, free, "CPU", alive),
             "gpus": _node_gpus(ray, node_id, gpus) if alive else [],
-            "gpus_in_use": _in_use(gpus, free.get("GPU"), alive),
+            "gpus_in_use": _in_use(gpus, free, "GPU", alive),
             "memory_total": int(total.get("memory", 0)), "jobs": sorted(jobs.get(node_id, [])),
         })
     return sorted(nodes, key=lambda n: (not n["alive"], not n["head"], n["host"] or "", n["id"]))
 
 
-def _in_use(total: int, free: float | None, alive: bool) -> int | None:
-    return None if free is None or not alive else int(round(total - free))
+def _in_use(total: int, free: dict | None, resource: str, alive: bool) -> int | None:
+    return None if free is None or not alive else int(round(total - free.get(resource, 0)))
 
 
 def _available_per_node() -> dict[str, dict]:
