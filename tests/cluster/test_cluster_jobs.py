@@ -8,6 +8,7 @@ job's process, the launcher places the ranks and runs the training entry point o
 from __future__ import annotations
 
 import signal
+import threading
 import time
 
 import numpy as np
@@ -119,9 +120,12 @@ def test_jobs_wait_for_the_cluster_land_on_both_nodes_match_one_process_and_abor
     ranks = training_processes(ctx.manager.folder(holder.id).path)
     assert sorted(ranks) == [0, 1]
     started = time.monotonic()
-    assert ctx.manager.abort(holder.id).status == "aborted"
-    wait_for(lambda: gone(ranks.values()), 10)
+    aborting = threading.Thread(target=ctx.manager.abort, args=(holder.id,))  # waits for the launcher
+    aborting.start()
+    wait_for(lambda: gone(ranks.values()), 15)
     assert time.monotonic() - started < 10
+    aborting.join()
+    assert ctx.store.get_job(holder.id).status == "aborted"
 
     done = tick_until(ctx, queued.id, ended, timeout=120)
     assert done.status == "done", done.error

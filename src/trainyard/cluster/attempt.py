@@ -43,10 +43,15 @@ class Attempt:
         self.pg = None
 
     def run(self) -> Outcome:
+        from ray.exceptions import RayError
+
         try:
             if not self._place():
                 return Outcome("aborted")
-            problem = self._start_actors()
+            try:
+                problem = self._start_actors()
+            except RayError as exc:  # an actor (or its node) died before its rank started
+                return Outcome("lost", f"a worker of this job was lost while starting: {_first_line(exc)}")
             if problem:
                 return Outcome("storage", problem)
             return self._watch()
@@ -194,3 +199,8 @@ class Attempt:
                 remove_placement_group(self.pg)
             except Exception:
                 pass
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

@@ -277,7 +277,7 @@ def _train_batches(run: Run, reporter: Reporter) -> None:
         batches = epoch * per_epoch + stop
 
 
-def _log_start(run: Run, resume: Path | None) -> None:
+def _log_start(run: Run, resume: Path | dict | None) -> None:
     spec, loader = run.spec, run.train_loader
     params = sum(p.numel() for p in run.net.parameters())
     dtype = run.stepper.dtype
@@ -292,5 +292,7 @@ def _log_start(run: Run, resume: Path | None) -> None:
         f"({precision}); {len(loader.reader)} training images in {len(loader)} batches of "
         f"{batch}, {run.schedule.total_iterations} iterations, base LR {run.base_lr:g}, seed {run.seed}")
     if resume is not None:
-        run.events.log(f"resuming from {resume.name} at epoch "
+        # several processes get rank 0's checkpoint as the loaded dict (run.py), not a path
+        name = resume.name if isinstance(resume, Path) else checkpoint_name(resume["epoch"])
+        run.events.log(f"resuming from {name} at epoch "
                        f"{run.schedule.epoch_of(run.batches):g}")
