@@ -66,3 +66,29 @@ def test_cluster_job_options_reach_the_spec_and_needs(settings, cli_env):
     local = CliRunner().invoke(cli, ["train", "--dataset", dataset.id, "--network", "lenet", "--submit",
                                      "--max-restarts", "1"], env=cli_env)
     assert local.exit_code == 2 and "max_restarts applies to cluster jobs" in local.output
+
+
+NODES = [{"id": "abcdef12" + "0" * 48, "host": "gpu-a", "ip": "10.0.0.1", "alive": True, "head": True, "cpus": 4,
+          "cpus_in_use": 1, "gpus": [{"index": 0, "name": "NVIDIA H200", "memory_total": 141 * 2**30}],
+          "gpus_in_use": 1, "memory_total": 2**36, "jobs": ["job-1"]},
+         {"id": "99887766" + "0" * 48, "host": "gpu-b", "ip": "10.0.0.2", "alive": False, "head": False, "cpus": 8,
+          "cpus_in_use": None, "gpus": [], "gpus_in_use": None, "memory_total": 2**36, "jobs": []}]
+
+
+def test_cluster_mode_reports_the_nodes_in_the_api_the_cli_and_the_page(settings, cli_env, monkeypatch):
+    import trainyard.cluster.nodes
+
+    monkeypatch.setattr(trainyard.cluster.nodes, "list_nodes", lambda: NODES)
+    app = create_app(settings.model_copy(update={"cluster": "ray"}), pools=Pools(1, 1, []), run_scheduler=False)
+    with TestClient(app) as client:
+        doc = client.get("/api/system").json()
+        html = client.get("/system").text
+    assert doc["backend"] == "ray" and doc["nodes"] == NODES
+    assert 'data-backend="ray"' in html and 'id="system-nodes"' in html
+    env = {**cli_env, "TRAINYARD_CLUSTER": "ray"}
+    result = CliRunner().invoke(cli, ["system"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "backend: ray" in result.output
+    assert "node gpu-a (abcdef12) alive: 1/4 CPUs, 1/1 GPUs in use (NVIDIA H200); jobs job-1" in result.output
+    assert "node gpu-b (99887766) DEAD" in result.output
+    assert json.loads(CliRunner().invoke(cli, ["system", "--json"], env=env).stdout)["nodes"] == NODES

@@ -15,6 +15,7 @@ from typing import Any
 
 NAMESPACE = "trainyard"  # named actors (one per rank) live here, so the server can find them
 _lock = threading.Lock()
+_joining: threading.Thread | None = None  # a join that has not answered yet (never two at once)
 
 
 class ClusterUnavailable(RuntimeError):
@@ -51,15 +52,18 @@ def connect(timeout_s: float = 30.0) -> Any:
     Ray retries an address that answers TCP but is no Ray (or that it rewrites to one that does
     not answer) for many minutes; ``timeout_s`` bounds that wait.
     """
+    global _joining
     import ray
 
     with _lock:
         if ray.is_initialized():
             return ray
         value = address()
+        if _joining is not None and _joining.is_alive():
+            raise ClusterUnavailable(f"still trying to join the Ray cluster at RAY_ADDRESS={value}")
         probe(value)
         failure: list[BaseException] = []
-        joining = threading.Thread(target=_init, args=(ray, value, failure), daemon=True)
+        _joining = joining = threading.Thread(target=_init, args=(ray, value, failure), daemon=True)
         joining.start()
         joining.join(timeout_s)
         if joining.is_alive():
