@@ -127,3 +127,20 @@ def cli_env(settings) -> dict[str, str]:
     return {"TRAINYARD_HOME": str(settings.home),
             "TRAINYARD_DATA_ROOTS": ",".join(str(r) for r in settings.data_roots),
             "TRAINYARD_AUTH_TOKEN": ""}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects, so `-m gpu` sees the gpu mark added here
+def pytest_collection_modifyitems(config, items):
+    """`@pytest.mark.requires_cuda(n)`: a GPU test (selected by `-m gpu`), skipped without n devices."""
+    marked = [(item, item.get_closest_marker("requires_cuda")) for item in items]
+    marked = [(item, mark) for item, mark in marked if mark is not None]
+    if not marked:
+        return
+    import torch  # only when a GPU test was collected: most runs never load torch here
+
+    available = torch.cuda.device_count()
+    for item, mark in marked:
+        needed = int(mark.args[0]) if mark.args else 1
+        item.add_marker(pytest.mark.gpu)
+        if available < needed:
+            item.add_marker(pytest.mark.skip(reason=f"needs {needed} CUDA devices"))

@@ -19,9 +19,9 @@ from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, metrics, model_spec, one_thread, write_job
 from trainyard.jobs.context import open_context
 from trainyard.jobs.hardware import Hardware
+from trainyard.jobs.job_documents import job_detail
 from trainyard.jobs.resources import Pools
 from trainyard.jobs.system import system_report
-from trainyard.jobs.views import job_detail
 from trainyard.training.run import main as train_in_process
 
 pytestmark = pytest.mark.slow

@@ -57,7 +57,7 @@ def trained_model(tmp_path_factory) -> Trained:
 def _train(root: Path) -> Trained:
     from trainyard.datasets.spec import DatasetSpec
     from trainyard.jobs.context import open_context
-    from trainyard.jobs.create import create_dataset_job
+    from trainyard.jobs.dataset_jobs import create_dataset_job
     from trainyard.jobs.resources import Pools
     from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
     from trainyard.settings import Settings

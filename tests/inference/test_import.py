@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from tests.inference.deploy_helpers import make_checkpoint_job, server_probabilities, unpack
 from trainyard.cli.main import app as cli
 from trainyard.inference.export import export_model
-from trainyard.jobs.imports import import_model_archive
+from trainyard.jobs.imported_models import import_model_archive
 from trainyard.jobs.manager import JobError
 from trainyard.networks import network_source
 from trainyard.training.checkpoint import checkpoint_for_epoch, load_checkpoint

@@ -16,7 +16,7 @@ from PIL import Image
 
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.jobs.context import Context, open_context
-from trainyard.jobs.create import create_dataset_job
+from trainyard.jobs.dataset_jobs import create_dataset_job
 from trainyard.jobs.resources import Pools
 from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
 from trainyard.settings import Settings

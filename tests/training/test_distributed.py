@@ -213,17 +213,13 @@ def test_scale_lr_multiplies_the_learning_rate_by_the_process_count_also_across_
 
 
 # -- on GPUs (NCCL): skipped without them ------------------------------------------------------
-def gpus_needed(count):
-    return [pytest.mark.gpu, pytest.mark.skipif(torch.cuda.device_count() < count,
-                                                reason=f"needs {count} CUDA GPU(s)")]
-
-
 def gpu_spec(dataset, **overrides):
     # fp32: bf16 rounding would swamp the comparison (TF32 and cuDNN still differ a little)
     return ddp_spec(dataset, processes=1, precision="fp32", **overrides)
 
 
-@pytest.mark.parametrize("count", [pytest.param(1, marks=gpus_needed(1)), pytest.param(2, marks=gpus_needed(2))])
+@pytest.mark.parametrize("count", [pytest.param(1, marks=pytest.mark.requires_cuda(1)),
+                                   pytest.param(2, marks=pytest.mark.requires_cuda(2))])
 def test_nccl_ranks_reach_the_loss_of_one_gpu(dataset, tmp_path, count):
     """1: torch.distributed.run with one process (the DDP path on one GPU); 2: two GPUs."""
     from trainyard.jobs.kinds import distributed_command
@@ -239,8 +235,7 @@ def test_nccl_ranks_reach_the_loss_of_one_gpu(dataset, tmp_path, count):
         assert np.allclose([v for _, v in a], [v for _, v in b], rtol=1e-2, atol=1e-2), name  # TF32, cuDNN
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+@pytest.mark.requires_cuda(2)
 def test_a_killed_nccl_rank_ends_the_job_within_a_bounded_time(dataset, tmp_path):
     import time
 

@@ -9,8 +9,8 @@ import typer
 
 from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, fail
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.views import job_detail
+from trainyard.core.errors import NotFound
+from trainyard.jobs.job_documents import job_detail
 
 
 def export(
@@ -27,12 +27,12 @@ def export(
     ctx = cli_context()
     job = ctx.store.get_job(model)
     if job is None or job.kind != "model":
-        fail(f"no model with id {model!r}", code=2)
+        raise NotFound(f"no model with id {model!r}")
     try:
         result = export_model(ctx.manager.folder(model).path, epoch, output)
-    except CheckpointError as exc:
-        fail(f"model {model}: {exc}", code=2)
-    except ExportError as exc:
+    except CheckpointError as exc:  # the same kind, saying which model
+        raise CheckpointError(f"model {model}: {exc}") from None
+    except ExportError as exc:  # exit 1, not 2: the model, not the command, is at fault
         fail(f"model {model} cannot be exported: {exc}")
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
@@ -51,15 +51,12 @@ def import_archive(
     as_json: bool = typer.Option(False, "--json", help="print the new model job as JSON"),
 ) -> None:
     """Import an exported archive as a model, to classify with or fine-tune from (--pretrained)."""
-    from trainyard.jobs.imports import import_model_archive
+    from trainyard.jobs.imported_models import import_model_archive
 
     if not archive.is_file():
-        fail(f"{archive} is not a file", code=2)
+        raise NotFound(f"{archive} is not a file")
     ctx = cli_context()
-    try:
-        job = import_model_archive(ctx, archive, name)
-    except JobError as exc:
-        fail(str(exc), code=2)
+    job = import_model_archive(ctx, archive, name)
     if as_json:
         emit_json(job_detail(ctx.manager, job))
     else:

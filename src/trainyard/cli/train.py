@@ -6,15 +6,14 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from pydantic import ValidationError
 
 from trainyard.cli.context import cli_context
-from trainyard.cli.output import emit_json, err, fail, run_in_foreground
-from trainyard.core.paths import PathNotAllowed
+from trainyard.cli.output import emit_json, err, run_in_foreground
+from trainyard.core.errors import InvalidInput
 from trainyard.core.status import Status
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.resources import NotSatisfiable
-from trainyard.jobs.views import job_detail
+from trainyard.jobs.job_documents import job_detail
+from trainyard.training.lr_policies import lr_policy_names
+from trainyard.training.solvers import solver_names
 
 
 def _numbers(text: Optional[str], kind=float, what: str = "value") -> list:
@@ -23,7 +22,7 @@ def _numbers(text: Optional[str], kind=float, what: str = "value") -> list:
     try:
         return [kind(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        fail(f"{what} {text!r} should be comma-separated numbers", code=2)
+        raise InvalidInput(f"{what} {text!r} should be comma-separated numbers") from None
 
 
 def _names(text: Optional[str]) -> list[str]:
@@ -39,8 +38,8 @@ def train(
     batch_size: Optional[str] = typer.Option(None, help="B or B1,B2 (a sweep), per GPU or process: the global batch is B x their number; default: the network's"),
     accumulation: int = typer.Option(1, help="batches per optimizer step"),
     lr: Optional[str] = typer.Option(None, help="base learning rate, or LR1,LR2 (a sweep); default 0.01"),
-    solver: str = typer.Option("sgd", help="sgd | nesterov | adagrad | rmsprop | adadelta | adam | adamw"),
-    lr_policy: str = typer.Option("step", help="fixed | step | multistep | exp | inv | poly | sigmoid | cosine"),
+    solver: str = typer.Option("sgd", help=" | ".join(solver_names())),
+    lr_policy: str = typer.Option("step", help=" | ".join(lr_policy_names())),
     lr_step: float = typer.Option(33.0, help="step size, in percent of training"),
     lr_steps: Optional[str] = typer.Option(None, help="multistep points in percent, e.g. 50,85"),
     lr_gamma: Optional[float] = typer.Option(None), lr_power: Optional[float] = typer.Option(None),
@@ -67,7 +66,6 @@ def train(
     """Train an image classifier. Runs here with a progress bar unless --submit."""
     # Imported here, not at the top: they load torch, which every other command can do without.
     from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
-    from trainyard.training.spec import format_errors
 
     source = _read_network_file(network_file) if network_file else None
     lr_fields = {"policy": lr_policy, "step_percent": lr_step, "warmup_percent": warmup}
@@ -82,21 +80,15 @@ def train(
                     freeze_backbone=freeze_backbone, processes=processes, scale_lr=scale_lr,
                     nnodes=nnodes, node_rank=node_rank, master=master)
     networks = _names(network)
-    try:
-        request = TrainRequest(
+    request = TrainRequest(
             name=name or f"{network or (network_file.stem if network_file else 'model')}",
             datasets=_names(dataset), networks=networks, network_source=source,
             base_lrs=_numbers(lr, what="--lr"), batch_sizes=_numbers(batch_size, int, "--batch-size"),
             gpus=gpus, gpu_ids=_numbers(gpu_ids, int, "--gpu-ids") or None, pretrained=pretrained,
             max_restarts=max_restarts,
             settings={k: v for k, v in settings.items() if v is not None})
-    except ValidationError as exc:
-        fail(format_errors(exc), code=2)
     ctx = cli_context()
-    try:
-        jobs = create_model_jobs(ctx, request, foreground=not submit)
-    except (JobError, PathNotAllowed, NotSatisfiable) as exc:
-        fail(str(exc), code=2)
+    jobs = create_model_jobs(ctx, request, foreground=not submit)
     _run_jobs(ctx, jobs, submit, as_json)
 
 
@@ -104,7 +96,7 @@ def _read_network_file(path: Path) -> str:
     try:
         return path.read_text()
     except OSError as exc:
-        fail(f"cannot read the network file {path}: {exc.strerror}", code=2)
+        raise InvalidInput(f"cannot read the network file {path}: {exc.strerror}") from None
 
 
 def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
@@ -119,7 +111,7 @@ def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
             best = job_detail(ctx.manager, job)["best"]
             if best:
                 err.print(f"{job.id}: best validation accuracy {best['val_accuracy']:.2f}% at epoch {best['epoch']}")
-    if any(j.status in (Status.FAILED.value, Status.ABORTED.value) for j in jobs):
+    if any(j.status in (Status.FAILED, Status.ABORTED) for j in jobs):
         raise typer.Exit(1)
 
 

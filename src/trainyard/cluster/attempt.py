@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
 from trainyard.cluster.worker import RankWorker
@@ -40,7 +41,7 @@ class Attempt:
         self.events, self.should_stop, self.number = events, should_stop, number
         self.actors: list[Any] = []
         self.infos: list[WorkerInfo] = []
-        self.pg = None
+        self.pg: Any = None  # ray's PlacementGroup, once asked for
 
     def run(self) -> Outcome:
         from ray.exceptions import RayError
@@ -90,13 +91,13 @@ class Attempt:
         job_dir = str(self.folder.path)
         checks = self.ray.get([a.check_storage.remote(self.spec["dataset_dir"], job_dir) for a in self.actors],
                               timeout=60)
-        for info, problem in zip(self.infos, checks):
+        for info, problem in zip(self.infos, checks, strict=True):
             if problem:
                 return (f"{info.node_label} {problem}: TRAINYARD_HOME must be a shared folder that "
                         "every node sees at the same path")
         port = self.ray.get(self.actors[0].free_port.remote(), timeout=60)
         workers = worker_docs(self.infos, self.placement.device)
-        for doc, name in zip(workers, (self._actor_name(i) for i in order)):
+        for doc, name in zip(workers, (self._actor_name(i) for i in order), strict=True):
             doc["actor"] = name
         self.events.emit("summary", workers=workers)
         self.events.log("placed on the cluster: " + ", ".join(
@@ -105,7 +106,7 @@ class Attempt:
         envs = rank_environments(self.infos, port, str(self.spec.get("id") or "job"), self.placement.device)
         self.ray.get([a.start.remote(ENTRY_POINT + [job_dir], env, job_dir,
                                      str(self.folder.path / f"output-rank-{rank}.txt"))
-                      for rank, (a, env) in enumerate(zip(self.actors, envs))], timeout=60)
+                      for rank, (a, env) in enumerate(zip(self.actors, envs, strict=True))], timeout=60)
         return None
 
     def _actor_name(self, index: int) -> str:

@@ -118,7 +118,7 @@ def worker_figures(workers: list[dict]) -> list[dict]:
     out = []
     for worker in workers:
         ref = refs.get(worker["rank"])
-        figures = {"cpu": None, "gpus": []}
+        figures: dict[str, Any] = {"cpu": None, "gpus": []}
         if ref is not None and ref in ready:
             try:
                 figures = ray.get(ref)

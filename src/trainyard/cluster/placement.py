@@ -22,7 +22,7 @@ class Placement:
     device: str = "cpu"  # "cpu" | "gpu"
 
     @classmethod
-    def from_spec(cls, spec: dict) -> "Placement":
+    def from_spec(cls, spec: dict) -> Placement:
         cluster = spec.get("cluster") or {}
         return cls(int(cluster.get("workers") or 1), cluster.get("device") or "cpu")
 

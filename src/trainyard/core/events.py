@@ -9,6 +9,8 @@ duplicates points. Types in use:
 - ``status``: ``status`` (running | done | failed | aborted), ``error`` (message or null)
 - ``metric``: ``epoch`` (fractional), ``name``, ``value`` (and optionally more fields)
 - ``checkpoint``: ``epoch``, ``path``
+- ``summary``: the figures so far, for the job's page: a dataset build's per-class ``counts``;
+  a model's ``epoch``, ``best`` and ``val_accuracy`` at each validation or snapshot point
 - ``result``: a job-kind specific summary (a dataset's counts, a model's best epoch, ...)
 """
 

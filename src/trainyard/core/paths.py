@@ -6,9 +6,15 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+from trainyard.core.errors import Forbidden, NotFound
 
-class PathNotAllowed(ValueError):
-    """A path that is missing or lies outside every data root."""
+
+class PathNotAllowed(Forbidden):
+    """A path that lies outside every data root (HTTP 403), or is missing (PathMissing, 404)."""
+
+
+class PathMissing(NotFound, PathNotAllowed):
+    """A path inside the data roots that does not exist."""
 
 
 def resolve_inside(path: str | os.PathLike, roots: Iterable[Path], *, must_exist: bool = True) -> Path:
@@ -25,7 +31,7 @@ def resolve_inside(path: str | os.PathLike, roots: Iterable[Path], *, must_exist
             f"{raw} is outside the data roots ({allowed}); set TRAINYARD_DATA_ROOTS to allow it"
         )
     if must_exist and not resolved.exists():
-        raise PathNotAllowed(f"{raw} does not exist")
+        raise PathMissing(f"{raw} does not exist")
     return resolved
 
 

@@ -16,6 +16,8 @@ from typing import IO
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from trainyard.core.errors import InvalidInput
+
 # Only decoders for plain raster formats (JPEG also opens MPO): Image.open would otherwise try EPS (which runs
 # Ghostscript), PDF-like and other exotic plugins on untrusted files.
 SAFE_FORMATS = ("JPEG", "PNG", "BMP", "TIFF", "WEBP", "GIF", "PPM")
@@ -27,7 +29,7 @@ _ALPHA_MODES = {"RGBA", "LA", "PA", "RGBa", "La"}
 _WIDE_MODES = {"I", "I;16", "I;16L", "I;16B", "I;16N", "F"}
 
 
-class ImageError(Exception):
+class ImageError(InvalidInput):
     """An image that cannot be used; the message says why in plain words."""
 
 

@@ -53,12 +53,12 @@ def decode_image(data: bytes, channels: int) -> np.ndarray:
 class SplitWriter:
     """Streams images of one split to disk; only labels (and the mean sum) stay in memory.
 
-    ``capacity_hint`` is accepted for callers that know the count; the files simply grow.
-    With ``mean=True`` the per-pixel sum is accumulated exactly (int64) for the mean image.
+    The files grow as images come. With ``mean=True`` the per-pixel sum is accumulated exactly
+    (int64) for the mean image.
     """
 
     def __init__(self, folder: Path, height: int, width: int, channels: int, encoding: str,
-                 capacity_hint: int | None = None, mean: bool = False):
+                 mean: bool = False):
         if encoding not in ENCODINGS:
             raise ValueError(f"unknown encoding {encoding!r}; valid: {', '.join(ENCODINGS)}")
         self.folder = Path(folder)
@@ -114,7 +114,7 @@ class SplitWriter:
 
 
 class SplitReader:
-    """Random access to one stored split. Safe to use from DataLoader worker processes."""
+    """Random access to one stored split."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
@@ -131,14 +131,6 @@ class SplitReader:
 
     def __len__(self) -> int:
         return len(self.labels)
-
-    # Pickle as the folder name, not the mapped bytes: DataLoader workers started with spawn
-    # receive the reader pickled and must map the files themselves.
-    def __getstate__(self) -> dict:
-        return {"folder": self.folder}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["folder"])
 
     def read(self, i: int) -> np.ndarray:
         """Image ``i`` as an HWC uint8 array (a copy, safe to modify)."""

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from trainyard.core.errors import UserError
 from trainyard.core.files import read_json
 from trainyard.datasets.archive import ArchiveError, safe_extract
 from trainyard.datasets.resize import RESIZE_MODES
@@ -34,7 +35,7 @@ MAX_ARCHIVE_BYTES = 8 * 2**30  # unpacked; the largest torchvision networks are 
 MAX_MEMBERS = 100
 
 
-class ArchiveImportError(ValueError):
+class ArchiveImportError(UserError):
     """An archive that cannot be imported; the message says which file and why."""
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from trainyard.core import errors
+from trainyard.core.errors import InvalidInput
 from trainyard.training.checkpoint import (
     CheckpointError,
     build_model_from_checkpoint,
@@ -29,15 +31,15 @@ from trainyard.training.preprocess import mean_tensor
 CACHE_SIZE = 4  # GoogLeNet is ~25 MB of weights; a few models stay warm
 
 
-class InferenceError(ValueError):
+class InferenceError(InvalidInput):
     """A request that cannot be served (unusable input, bad settings); the message says why."""
 
 
-class NotFound(InferenceError):
+class NotFound(errors.NotFound, InferenceError):
     """Something asked for that does not exist: an epoch without a checkpoint, a file."""
 
 
-class NotReady(InferenceError):
+class NotReady(errors.Conflict, InferenceError):
     """A model that has no snapshot yet (its first is written after its first epoch)."""
 
 

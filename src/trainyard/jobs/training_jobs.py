@@ -16,14 +16,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from trainyard.core.errors import validation_message
 from trainyard.core.files import read_json, write_json_atomic
 from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
-from trainyard.jobs.manager import JobError
+from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
 from trainyard.jobs.store import Job
 from trainyard.training.checkpoint import CheckpointError, checkpoint_for_epoch
-from trainyard.training.spec import ModelSpec, format_errors
+from trainyard.training.spec import ModelSpec
 
 
 class TrainRequest(BaseModel):
@@ -59,11 +60,12 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
                       dataset_dir=str(ctx.manager.folder(dataset.id).dataset), pretrained=pretrained,
                       network=network, network_source=None if network else request.network_source,
                       batch_size=batch if batch is not None else fields.get("batch_size"),
-                      cluster=cluster_placement(needs), max_restarts=request.max_restarts or fields.get("max_restarts", 0))
+                      cluster=cluster_placement(needs),
+                      max_restarts=request.max_restarts or fields.get("max_restarts", 0))
         try:
             planned.append((ModelSpec.model_validate(fields), dataset))
         except ValidationError as exc:
-            raise JobError(format_errors(exc)) from exc
+            raise JobError(validation_message(exc)) from exc
     group = request.name if len(planned) > 1 else None
     return [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
                                parent_id=dataset.id, group=group, foreground=foreground)
@@ -94,9 +96,9 @@ def _job_name(request: TrainRequest, dataset: Job, network, lr, batch) -> str:
 def _dataset(ctx: Context, dataset_id: str) -> Job:
     job = ctx.store.get_job(dataset_id)
     if job is None or job.kind != "dataset":
-        raise JobError(f"no dataset with id {dataset_id!r}")
-    if job.status in ("failed", "aborted"):
-        raise JobError(f"dataset {dataset_id} {job.status}; build it again first")
+        raise JobNotFound(f"no dataset with id {dataset_id!r}")
+    if job.status in (Status.FAILED, Status.ABORTED):
+        raise JobConflict(f"dataset {dataset_id} {job.status}; build it again first")
     return job
 
 
@@ -149,8 +151,8 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
     processes); it continues from its last checkpoint (training/resume.py says how exactly)."""
     job = ctx.manager.get(job_id)
     if gpus or gpu_ids or processes:
-        if job.kind != "model" or not Status(job.status).is_final:
-            raise JobError(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
+        if job.kind != "model" or not job.status.is_final:
+            raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
         needs = devices_needed(ctx, gpus, gpu_ids, processes or 1)
         ctx.pools.check(needs)
         folder = ctx.manager.folder(job_id)

@@ -23,12 +23,14 @@ from torch import nn
 
 from .loss import main_output
 
+from trainyard.core.errors import InvalidInput
+
 MODULE_NAME = "trainyard_custom_network"  # the module a custom network file runs as
 # What user code may raise that we report; SystemExit too, so exit() cannot end our process.
 _USER_ERRORS = (Exception, SystemExit)
 
 
-class NetworkError(ValueError):
+class NetworkError(InvalidInput):
     """A custom network that does not load, build or run; `lineno` points into the user's file."""
 
     def __init__(self, message: str, lineno: int | None = None, filename: str = "network.py"):

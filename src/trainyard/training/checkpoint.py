@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from trainyard.core.errors import NotFound
 from trainyard.core.files import write_atomic
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.training.models import create_model
@@ -42,7 +43,7 @@ FORMAT = "trainyard-checkpoint/1"
 _NAME = re.compile(r"^epoch-(\d+(?:\.\d+)?)\.pt$")
 
 
-class CheckpointError(ValueError):
+class CheckpointError(NotFound):
     """A file that is not a trainyard checkpoint, or an epoch without one."""
 
 

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainyard.core.events import EventWriter
+from trainyard.core.jobproc import Aborted
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.networks import main_output, training_loss
 from trainyard.training import distributed
@@ -35,10 +36,6 @@ from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.schedule import Point
 from trainyard.training.setup import Run, Stepper, TrainingError, prepare
 from trainyard.training.spec import ModelSpec
-
-
-class Aborted(Exception):
-    """The job was asked to stop (SIGTERM); raised at the next step boundary."""
 
 
 class LossMeter:

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
+from trainyard.core.errors import InvalidInput
 from trainyard.networks import create_network, load_network_source
 
 CUSTOM_FILENAME = "network.py"
@@ -54,7 +55,7 @@ def _materialize(model: nn.Module, in_channels: int, size: tuple[int, int]) -> N
     model.train(training)
 
 
-class PretrainedError(ValueError):
+class PretrainedError(InvalidInput):
     """Pretrained weights that cannot be read or do not fit the network at all."""
 
 

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from trainyard.core.errors import UserError
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
 from trainyard.datasets.storage import SplitReader, open_split, split_names
@@ -36,7 +37,7 @@ from trainyard.training.solvers import create_optimizer
 from trainyard.training.spec import ModelSpec
 
 
-class TrainingError(RuntimeError):
+class TrainingError(UserError, RuntimeError):
     """A problem the user can fix; the message says how (it becomes the job's error)."""
 
 

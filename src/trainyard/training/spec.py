@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from trainyard.core.errors import InvalidInput
 from trainyard.core.files import read_json
 from trainyard.networks import get_network
 from trainyard.training.augment import AugmentSettings
@@ -138,7 +139,7 @@ class ModelSpec(BaseModel):
         return get_network(self.network).batch_size if self.network else 32
 
 
-class SpecError(ValueError):
+class SpecError(InvalidInput):
     """A spec.json that cannot be used; the message lists every problem."""
 
 

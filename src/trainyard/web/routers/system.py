@@ -3,9 +3,8 @@ memory figures; in cluster mode the cluster's nodes (503 when no cluster answers
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 
-from trainyard.cluster.connect import ClusterUnavailable
 from trainyard.jobs.system import system_report
 from trainyard.web.deps import Ctx, Hw
 
@@ -15,7 +14,4 @@ router = APIRouter(prefix="/api/system", tags=["system"])
 @router.get("")
 def system(ctx: Ctx, hardware: Hw) -> dict:
     """Each GPU with its lease and live readings (utilization %, memory, temperature, power)."""
-    try:
-        return system_report(ctx, hardware)
-    except ClusterUnavailable as exc:
-        raise HTTPException(503, str(exc)) from exc
+    return system_report(ctx, hardware)

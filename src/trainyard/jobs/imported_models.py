@@ -47,7 +47,7 @@ def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | N
         shutil.rmtree(folder.path, ignore_errors=True)
         raise
     now = time.time()
-    job = Job(id=job_id, kind="model", name=name, status=Status.DONE.value, parent_id=None,
+    job = Job(id=job_id, kind="model", name=name, status=Status.DONE, parent_id=None,
               needs={"pool": "cpu"}, progress=1.0, created_at=now, started_at=now, finished_at=now,
               status_detail=None, summary={"epoch": checkpoint["epoch"], "imported": archive.name})
     return ctx.store.add_job(job)
@@ -79,4 +79,4 @@ def _write_folder(folder: JobFolder, job_id: str, name: str, checkpoint: dict, a
             for point_epoch, value in points:
                 events.emit("metric", epoch=point_epoch, name=metric, value=value)
         events.emit("checkpoint", epoch=epoch, path=str(path))
-        events.status(Status.DONE.value)
+        events.status(Status.DONE)
