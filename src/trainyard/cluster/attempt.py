@@ -115,43 +115,51 @@ class Attempt:
     # -- watching -------------------------------------------------------------------------------
     def _watch(self) -> Outcome:
         codes: dict[int, int | str] = {}  # rank -> exit code, or "lost" / "silent"
+        asked: dict[int, tuple[Any, float]] = {}  # rank -> (its pending poll, when it was asked)
         while True:
-            if self.should_stop():
+            if self.should_stop():  # checked every POLL_S, however slow the actors answer
                 return self._stop_all(codes)
-            codes.update(self._poll(set(codes), ANSWER_S, silent_is_lost=True))
+            codes.update(self._poll(codes, asked))
             if len(codes) == len(self.actors) and all(c == 0 for c in codes.values()):
                 return Outcome("done")
             if any(c != 0 for c in codes.values()):
                 return self._settle(codes)
-            time.sleep(POLL_S)
 
-    def _poll(self, ended: set[int], wait_s: float, silent_is_lost: bool = False) -> dict[int, int | str]:
-        """Exit codes of ranks that ended since the last poll, "lost" for actors that are gone,
-        and (``silent_is_lost``) "silent" for those that did not answer within ``wait_s``."""
+    def _poll(self, ended: dict[int, int | str], asked: dict[int, tuple[Any, float]],
+              wait_s: float = POLL_S, silent_is_lost: bool = True) -> dict[int, int | str]:
+        """Exit codes of ranks that ended, "lost" for actors that are gone and (``silent_is_lost``)
+        "silent" for those that left a poll unanswered for ANSWER_S. A poll that is not answered
+        within ``wait_s`` stays pending in ``asked`` for the next call."""
         from ray.exceptions import RayError
 
-        ranks = [r for r in range(len(self.actors)) if r not in ended]
-        refs = {self.actors[r].poll.remote(): r for r in ranks}
-        ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=wait_s)
-        out: dict[int, int | str] = {r: "silent" for r in ranks} if silent_is_lost else {}
+        now = time.monotonic()
+        for rank, actor in enumerate(self.actors):
+            if rank not in ended and rank not in asked:
+                asked[rank] = (actor.poll.remote(), now)
+        refs = {ref: rank for rank, (ref, _) in asked.items()}
+        ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=wait_s) if refs else ([], [])
+        out: dict[int, int | str] = {}
         for ref in ready:
             rank = refs[ref]
+            del asked[rank]
             try:
                 code = self.ray.get(ref)
             except RayError:
                 out[rank] = "lost"
                 continue
-            out.pop(rank, None)
             if code is not None:
                 out[rank] = code
+        if silent_is_lost:
+            out.update({rank: "silent" for rank, (_, since) in asked.items()
+                        if rank not in out and time.monotonic() - since > ANSWER_S})
+        time.sleep(max(0.0, wait_s - (time.monotonic() - now)))  # answered at once: ask again later
         return out
 
     def _settle(self, codes: dict[int, int | str]) -> Outcome:
         """A rank ended badly: let the others end (peers fail fast), stop the rest, say why."""
-        deadline = time.monotonic() + SETTLE_S
+        deadline, asked = time.monotonic() + SETTLE_S, {}
         while len(codes) < len(self.actors) and time.monotonic() < deadline:
-            time.sleep(POLL_S)
-            codes.update(self._poll(set(codes), wait_s=2.0))
+            codes.update(self._poll(codes, asked, silent_is_lost=False))
         self._stop_ranks(set(codes), kill=False)
         for rank, code in sorted(codes.items()):
             if isinstance(code, str) or code < 0:
@@ -175,10 +183,9 @@ class Attempt:
     def _stop_all(self, codes: dict[int, int | str]) -> Outcome:
         """Abort: SIGTERM every rank, give them STOP_S to agree and report ``aborted``."""
         self._stop_ranks(set(codes), kill=False)
-        deadline = time.monotonic() + STOP_S
+        deadline, asked = time.monotonic() + STOP_S, {}
         while len(codes) < len(self.actors) and time.monotonic() < deadline:
-            time.sleep(POLL_S)
-            codes.update(self._poll(set(codes), wait_s=2.0))
+            codes.update(self._poll(codes, asked, silent_is_lost=False))
         return Outcome("aborted")
 
     def _stop_ranks(self, ended: set[int], kill: bool) -> None:
