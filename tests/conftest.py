@@ -20,6 +20,14 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home", data_roots=[tmp_path / "data"], abort_grace_s=3.0)
 
 
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory):
+    """The one model trained through real jobs (tests/trained_model.py), built once a session."""
+    from tests.trained_model import trained_model
+
+    return trained_model(tmp_path_factory)
+
+
 @pytest.fixture
 def ctx(settings):
     return open_context(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))

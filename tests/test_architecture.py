@@ -15,17 +15,19 @@ import pytest
 from tests.import_graph import cycles, dependency_edges, imports_of, layer_of, modules, upward_imports
 
 PACKAGE = Path(__file__).parent.parent / "src" / "trainyard"
-EVERY_LAYER = {"core", "datasets", "networks", "training", "inference", "jobs", "web", "cli", "settings", "cluster"}
+EVERY_LAYER = {"core", "datasets", "networks", "artifact", "training", "inference", "jobs", "web", "cli", "settings",
+               "cluster"}
 
 # layer -> trainyard layers it must not import. Nothing below cli imports cli. cli may import web:
 # `trainyard serve` is the one command that starts the web app (inside the command, not at import).
 FORBIDDEN = {
     "core": EVERY_LAYER - {"core"},
     "settings": EVERY_LAYER - {"core", "settings"},
-    "datasets": {"jobs", "web", "cli", "training", "inference", "cluster"},
-    "networks": {"jobs", "web", "cli", "training", "inference", "datasets", "cluster"},
+    "datasets": {"jobs", "web", "cli", "artifact", "training", "inference", "cluster"},
+    "networks": {"jobs", "web", "cli", "training", "inference", "datasets", "artifact", "cluster"},
+    "artifact": {"jobs", "web", "cli", "training", "inference", "cluster"},
     "training": {"jobs", "web", "cli", "inference", "cluster"},
-    "inference": {"jobs", "web", "cli", "cluster"},
+    "inference": {"jobs", "web", "cli", "training", "cluster"},
     "jobs": {"web", "cli"},
     "web": {"cli"},
     "cli": set(),
@@ -37,6 +39,7 @@ FORBIDDEN_THIRD_PARTY = {
     "core": {"torch", "sqlalchemy", "fastapi", "numpy"},
     "datasets": {"sqlalchemy", "fastapi", "starlette"},
     "networks": {"sqlalchemy", "fastapi", "starlette"},
+    "artifact": {"sqlalchemy", "fastapi", "starlette", "uvicorn"},
     "training": {"sqlalchemy", "fastapi", "starlette", "uvicorn"},
     "cluster": {"torch", "sqlalchemy", "fastapi", "starlette"},
 }
@@ -46,11 +49,6 @@ for _layer in FORBIDDEN:
         FORBIDDEN_THIRD_PARTY.setdefault(_layer, set()).add("ray")
 # settings is read by every process, so besides the standard library it loads only config libraries
 SETTINGS_THIRD_PARTY = {"pydantic", "pydantic_settings"}
-
-# KNOWN CYCLE, to be deleted by the merger: training/setup.py <-> training/resume.py exists on main
-# today and the i10-artifact branch breaks it. Once that is merged this allowance must go, and
-# with it any cycle fails the test below.
-ALLOWED_CYCLES = [["trainyard.training.resume", "trainyard.training.setup"]]
 
 MODULES = modules(PACKAGE)
 
@@ -86,7 +84,7 @@ def test_no_upward_import_anywhere():
 
 
 def test_no_import_cycles():
-    found = [group for group in cycles(dependency_edges(PACKAGE)) if group not in ALLOWED_CYCLES]
+    found = cycles(dependency_edges(PACKAGE))
     assert not found, f"import cycles between trainyard modules: {found}"
 
 

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from dataset_helpers import make_class_tree
+
 from trainyard.core.events import read_events
 from trainyard.datasets import run
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.inference.trained import colour_image
+from tests.trained_model import colour_image
 from trainyard.core.jobproc import Aborted
 from trainyard.inference import results
 from trainyard.inference.loader import load_model, model_checkpoint

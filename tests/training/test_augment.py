@@ -3,10 +3,10 @@
 import pytest
 import torch
 
+from trainyard.artifact.preprocess import center_crop_batch
 from trainyard.training.augment import (
     AugmentSettings,
     augment_batch,
-    center_crop_batch,
     hsv_to_rgb,
     is_identity,
     random_crop_batch,

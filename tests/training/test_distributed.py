@@ -14,12 +14,19 @@ import subprocess
 import numpy as np
 import pytest
 import torch
+from model_helpers import (
+    make_dataset,
+    metrics,
+    model_spec,
+    one_thread,
+    statuses,
+    write_job,
+)
 
-from model_helpers import make_dataset, metrics, model_spec, one_thread, statuses, write_job
+from trainyard.artifact.checkpoint import load_checkpoint
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.datasets.storage import open_split
 from trainyard.jobs.kinds import get_kind
-from trainyard.training.checkpoint import load_checkpoint
 from trainyard.training.data import BatchLoader
 from trainyard.training.run import main
 
@@ -195,9 +202,9 @@ def test_a_rank_that_fails_fails_the_job_with_its_message(dataset, tmp_path):
 
 def test_scale_lr_multiplies_the_learning_rate_by_the_process_count_also_across_a_resume(dataset, tmp_path):
     from trainyard.core.events import EventWriter
+    from trainyard.training.build_run import prepare
     from trainyard.training.distributed import Dist
     from trainyard.training.loop import checkpoint_state
-    from trainyard.training.setup import prepare
 
     spec = ddp_spec(dataset, processes=1, scale_lr=True, lr={"policy": "fixed", "base_lr": 0.05})
     two = Dist(rank=0, world_size=2)  # rank 0 of two, without a process group: no collectives here

@@ -5,13 +5,13 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from model_helpers import make_dataset, metrics, model_spec
+
 from trainyard.core.events import EventWriter, read_events
 from trainyard.core.paths import checkpoint_name
+from trainyard.training.event_points import Schedule
 from trainyard.training.loop import train
-from trainyard.training.schedule import Schedule
-from trainyard.training.setup import TrainingError
+from trainyard.training.state import TrainingError
 
 FAST = {"policy": "fixed", "base_lr": 0.05}
 

@@ -11,14 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
-from tests.inference.trained import colour_image, trained_model
+from tests.trained_model import colour_image
 from trainyard.jobs.resources import Pools
 from trainyard.web.app import create_app
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    return trained_model(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -83,7 +83,7 @@ def create(
     channels: int = typer.Option(3, help="1 (grayscale) or 3 (colour)"),
     resize: str = typer.Option("squash", help=" | ".join(RESIZE_MODES)),
     val_percent: float = typer.Option(25.0), test_percent: float = typer.Option(0.0),
-    min_per_class: int = typer.Option(2), max_per_class: Optional[int] = typer.Option(None),
+    min_per_class: int = typer.Option(2), max_per_class: int | None = typer.Option(None),
     encoding: str = typer.Option("none", help="none | png | jpeg"),
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of building here"),
     as_json: bool = typer.Option(False, "--json", help="print the dataset as JSON on stdout"),

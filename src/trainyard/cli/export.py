@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,13 +15,13 @@ from trainyard.jobs.job_documents import job_detail
 def export(
     model: str = typer.Argument(..., help="model job id"),
     output: Path = typer.Option(..., "--output", "-o", help="the .tar.gz to write"),
-    epoch: Optional[float] = typer.Option(None, help="snapshot epoch (default: the latest)"),
+    epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
     as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
 ) -> None:
     """Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."""
+    from trainyard.artifact.checkpoint import CheckpointError
     from trainyard.inference.export import export_model
     from trainyard.inference.onnx_export import ExportError
-    from trainyard.training.checkpoint import CheckpointError
 
     ctx = cli_context()
     job = ctx.store.get_job(model)
@@ -47,7 +46,7 @@ def export(
 
 def import_archive(
     archive: Path = typer.Argument(..., help="an archive downloaded from trainyard (.tar.gz)"),
-    name: Optional[str] = typer.Option(None, help="job name (default: the exported job's)"),
+    name: str | None = typer.Option(None, help="job name (default: the exported job's)"),
     as_json: bool = typer.Option(False, "--json", help="print the new model job as JSON"),
 ) -> None:
     """Import an exported archive as a model, to classify with or fine-tune from (--pretrained)."""

@@ -8,7 +8,6 @@ same store the server reads, so it also shows on the model's classify page.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -18,7 +17,7 @@ from trainyard.core.errors import NotFound
 from trainyard.core.status import Status
 
 
-def _load(model: str, epoch: Optional[float]):
+def _load(model: str, epoch: float | None):
     """The loaded model of a job id or a checkpoint file; exits with a message otherwise."""
     from trainyard.inference.loader import InferenceError, load_model, model_checkpoint
 
@@ -37,14 +36,14 @@ def _load(model: str, epoch: Optional[float]):
 
 def classify(
     model: str = typer.Argument(..., help="model job id, or a checkpoint file"),
-    images: List[Path] = typer.Argument(..., help="image files"),
-    epoch: Optional[float] = typer.Option(None, help="snapshot epoch (default: the latest)"),
+    images: list[Path] = typer.Argument(..., help="image files"),
+    epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
     top: int = typer.Option(5, min=1, max=100, help="classes to show per image"),
     as_json: bool = typer.Option(False, "--json", help='print {"results": [...]} on stdout'),
 ) -> None:
     """Classify images: the top classes with their confidences, preprocessed as in training."""
     from trainyard.datasets.images import ImageError, load_image
-    from trainyard.inference.service import classify_named
+    from trainyard.inference.responses import classify_named
 
     loaded = _load(model, epoch)
     named, problems = [], {}
@@ -70,7 +69,7 @@ def classify(
 def evaluate(
     model: str = typer.Argument(..., help="model job id"),
     split: str = typer.Option("val", help="val | test"),
-    epoch: Optional[float] = typer.Option(None, help="snapshot epoch (default: the latest)"),
+    epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
     as_json: bool = typer.Option(False, "--json", help="print the evaluation on stdout"),
 ) -> None:
     """Evaluate a model on its dataset's validation or test split."""

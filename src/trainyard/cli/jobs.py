@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
+from trainyard.core.formatting import age
 from trainyard.core.status import Status
 from trainyard.jobs.job_documents import job_brief, job_detail
-from trainyard.core.formatting import age
 
 app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume.", no_args_is_help=True)
 
 
 @app.command("list")
-def list_(kind: Optional[str] = typer.Option(None, help="dataset | model"),
-          status: Optional[str] = typer.Option(None, help="e.g. running or running,queued"),
+def list_(kind: str | None = typer.Option(None, help="dataset | model"),
+          status: str | None = typer.Option(None, help="e.g. running or running,queued"),
           as_json: bool = typer.Option(False, "--json")) -> None:
     """List jobs, newest first."""
     ctx = cli_context()
@@ -72,9 +70,9 @@ def delete(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
 
 @app.command()
 def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let the server run it"),
-           gpus: Optional[int] = typer.Option(None, help="continue on the next N free GPUs instead"),
-           gpu_ids: Optional[str] = typer.Option(None, help="continue on exactly these GPUs, e.g. 0,1"),
-           processes: Optional[int] = typer.Option(None, help="continue as N processes on the CPU"),
+           gpus: int | None = typer.Option(None, help="continue on the next N free GPUs instead"),
+           gpu_ids: str | None = typer.Option(None, help="continue on exactly these GPUs, e.g. 0,1"),
+           processes: int | None = typer.Option(None, help="continue as N processes on the CPU"),
            as_json: bool = typer.Option(False, "--json")) -> None:
     """Continue an ended model job from its last checkpoint (on other devices if asked)."""
     from trainyard.jobs.training_jobs import resume_model_job  # loads torch: only here

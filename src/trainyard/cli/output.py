@@ -39,7 +39,7 @@ class JobProgress:
         self.task = self.progress.add_task(f"{job.kind} {job.name}", total=1.0, info="")
         self.metrics: dict[str, float] = {}
 
-    def __enter__(self) -> "JobProgress":
+    def __enter__(self) -> JobProgress:
         self.progress.start()
         return self
 

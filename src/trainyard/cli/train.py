@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,7 +15,7 @@ from trainyard.training.lr_policies import lr_policy_names
 from trainyard.training.solvers import solver_names
 
 
-def _numbers(text: Optional[str], kind=float, what: str = "value") -> list:
+def _numbers(text: str | None, kind=float, what: str = "value") -> list:
     if not text:
         return []
     try:
@@ -25,40 +24,41 @@ def _numbers(text: Optional[str], kind=float, what: str = "value") -> list:
         raise InvalidInput(f"{what} {text!r} should be comma-separated numbers") from None
 
 
-def _names(text: Optional[str]) -> list[str]:
+def _names(text: str | None) -> list[str]:
     return [part.strip() for part in (text or "").split(",") if part.strip()]
 
 
 def train(
     dataset: str = typer.Option(..., help="dataset id (comma-separated: one job per dataset)"),
-    network: Optional[str] = typer.Option(None, help="standard network, e.g. lenet (comma-separated for several)"),
-    network_file: Optional[Path] = typer.Option(None, help="custom network: a .py defining build(num_classes, in_channels, image_size)"),
-    name: Optional[str] = typer.Option(None, help="job name (default: network on dataset)"),
+    network: str | None = typer.Option(None, help="standard network, e.g. lenet (comma-separated for several)"),
+    network_file: Path | None = typer.Option(None, help="custom network: a .py defining build(num_classes, in_channels, image_size)"),
+    name: str | None = typer.Option(None, help="job name (default: network on dataset)"),
     epochs: float = typer.Option(30.0),
-    batch_size: Optional[str] = typer.Option(None, help="B or B1,B2 (a sweep), per GPU or process: the global batch is B x their number; default: the network's"),
+    batch_size: str | None = typer.Option(None, help="B or B1,B2 (a sweep), per GPU or process: the global batch is B x their number; default: the network's"),
     accumulation: int = typer.Option(1, help="batches per optimizer step"),
-    lr: Optional[str] = typer.Option(None, help="base learning rate, or LR1,LR2 (a sweep); default 0.01"),
+    lr: str | None = typer.Option(None, help="base learning rate, or LR1,LR2 (a sweep); default 0.01"),
     solver: str = typer.Option("sgd", help=" | ".join(solver_names())),
     lr_policy: str = typer.Option("step", help=" | ".join(lr_policy_names())),
     lr_step: float = typer.Option(33.0, help="step size, in percent of training"),
-    lr_steps: Optional[str] = typer.Option(None, help="multistep points in percent, e.g. 50,85"),
-    lr_gamma: Optional[float] = typer.Option(None), lr_power: Optional[float] = typer.Option(None),
+    lr_steps: str | None = typer.Option(None, help="multistep points in percent, e.g. 50,85"),
+    lr_gamma: float | None = typer.Option(None), lr_power: float | None = typer.Option(None),
     warmup: float = typer.Option(0.0, help="linear warm-up, in percent of training"),
     momentum: float = typer.Option(0.9), weight_decay: float = typer.Option(1e-4),
     snapshot_interval: float = typer.Option(1.0, help="epochs between checkpoints"),
     val_interval: float = typer.Option(1.0, help="epochs between validations"),
-    seed: Optional[int] = typer.Option(None), crop: Optional[int] = typer.Option(None),
+    seed: int | None = typer.Option(None), crop: int | None = typer.Option(None),
     mean: str = typer.Option("image", help="image | pixel | none"),
-    gpus: Optional[int] = typer.Option(None, help="use the next N free GPUs"),
-    gpu_ids: Optional[str] = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
+    gpus: int | None = typer.Option(None, help="use the next N free GPUs"),
+    gpu_ids: str | None = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
     processes: int = typer.Option(1, help="data-parallel processes on the CPU (gloo), e.g. to test multi-GPU runs"),
     scale_lr: bool = typer.Option(False, "--scale-lr", help="multiply the LR by the number of GPUs/processes (linear scaling)"),
     nnodes: int = typer.Option(1, help="machines taking part in this one job (run this command on each)"),
     node_rank: int = typer.Option(0, help="this machine's place among --nnodes, 0 to N-1"),
-    master: Optional[str] = typer.Option(None, help="HOST:PORT where node 0 meets the others (with --nnodes)"),
-    max_restarts: int = typer.Option(0, help="cluster mode: resume from the last checkpoint up to K times after a lost worker or node"),
+    master: str | None = typer.Option(None, help="HOST:PORT where node 0 meets the others (with --nnodes)"),
+    max_restarts: int = typer.Option(
+        0, help="cluster mode: resume from the last checkpoint up to K times after a lost worker or node"),
     precision: str = typer.Option("auto", help="auto | fp32 | bf16 | fp16"),
-    pretrained: Optional[str] = typer.Option(None, help="JOB[:EPOCH] or a weights file"),
+    pretrained: str | None = typer.Option(None, help="JOB[:EPOCH] or a weights file"),
     freeze_backbone: bool = typer.Option(False, help="with --pretrained: train only the classifier"),
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of training here"),
     as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),

@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 
 class EventWriter:
@@ -63,7 +64,7 @@ class EventWriter:
         self._events.close()
         self._log.close()
 
-    def __enter__(self) -> "EventWriter":
+    def __enter__(self) -> EventWriter:
         return self
 
     def __exit__(self, *exc) -> None:

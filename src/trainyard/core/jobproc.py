@@ -21,7 +21,8 @@ import contextlib
 import signal
 import time
 import traceback
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from trainyard.core.events import EventWriter
 
@@ -61,7 +62,7 @@ class StopFlag:
             raise Aborted()
 
     @contextlib.contextmanager
-    def installed(self) -> Iterator["StopFlag"]:
+    def installed(self) -> Iterator[StopFlag]:
         """Handle the stop signals inside the block; the previous handlers are back after it."""
         previous = {sig: signal.signal(sig, self._handle) for sig in STOP_SIGNALS}
         try:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from trainyard.core.errors import Forbidden, NotFound
 
@@ -76,3 +77,16 @@ def checkpoint_name(epoch: float) -> str:
     whole = int(epoch)
     fraction = f"{epoch - whole:.4f}".rstrip("0").rstrip(".").removeprefix("0")
     return f"epoch-{whole:04d}{fraction}.pt"
+
+
+CHECKPOINT_GLOB = "epoch-*.pt"
+_CHECKPOINT_NAME = re.compile(r"^epoch-(\d+(?:\.\d+)?)\.pt$")
+
+
+def checkpoint_epoch(path: str | os.PathLike) -> float | int | None:
+    """The epoch a `checkpoint_name` file holds (an int when whole), or None for another name."""
+    match = _CHECKPOINT_NAME.match(Path(path).name)
+    if not match:
+        return None
+    epoch = float(match.group(1))
+    return int(epoch) if epoch == int(epoch) else epoch

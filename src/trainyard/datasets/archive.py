@@ -11,9 +11,10 @@ from __future__ import annotations
 import stat
 import tarfile
 import zipfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Callable, Iterator
+from typing import IO
 
 from trainyard.core.errors import UserError
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 

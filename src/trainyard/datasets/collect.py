@@ -15,7 +15,12 @@ from trainyard.core.errors import UserError
 from trainyard.core.paths import is_inside
 from trainyard.datasets.archive import ArchiveError, safe_extract
 from trainyard.datasets.sources import (
-    Sample, Skipped, parse_list, read_labels, scan_class_folders, scan_with_classes,
+    Sample,
+    Skipped,
+    parse_list,
+    read_labels,
+    scan_class_folders,
+    scan_with_classes,
 )
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.splits import relabel, split_per_class

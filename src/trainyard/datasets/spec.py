@@ -70,7 +70,7 @@ class DatasetSpec(BaseModel):
     data_roots: list[str] | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> "DatasetSpec":
+    def _check(self) -> DatasetSpec:
         train_sources = [self.train_folder, self.train_list, self.train_archive]
         if sum(s is not None for s in train_sources) != 1:
             raise ValueError("give exactly one training source: train_folder, train_list "

@@ -9,8 +9,8 @@ few example images: those wrongly predicted with the highest confidence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch

@@ -13,9 +13,9 @@ import io
 import itertools
 import os
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import torch

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from trainyard.artifact.checkpoint import save_checkpoint
 from trainyard.core.events import EventWriter
 from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
@@ -25,7 +26,6 @@ from trainyard.inference.archive_import import ArchiveImportError, describe_arch
 from trainyard.jobs.context import Context
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.store import Job
-from trainyard.training.checkpoint import save_checkpoint
 
 
 def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | None = None) -> Job:

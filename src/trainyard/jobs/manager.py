@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from trainyard.core.errors import Conflict, NotFound, UserError
 from trainyard.core.events import EventTail

@@ -7,11 +7,10 @@ SQLite (WAL mode) by default; a PostgreSQL URL works too. The database indexes j
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from sqlalchemy import (
     JSON,
-    Enum as SAEnum,
     Float,
     ForeignKey,
     Integer,
@@ -21,6 +20,9 @@ from sqlalchemy import (
     delete,
     event,
     select,
+)
+from sqlalchemy import (
+    Enum as SAEnum,
 )
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker, validates

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from trainyard.artifact.checkpoint import CheckpointError, checkpoint_for_epoch
 from trainyard.core.errors import validation_message
 from trainyard.core.files import read_json, write_json_atomic
 from trainyard.core.paths import resolve_inside
@@ -23,7 +24,6 @@ from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
 from trainyard.jobs.store import Job
-from trainyard.training.checkpoint import CheckpointError, checkpoint_for_epoch
 from trainyard.training.spec import ModelSpec
 
 

@@ -16,14 +16,14 @@ import subprocess
 import sys
 import traceback
 import types
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
-from .loss import main_output
-
 from trainyard.core.errors import InvalidInput
+
+from .loss import main_output
 
 MODULE_NAME = "trainyard_custom_network"  # the module a custom network file runs as
 # What user code may raise that we report; SystemExit too, so exit() cannot end our process.

@@ -106,11 +106,11 @@ def _plan(folder: JobFolder, spec, d, events: RankEvents):
     Every rank trains rank 0's spec (with its own node's dataset folder) from rank 0's latest
     checkpoint, sent over the process group, so nodes need no shared job folder.
     """
+    from trainyard.artifact.checkpoint import latest_checkpoint, load_checkpoint
     from trainyard.datasets.storage import open_split
     from trainyard.training import distributed
-    from trainyard.training.checkpoint import latest_checkpoint, load_checkpoint
-    from trainyard.training.setup import TrainingError
     from trainyard.training.spec import ModelSpec
+    from trainyard.training.state import TrainingError
 
     latest = latest_checkpoint(folder.path) if d.is_main else None
     if d.world_size == 1:
@@ -163,11 +163,11 @@ def _report_rank_error(folder: JobFolder, rank: int, message: str) -> None:
 def _message(error: Exception, folder: JobFolder | None = None) -> str:
     """What the user sees: our own errors speak for themselves; others get their type name."""
     try:
+        from trainyard.artifact.checkpoint import CheckpointError
+        from trainyard.artifact.network import PretrainedError
         from trainyard.networks import NetworkError
-        from trainyard.training.checkpoint import CheckpointError
-        from trainyard.training.models import PretrainedError
-        from trainyard.training.setup import TrainingError
         from trainyard.training.spec import SpecError
+        from trainyard.training.state import TrainingError
     except Exception:  # the install itself is broken: say what failed, nothing more
         return f"{type(error).__name__}: {error}"
     if isinstance(error, NetworkError):
@@ -186,7 +186,7 @@ def _message(error: Exception, folder: JobFolder | None = None) -> str:
 
 def _custom_network_line(error: Exception) -> int | None:
     """The deepest line of the user's network file in the error's traceback, if it passed there."""
-    from trainyard.training.models import CUSTOM_FILENAME
+    from trainyard.artifact.network import CUSTOM_FILENAME
 
     lines = [n for frame, n in traceback.walk_tb(error.__traceback__)
              if frame.f_code.co_filename == CUSTOM_FILENAME]

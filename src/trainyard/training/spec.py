@@ -102,7 +102,7 @@ class ModelSpec(BaseModel):
         return get_solver(value).name
 
     @model_validator(mode="after")
-    def _check(self) -> "ModelSpec":
+    def _check(self) -> ModelSpec:
         if (self.network is None) == (self.network_source is None):
             raise ValueError("give exactly one of network (a standard network's name) or "
                              "network_source (a custom network file)")

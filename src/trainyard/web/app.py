@@ -15,9 +15,8 @@ from trainyard.jobs.scheduler import Scheduler
 from trainyard.settings import Settings
 from trainyard.web.auth import TokenAuthMiddleware
 from trainyard.web.errors import install_error_handlers
+from trainyard.web.routers import datasets, export, inference, inference_pages, jobs, models, networks, pages, system
 from trainyard.web.uploads import RequestSizeLimit
-from trainyard.web.routers import (datasets, export, inference, inference_pages, jobs, models,
-                                   networks, pages, system)
 
 STATIC = Path(__file__).parent / "static"
 ROUTERS = [jobs.router, datasets.router, models.router, networks.router, system.router,

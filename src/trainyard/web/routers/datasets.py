@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import os
@@ -12,13 +11,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, UploadFile
 from fastapi.responses import FileResponse, Response
-from PIL import Image
 from pydantic import ValidationError
 
 from trainyard.core.errors import Conflict, InvalidInput, NotFound, UserError
 from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
-from trainyard.datasets.images import ImageError
+from trainyard.datasets.images import ImageError, png_bytes
 from trainyard.datasets.preview import preview_resize
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.datasets.spec import DatasetSpec
@@ -155,10 +153,7 @@ def image_png(ctx: Ctx, dataset_id: str, split: str, index: int):
     if not 0 <= index < len(reader):
         raise NotFound(f"{split} has {len(reader)} images; no image {index}")
     pixels = reader.read(index)
-    image = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)
-    buf = io.BytesIO()
-    image.save(buf, "PNG")
-    return Response(buf.getvalue(), media_type="image/png",
+    return Response(png_bytes(pixels), media_type="image/png",
                     headers={"Cache-Control": "max-age=86400"})  # a version never changes
 
 

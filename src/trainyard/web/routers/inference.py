@@ -21,7 +21,7 @@ from trainyard.core.paths import resolve_inside
 from trainyard.datasets.images import ImageError, load_image
 from trainyard.inference.classify import decode
 from trainyard.inference.loader import InferenceError, LoadedModel, load_model, model_checkpoint
-from trainyard.inference.service import classify_named, model_doc
+from trainyard.inference.responses import classify_named, model_doc
 from trainyard.jobs.inference_jobs import create_inference_job, inference_jobs
 from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler

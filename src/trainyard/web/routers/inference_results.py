@@ -18,7 +18,7 @@ from PIL import Image
 from trainyard.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from trainyard.core.files import read_json
 from trainyard.core.paths import is_inside
-from trainyard.datasets.images import ImageError, load_image
+from trainyard.datasets.images import ImageError, load_image, to_pil
 from trainyard.datasets.storage import open_split
 from trainyard.inference import results
 from trainyard.jobs.job_documents import job_detail
@@ -112,7 +112,7 @@ def many_image(ctx: Ctx, model_id: str, job_id: str, row: int) -> Response:
         raise NotFound(f"no result row {row}")
     if spec.get("split"):
         pixels = open_split(Path(spec["dataset_dir"]), spec["split"]).read(row)
-        image = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)
+        image = to_pil(pixels)
     else:
         image = _row_image(ctx, folder, found["image"])
     image.thumbnail((THUMBNAIL, THUMBNAIL))

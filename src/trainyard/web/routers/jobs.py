@@ -9,8 +9,8 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from trainyard.core.events import EventTail
-from trainyard.jobs.runner import tail_text
 from trainyard.jobs.job_documents import job_brief, job_detail
+from trainyard.jobs.runner import tail_text
 from trainyard.web.deps import Ctx, Hw, get_job_of_kind, wake_scheduler
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])

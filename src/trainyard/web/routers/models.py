@@ -7,8 +7,8 @@ from dataclasses import asdict
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
 from trainyard.jobs.job_documents import job_brief, job_detail
+from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
 from trainyard.training.lr_policies import LRSettings, list_lr_policies, lr_curve
 from trainyard.training.solvers import list_solvers
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler

@@ -46,7 +46,7 @@ class InspectRequest(BaseModel):
     image_size: int | None = Field(None, ge=8, le=1024)
 
     @model_validator(mode="after")
-    def _one(self) -> "InspectRequest":
+    def _one(self) -> InspectRequest:
         if (self.network is None) == (self.source is None):
             raise ValueError("give exactly one of network or source")
         return self

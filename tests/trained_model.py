@@ -1,9 +1,11 @@
-"""A small trained model shared by the inference tests of every folder (built once a session).
+"""The one small model trained through real jobs, shared by every test that needs a trained one.
 
-Three colour classes of flat colour plus noise (tests/conftest.py's generator), 28x28 RGB,
-LeNet for a few epochs: the dataset build and the training run as real jobs (subprocesses),
-exactly as the CLI runs them. `trained_model(tmp_path_factory)` returns a `Trained`; later calls
-in the same session return the same one, whichever test module asks.
+Three colour classes of flat colour plus noise (tests/conftest.py's generator): a train folder
+of 40x30 images and a validation folder of 33x45 ones, built as a 28x28 RGB ``half_crop``
+dataset "colours"; LeNet trained on it for 3 epochs with a 24-pixel crop as job "deploy". The
+dataset build and the training run as real jobs (subprocesses), exactly as the CLI runs them.
+tests/conftest.py's session fixture ``trained`` returns it; `trained_model(tmp_path_factory)`
+is the same one for module fixtures that need it before a test runs (it is built once a session).
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from trainyard.settings import Settings
 
 # make_image_folder's palette, in its order: dark grey, light grey, red.
 COLOURS = {"dark": (30, 30, 30), "light": (220, 220, 220), "red": (200, 40, 40)}
-PER_CLASS = 24
+TRAIN_PER_CLASS = 18
+VAL_PER_CLASS = 6
 EPOCHS = 3
+CROP = 24  # the network sees the central 24x24 of the 28x28 stored images
 
 
 @dataclass
@@ -34,7 +38,8 @@ class Trained:
     dataset_id: str
     model_id: str
     classes: list[str]
-    images: Path  # the class folders the dataset was built from (inside the data roots)
+    images: Path  # the class folders of the training images (inside the data roots)
+    val_images: list[Path]  # the validation images, sorted
 
     def env(self) -> dict[str, str]:
         """TRAINYARD_* variables pointing a CLI at this home."""
@@ -53,8 +58,9 @@ def colour_image(name: str, seed: int = 0, size=(40, 30)) -> Image.Image:
 
 
 def trained_model(tmp_path_factory) -> Trained:
+    """The session's trained model, built on first use."""
     if "model" not in _built:
-        _built["model"] = _build(tmp_path_factory.mktemp("inference-home"))
+        _built["model"] = _build(tmp_path_factory.mktemp("trained-model"))
     return _built["model"]
 
 
@@ -63,15 +69,15 @@ def _build(base: Path) -> Trained:
 
     settings = Settings(home=base / "home", data_roots=[base / "data"], abort_grace_s=3.0)
     ctx = open_context(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
-    images = make_image_folder(base / "data" / "colours", {name: PER_CLASS for name in COLOURS})
-    dataset = create_dataset_job(ctx, DatasetSpec(name="colours", train_folder=str(images), width=28,
-                                                  height=28, channels=3, val_percent=25), foreground=True)
-    dataset = ctx.manager.run_foreground(dataset.id, poll_s=0.1)
+    train = make_image_folder(base / "data" / "colours", dict.fromkeys(COLOURS, TRAIN_PER_CLASS), seed=1)
+    val = make_image_folder(base / "data" / "val", dict.fromkeys(COLOURS, VAL_PER_CLASS), size=(33, 45), seed=2)
+    spec = DatasetSpec(name="colours", train_folder=str(train), val_folder=str(val), width=28, height=28,
+                       channels=3, resize="half_crop")
+    dataset = ctx.manager.run_foreground(create_dataset_job(ctx, spec, foreground=True).id, poll_s=0.05)
     assert dataset.status == "done", dataset.error
-    request = TrainRequest(name="lenet", datasets=[dataset.id], networks=["lenet"],
-                           settings={"epochs": EPOCHS, "batch_size": 12, "seed": 1,
-                                     "lr": {"policy": "fixed", "base_lr": 0.02}})
+    request = TrainRequest(name="deploy", datasets=[dataset.id], networks=["lenet"], settings={
+        "epochs": EPOCHS, "batch_size": 8, "seed": 1, "crop": CROP, "lr": {"policy": "fixed", "base_lr": 0.02}})
     (model,) = create_model_jobs(ctx, request, foreground=True)
-    model = ctx.manager.run_foreground(model.id, poll_s=0.1)
+    model = ctx.manager.run_foreground(model.id, poll_s=0.05)
     assert model.status == "done", model.error
-    return Trained(settings, ctx, dataset.id, model.id, sorted(COLOURS), images)
+    return Trained(settings, ctx, dataset.id, model.id, sorted(COLOURS), train, sorted(val.rglob("*.jpg")))

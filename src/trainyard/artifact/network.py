@@ -127,7 +127,7 @@ def load_pretrained(model: nn.Module, path: str | os.PathLike) -> LoadReport:
 
 def classifier_parameters(model: nn.Module, num_classes: int) -> set[str]:
     """Names of the parameters of every layer with ``num_classes`` outputs (the classifiers)."""
-    names = set()
+    names: set[str] = set()
     for module_name, module in model.named_modules():
         outputs = getattr(module, "out_features", getattr(module, "out_channels", None))
         if isinstance(module, (nn.Linear, nn.Conv2d)) and outputs == num_classes:
