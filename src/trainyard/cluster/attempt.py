@@ -157,7 +157,8 @@ class Attempt:
 
     def _settle(self, codes: dict[int, int | str]) -> Outcome:
         """A rank ended badly: let the others end (peers fail fast), stop the rest, say why."""
-        deadline, asked = time.monotonic() + SETTLE_S, {}
+        deadline = time.monotonic() + SETTLE_S
+        asked: dict[int, tuple[Any, float]] = {}
         while len(codes) < len(self.actors) and time.monotonic() < deadline:
             codes.update(self._poll(codes, asked, silent_is_lost=False))
         self._stop_ranks(set(codes), kill=False)
@@ -183,7 +184,8 @@ class Attempt:
     def _stop_all(self, codes: dict[int, int | str]) -> Outcome:
         """Abort: SIGTERM every rank, give them STOP_S to agree and report ``aborted``."""
         self._stop_ranks(set(codes), kill=False)
-        deadline, asked = time.monotonic() + STOP_S, {}
+        deadline = time.monotonic() + STOP_S
+        asked: dict[int, tuple[Any, float]] = {}
         while len(codes) < len(self.actors) and time.monotonic() < deadline:
             codes.update(self._poll(codes, asked, silent_is_lost=False))
         return Outcome("aborted")

@@ -296,7 +296,7 @@ def _log_start(run: Run, resume: Path | dict | None) -> None:
         f"({precision}); {len(loader.reader)} training images in {len(loader)} batches of "
         f"{batch}, {run.schedule.total_iterations} iterations, base LR {run.base_lr:g}, seed {run.seed}")
     if resume is not None:
-        # several processes get rank 0's checkpoint as the loaded dict (run.py), not a path
-        name = resume.name if isinstance(resume, Path) else checkpoint_name(resume["epoch"])
-        run.events.log(f"resuming from {name} at epoch "
+        # a multi-process job hands every rank rank 0's checkpoint already loaded: no file name
+        source = Path(resume).name if isinstance(resume, (str, os.PathLike)) else "the latest checkpoint"
+        run.events.log(f"resuming from {source} at epoch "
                        f"{run.schedule.epoch_of(run.batches):g}")
