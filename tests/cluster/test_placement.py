@@ -96,6 +96,9 @@ def closed_port() -> int:
 
 def test_without_a_reachable_cluster_the_api_answers_503_and_a_job_fails_saying_so(settings, client_for,
                                                                                 tmp_path, monkeypatch):
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()  # this test process joined the session's cluster earlier; a server joins one
     address = f"127.0.0.1:{closed_port()}"
     monkeypatch.setenv("RAY_ADDRESS", address)
     with client_for(settings.model_copy(update={"cluster": "ray"}), run_scheduler=False) as client:
