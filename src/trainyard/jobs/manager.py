@@ -35,6 +35,14 @@ from trainyard.jobs.store import Job, Store
 from trainyard.settings import Settings
 
 ACTIVE = [Status.QUEUED, Status.WAITING, Status.RUNNING]
+# What a running job's own events may set: a cluster launcher waits for Ray to place its ranks.
+LIVE_STATUSES = (Status.WAITING, Status.RUNNING)
+
+
+def launched(job: Job) -> bool:
+    """Has the job's process started? A cluster job's launcher runs while the job waits for
+    the cluster (status waiting, with its pid), so ``waiting`` alone does not tell."""
+    return job.status == Status.RUNNING or (job.status == Status.WAITING and job.pid is not None)
 
 
 class JobError(UserError):
@@ -99,7 +107,7 @@ class JobManager:
 
     def _tick(self, only: str | None) -> None:
         for job in self.store.list_jobs(statuses=ACTIVE, oldest_first=True):
-            if job.status == Status.RUNNING:
+            if launched(job):
                 self._watch(job)
             elif (only is None and job.owner_pid is None) or job.id == only:
                 self._try_start(job)
@@ -155,7 +163,11 @@ class JobManager:
             return
         self._children[job.id] = proc
         self._tails[job.id] = EventTail(folder.events, next_id=0)
-        self.store.update_job(job.id, pid=proc.pid)  # an abort asked for meanwhile: see _watch
+        if job.needs.get("pool") == "cluster":  # it waits on for Ray to place it; its launcher says why
+            self.store.update_job(job.id, status=Status.WAITING, status_detail="connecting to the Ray cluster",
+                                  pid=proc.pid)
+        else:
+            self.store.update_job(job.id, pid=proc.pid)  # an abort asked for meanwhile: see _watch
 
     # -- watching ------------------------------------------------------------------------------
     def _watch(self, job: Job) -> None:
@@ -208,12 +220,18 @@ class JobManager:
         """Fold new events into the job row: progress, ETA and the summary a listing shows."""
         tail = self._tails.setdefault(job.id, EventTail(self.folder(job.id).events))
         progress, eta, summary = None, job.eta, dict(job.summary)
+        live = None
         for _, event in tail.read_new():
-            if event["type"] == "progress" and event.get("total"):
+            if event["type"] == "status" and event.get("status") in LIVE_STATUSES:
+                if event.get("time", 0) >= (job.started_at or 0) - 1:  # not a replay of an earlier run
+                    live = (event["status"], event.get("detail"))
+            elif event["type"] == "progress" and event.get("total"):
                 progress = min(1.0, event["done"] / event["total"])
                 eta = event.get("eta")
             elif event["type"] in ("summary", "result"):
                 summary.update({k: v for k, v in event.items() if k not in ("type", "time")})
+        if live is not None and live != (job.status, job.status_detail):
+            self.store.update_job(job.id, status=live[0], status_detail=live[1])
         if progress is not None or summary != job.summary:
             self.store.update_job(job.id, progress=progress if progress is not None else job.progress,
                                   eta=eta, summary=summary)
@@ -240,7 +258,7 @@ class JobManager:
         job = self.get(job_id)
         if job.status.is_final:
             raise JobConflict(f"job {job_id} has already ended ({job.status})")
-        if job.status != Status.RUNNING:
+        if not launched(job):
             with self._lock:
                 if self._finish(job, Status.ABORTED, None):
                     return self.get(job_id)
@@ -266,7 +284,7 @@ class JobManager:
         if (job.summary or {}).get("imported"):
             raise JobError(f"model {job_id} was imported from an archive; fine-tune from it instead "
                            f"(--pretrained {job_id})")
-        self.store.update_job_if(job, status=Status.QUEUED, error=None, finished_at=None,
+        self.store.update_job_if(job, status=Status.QUEUED, error=None, finished_at=None, pid=None,
                                  **(self.owner if foreground else {"owner_pid": None, "owner_host": None}),
                                  status_detail="resuming from the last checkpoint")
         return self.get(job_id)

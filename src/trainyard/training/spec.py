@@ -23,6 +23,15 @@ from trainyard.training.solvers import get_solver
 SPEC_VERSION = 1
 
 
+class ClusterPlacement(BaseModel):
+    """Cluster mode (trainyard.cluster): ``workers`` ranks placed by Ray, one GPU or CPU each."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workers: int = Field(1, ge=1)
+    device: Literal["cpu", "gpu"] = "cpu"
+
+
 class ModelSpec(BaseModel):
     """What to train: a network, on a dataset, with a solver and an LR policy, for so long."""
 
@@ -69,6 +78,10 @@ class ModelSpec(BaseModel):
     nnodes: int = Field(1, ge=1)  # machines taking part; each runs this job with its node_rank
     node_rank: int = Field(0, ge=0)
     master: str | None = None  # HOST:PORT of node 0's rendezvous; needed when nnodes > 1
+    # Cluster mode: where Ray places the ranks (None: this machine), and how often a job that
+    # lost a worker or node resumes from its last checkpoint before it fails.
+    cluster: ClusterPlacement | None = None
+    max_restarts: int = Field(0, ge=0)
 
     @field_validator("version")
     @classmethod
@@ -103,6 +116,10 @@ class ModelSpec(BaseModel):
             raise ValueError(f"node_rank {self.node_rank} is not below nnodes {self.nnodes}")
         if self.nnodes > 1 and not self.master:
             raise ValueError("a job on several nodes needs master (HOST:PORT of node 0)")
+        if self.cluster is not None and self.nnodes > 1:
+            raise ValueError("on a cluster, Ray places the processes: leave nnodes at 1")
+        if self.max_restarts and self.cluster is None:
+            raise ValueError("max_restarts applies to cluster jobs (TRAINYARD_CLUSTER=ray)")
         return self
 
     @field_validator("master")

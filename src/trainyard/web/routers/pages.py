@@ -57,6 +57,12 @@ def _job_tables(ctx, query: listing.Query) -> dict:
             "status_filters": listing.STATUS_FILTERS, "groups": listing.GROUPS}
 
 
+@router.get("/system", response_class=HTMLResponse)
+def system_page(request: Request, ctx: Ctx):
+    """The devices and, in cluster mode, the cluster's nodes (system.js reads /api/system)."""
+    return render(request, "system.html", backend=ctx.settings.cluster)
+
+
 # -- datasets ------------------------------------------------------------------------------------
 
 @router.get("/datasets/new", response_class=HTMLResponse)

@@ -209,6 +209,14 @@
       ${meter("CPU", cpu.percent / sys.cpu_count, `<span id="hw-cpu-percent">${cpu.percent.toFixed(0)} %</span>`)}
       <div class="small">Memory <span id="hw-cpu-memory">${gib(cpu.rss)} GiB</span> (RSS) · 100 % = one of ${sys.cpu_count} cores</div>`
       : `<p class="muted small">Figures appear while the job runs.</p>`;
+    $("hardware-workers").innerHTML = (hw.workers || []).map((w) => `<div class="hw-block worker" data-rank="${w.rank}">
+      <div class="hw-title">Rank ${w.rank} · ${ty.escape(w.host || "")} · ${ty.escape(w.device)}</div>
+      ${w.cpu ? meter("CPU", w.cpu.percent / (w.cpu.cores || 1), `${w.cpu.percent.toFixed(0)} %`) +
+        `<div class="small">Memory ${gib(w.cpu.rss)} GiB (RSS) · 100 % = one of ${w.cpu.cores} cores</div>`
+        : `<p class="muted small">no figures from this worker</p>`}
+      ${(w.gpus || []).map((g) => meter(`GPU ${g.index}`, g.utilization, g.utilization == null ? "n/a" : `${g.utilization} %`) +
+        meter("Memory", g.memory_total ? (100 * g.memory_used) / g.memory_total : 0, `${gib(g.memory_used)} / ${gib(g.memory_total)} GiB`)).join("")}
+      </div>`).join("");
     $("hardware-system").textContent = `Machine: CPU ${sys.cpu_percent.toFixed(0)} %, memory ${gib(sys.memory_used)} / ${gib(sys.memory_total)} GiB`;
     $("hardware-time").textContent = `updated ${new Date(hw.time * 1000).toLocaleTimeString()}`;
   }
