@@ -27,6 +27,7 @@ from trainyard.artifact.checkpoint import (
 from trainyard.artifact.preprocess import input_mean
 from trainyard.core import errors
 from trainyard.core.errors import InvalidInput
+from trainyard.inference import ort_runtime
 
 CACHE_SIZE = 4  # GoogLeNet is ~25 MB of weights; a few models stay warm
 
@@ -60,6 +61,19 @@ class LoadedModel:
     # pass, and one pass at a time already uses every CPU core.
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     gradcam_layer: str | None = None  # found on first use (see gradcam.py)
+    _ort: ort_runtime.OrtForward | None = field(default=None, repr=False)
+    _ort_tried: bool = field(default=False, repr=False)
+
+    def cpu_forward(self) -> ort_runtime.OrtForward | None:
+        """ONNX Runtime's forward pass of this CPU model (made on first use), or None where
+        PyTorch answers: a GPU model, the runtime turned off, or an export that failed (logged)."""
+        if not self._ort_tried:
+            with self.lock:
+                if not self._ort_tried:
+                    if self.device.type == "cpu" and ort_runtime.wanted():
+                        self._ort = ort_runtime.ort_forward(self.path, self.model, self.preprocess)
+                    self._ort_tried = True
+        return self._ort
 
 
 _cache: OrderedDict[tuple, LoadedModel] = OrderedDict()
