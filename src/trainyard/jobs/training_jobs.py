@@ -22,7 +22,6 @@ from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
 from trainyard.jobs.store import Job
-from trainyard.training.spec import ModelSpec
 
 
 class TrainRequest(BaseModel):
@@ -44,6 +43,10 @@ class TrainRequest(BaseModel):
 
 def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool = False) -> list[Job]:
     """Validate every combination, then create the jobs (nothing is created if one is invalid)."""
+    # The spec checks network names against the registry, which imports torch: paid here, on
+    # the first job created, not by every process that imports this module.
+    from trainyard.training.spec import ModelSpec
+
     if not request.networks and not request.network_source:
         raise JobError("choose a standard network or give a custom network's source")
     needs = _needs(ctx, request)

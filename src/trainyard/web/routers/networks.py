@@ -1,4 +1,8 @@
-"""/api/networks: the standard networks, their source (to customise), and inspecting any network."""
+"""/api/networks: the standard networks, their source (to customise), and inspecting any network.
+
+The network registry imports torch: it is imported in the handlers, so the server starts
+without torch and pays for it on the first request that lists or builds networks.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,11 @@ import asyncio
 from dataclasses import asdict
 from functools import cache
 
-import torch
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field, model_validator
 
 from trainyard.core.errors import InvalidInput
-from trainyard.networks import registry
-from trainyard.networks.custom import check_network_isolated
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])
 
@@ -21,6 +22,10 @@ router = APIRouter(prefix="/api/networks", tags=["networks"])
 @cache
 def parameter_count(name: str, num_classes: int = 10) -> int:
     """Parameters of a standard network; built on the meta device, so it costs no memory."""
+    import torch
+
+    from trainyard.networks import registry
+
     with torch.device("meta"):
         model = registry.create_network(name, num_classes, 3)
     return sum(p.numel() for p in model.parameters())
@@ -28,6 +33,8 @@ def parameter_count(name: str, num_classes: int = 10) -> int:
 
 @router.get("")
 def list_networks() -> dict:
+    from trainyard.networks import registry
+
     return {"networks": [{**asdict(info), "params": parameter_count(info.name)}
                          for info in registry.list_networks()]}
 
@@ -35,6 +42,8 @@ def list_networks() -> dict:
 @router.get("/{name}/source", response_class=PlainTextResponse)
 def network_source(name: str) -> str:
     """A custom-network file equivalent to the standard network: the start of "Customize"."""
+    from trainyard.networks import registry
+
     return registry.network_source(name)  # UnknownNetwork is a 404
 
 
@@ -60,6 +69,8 @@ async def inspect(request: InspectRequest) -> dict:
     """
     if request.source is not None and request.image_size is None:
         raise InvalidInput("a custom network needs image_size")
+    from trainyard.networks.custom import check_network_isolated
+
     return await asyncio.to_thread(
         check_network_isolated, request.source, request.num_classes, request.in_channels,
         request.image_size, network=request.network)
