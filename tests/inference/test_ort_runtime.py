@@ -6,7 +6,6 @@ import logging
 import os
 
 import numpy as np
-import pytest
 import torch
 from PIL import Image
 
@@ -42,11 +41,11 @@ def test_trained_model_answers_the_same_through_onnx_runtime(trained):
     assert ort_runtime.onnx_path(path).is_file()  # exported once, cached beside the checkpoint
 
 
-@pytest.mark.parametrize("network", ["alexnet", "resnet18"])
-def test_standard_networks_answer_the_same(tmp_path, network):
-    loaded = load_model(write_checkpoint(tmp_path / "epoch-0001.pt", network=network, stored=72, crop=64))
+def test_a_deeper_network_answers_the_same(tmp_path):
+    """ResNet-18 (batch norm folded by the export, an adaptive pool) with random weights."""
+    loaded = load_model(write_checkpoint(tmp_path / "epoch-0001.pt", network="resnet18", stored=40, crop=32))
     assert loaded.cpu_forward() is not None
-    _compare(loaded, _images(64, seed=4))
+    _compare(loaded, _images(16, seed=4))
 
 
 def test_the_export_is_cached_and_reused_by_a_later_load(tmp_path, monkeypatch):

@@ -80,7 +80,7 @@ def _exported(cached: Path, model: nn.Module, preprocess: dict) -> bytes:
     data = export_onnx(model, shape)
     check_onnx(data, model, shape)  # raises ExportError with the figures if ORT disagrees
     try:
-        write_atomic(cached, lambda f: f.write(data))
+        write_atomic(cached, lambda f: f.writelines([data]))
     except OSError as exc:  # a read-only folder: use it this time, export again next time
         log.info("ONNX export %s not cached: %s", cached.name, exc)
     return data
