@@ -27,11 +27,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helpers from a checkout
 from tests.conftest import make_image_folder  # noqa: E402
-from tests.live_server import free_port, wait_until_up  # noqa: E402
+from tests.live_server import free_port  # noqa: E402
 
 PY = sys.executable
 
@@ -133,7 +134,7 @@ def run(base: Path, args: argparse.Namespace) -> None:
     server = subprocess.Popen(trainyard("serve", "--port", env["TRAINYARD_PORT"]), env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_until_up(f"http://127.0.0.1:{env['TRAINYARD_PORT']}/api/system", _Alive(server), timeout=120)
+        wait_for_server(f"http://127.0.0.1:{env['TRAINYARD_PORT']}/api/system", server)
         wall(trainyard("classify", model, images[0]), env)  # the server loads the model once
         served_s, _ = wall(trainyard("classify", model, *images, "--json"), env)
     finally:
@@ -160,14 +161,15 @@ assert job.status == "done", job.error
 """
 
 
-class _Alive:
-    """`wait_until_up` asks a thread whether it is alive; a server process answers the same."""
-
-    def __init__(self, process: subprocess.Popen):
-        self.process = process
-
-    def is_alive(self) -> bool:
-        return self.process.poll() is None
+def wait_for_server(url: str, server: subprocess.Popen, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"the server did not answer at {url}")
 
 
 def report(rows, imports, count: int) -> None:
