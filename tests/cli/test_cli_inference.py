@@ -70,3 +70,48 @@ def test_evaluate_json_and_missing_split(trained):
     assert [r["class"] for r in doc["per_class"]] == trained.classes
     missing = run(trained, "evaluate", trained.model_id, "--split", "test")
     assert missing.exit_code == 2 and "no test split" in missing.output
+
+
+CLASSIFY_PROBE = """
+import sys
+from trainyard.cli.main import app
+try:
+    app(sys.argv[1:])
+except SystemExit as exc:
+    print("TORCH" if "torch" in sys.modules else "LIGHT", file=sys.stderr)
+    raise
+"""
+
+
+def test_classify_asks_a_running_server_and_answers_the_same(trained, images):
+    """With a server up, the CLI uploads the images and never imports torch itself."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.live_server import serving
+    from trainyard.web.app import create_app
+
+    paths, text_file = images
+    args = ["classify", trained.model_id, *map(str, paths), "--top", "3", "--json"]
+    local = run(trained, *args)
+    with serving(create_app(trained.settings, run_scheduler=False)) as url:
+        env = {**os.environ, **trained.env(), "TRAINYARD_PORT": url.rsplit(":", 1)[1]}
+
+        def cli(*argv: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-c", CLASSIFY_PROBE, *argv], env=env, capture_output=True,
+                                  text=True, timeout=300)
+
+        served = cli(*args)
+        assert served.returncode == 0, served.stderr
+        assert served.stderr.strip().splitlines()[-1] == "LIGHT"
+        got, expected = json.loads(served.stdout)["results"], json.loads(local.stdout)["results"]
+        assert [r["image"] for r in got] == [r["image"] for r in expected]
+        for mine, theirs in zip(got, expected):
+            assert [label for label, _ in mine["predictions"]] == [label for label, _ in theirs["predictions"]]
+            assert [c for _, c in mine["predictions"]] == pytest.approx([c for _, c in theirs["predictions"]], abs=1e-4)
+        # An image the server refuses: the CLI classifies by itself, with the usual per-image error.
+        mixed = cli("classify", trained.model_id, str(paths[0]), str(text_file), "--json")
+        assert mixed.returncode == 1
+        results = json.loads(mixed.stdout)["results"]
+        assert results[0]["predictions"][0][0] == "dark" and "not an image" in results[1]["error"]

@@ -23,18 +23,17 @@ booleans and None, so ``torch.load(..., weights_only=True)`` reads it without ru
     spec            the job's spec as a dict
 
 Files are ``JOB/checkpoints/epoch-0003.pt`` (`checkpoint_name`).
+
+torch is imported by the functions that read, write or build, not by this module: the server,
+the CLI and job creation find checkpoints by name without paying torch's start-up.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-from torch import nn
-
-from trainyard.artifact.network import create_model
-from trainyard.artifact.preprocess import input_shape
 from trainyard.core.errors import NotFound
 from trainyard.core.files import write_atomic
 from trainyard.core.paths import (
@@ -43,6 +42,10 @@ from trainyard.core.paths import (
     checkpoint_epoch,
     checkpoint_name,
 )
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
 FORMAT = "trainyard-checkpoint/1"
 
@@ -53,6 +56,8 @@ class CheckpointError(NotFound):
 
 def save_checkpoint(path: str | os.PathLike, checkpoint: dict) -> Path:
     """Write ``checkpoint`` to ``path`` atomically (temp file, fsync, rename); return the path."""
+    import torch
+
     path = Path(path)
     checkpoint = {**checkpoint, "format": FORMAT}
     write_atomic(path, lambda f: torch.save(checkpoint, f))
@@ -61,6 +66,8 @@ def save_checkpoint(path: str | os.PathLike, checkpoint: dict) -> Path:
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
     """Read a checkpoint without unpickling code (weights_only=True) and check its format."""
+    import torch
+
     checkpoint = torch.load(Path(path), map_location=map_location, weights_only=True)
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
         found = checkpoint.get("format") if isinstance(checkpoint, dict) else type(checkpoint).__name__
@@ -70,6 +77,9 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
 
 def build_model_from_checkpoint(checkpoint: dict) -> nn.Module:
     """The checkpoint's network with its weights, in eval mode, on the CPU."""
+    from trainyard.artifact.network import create_model
+    from trainyard.artifact.preprocess import input_shape
+
     prep = checkpoint["preprocess"]
     channels, height, width = input_shape(prep)
     model = create_model(checkpoint["network"], checkpoint["network_source"], len(checkpoint["classes"]),

@@ -1,8 +1,10 @@
 """``trainyard classify MODEL IMAGE...`` and ``trainyard evaluate MODEL``.
 
 MODEL is a model job id (its latest snapshot, or ``--epoch``) or, for classify, a checkpoint
-file. Classify runs here, in this process; evaluate runs as a foreground job recorded in the
-same store the server reads, so it also shows on the model's classify page.
+file. Classify asks a running server when there is one (cli/remote.py: the server keeps the
+model warm, this process then never imports torch) and runs here otherwise. Evaluate runs as a
+foreground job recorded in the same store the server reads, so it also shows on the model's
+classify page.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import typer
 
 from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, run_in_foreground
+from trainyard.cli.remote import classify_via_server
 from trainyard.core.errors import NotFound, UserError
 from trainyard.core.status import Status
+from trainyard.settings import get_settings
 
 
 def _load(model: str, epoch: float | None):
@@ -22,7 +26,7 @@ def _load(model: str, epoch: float | None):
     from trainyard.inference.loader import InferenceError, load_model, model_checkpoint
 
     try:
-        if Path(model).suffix in (".pt", ".pth") and Path(model).is_file():
+        if _is_checkpoint_file(model):
             return load_model(model)
         ctx = cli_context()
         job = ctx.store.get_job(model)
@@ -42,6 +46,27 @@ def classify(
     as_json: bool = typer.Option(False, "--json", help='print {"results": [...]} on stdout'),
 ) -> None:
     """Classify images: the top classes with their confidences, preprocessed as in training."""
+    served = None if _is_checkpoint_file(model) else classify_via_server(
+        get_settings(), model, images, top=top, epoch=epoch)
+    results, problems = (served, {}) if served is not None else _classify_here(model, images, epoch, top)
+    if as_json:
+        good = iter(results)
+        emit_json({"results": [problems[i] if i in problems else next(good) for i in range(len(images))]})
+    else:
+        for result in results:
+            typer.echo(result["image"])
+            for label, confidence in result["predictions"]:
+                typer.echo(f"  {100 * confidence:6.2f}%  {label}")
+    if problems:
+        raise typer.Exit(1)
+
+
+def _is_checkpoint_file(model: str) -> bool:
+    return Path(model).suffix in (".pt", ".pth") and Path(model).is_file()
+
+
+def _classify_here(model: str, images: list[Path], epoch: float | None, top: int) -> tuple[list[dict], dict]:
+    """(results of the readable images, {index: error result}), classified in this process."""
     from trainyard.datasets.images import ImageError, load_image
     from trainyard.inference.responses import classify_named
 
@@ -53,17 +78,7 @@ def classify(
         except ImageError as exc:
             problems[i] = {"image": str(path), "predictions": [], "error": str(exc)}
             err.print(f"[red]error:[/red] {path}: {exc}")
-    results = classify_named(loaded, named, top=top) if named else []
-    if as_json:
-        good = iter(results)
-        emit_json({"results": [problems[i] if i in problems else next(good) for i in range(len(images))]})
-    else:
-        for result in results:
-            typer.echo(result["image"])
-            for label, confidence in result["predictions"]:
-                typer.echo(f"  {100 * confidence:6.2f}%  {label}")
-    if problems:
-        raise typer.Exit(1)
+    return (classify_named(loaded, named, top=top) if named else []), problems
 
 
 def evaluate(

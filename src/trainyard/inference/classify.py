@@ -56,7 +56,18 @@ def logits_of(output) -> torch.Tensor:
 
 
 def probabilities(loaded: LoadedModel, inputs: torch.Tensor) -> torch.Tensor:
-    """Softmax class probabilities (N, classes) on the CPU, float32."""
+    """Softmax class probabilities (N, classes) on the CPU, float32: through ONNX Runtime for a
+    CPU model (see ort_runtime.py), through PyTorch otherwise."""
+    forward = loaded.cpu_forward() if inputs.device.type == "cpu" else None
+    if forward is None:
+        return torch_probabilities(loaded, inputs)
+    with loaded.lock:
+        logits = forward(inputs.numpy())
+    return torch.softmax(torch.from_numpy(logits).float(), dim=1)
+
+
+def torch_probabilities(loaded: LoadedModel, inputs: torch.Tensor) -> torch.Tensor:
+    """`probabilities` by PyTorch's forward pass (GPU models, and the ONNX path's fallback)."""
     with loaded.lock, torch.inference_mode():
         logits = logits_of(loaded.model(inputs))
     return torch.softmax(logits.float(), dim=1).cpu()

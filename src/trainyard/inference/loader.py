@@ -17,30 +17,14 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from trainyard.artifact.checkpoint import (
-    CheckpointError,
-    build_model_from_checkpoint,
-    checkpoint_epochs,
-    checkpoint_for_epoch,
-    load_checkpoint,
-)
+from trainyard.artifact.checkpoint import CheckpointError, build_model_from_checkpoint, load_checkpoint
 from trainyard.artifact.preprocess import input_mean
-from trainyard.core import errors
-from trainyard.core.errors import InvalidInput
+from trainyard.inference import ort_runtime
+from trainyard.inference.snapshots import InferenceError, NotFound, NotReady, model_checkpoint
+
+__all__ = ["InferenceError", "LoadedModel", "NotFound", "NotReady", "load_model", "model_checkpoint"]
 
 CACHE_SIZE = 4  # GoogLeNet is ~25 MB of weights; a few models stay warm
-
-
-class InferenceError(InvalidInput):
-    """A request that cannot be served (unusable input, bad settings); the message says why."""
-
-
-class NotFound(errors.NotFound, InferenceError):
-    """Something asked for that does not exist: an epoch without a checkpoint, a file."""
-
-
-class NotReady(errors.Conflict, InferenceError):
-    """A model that has no snapshot yet (its first is written after its first epoch)."""
 
 
 @dataclass
@@ -60,6 +44,19 @@ class LoadedModel:
     # pass, and one pass at a time already uses every CPU core.
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     gradcam_layer: str | None = None  # found on first use (see gradcam.py)
+    _ort: ort_runtime.OrtForward | None = field(default=None, repr=False)
+    _ort_tried: bool = field(default=False, repr=False)
+
+    def cpu_forward(self) -> ort_runtime.OrtForward | None:
+        """ONNX Runtime's forward pass of this CPU model (made on first use), or None where
+        PyTorch answers: a GPU model, the runtime turned off, or an export that failed (logged)."""
+        if not self._ort_tried:
+            with self.lock:
+                if not self._ort_tried:
+                    if self.device.type == "cpu" and ort_runtime.wanted():
+                        self._ort = ort_runtime.ort_forward(self.path, self.model, self.preprocess)
+                    self._ort_tried = True
+        return self._ort
 
 
 _cache: OrderedDict[tuple, LoadedModel] = OrderedDict()
@@ -99,22 +96,3 @@ def _load(path: Path, device: torch.device) -> LoadedModel:
     return LoadedModel(path=path, model=model, classes=list(checkpoint["classes"]), preprocess=prep,
                        epoch=checkpoint["epoch"], network=checkpoint["network"] or "custom",
                        device=device, mean=mean, spec=checkpoint.get("spec") or {})
-
-
-def model_checkpoint(job_dir: str | os.PathLike, epoch: float | None = None) -> tuple[float, Path]:
-    """(epoch, checkpoint path) of a model job for ``epoch`` (None: the latest).
-
-    NotReady when the job has no snapshot at all, NotFound when ``epoch`` has none.
-    """
-    if epoch is None:
-        epochs = checkpoint_epochs(job_dir)
-        if not epochs:
-            raise NotReady("this model has no snapshot yet; one is written after each snapshot "
-                           "interval (by default every epoch)")
-        latest = max(epochs)
-        return latest, epochs[latest]
-    try:
-        return epoch, checkpoint_for_epoch(job_dir, epoch)
-    except CheckpointError as exc:
-        raise NotFound(str(exc)) from None
-

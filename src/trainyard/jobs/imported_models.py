@@ -22,7 +22,6 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.core.status import Status
-from trainyard.inference.archive_import import ArchiveImportError, describe_archive, read_model_archive
 from trainyard.jobs.context import Context
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.store import Job
@@ -30,6 +29,9 @@ from trainyard.jobs.store import Job
 
 def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | None = None) -> Job:
     """Create a done model job from an exported archive; JobError says why one is refused."""
+    # torch comes with the archive reader: on the first import, not at the server's start-up.
+    from trainyard.inference.archive_import import ArchiveImportError, read_model_archive
+
     archive = Path(archive)
     job_id = _free_job_id(ctx)
     folder = ctx.manager.folder(job_id)
@@ -66,6 +68,8 @@ def _default_name(checkpoint: dict, archive: Path) -> str:
 
 
 def _write_folder(folder: JobFolder, job_id: str, name: str, checkpoint: dict, archive_name: str) -> None:
+    from trainyard.inference.archive_import import describe_archive
+
     epoch = checkpoint["epoch"]
     spec = {"version": 1, "kind": "model", "id": job_id, "name": name, "network": checkpoint["network"],
             "network_source": checkpoint["network_source"], "epochs": epoch,

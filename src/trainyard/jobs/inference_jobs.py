@@ -15,7 +15,7 @@ from trainyard.core.errors import validation_message
 from trainyard.core.files import read_json
 from trainyard.core.paths import resolve_inside
 from trainyard.datasets.storage import split_names
-from trainyard.inference.loader import model_checkpoint
+from trainyard.inference.snapshots import model_checkpoint
 from trainyard.inference.spec import KINDS, InferenceSpec
 from trainyard.jobs.context import Context
 from trainyard.jobs.manager import JobError, JobNotFound

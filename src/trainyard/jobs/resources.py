@@ -8,7 +8,9 @@ same resource twice: the lease table's primary key is the resource name.
 
 from __future__ import annotations
 
+import ctypes.util
 import os
+import sys
 from dataclasses import dataclass
 
 from trainyard.core.errors import InvalidInput
@@ -83,6 +85,10 @@ def _text(value) -> str:
 
 
 def _torch_inventory() -> list[GPU]:
+    if "torch" not in sys.modules and not _cuda_driver_present():
+        # No driver, no GPU: importing torch (seconds, hundreds of MB) only to learn that would
+        # slow every CLI command and the server's start-up on machines without GPUs.
+        return []
     try:
         import torch
 
@@ -92,6 +98,11 @@ def _torch_inventory() -> list[GPU]:
                 for p in [torch.cuda.get_device_properties(i)]]
     except Exception:
         return []
+
+
+def _cuda_driver_present() -> bool:
+    """Whether an NVIDIA driver is installed: torch.cuda cannot find a GPU without its libcuda."""
+    return os.path.exists("/proc/driver/nvidia") or ctypes.util.find_library("cuda") is not None
 
 
 def fake_gpus(count: int) -> list[GPU]:

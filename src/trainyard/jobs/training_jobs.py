@@ -23,9 +23,7 @@ from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
-from trainyard.jobs.precheck import check_all
 from trainyard.jobs.store import Job
-from trainyard.training.spec import ModelSpec
 
 
 class TrainRequest(BaseModel):
@@ -48,6 +46,10 @@ class TrainRequest(BaseModel):
 
 def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool = False) -> list[Job]:
     """Validate every combination, then create the jobs (nothing is created if one is invalid)."""
+    # The spec checks network names against the registry, which imports torch: paid here, on
+    # the first job created, not by every process that imports this module.
+    from trainyard.training.spec import ModelSpec
+
     if not request.networks and not request.network_source:
         raise JobError("choose a standard network or give a custom network's source")
     needs = _needs(ctx, request)
@@ -68,6 +70,8 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
         except ValidationError as exc:
             raise JobError(validation_message(exc)) from exc
     if not foreground:  # a job run at once reports the same problem at once; queued ones would not
+        from trainyard.jobs.precheck import check_all  # builds networks: imports torch
+
         check_all(ctx, [spec for spec, _ in planned])
     group = request.name if len(planned) > 1 else None
     return [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,

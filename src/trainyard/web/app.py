@@ -36,8 +36,13 @@ ROUTERS = [jobs.router, datasets.router, models.router, networks.router, system.
 
 
 def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
-               run_scheduler: bool = True) -> FastAPI:
-    """Build the app. ``run_scheduler=False`` serves the API without starting any job (tests)."""
+               run_scheduler: bool = True, warm_networks: bool = True) -> FastAPI:
+    """Build the app. ``run_scheduler=False`` serves the API without starting any job (tests).
+
+    ``warm_networks`` counts the standard networks' parameters in a background thread once the
+    server is up, so the new-model form never waits for it; that thread imports torch, which the
+    request paths themselves never need for jobs, datasets and pages.
+    """
     ctx = open_context(settings, pools)
 
     @asynccontextmanager
@@ -45,6 +50,7 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
         if run_scheduler:
             app.state.scheduler = Scheduler(ctx.manager)
             app.state.scheduler.start()
+        if run_scheduler and warm_networks:
             threading.Thread(target=networks.warm, args=(ctx,), name="warm-networks", daemon=True).start()
         yield
         if run_scheduler:

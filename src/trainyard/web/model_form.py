@@ -14,11 +14,8 @@ from typing import Any
 
 from trainyard.core.paths import checkpoint_epoch
 from trainyard.jobs.context import Context
-from trainyard.networks import registry
-from trainyard.training.augment import AugmentSettings
 from trainyard.training.lr_policies import LRSettings, list_lr_policies
 from trainyard.training.solvers import list_solvers
-from trainyard.training.spec import ModelSpec
 
 PLAIN_FIELDS = ("epochs", "batch_size", "accumulation", "solver", "momentum", "weight_decay",
                 "snapshot_interval", "val_interval", "seed", "crop", "mean", "precision")
@@ -38,11 +35,20 @@ def as_text(value) -> str:
 
 
 def _defaults() -> dict:
+    # The spec and the network registry import torch: the first form render pays it, not start-up.
+    from trainyard.training.spec import ModelSpec
+
     spec = {name: f.get_default(call_default_factory=True)
             for name, f in ModelSpec.model_fields.items() if not f.is_required()}
     spec["lr"] = LRSettings().model_dump()
-    spec["augment"] = AugmentSettings().model_dump()
+    spec["augment"] = _augment_defaults()
     return spec
+
+
+def _augment_defaults() -> dict:
+    from trainyard.training.augment import AugmentSettings
+
+    return AugmentSettings().model_dump()
 
 
 def form_values(ctx: Context, spec: dict | None = None, needs: dict | None = None) -> dict:
@@ -56,7 +62,7 @@ def form_values(ctx: Context, spec: dict | None = None, needs: dict | None = Non
     values["base_lr"] = as_text(spec["lr"].get("base_lr"))
     values["lr"] = {k: as_text(v) for k, v in {**LRSettings().model_dump(), **spec["lr"]}.items()}
     values["augment"] = {k: v if isinstance(v, (bool, str)) else as_text(v)
-                         for k, v in {**AugmentSettings().model_dump(), **spec["augment"]}.items()}
+                         for k, v in {**_augment_defaults(), **spec["augment"]}.items()}
     values["freeze_backbone"] = bool(spec.get("freeze_backbone"))
     values["scale_lr"] = bool(spec.get("scale_lr"))
     values.update(_gpu_values(needs or {}))
@@ -127,6 +133,8 @@ def previous_models(briefs: list[dict]) -> list[dict]:
 
 
 def choices(ctx: Context, briefs: list[dict]) -> dict:
+    from trainyard.networks import registry
+
     leases = ctx.store.leases()
     return {
         "datasets": dataset_choices(briefs),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -19,10 +20,6 @@ from starlette.datastructures import UploadFile
 
 from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.paths import resolve_inside
-from trainyard.datasets.images import ImageError, load_image
-from trainyard.inference.classify import decode
-from trainyard.inference.loader import InferenceError, LoadedModel, load_model, model_checkpoint
-from trainyard.inference.responses import classify_named, model_doc
 from trainyard.jobs.inference_jobs import create_inference_job, inference_jobs
 from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
@@ -41,12 +38,6 @@ CLASSIFY_BODY = {"requestBody": {"content": {
         "images": {"type": "array", "items": {"type": "string", "format": "binary"}}}}},
     "application/json": {"schema": {"type": "object", "properties": {
         "paths": {"type": "array", "items": {"type": "string"}}}}}}}}
-
-
-def loaded_model(ctx, model_id: str, epoch: float | None) -> LoadedModel:
-    """The model job's checkpoint for ``epoch`` (None: latest), loaded or from the cache."""
-    _, path = model_checkpoint(ctx.manager.folder(model_id).path, epoch)
-    return load_model(path)
 
 
 async def _images_of(ctx, request: Request) -> list[tuple[str, bytes | Path]]:
@@ -80,15 +71,6 @@ def _allowed_file(ctx, path: str) -> Path:
     return resolved
 
 
-def _pil(loaded: LoadedModel, name: str, source: bytes | Path):
-    try:
-        if isinstance(source, bytes):
-            return decode(source, loaded)
-        return load_image(source, loaded.preprocess["channels"])
-    except (InferenceError, ImageError) as exc:
-        raise InferenceError(f"{name} is not a usable image: {str(exc).removeprefix('not a usable image: ')}") from None
-
-
 @router.post("/{model_id}/classify", openapi_extra=CLASSIFY_BODY)
 async def classify(ctx: Ctx, request: Request, model_id: str, epoch: float | None = None,
                    top: int = Query(5, ge=1, le=100), visualize: bool = False, saliency: bool = False) -> dict:
@@ -98,12 +80,10 @@ async def classify(ctx: Ctx, request: Request, model_id: str, epoch: float | Non
     get_job_of_kind(ctx, model_id, "model")
     sources = await _images_of(ctx, request)
 
-    def work() -> dict:
-        loaded = loaded_model(ctx, model_id, epoch)
-        images = [(name, _pil(loaded, name, source)) for name, source in sources]
-        results = classify_named(loaded, images, top=top, layers=visualize, saliency=saliency or visualize)
-        return {"model": model_id, **model_doc(loaded), "results": results}
+    from trainyard.web.classify_work import classify_sources  # torch: on first use, not at start-up
 
+    work = partial(classify_sources, ctx, model_id, epoch, sources, top=top, visualize=visualize,
+                   saliency=saliency)
     return await asyncio.get_running_loop().run_in_executor(INFERENCE, work)
 
 

@@ -1,4 +1,8 @@
-"""/api/networks: the standard networks, their source (to customise), and inspecting any network."""
+"""/api/networks: the standard networks, their source (to customise), and inspecting any network.
+
+The network registry imports torch: it is imported in the handlers, so the server starts
+without torch and pays for it on the first request that lists or builds networks.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +16,6 @@ from pydantic import BaseModel, Field, model_validator
 
 from trainyard.core.errors import InvalidInput
 from trainyard.jobs.context import Context
-from trainyard.jobs.precheck import cache_for
-from trainyard.networks import registry
 from trainyard.web.deps import Ctx
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])
@@ -24,6 +26,9 @@ def list_networks(ctx: Ctx, num_classes: Annotated[int, Query(ge=1, le=100_000)]
                   in_channels: Annotated[int, Query(ge=1, le=4)] = 3) -> dict:
     """The standard networks, with their parameter counts for ``num_classes`` and ``in_channels``
     (the new-model form asks for its dataset's, so they match what Visualize says)."""
+    from trainyard.jobs.precheck import cache_for
+    from trainyard.networks import registry
+
     counts = cache_for(ctx)
     return {"networks": [{**asdict(info), "params": counts.parameter_count(info.name, num_classes, in_channels)}
                          for info in registry.list_networks()],
@@ -32,6 +37,9 @@ def list_networks(ctx: Ctx, num_classes: Annotated[int, Query(ge=1, le=100_000)]
 
 def warm(ctx: Context) -> None:
     """Count the default parameters once at start-up (in a thread), so no page waits for it."""
+    from trainyard.jobs.precheck import cache_for
+    from trainyard.networks import registry
+
     for info in registry.list_networks():
         cache_for(ctx).parameter_count(info.name)
 
@@ -39,6 +47,8 @@ def warm(ctx: Context) -> None:
 @router.get("/{name}/source", response_class=PlainTextResponse)
 def network_source(name: str) -> str:
     """A custom-network file equivalent to the standard network: the start of "Customize"."""
+    from trainyard.networks import registry
+
     return registry.network_source(name)  # UnknownNetwork is a 404
 
 
@@ -64,6 +74,8 @@ async def inspect(ctx: Ctx, request: InspectRequest) -> dict:
     """
     if request.source is not None and request.image_size is None:
         raise InvalidInput("a custom network needs image_size")
+    from trainyard.jobs.precheck import cache_for
+
     return await asyncio.to_thread(
         cache_for(ctx).check, source=request.source, network=request.network, num_classes=request.num_classes,
         in_channels=request.in_channels, image_size=request.image_size)

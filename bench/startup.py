@@ -1,0 +1,186 @@
+"""Benchmark where users wait outside the loops: start-up, the CLI's classify, classify-many.
+
+One run over a temporary home, every side a fresh process timed end to end (wall clock), and
+each row printed as a ratio (issue 14's table):
+
+  dataset create   `trainyard dataset create` against the build alone (build_dataset in-process
+                   on the same spec)                                              aim <= 1.3
+  train            `trainyard train --epochs 1` against a minimal script that imports torch and
+                   trains the same network on the same number of images          aim <= 1.1
+  classify (CLI)   `trainyard classify MODEL <N images> --json`, without and with a running
+                   server, against the archive's use_archive.py on the same images
+  classify-many    a classify-many job's images/s against use_archive.py's (a plain
+                   onnxruntime loop over the same files)                         aim >= 0.8
+  import time      `python -X importtime`: the cumulative import of each light command's module,
+                   and whether it pulled in torch
+
+    python bench/startup.py [--images 500] [--network lenet] [--size 28]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helpers from a checkout
+from tests.conftest import make_image_folder  # noqa: E402
+from tests.live_server import free_port  # noqa: E402
+
+PY = sys.executable
+
+MINIMAL_TRAIN = """
+import sys, time, torch
+from trainyard.networks import create_network
+n, size, channels, batch = (int(a) for a in sys.argv[1:5])
+torch.manual_seed(0)
+x, y = torch.rand(n, channels, size, size), torch.randint(0, 2, (n,))
+model = create_network(sys.argv[5], 2, channels, size)
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+for i in range(0, n, batch):
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(model(x[i:i + batch]), y[i:i + batch]).backward()
+    opt.step()
+model.eval()
+with torch.no_grad():
+    model(x[: batch])
+"""
+
+BUILD_ALONE = """
+import sys, tempfile, time
+from pathlib import Path
+from trainyard.core.events import EventWriter
+from trainyard.datasets.build import build_dataset
+from trainyard.datasets.run import _load_spec
+spec = _load_spec(Path(sys.argv[1]))
+with tempfile.TemporaryDirectory() as tmp:
+    start = time.perf_counter()
+    with EventWriter(Path(tmp)) as events:
+        build_dataset(spec, Path(tmp), events)
+    print(time.perf_counter() - start)
+"""
+
+
+def wall(cmd: list[str], env: dict, **kwargs) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, **kwargs)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])}... failed:\n{done.stderr[-2000:]}")
+    return elapsed, done
+
+
+def trainyard(*args: str) -> list[str]:
+    return [PY, "-m", "trainyard.cli.main", *args]
+
+
+def import_times(env: dict) -> list[tuple[str, float, bool]]:
+    """(module, cumulative import seconds, torch imported) of each light entry point."""
+    rows = []
+    for module in ("trainyard.cli.main", "trainyard.cli.jobs", "trainyard.cli.datasets", "trainyard.cli.train",
+                   "trainyard.web.app"):
+        done = subprocess.run([PY, "-X", "importtime", "-c", f"import {module}"], env=env, capture_output=True,
+                              text=True)
+        cumulative = {m.group(2).strip(): int(m.group(1)) for m in
+                      re.finditer(r"import time:\s+\d+ \|\s+(\d+) \|\s*(\S+)", done.stderr)}
+        rows.append((module, cumulative.get(module, 0) / 1e6, "torch" in cumulative))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=500)
+    parser.add_argument("--network", default="lenet")
+    parser.add_argument("--size", type=int, default=28, help="the dataset's stored image size")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        run(Path(tmp), args)
+
+
+def run(base: Path, args: argparse.Namespace) -> None:
+    env = {**os.environ, "TRAINYARD_HOME": str(base / "home"), "TRAINYARD_DATA_ROOTS": str(base),
+           "TRAINYARD_AUTH_TOKEN": "", "TRAINYARD_PORT": str(free_port())}
+    env.pop("TRAINYARD_FAKE_GPUS", None)
+    folder = make_image_folder(base / "images", {"cat": args.images // 2, "dog": args.images - args.images // 2})
+    images = sorted(str(p) for p in folder.rglob("*.jpg"))
+    rows = []
+
+    create_s, done = wall(trainyard("dataset", "create", "--name", "bench", "--train-folder", str(folder),
+                                    "--size", f"{args.size}x{args.size}", "--json"), env)
+    dataset = json.loads(done.stdout)
+    build_s = float(wall([PY, "-c", BUILD_ALONE, str(base / "home" / "jobs" / dataset["id"])], env)[1].stdout)
+    rows.append(("dataset create wall / build alone", create_s, build_s, create_s / build_s, "<= 1.3"))
+
+    train_s, done = wall(trainyard("train", "--dataset", dataset["id"], "--network", args.network, "--epochs", "1",
+                                   "--batch-size", "64", "--json"), env)
+    model = json.loads(done.stdout)["jobs"][0]["id"]
+    n_train = sum(dataset["counts"]["train"].values())
+    minimal_s, _ = wall([PY, "-c", MINIMAL_TRAIN, str(n_train), str(args.size), "3", "64", args.network], env)
+    rows.append(("train (1 epoch) wall / minimal script", train_s, minimal_s, train_s / minimal_s, "<= 1.1"))
+
+    archive = base / "model.tar.gz"
+    wall(trainyard("export", model, "--output", str(archive)), env)
+    use_archive = str(Path(__file__).resolve().parents[1] / "src/trainyard/examples/classification/use_archive.py")
+    archive_s, _ = wall([PY, use_archive, str(archive), *images, "--json", "--cpu"], env)
+    local_s, _ = wall(trainyard("classify", model, *images, "--json"), env)
+    rows.append(("CLI classify (no server) / use_archive.py", local_s, archive_s, local_s / archive_s, "-"))
+    server = subprocess.Popen(trainyard("serve", "--port", env["TRAINYARD_PORT"]), env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_server(f"http://127.0.0.1:{env['TRAINYARD_PORT']}/api/system", server)
+        wall(trainyard("classify", model, images[0]), env)  # the server loads the model once
+        served_s, _ = wall(trainyard("classify", model, *images, "--json"), env)
+    finally:
+        server.terminate()
+        server.wait(30)
+    rows.append(("CLI classify (server up) / use_archive.py", served_s, archive_s, served_s / archive_s, "-"))
+
+    listing = base / "list.txt"
+    listing.write_text("".join(f"{p}\n" for p in images))
+    many_s, _ = wall([PY, "-c", MANY_JOB, model, str(listing)], env)  # the job, as the API queues it
+    rows.append(("classify-many img/s / plain onnxruntime loop", len(images) / many_s, len(images) / archive_s,
+                 archive_s / many_s, ">= 0.8"))
+    report(rows, import_times(env), len(images))
+
+
+MANY_JOB = """
+import sys
+from trainyard.jobs.context import open_context
+from trainyard.jobs.inference_jobs import create_inference_job
+ctx = open_context()
+job = create_inference_job(ctx, "classify-many", sys.argv[1], list_file=sys.argv[2], foreground=True)
+job = ctx.manager.run_foreground(job.id, poll_s=0.05)
+assert job.status == "done", job.error
+"""
+
+
+def wait_for_server(url: str, server: subprocess.Popen, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit(f"the server did not answer at {url}")
+
+
+def report(rows, imports, count: int) -> None:
+    print(f"{'what':<46} {'trainyard':>10} {'baseline':>10} {'ratio':>7}  aim")
+    for what, ours, theirs, ratio, aim in rows:
+        print(f"{what:<46} {ours:>10.2f} {theirs:>10.2f} {ratio:>7.2f}  {aim}")
+    print(f"(seconds, except classify-many in images/s; {count} images)")
+    print("\nimport time (python -X importtime, cumulative):")
+    for module, seconds, torch in imports:
+        print(f"  {module:<26} {seconds:6.2f} s   torch imported: {'yes' if torch else 'no'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Processes that only wait, list or serve never import torch (or anything else heavy).
+
+torch costs seconds and hundreds of MB to import; the job processes that compute import it
+themselves. Each case runs in a fresh interpreter and reports which heavy modules it loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import make_image_folder
+
+HEAVY = ("torch", "torchvision", "onnxruntime", "onnx", "timm")
+
+CLI = """
+import json, sys
+from trainyard.cli.main import app
+try:
+    app(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+print(json.dumps({"code": code, "heavy": [m for m in HEAVY if m in sys.modules]}), file=sys.stderr)
+"""
+
+SERVER = """
+import json, sys
+from fastapi.testclient import TestClient
+from trainyard.settings import get_settings
+from trainyard.web.app import create_app
+# The network-table warm-up imports torch in a thread after start-up by design (issue 15): left
+# out here, so this checks that start-up and the job, dataset and page requests stay light.
+with TestClient(create_app(get_settings(), warm_networks=False)) as client:
+    codes = [client.get(path).status_code for path in ("/api/jobs", "/api/datasets", "/api/models", "/")]
+print(json.dumps({"code": 0 if set(codes) == {200} else codes, "heavy": [m for m in HEAVY if m in sys.modules]}),
+      file=sys.stderr)
+"""
+
+
+def _run(code: str, args: list[str], home: Path, roots: Path) -> dict:
+    env = {**os.environ, "TRAINYARD_HOME": str(home), "TRAINYARD_DATA_ROOTS": str(roots),
+           "TRAINYARD_AUTH_TOKEN": ""}
+    env.pop("TRAINYARD_FAKE_GPUS", None)
+    done = subprocess.run([sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{code}", *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def test_jobs_list_dataset_create_and_the_server_stay_light(tmp_path):
+    home, roots = tmp_path / "home", tmp_path / "data"
+    folder = make_image_folder(roots / "pets")
+    created = _run(CLI, ["dataset", "create", "--name", "pets", "--train-folder", str(folder), "--size", "16x16"],
+                   home, roots)
+    assert created == {"code": 0, "heavy": []}  # the build ran (in its job process) and finished
+    assert _run(CLI, ["jobs", "list"], home, roots) == {"code": 0, "heavy": []}
+    assert _run(SERVER, [], home, roots) == {"code": 0, "heavy": []}
