@@ -28,6 +28,7 @@ class Settings(BaseSettings):
     dataset_builds: int = 2  # dataset builds at once
     cpu_jobs: int = 1  # trainings on the CPU at once (when no GPU is asked for)
     abort_grace_s: float = 10.0  # SIGTERM, then SIGKILL after this long
+    weights_url: str = ""  # a mirror of torchvision's weight files (default: download.pytorch.org)
     fake_gpus: int = 0  # FOR TESTS: pretend this many GPUs exist (jobs on them train on the CPU)
 
     @field_validator("data_roots", mode="before")
@@ -46,6 +47,10 @@ class Settings(BaseSettings):
     @property
     def jobs_dir(self) -> Path:
         return self.home / "jobs"
+
+    @property
+    def weights_dir(self) -> Path:
+        return self.home / "weights"
 
     @property
     def uploads_dir(self) -> Path:

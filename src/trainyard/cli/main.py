@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from trainyard.cli import datasets, export, inference, jobs, train
+from trainyard.cli import datasets, export, inference, jobs, train, weights
 from trainyard.cli.output import fail
 from trainyard.settings import LOCAL_HOSTS, get_settings
 
@@ -12,6 +12,7 @@ app = typer.Typer(help="trainyard: turn a folder of images into a trained, deplo
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 app.add_typer(datasets.app, name="dataset")
 app.add_typer(jobs.app, name="jobs")
+app.add_typer(weights.app, name="weights")
 train.register(app)
 export.register(app)
 inference.register(app)

@@ -32,15 +32,30 @@ class NetworkInfo:
 class UnknownNetwork(ValueError):
     """Raised for a network name that is not registered; the message lists the valid names."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, message: str | None = None):
         self.name = name
         valid = ", ".join(sorted(_INFOS))
-        super().__init__(f"unknown network {name!r}; valid names: {valid}")
+        super().__init__(message or f"unknown network {name!r}; valid names: {valid}, "
+                                    "or timm:<model> for any timm model")
 
 
 _INFOS: dict[str, NetworkInfo] = {}
 _BUILDERS: dict[str, Builder] = {}
 _SOURCES: dict[str, Callable[[], str]] = {}
+# prefix -> resolve(name) -> (info, builder, source): whole families named on demand (timm:...)
+_RESOLVERS: dict[str, Callable[[str], tuple[NetworkInfo, Builder, Callable[[], str]]]] = {}
+
+
+def register_resolver(prefix: str, resolve: Callable[[str], tuple[NetworkInfo, Builder, Callable[[], str]]]) -> None:
+    """Names starting with ``prefix`` are looked up by ``resolve`` (UnknownNetwork if none)."""
+    _RESOLVERS[prefix] = resolve
+
+
+def _resolved(name: str):
+    for prefix, resolve in _RESOLVERS.items():
+        if name.startswith(prefix):
+            return resolve(name)
+    raise UnknownNetwork(name)
 
 
 def register_network(
@@ -85,10 +100,9 @@ def list_networks() -> list[NetworkInfo]:
 
 def get_network(name: str) -> NetworkInfo:
     """The NetworkInfo for `name`; UnknownNetwork (a ValueError) if there is none."""
-    try:
+    if name in _INFOS:
         return _INFOS[name]
-    except KeyError:
-        raise UnknownNetwork(name) from None
+    return _resolved(name)[0]
 
 
 def create_network(
@@ -98,13 +112,14 @@ def create_network(
     info = get_network(name)
     if num_classes < 1 or in_channels < 1:
         raise ValueError(f"num_classes and in_channels must be >= 1, got {num_classes}, {in_channels}")
-    return _BUILDERS[name](num_classes, in_channels, image_size or info.image_size)
+    build = _BUILDERS[name] if name in _BUILDERS else _resolved(name)[1]
+    return build(num_classes, in_channels, image_size or info.image_size)
 
 
 def network_source(name: str) -> str:
     """Python source of a custom-network file equivalent to the standard network `name`."""
     get_network(name)
-    return _SOURCES[name]()
+    return _SOURCES[name]() if name in _SOURCES else _resolved(name)[2]()
 
 
 def _module_source(module_name: str) -> str:
