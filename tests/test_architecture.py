@@ -14,6 +14,7 @@ FORBIDDEN = {
     "core": {"jobs", "web", "cli", "datasets", "networks", "training", "inference", "settings"},
     "datasets": {"jobs", "web", "cli", "training", "inference"},
     "networks": {"jobs", "web", "cli", "training", "inference", "datasets"},
+    "weights": {"jobs", "web", "cli", "training", "inference", "datasets"},
     "training": {"jobs", "web", "cli", "inference"},
     "inference": {"jobs", "web", "cli"},
     "jobs": {"web", "cli"},
@@ -24,6 +25,7 @@ FORBIDDEN_THIRD_PARTY = {
     "core": {"torch", "sqlalchemy", "fastapi", "numpy"},
     "datasets": {"sqlalchemy", "fastapi", "starlette"},
     "networks": {"sqlalchemy", "fastapi", "starlette"},
+    "weights": {"sqlalchemy", "fastapi", "starlette"},
     "training": {"sqlalchemy", "fastapi", "starlette", "uvicorn"},
 }
 

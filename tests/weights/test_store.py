@@ -7,8 +7,13 @@ import hashlib
 import pytest
 import torch
 
-from tests.weights.conftest import HUB_PATH, TIMM_ENTRY, safetensors_bytes, state_dict_bytes
 from tests.weights.file_server import Served
+from tests.weights.fixtures import (
+    HUB_PATH,
+    TIMM_ENTRY,
+    safetensors_bytes,
+    state_dict_bytes,
+)
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
 from trainyard.weights.download import DownloadError, HashMismatch, download
 from trainyard.weights.store import WeightsStore

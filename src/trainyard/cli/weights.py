@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TransferSpeedColumn,
+)
 
 from trainyard.cli.output import emit_json, err, fail
 from trainyard.core.errors import UserError
@@ -16,7 +21,9 @@ app = typer.Typer(help="Pretrained weights: list, pull (download), import, remov
 
 
 def _store():
-    from trainyard.weights.store import WeightsStore  # loads torch: only for these commands
+    from trainyard.weights.store import (
+        WeightsStore,  # loads torch: only for these commands
+    )
 
     return WeightsStore.from_settings(get_settings())
 
@@ -30,7 +37,7 @@ def _run(action):
 
 @app.command("list")
 def list_(search: str = typer.Argument("", help="only names containing this"),
-          source: Optional[str] = typer.Option(None, help="torchvision | timm | user"),
+          source: str | None = typer.Option(None, help="torchvision | timm | user"),
           present: bool = typer.Option(False, "--present", help="only weights in the store"),
           as_json: bool = typer.Option(False, "--json")) -> None:
     """The weights torchvision and timm publish, and your own, with what is in the store."""
@@ -62,7 +69,7 @@ def pull(name: str = typer.Argument(..., help="e.g. resnet18.imagenet or timm:re
 @app.command("import")
 def import_(name: str = typer.Argument(..., help="a published entry, or a new name for your own weights"),
             file: Path = typer.Argument(..., help="the weights file (.pth, .pt, .safetensors, a checkpoint)"),
-            network: Optional[str] = typer.Option(None, help="the network your own weights are for"),
+            network: str | None = typer.Option(None, help="the network your own weights are for"),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Add a file copied by hand: a published entry's (hash-checked), or your own weights."""
     _report(_run(lambda: _store().import_file(name, file, network)), as_json, "imported")

@@ -13,8 +13,8 @@ import hashlib
 import http.client
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 from urllib.error import HTTPError, URLError
 from urllib.request import Request, urlopen
 

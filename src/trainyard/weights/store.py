@@ -32,7 +32,7 @@ class WeightsStore:
         self.mirror = mirror  # TRAINYARD_WEIGHTS_URL: where torchvision's files are fetched
 
     @classmethod
-    def from_settings(cls, settings) -> "WeightsStore":
+    def from_settings(cls, settings) -> WeightsStore:
         return cls(settings.weights_dir, settings.weights_url)
 
     # ---- reading -------------------------------------------------------------------------

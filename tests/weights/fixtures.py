@@ -1,4 +1,4 @@
-"""Fixtures for the weights store: a loopback file server and published-format weight files."""
+"""Fixtures for the weights store (imported by the tests that use them): a loopback file server and published-format weight files."""
 
 from __future__ import annotations
 
