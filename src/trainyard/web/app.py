@@ -16,10 +16,11 @@ from trainyard.settings import Settings
 from trainyard.web.auth import TokenAuthMiddleware
 from trainyard.web.uploads import RequestSizeLimit
 from trainyard.web.routers import (datasets, export, inference, inference_pages, jobs, models,
-                                   networks, pages, system, weights, weights_pages)
+                                   network_search, networks, pages, system, weights,
+                                   weights_pages)
 
 STATIC = Path(__file__).parent / "static"
-ROUTERS = [jobs.router, datasets.router, models.router, networks.router, system.router,
+ROUTERS = [jobs.router, datasets.router, models.router, networks.router, network_search.router, system.router,
            inference.router, export.router, pages.router, inference_pages.router, weights.router,
            weights_pages.router]
 
