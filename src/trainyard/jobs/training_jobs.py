@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from trainyard.core.errors import UserError
 from trainyard.core.files import read_json, write_json_atomic
 from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
@@ -22,6 +23,8 @@ from trainyard.jobs.manager import JobError
 from trainyard.jobs.store import Job
 from trainyard.training.checkpoint import CheckpointError, checkpoint_for_epoch
 from trainyard.training.spec import ModelSpec, format_errors
+from trainyard.weights import finetune
+from trainyard.weights.store import WeightsStore
 
 
 class TrainRequest(BaseModel):
@@ -37,7 +40,9 @@ class TrainRequest(BaseModel):
     batch_sizes: list[int] = Field(default_factory=list)
     gpus: int | None = Field(None, ge=1)
     gpu_ids: list[int] | None = None
-    pretrained: str | None = None  # JOB[:EPOCH], or a weights file inside the data roots
+    # JOB[:EPOCH], "imagenet" (each network's published weights), a weights store entry, or a
+    # weights file inside the data roots
+    pretrained: str | None = None
     settings: dict = Field(default_factory=dict)  # any other ModelSpec field: epochs, solver, lr, ...
 
 
@@ -46,7 +51,10 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
     if not request.networks and not request.network_source:
         raise JobError("choose a standard network or give a custom network's source")
     needs = _needs(ctx, request)
-    pretrained = resolve_pretrained(ctx, request.pretrained) if request.pretrained else None
+    store = WeightsStore.from_settings(ctx.settings)
+    from_store = bool(request.pretrained) and not _is_job(ctx, request.pretrained) and \
+        finetune.is_store_name(store, request.pretrained)
+    pretrained = resolve_pretrained(ctx, request.pretrained) if request.pretrained and not from_store else None
     planned = []
     for dataset_id, network, lr, batch in _combinations(request):
         dataset = _dataset(ctx, dataset_id)
@@ -56,6 +64,8 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
                       dataset_dir=str(ctx.manager.folder(dataset.id).dataset), pretrained=pretrained,
                       network=network, network_source=None if network else request.network_source,
                       batch_size=batch if batch is not None else fields.get("batch_size"))
+        if from_store:
+            fields.update(_store_weights(store, request.pretrained, network))
         try:
             planned.append((ModelSpec.model_validate(fields), dataset))
         except ValidationError as exc:
@@ -129,6 +139,21 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
         write_json_atomic(folder.spec, {**spec, "processes": processes or 1})
         ctx.store.update_job(job_id, needs=needs)
     return ctx.manager.resume(job_id, foreground=foreground)
+
+
+def _is_job(ctx: Context, value: str) -> bool:
+    return ctx.store.get_job(value.partition(":")[0]) is not None
+
+
+def _store_weights(store: WeightsStore, value: str, network: str | None) -> dict:
+    """The spec fields for fine-tuning ``network`` from store weights: refused now, not in the job,
+    when the entry is for another network or its file is not in the store."""
+    try:
+        found = finetune.resolve_for_network(store, value, network)
+    except UserError as exc:
+        raise JobError(str(exc)) from exc
+    norm = {"mean": found["mean"], "std": found["std"]} if found["mean"] and found["std"] else None
+    return {"pretrained": found["path"], "pretrained_entry": found["entry"], "input_norm": norm}
 
 
 def resolve_pretrained(ctx: Context, value: str) -> str:

@@ -61,6 +61,7 @@ class BatchLoader:
         prefetch: int = 3,
         workers: int | None = None,
         channels_last: bool = False,
+        std: torch.Tensor | None = None,
     ):
         if batch_size < 1:
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
@@ -68,6 +69,7 @@ class BatchLoader:
         self.batch_size = batch_size
         self.device = torch.device(device)
         self.mean = mean.to(self.device) if mean is not None else None
+        self.std = std.to(self.device) if std is not None else None  # pretrained weights' scaling
         self.crop = crop
         self.train = train
         self.augment = augment
@@ -165,5 +167,5 @@ class BatchLoader:
             generator = self._generator
             generator.manual_seed(int(seed))
         x = normalize_batch(images, self.mean, self.crop, train=self.train, augment=self.augment,
-                            generator=generator, channels_last=self.channels_last)
+                            generator=generator, channels_last=self.channels_last, std=self.std)
         return x, labels

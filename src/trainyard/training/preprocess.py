@@ -4,7 +4,9 @@ Convention (stored in checkpoints as ``scale: "0..1"``): a uint8 image (H, W, C)
 (C, H, W) tensor in 0..1, is cropped to ``crop`` x ``crop`` (random in training, central
 otherwise), augmented (training only, on 0..1 values), and then has the dataset mean, also in
 0..1 units, subtracted: the mean image (centre-cropped like the images), its per-channel
-average ("pixel") or nothing ("none").
+average ("pixel") or nothing ("none"). A network fine-tuned from published weights also divides
+by their per-channel ``std`` (then the mean is the weights' mean, stored as a constant image
+with mean mode "pixel"), so its input is what the weights were trained on.
 
 `normalize_batch` is the tensor part. The batch loader calls it for every batch and
 `preprocess_images` calls it for images given at inference time, so classifying an image on the
@@ -55,6 +57,13 @@ def mean_tensor(
     return (mean / 255.0).contiguous().to(device)
 
 
+def std_tensor(std: Sequence[float] | None, device: torch.device | str = "cpu") -> torch.Tensor | None:
+    """The per-channel std to divide by, (1, C, 1, 1), or None when the input is not scaled."""
+    if not std:
+        return None
+    return torch.tensor([float(s) for s in std], dtype=torch.float32, device=device).view(1, -1, 1, 1)
+
+
 def normalize_batch(
     images: torch.Tensor,
     mean: torch.Tensor | None,
@@ -64,6 +73,7 @@ def normalize_batch(
     augment: AugmentSettings | None = None,
     generator: torch.Generator | None = None,
     channels_last: bool = False,
+    std: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """uint8 (N, H, W, C) images on their device -> float (N, C, h, w) network input.
 
@@ -79,6 +89,8 @@ def normalize_batch(
         x = augment_batch(x, augment, generator)
     if mean is not None:
         x = x - mean
+    if std is not None:  # from `std_tensor`
+        x = x / std
     return x.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
@@ -104,4 +116,4 @@ def preprocess_images(
     batch = torch.from_numpy(np.stack(arrays)).to(device)  # N, H, W, C uint8
     crop = preprocess.get("crop")
     mean = mean_tensor(preprocess.get("mean"), preprocess.get("mean_mode", "none"), crop, device)
-    return normalize_batch(batch, mean, crop, train=False)
+    return normalize_batch(batch, mean, crop, train=False, std=std_tensor(preprocess.get("std"), device))
