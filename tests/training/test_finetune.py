@@ -79,7 +79,7 @@ def test_fine_tuning_beats_scratch_on_a_small_dataset(ctx, settings, pretrained)
     # Measured: about 93% against 68% (the shapes were learnt on the first task).
     assert best(ctx, tuned) > best(ctx, scratch) + 10, (best(ctx, tuned), best(ctx, scratch))
     ckpt = load_checkpoint(checkpoint_for_epoch(ctx.manager.folder(tuned.id).path))
-    assert ckpt["head"] == ["classifier.4.bias", "classifier.4.weight"]
+    assert ckpt["head"] == ["classifier.3.bias", "classifier.3.weight"]
     assert len(ckpt["optimizer"]["param_groups"]) == 2  # head at base LR, backbone at a tenth
     assert ckpt["spec"]["pretrained_entry"] == "shapes-lenet"
 
@@ -88,7 +88,7 @@ def test_a_frozen_backbone_trains_only_the_new_classifier(ctx, settings, pretrai
     small = build(ctx, "few", shapes(settings.data_roots[0] / "b", 6, seed=2), 50)
     job = train(ctx, small, 1, pretrained=pretrained, settings={"freeze_backbone": True})
     ckpt = load_checkpoint(checkpoint_for_epoch(ctx.manager.folder(job.id).path))
-    assert ckpt["trainable"] == ["classifier.4.bias", "classifier.4.weight"]
+    assert ckpt["trainable"] == ["classifier.3.bias", "classifier.3.weight"]
 
 
 def test_unusable_store_weights_are_refused_before_queuing(ctx, settings):

@@ -28,10 +28,11 @@ def resolve_for_network(store: WeightsStore, value: str, network: str | None) ->
         raise InvalidInput("pretrained store weights need a standard or timm network (--network), "
                            "not a custom network file")
     name = catalogue.default_entry_name(network) if value == catalogue.IMAGENET_TAG else value
-    path, record = store.weights_path(name)
+    record = store.resolve(name)
     if record["network"] != network:
         raise InvalidInput(f"the weights {record['name']} are for network {record['network']}, "
                            f"not {network}")
+    path, record = store.weights_path(name)
     return {"entry": record["name"], "path": str(path), "mean": _floats(record.get("mean")),
             "std": _floats(record.get("std"))}
 
