@@ -55,7 +55,7 @@ def prepare(loaded: LoadedModel, images: Sequence[Image.Image]) -> Prepared:
 def prepare_pixels(loaded: LoadedModel, batch: torch.Tensor) -> Prepared:
     """Stored-size uint8 (N, H, W, C) images (a dataset split's) -> network input."""
     crop = loaded.preprocess.get("crop")
-    inputs = normalize_batch(batch.to(loaded.device), loaded.mean, crop, train=False)
+    inputs = normalize_batch(batch.to(loaded.device), loaded.mean, crop, train=False, std=loaded.std)
     shown = center_crop_batch(batch.permute(0, 3, 1, 2), crop) if crop else batch.permute(0, 3, 1, 2)
     return Prepared(inputs, shown.permute(0, 2, 3, 1).contiguous().numpy())
 

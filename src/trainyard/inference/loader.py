@@ -24,7 +24,7 @@ from trainyard.training.checkpoint import (
     checkpoint_for_epoch,
     load_checkpoint,
 )
-from trainyard.training.preprocess import mean_tensor
+from trainyard.training.preprocess import mean_tensor, std_tensor
 
 CACHE_SIZE = 4  # GoogLeNet is ~25 MB of weights; a few models stay warm
 
@@ -54,6 +54,7 @@ class LoadedModel:
     device: torch.device
     mean: torch.Tensor | None  # (1, C, h, w) or (1, C, 1, 1) in 0..1 units, on ``device``
     spec: dict = field(default_factory=dict)
+    std: torch.Tensor | None = None  # (1, C, 1, 1): the pretrained weights' scaling, if any
     # Forward passes hold this: visualisation hooks on the shared modules must see only their own
     # pass, and one pass at a time already uses every CPU core.
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -103,7 +104,8 @@ def _load(path: Path, device: torch.device) -> LoadedModel:
     mean = mean_tensor(prep.get("mean"), prep.get("mean_mode", "none"), prep.get("crop"), device)
     return LoadedModel(path=path, model=model, classes=list(checkpoint["classes"]), preprocess=prep,
                        epoch=checkpoint["epoch"], network=checkpoint["network"] or "custom",
-                       device=device, mean=mean, spec=checkpoint.get("spec") or {})
+                       device=device, mean=mean, spec=checkpoint.get("spec") or {},
+                       std=std_tensor(prep.get("std"), device))
 
 
 def model_checkpoint(job_dir: str | os.PathLike, epoch: float | None = None) -> tuple[float, Path]:
