@@ -48,10 +48,11 @@ class TrainRequest(BaseModel):
 
 def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool = False) -> list[Job]:
     """Validate every combination, then create the jobs (nothing is created if one is invalid)."""
+    store = WeightsStore.from_settings(ctx.settings)
+    request = _network_of_pretrained(ctx, store, request)
     if not request.networks and not request.network_source:
         raise JobError("choose a standard network or give a custom network's source")
     needs = _needs(ctx, request)
-    store = WeightsStore.from_settings(ctx.settings)
     from_store = bool(request.pretrained) and not _is_job(ctx, request.pretrained) and \
         finetune.is_store_name(store, request.pretrained)
     pretrained = resolve_pretrained(ctx, request.pretrained) if request.pretrained and not from_store else None
@@ -139,6 +140,24 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
         write_json_atomic(folder.spec, {**spec, "processes": processes or 1})
         ctx.store.update_job(job_id, needs=needs)
     return ctx.manager.resume(job_id, foreground=foreground)
+
+
+def _network_of_pretrained(ctx: Context, store: WeightsStore, request: TrainRequest) -> TrainRequest:
+    """Without a network, fine-tuning a previous model or store weights trains their network
+    (DIGITS's "previous networks" and "pretrained networks" tabs)."""
+    value = request.pretrained
+    if request.networks or request.network_source or not value:
+        return request
+    if _is_job(ctx, value):
+        spec = read_json(ctx.manager.folder(value.partition(":")[0]).spec)
+        return request.model_copy(update={"networks": [spec["network"]] if spec.get("network") else [],
+                                          "network_source": spec.get("network_source")})
+    if value != "imagenet" and finetune.is_store_name(store, value):
+        try:
+            return request.model_copy(update={"networks": [store.resolve(value)["network"]]})
+        except UserError as exc:
+            raise JobError(str(exc)) from exc
+    return request
 
 
 def _is_job(ctx: Context, value: str) -> bool:

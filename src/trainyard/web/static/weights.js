@@ -11,7 +11,7 @@
   const size = (row) => (row.size_mb ? `${row.size_mb.toFixed(1)} MB` : "");
   const top1 = (row) => {
     const key = Object.keys(row.accuracy || {}).find((k) => k.endsWith("acc@1"));
-    return key ? `${row.accuracy[key].toFixed(1)}%` : "";
+    return key && typeof row.accuracy[key] === "number" ? `${row.accuracy[key].toFixed(1)}%` : "";
   };
 
   function storeCell(row) {
