@@ -1,10 +1,11 @@
-# trainyard: `make run` installs into .venv and starts the server; `make test` installs and tests.
+# trainyard: `make run` installs into .venv and starts the server; `make test` installs, lints
+# (ruff, mypy) and tests, so CI runs all three.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install bench clean
+.PHONY: run lint test install bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +20,11 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/trainyard serve
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy src
+
+test: lint
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

@@ -113,7 +113,7 @@ def main() -> None:
 
     from trainyard.inference.classify import decode, prepare
     from trainyard.inference.loader import load_model, model_checkpoint
-    from trainyard.inference.service import classify_named
+    from trainyard.inference.responses import classify_named
     from trainyard.inference.visualize import visualize
     from trainyard.jobs.context import open_context
     from trainyard.jobs.resources import Pools

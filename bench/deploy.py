@@ -28,11 +28,12 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
+from trainyard.artifact.checkpoint import build_model_from_checkpoint, save_checkpoint
+from trainyard.artifact.network import create_model
 from trainyard.core.paths import checkpoint_name
 from trainyard.inference.export import export_model
 from trainyard.networks import get_network
-from trainyard.training.checkpoint import build_model_from_checkpoint, rng_state, save_checkpoint
-from trainyard.training.models import create_model
+from trainyard.training.state import rng_state
 
 STORED = 256  # stored image size; the network sees its own size, centre-cropped
 

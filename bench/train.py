@@ -33,8 +33,8 @@ from PIL import Image
 from trainyard.core.events import EventWriter
 from trainyard.datasets.storage import SplitWriter, save_mean
 from trainyard.networks import create_network
+from trainyard.training.build_run import prepare
 from trainyard.training.loop import LossMeter, train_one_epoch
-from trainyard.training.setup import prepare
 from trainyard.training.spec import ModelSpec
 
 CLASSES = [f"c{i}" for i in range(10)]

@@ -23,6 +23,14 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home", data_roots=[tmp_path / "data"], abort_grace_s=3.0)
 
 
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory):
+    """The one model trained through real jobs (tests/trained_model.py), built once a session."""
+    from tests.trained_model import trained_model
+
+    return trained_model(tmp_path_factory)
+
+
 @pytest.fixture
 def ctx(settings):
     return open_context(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
@@ -130,3 +138,20 @@ def cli_env(settings) -> dict[str, str]:
     return {"TRAINYARD_HOME": str(settings.home),
             "TRAINYARD_DATA_ROOTS": ",".join(str(r) for r in settings.data_roots),
             "TRAINYARD_AUTH_TOKEN": ""}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects, so `-m gpu` sees the gpu mark added here
+def pytest_collection_modifyitems(config, items):
+    """`@pytest.mark.requires_cuda(n)`: a GPU test (selected by `-m gpu`), skipped without n devices."""
+    marked = [(item, item.get_closest_marker("requires_cuda")) for item in items]
+    marked = [(item, mark) for item, mark in marked if mark is not None]
+    if not marked:
+        return
+    import torch  # only when a GPU test was collected: most runs never load torch here
+
+    available = torch.cuda.device_count()
+    for item, mark in marked:
+        needed = int(mark.args[0]) if mark.args else 1
+        item.add_marker(pytest.mark.gpu)
+        if available < needed:
+            item.add_marker(pytest.mark.skip(reason=f"needs {needed} CUDA devices"))

@@ -9,8 +9,8 @@ import socket
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 def free_port() -> int:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.inference.trained import colour_image, trained_model
 from tests.live_server import serving
+from tests.trained_model import CROP, colour_image
 from trainyard.jobs.resources import Pools
 
 pytestmark = pytest.mark.browser
@@ -16,11 +16,10 @@ SCREENSHOTS = Path(os.environ.get("TRAINYARD_SCREENSHOTS", "/tmp/trainyard-scree
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(trained):
     """The real app (with its scheduler) over the shared trained model's home, on a free port."""
     from trainyard.web.app import create_app
 
-    trained = trained_model(tmp_path_factory)
     app = create_app(trained.settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
     with serving(app) as url:
         yield url, trained
@@ -44,7 +43,7 @@ def test_classify_one_image_with_visualizations(server, page, tmp_path):
     assert rows.nth(7).locator("img.mosaic").count() == 0  # a fully-connected layer: statistics only
     assert rows.nth(7).locator("svg.histogram").count() == 2
     assert page.is_visible("#one-saliency") and "Grad-CAM" in page.inner_text("#one-saliency-caption")
-    assert page.evaluate("document.getElementById('one-input').naturalWidth") == 28
+    assert page.evaluate("document.getElementById('one-input').naturalWidth") == CROP
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "classify.png"), full_page=True)
 

@@ -7,13 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from tests.inference.trained import colour_image, trained_model
+from tests.trained_model import colour_image
 from trainyard.cli.main import app
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    return trained_model(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dataset_helpers import make_class_tree
 from PIL import Image
 
-from dataset_helpers import make_class_tree
 from trainyard.core.events import EventWriter, read_events
 from trainyard.datasets.build import DatasetError, build_dataset
 from trainyard.datasets.images import load_image

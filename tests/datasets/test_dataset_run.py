@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from dataset_helpers import make_class_tree
+
 from trainyard.core.events import read_events
 from trainyard.datasets import run
 
@@ -69,7 +69,7 @@ def test_sigterm_aborts_and_removes_partial_build(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(pipeline_module, "process_chunk", chunk_then_sigterm)
     monkeypatch.setattr(build_module.os, "cpu_count", lambda: 1)  # decode in-process
     before = signal.getsignal(signal.SIGTERM)
-    assert run.main([str(job)]) == 0
+    assert run.main([str(job)]) == 128 + signal.SIGTERM  # the exit code of every aborted job
     assert signal.getsignal(signal.SIGTERM) == before  # the handler is put back
     assert statuses(job)[-1] == ("aborted", None)
     assert not (job / "dataset.tmp").exists() and not (job / "dataset").exists()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from dataset_helpers import make_class_tree
+
 import trainyard.datasets.pipeline as pipeline_module
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.worker import Geometry

@@ -7,10 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from dataset_helpers import make_class_tree, save_image
+
 from trainyard.datasets.sources import (
-    Sample, parse_list, read_labels, scan_class_folders, scan_with_classes,
+    Sample,
+    parse_list,
+    read_labels,
+    scan_class_folders,
+    scan_with_classes,
 )
 
 

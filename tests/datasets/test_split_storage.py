@@ -13,7 +13,7 @@ from trainyard.datasets.storage import SplitWriter, open_split, save_mean, split
 
 def write(folder: Path, images: np.ndarray, labels, encoding: str, mean: bool = False) -> SplitWriter:
     n, h, w, c = images.shape
-    writer = SplitWriter(folder, h, w, c, encoding, capacity_hint=n, mean=mean)
+    writer = SplitWriter(folder, h, w, c, encoding, mean=mean)
     for image, label in zip(images, labels):
         writer.append(image, label)
     writer.close()
@@ -80,15 +80,3 @@ def test_wrong_shape_is_refused(tmp_path: Path):
     with pytest.raises(ValueError, match="expected uint8"):
         writer.append(np.zeros((4, 5, 3), np.uint8), 0)
     writer.close()
-
-
-def test_reader_pickles_as_its_folder(tmp_path: Path, rng):
-    import pickle
-
-    images = rng.integers(0, 256, (3, 64, 64, 3), dtype=np.uint8)
-    write(tmp_path / "train", images, [0, 1, 2], "none")
-    reader = open_split(tmp_path, "train")
-    data = pickle.dumps(reader)
-    assert len(data) < 1000  # the path only, not the 36 KiB of pixels
-    clone = pickle.loads(data)
-    np.testing.assert_array_equal(clone.read_batch([2, 0]), images[[2, 0]])

@@ -21,11 +21,10 @@ from tests.inference.deploy_helpers import (
     run_isolated,
     script_json,
     server_probabilities,
-    trained_model,
     unpack,
 )
+from trainyard.artifact.checkpoint import checkpoint_for_epoch
 from trainyard.inference.export import export_model
-from trainyard.training.checkpoint import checkpoint_for_epoch
 
 SCRIPTS = ("example.py", "use_archive.py")
 
@@ -44,9 +43,8 @@ def test_the_script_environment_cannot_import_trainyard(tmp_path):
     assert ok.stdout.strip() == "ok"
 
 
-def test_scripts_match_the_server_on_every_validation_image(tmp_path_factory):
+def test_scripts_match_the_server_on_every_validation_image(trained, tmp_path_factory):
     """The issue's measure: download, unpack, run both scripts; same top-1, probabilities 1e-4."""
-    trained = trained_model(tmp_path_factory)
     from fastapi.testclient import TestClient
 
     from trainyard.web.app import create_app
@@ -59,7 +57,7 @@ def test_scripts_match_the_server_on_every_validation_image(tmp_path_factory):
     archive.write_bytes(response.content)
     top = unpack(archive, fresh / "unpacked")
     images = [str(p) for p in trained.val_images]
-    assert len(images) == 12
+    assert len(images) == 18  # 6 per class
 
     checkpoint = checkpoint_for_epoch(trained.ctx.manager.folder(trained.model_id).path)
     classes = classes_of(checkpoint)

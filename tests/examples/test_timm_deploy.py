@@ -8,16 +8,15 @@ import json
 import numpy as np
 
 from tests.conftest import make_image_folder
-from tests.inference.deploy_helpers import (as_matrix, classes_of, odd_images, script_json,
-                                            server_probabilities, unpack)
+from tests.inference.deploy_helpers import as_matrix, classes_of, odd_images, script_json, server_probabilities, unpack
 from tests.weights.fixtures import TIMM_ENTRY, safetensors_bytes
+from trainyard.artifact.checkpoint import checkpoint_for_epoch, load_checkpoint
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.inference import classify
 from trainyard.inference.export import export_model
 from trainyard.inference.loader import load_model
 from trainyard.jobs.create import create_dataset_job
 from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
-from trainyard.training.checkpoint import checkpoint_for_epoch, load_checkpoint
 from trainyard.weights.store import WeightsStore
 
 

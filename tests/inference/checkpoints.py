@@ -7,9 +7,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from trainyard.training.checkpoint import save_checkpoint
-from trainyard.training.models import create_model
-
+from trainyard.artifact.checkpoint import save_checkpoint
+from trainyard.artifact.network import create_model
 
 MLP_SOURCE = """
 import torch

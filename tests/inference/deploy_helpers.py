@@ -1,7 +1,7 @@
-"""Helpers for the export, import and example-script tests.
+"""Helpers for the export, import and example-script tests: checkpoints made without training,
+odd images, the server's probabilities, and running the example scripts without trainyard.
 
-Import as ``tests.inference.deploy_helpers`` everywhere, so there is one module and one cache:
-the trained model is built once per test session, whichever test asks first.
+The trained model they export is tests/trained_model.py's (the ``trained`` fixture).
 """
 
 from __future__ import annotations
@@ -12,72 +12,25 @@ import subprocess
 import sys
 import sysconfig
 import tarfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from PIL import Image
 
-from tests.conftest import make_image_folder
+from trainyard.artifact.checkpoint import (
+    build_model_from_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
+from trainyard.artifact.network import create_model
+from trainyard.artifact.preprocess import preprocess_images
 from trainyard.core.paths import checkpoint_name
 from trainyard.datasets.images import load_image
-from trainyard.training.checkpoint import build_model_from_checkpoint, load_checkpoint, save_checkpoint
-from trainyard.training.models import create_model
-from trainyard.training.preprocess import preprocess_images
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGED_SCRIPTS = REPO / "src" / "trainyard" / "examples" / "classification"
 REPO_SCRIPTS = REPO / "examples" / "classification"
-CLASSES = {"dark": 12, "light": 12, "red": 12}
-VAL_CLASSES = {"dark": 4, "light": 4, "red": 4}
-
-
-@dataclass
-class Trained:
-    """A dataset and a lenet trained on it, in their own trainyard home."""
-
-    settings: object
-    ctx: object
-    dataset_id: str
-    model_id: str
-    val_images: list[Path]
-
-
-_trained: dict[str, Trained] = {}
-
-
-def trained_model(tmp_path_factory) -> Trained:
-    """Build (once per session) a 3-class half_crop dataset and train lenet on it for 3 epochs."""
-    if "model" not in _trained:
-        _trained["model"] = _train(tmp_path_factory.mktemp("deploy"))
-    return _trained["model"]
-
-
-def _train(root: Path) -> Trained:
-    from trainyard.datasets.spec import DatasetSpec
-    from trainyard.jobs.context import open_context
-    from trainyard.jobs.create import create_dataset_job
-    from trainyard.jobs.resources import Pools
-    from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
-    from trainyard.settings import Settings
-
-    settings = Settings(home=root / "home", data_roots=[root / "data"], abort_grace_s=3.0)
-    ctx = open_context(settings, pools=Pools(dataset_slots=1, cpu_slots=1, gpus=[]))
-    train = make_image_folder(root / "data" / "train", CLASSES, size=(40, 30), seed=1)
-    val = make_image_folder(root / "data" / "val", VAL_CLASSES, size=(33, 45), seed=2)
-    spec = DatasetSpec(name="colours", train_folder=str(train), val_folder=str(val), width=28,
-                       height=28, channels=3, resize="half_crop")
-    dataset = create_dataset_job(ctx, spec, foreground=True)
-    assert ctx.manager.run_foreground(dataset.id, poll_s=0.05).status == "done"
-    request = TrainRequest(name="deploy", datasets=[dataset.id], networks=["lenet"], settings={
-        "epochs": 3, "batch_size": 8, "seed": 1, "crop": 24, "lr": {"policy": "fixed", "base_lr": 0.02}})
-    [job] = create_model_jobs(ctx, request, foreground=True)
-    done = ctx.manager.run_foreground(job.id, poll_s=0.05)
-    assert done.status == "done", done.error
-    return Trained(settings, ctx, dataset.id, job.id, sorted(val.rglob("*.jpg")))
-
-
 def make_checkpoint_job(job_dir: Path, *, resize: str = "squash", channels: int = 3, size=(28, 28),
                         crop: int | None = None, mean_mode: str = "image", epoch: int = 1,
                         name: str = "made", seed: int = 0) -> Path:

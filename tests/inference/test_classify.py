@@ -11,10 +11,16 @@ import torch
 from PIL import Image
 
 from tests.inference.checkpoints import write_checkpoint
-from tests.inference.trained import colour_image
+from tests.trained_model import colour_image
+from trainyard.artifact.preprocess import preprocess_images
 from trainyard.inference.classify import classify, decode, prepare, top_predictions
-from trainyard.inference.loader import InferenceError, NotFound, NotReady, load_model, model_checkpoint
-from trainyard.training.preprocess import preprocess_images
+from trainyard.inference.loader import (
+    InferenceError,
+    NotFound,
+    NotReady,
+    load_model,
+    model_checkpoint,
+)
 
 
 def odd_image(seed: int) -> Image.Image:

@@ -19,24 +19,24 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from tests.inference.deploy_helpers import make_checkpoint_job, unpack
-from trainyard.cli.main import app as cli
-from trainyard.inference import export, onnx_export
-from trainyard.inference.export import export_model
-from trainyard.networks import load_network_source
-from trainyard.training.checkpoint import (
+from trainyard.artifact.checkpoint import (
     CheckpointError,
     build_model_from_checkpoint,
     checkpoint_for_epoch,
     load_checkpoint,
 )
+from trainyard.cli.main import app as cli
+from trainyard.inference import export, onnx_export
+from trainyard.inference.export import export_model
+from trainyard.networks import load_network_source
 
 MEMBERS = ["README.md", "info.json", "preprocess.json", "labels.txt", "mean.npy", "mean.png", "model.onnx",
            "weights.safetensors", "network.py", "example.py", "use_archive.py"]
 
 
 @pytest.fixture(scope="module")
-def downloaded(client, deployed, tmp_path_factory) -> Path:
-    response = client.get(f"/api/models/{deployed.model_id}/download")
+def downloaded(client, trained, tmp_path_factory) -> Path:
+    response = client.get(f"/api/models/{trained.model_id}/download")
     assert response.status_code == 200, response.text
     assert response.headers["content-type"] == "application/gzip"
     assert 'filename="deploy-epoch-3.tar.gz"' in response.headers["content-disposition"]
@@ -51,7 +51,7 @@ def test_the_archive_holds_every_file_in_order(downloaded):
     assert names == ["deploy-epoch-3"] + [f"deploy-epoch-3/{name}" for name in MEMBERS]
 
 
-def test_preprocess_and_info_describe_the_model(downloaded, deployed, tmp_path):
+def test_preprocess_and_info_describe_the_model(downloaded, trained, tmp_path):
     top = unpack(downloaded, tmp_path)
     prep = json.loads((top / "preprocess.json").read_text())
     assert {k: prep[k] for k in ("width", "height", "channels", "resize", "mean_mode", "crop", "scale",
@@ -60,8 +60,8 @@ def test_preprocess_and_info_describe_the_model(downloaded, deployed, tmp_path):
         "scale": "0..1", "channel_order": "RGB", "noise_seed": 0}
     assert prep["input"]["shape"] == ["batch", 3, 24, 24]
     info = json.loads((top / "info.json").read_text())
-    assert info["job"]["id"] == deployed.model_id and info["job"]["name"] == "deploy"
-    assert info["dataset"] == {"id": deployed.dataset_id, "name": "colours"}
+    assert info["job"]["id"] == trained.model_id and info["job"]["name"] == "deploy"
+    assert info["dataset"] == {"id": trained.dataset_id, "name": "colours"}
     assert info["epoch"] == 3 and info["network"] == "lenet"
     assert set(info["metrics"]) >= {"val_accuracy", "val_loss", "train_loss"}
     assert set(info["versions"]) >= {"trainyard", "torch", "onnx", "onnxruntime", "numpy", "python"}
@@ -72,9 +72,9 @@ def test_preprocess_and_info_describe_the_model(downloaded, deployed, tmp_path):
     assert (top / "labels.txt").read_text().splitlines() == ["dark", "light", "red"]
 
 
-def test_mean_files_are_the_dataset_mean(downloaded, deployed, tmp_path):
+def test_mean_files_are_the_dataset_mean(downloaded, trained, tmp_path):
     top = unpack(downloaded, tmp_path)
-    dataset_mean = np.load(deployed.ctx.manager.folder(deployed.dataset_id).dataset / "mean.npy")
+    dataset_mean = np.load(trained.ctx.manager.folder(trained.dataset_id).dataset / "mean.npy")
     mean = np.load(top / "mean.npy", allow_pickle=False)
     assert mean.dtype == np.float32 and mean.shape == (28, 28, 3)
     np.testing.assert_array_equal(mean, dataset_mean.astype(np.float32))
@@ -82,7 +82,7 @@ def test_mean_files_are_the_dataset_mean(downloaded, deployed, tmp_path):
     assert png.shape == (28, 28, 3) and np.abs(png - mean).max() <= 0.5
 
 
-def test_onnx_has_a_dynamic_batch_and_safetensors_reload_in_pytorch(downloaded, deployed, tmp_path):
+def test_onnx_has_a_dynamic_batch_and_safetensors_reload_in_pytorch(downloaded, trained, tmp_path):
     top = unpack(downloaded, tmp_path)
     graph = onnx.load(top / "model.onnx").graph
     onnx.checker.check_model(onnx.load(top / "model.onnx"))
@@ -91,27 +91,27 @@ def test_onnx_has_a_dynamic_batch_and_safetensors_reload_in_pytorch(downloaded, 
     model = build(3, 3, 24)
     model.load_state_dict(load_file(top / "weights.safetensors"))
     original = build_model_from_checkpoint(load_checkpoint(
-        checkpoint_for_epoch(deployed.ctx.manager.folder(deployed.model_id).path)))
+        checkpoint_for_epoch(trained.ctx.manager.folder(trained.model_id).path)))
     x = torch.rand(2, 3, 24, 24)
     with torch.no_grad():
         torch.testing.assert_close(model.eval()(x), original(x), rtol=0, atol=0)
 
 
-def test_any_snapshot_downloads_and_missing_ones_are_refused(client, deployed):
-    first = client.get(f"/api/models/{deployed.model_id}/download", params={"epoch": 1})
+def test_any_snapshot_downloads_and_missing_ones_are_refused(client, trained):
+    first = client.get(f"/api/models/{trained.model_id}/download", params={"epoch": 1})
     assert first.status_code == 200
     with tarfile.open(fileobj=io.BytesIO(first.content)) as tar:
         info = json.load(tar.extractfile("deploy-epoch-1/info.json"))
     assert info["epoch"] == 1
-    missing = client.get(f"/api/models/{deployed.model_id}/download", params={"epoch": 7})
+    missing = client.get(f"/api/models/{trained.model_id}/download", params={"epoch": 7})
     assert missing.status_code == 404
     assert "no checkpoint for epoch 7" in missing.json()["detail"] and "1, 2, 3" in missing.json()["detail"]
     assert client.get("/api/models/nope/download").status_code == 404
-    assert client.get(f"/api/models/{deployed.dataset_id}/download").status_code == 404  # a dataset
+    assert client.get(f"/api/models/{trained.dataset_id}/download").status_code == 404  # a dataset
 
 
-def test_a_model_without_snapshot_is_refused(client, deployed):
-    job = deployed.ctx.manager.create("model", "not yet", {}, needs={"pool": "cpu"})
+def test_a_model_without_snapshot_is_refused(client, trained):
+    job = trained.ctx.manager.create("model", "not yet", {}, needs={"pool": "cpu"})
     response = client.get(f"/api/models/{job.id}/download")
     assert response.status_code == 404 and "no checkpoint yet" in response.json()["detail"]
 
@@ -167,7 +167,7 @@ def test_export_fails_with_the_figures_when_onnx_runtime_disagrees(tmp_path, mon
 
 def test_adaptive_pools_onnx_lacks_are_exported_exactly():
     """LeNet at 24x24 pools 3x3 to 4x4: not expressible as ONNX pooling, done with matrices."""
-    from trainyard.training.models import create_model
+    from trainyard.artifact.network import create_model
 
     model = create_model("lenet", None, 5, 1, 24).eval()
     x = onnx_export.sample_inputs((1, 24, 24), 3, seed=5)
@@ -180,18 +180,18 @@ def test_adaptive_pools_onnx_lacks_are_exported_exactly():
         .__name__ == "AdaptiveAvgPool2d"  # 4 -> 4 needs no change
 
 
-def test_cli_export(deployed, tmp_path):
-    env = {"TRAINYARD_HOME": str(deployed.settings.home), "TRAINYARD_AUTH_TOKEN": "",
-           "TRAINYARD_DATA_ROOTS": str(deployed.settings.data_roots[0])}
+def test_cli_export(trained, tmp_path):
+    env = {"TRAINYARD_HOME": str(trained.settings.home), "TRAINYARD_AUTH_TOKEN": "",
+           "TRAINYARD_DATA_ROOTS": str(trained.settings.data_roots[0])}
     out = tmp_path / "cli.tar.gz"
-    result = CliRunner().invoke(cli, ["export", deployed.model_id, "--epoch", "2", "--output", str(out),
+    result = CliRunner().invoke(cli, ["export", trained.model_id, "--epoch", "2", "--output", str(out),
                                       "--json"], env=env)
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["epoch"] == 2 and doc["bytes"] == out.stat().st_size and Path(doc["path"]) == out
     with gzip.open(out) as f:
         assert f.read(1)  # a gzip file
-    missing = CliRunner().invoke(cli, ["export", deployed.model_id, "--epoch", "9", "-o", str(tmp_path / "x")],
+    missing = CliRunner().invoke(cli, ["export", trained.model_id, "--epoch", "9", "-o", str(tmp_path / "x")],
                                  env=env)
     assert missing.exit_code == 2 and "no checkpoint for epoch 9" in missing.output
     unknown = CliRunner().invoke(cli, ["export", "nope", "-o", str(tmp_path / "x")], env=env)

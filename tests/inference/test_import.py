@@ -13,18 +13,22 @@ import torch
 from safetensors.torch import load_file, save_file
 from typer.testing import CliRunner
 
-from tests.inference.deploy_helpers import make_checkpoint_job, server_probabilities, unpack
+from tests.inference.deploy_helpers import (
+    make_checkpoint_job,
+    server_probabilities,
+    unpack,
+)
+from trainyard.artifact.checkpoint import checkpoint_for_epoch, load_checkpoint
 from trainyard.cli.main import app as cli
 from trainyard.inference.export import export_model
-from trainyard.jobs.imports import import_model_archive
+from trainyard.jobs.imported_models import import_model_archive
 from trainyard.jobs.manager import JobError
 from trainyard.networks import network_source
-from trainyard.training.checkpoint import checkpoint_for_epoch, load_checkpoint
 
 
 @pytest.fixture(scope="module")
-def archive(client, deployed, tmp_path_factory) -> Path:
-    response = client.get(f"/api/models/{deployed.model_id}/download")
+def archive(client, trained, tmp_path_factory) -> Path:
+    response = client.get(f"/api/models/{trained.model_id}/download")
     assert response.status_code == 200, response.text
     path = tmp_path_factory.mktemp("import") / "deploy-epoch-3.tar.gz"
     path.write_bytes(response.content)
@@ -35,18 +39,18 @@ def upload(client, data: bytes, filename: str = "model.tar.gz", **form):
     return client.post("/api/models/import", files={"file": (filename, data, "application/gzip")}, data=form)
 
 
-def test_import_gives_a_done_model_with_the_same_answers(client, deployed, archive, tmp_path):
+def test_import_gives_a_done_model_with_the_same_answers(client, trained, archive, tmp_path):
     response = upload(client, archive.read_bytes(), name="imported")
     assert response.status_code == 201, response.text
     doc = response.json()
     assert (doc["kind"], doc["status"], doc["name"], doc["network"]) == ("model", "done", "imported", "lenet")
     assert doc["snapshots"] == [3] and doc["dataset"] is None and doc["metrics"]["val_accuracy"]
-    assert not any(deployed.settings.uploads_dir.iterdir())  # the upload is not kept
-    folder = deployed.ctx.manager.folder(doc["id"]).path
-    original = checkpoint_for_epoch(deployed.ctx.manager.folder(deployed.model_id).path)
+    assert not any(trained.settings.uploads_dir.iterdir())  # the upload is not kept
+    folder = trained.ctx.manager.folder(doc["id"]).path
+    original = checkpoint_for_epoch(trained.ctx.manager.folder(trained.model_id).path)
     imported = checkpoint_for_epoch(folder)
-    np.testing.assert_array_equal(server_probabilities(imported, deployed.val_images),
-                                  server_probabilities(original, deployed.val_images))
+    np.testing.assert_array_equal(server_probabilities(imported, trained.val_images),
+                                  server_probabilities(original, trained.val_images))
     # Exported again, it is the same model: same ONNX graph, same weights.
     again = client.get(f"/api/models/{doc['id']}/download")
     assert again.status_code == 200
@@ -61,35 +65,35 @@ def _unpack_bytes(data: bytes, dest: Path) -> Path:
     return unpack(path, dest)
 
 
-def test_weights_come_from_safetensors_only(deployed, archive, tmp_path):
+def test_weights_come_from_safetensors_only(trained, archive, tmp_path):
     """model.onnx is not needed and never read; the imported weights are the safetensors file's."""
     top = unpack(archive, tmp_path / "x")
     (top / "model.onnx").unlink()
     weights = load_file(top / "weights.safetensors")
     weights["classifier.3.bias"] = torch.tensor([5.0, -5.0, 0.5])
     save_file(weights, top / "weights.safetensors")
-    job = import_model_archive(deployed.ctx, _repack(top, tmp_path / "edited.tar.gz"))
-    checkpoint = load_checkpoint(checkpoint_for_epoch(deployed.ctx.manager.folder(job.id).path))
+    job = import_model_archive(trained.ctx, _repack(top, tmp_path / "edited.tar.gz"))
+    checkpoint = load_checkpoint(checkpoint_for_epoch(trained.ctx.manager.folder(job.id).path))
     assert checkpoint["model"]["classifier.3.bias"].tolist() == [5.0, -5.0, 0.5]
     assert job.name == "deploy" and job.status == "done"
 
     (top / "weights.safetensors").write_bytes(b"not safetensors at all")
     with pytest.raises(JobError, match="weights.safetensors cannot be read"):
-        import_model_archive(deployed.ctx, _repack(top, tmp_path / "broken.tar.gz"))
+        import_model_archive(trained.ctx, _repack(top, tmp_path / "broken.tar.gz"))
 
 
-def test_weights_that_do_not_fit_are_refused(deployed, archive, tmp_path):
+def test_weights_that_do_not_fit_are_refused(trained, archive, tmp_path):
     top = unpack(archive, tmp_path / "x")
     (top / "labels.txt").write_text("a\nb\nc\nd\n")  # four classes, weights for three
-    before = set(deployed.settings.jobs_dir.iterdir())
+    before = set(trained.settings.jobs_dir.iterdir())
     with pytest.raises(JobError, match=r"does not fit.*wrong shape: classifier\.3\.bias"):
-        import_model_archive(deployed.ctx, _repack(top, tmp_path / "misfit.tar.gz"))
-    assert set(deployed.settings.jobs_dir.iterdir()) == before  # nothing left behind
+        import_model_archive(trained.ctx, _repack(top, tmp_path / "misfit.tar.gz"))
+    assert set(trained.settings.jobs_dir.iterdir()) == before  # nothing left behind
 
 
-def test_cli_import(deployed, archive):
-    env = {"TRAINYARD_HOME": str(deployed.settings.home), "TRAINYARD_AUTH_TOKEN": "",
-           "TRAINYARD_DATA_ROOTS": str(deployed.settings.data_roots[0])}
+def test_cli_import(trained, archive):
+    env = {"TRAINYARD_HOME": str(trained.settings.home), "TRAINYARD_AUTH_TOKEN": "",
+           "TRAINYARD_DATA_ROOTS": str(trained.settings.data_roots[0])}
     result = CliRunner().invoke(cli, ["import", str(archive), "--name", "from cli", "--json"], env=env)
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
@@ -98,21 +102,21 @@ def test_cli_import(deployed, archive):
     assert bad.exit_code == 2 and "is not a file" in bad.output
 
 
-def test_fine_tune_from_an_imported_model(deployed, archive):
+def test_fine_tune_from_an_imported_model(trained, archive):
     from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
 
-    imported = import_model_archive(deployed.ctx, archive, "base")
-    request = TrainRequest(name="tuned", datasets=[deployed.dataset_id], networks=["lenet"],
+    imported = import_model_archive(trained.ctx, archive, "base")
+    request = TrainRequest(name="tuned", datasets=[trained.dataset_id], networks=["lenet"],
                            pretrained=imported.id,
                            settings={"epochs": 1, "batch_size": 12, "seed": 2, "crop": 24})
-    [job] = create_model_jobs(deployed.ctx, request, foreground=True)
-    done = deployed.ctx.manager.run_foreground(job.id, poll_s=0.05)
+    [job] = create_model_jobs(trained.ctx, request, foreground=True)
+    done = trained.ctx.manager.run_foreground(job.id, poll_s=0.05)
     assert done.status == "done", done.error
-    log = deployed.ctx.manager.folder(job.id).log.read_text()
+    log = trained.ctx.manager.folder(job.id).log.read_text()
     assert "pretrained: loaded 8 tensors" in log
 
 
-def test_a_custom_network_archive_imports_as_custom(deployed, tmp_path):
+def test_a_custom_network_archive_imports_as_custom(trained, tmp_path):
     """network.py that is not a standard network's file is kept as a custom network's source."""
     job = make_checkpoint_job(tmp_path / "job")
     checkpoint_path = checkpoint_for_epoch(job)
@@ -120,8 +124,8 @@ def test_a_custom_network_archive_imports_as_custom(deployed, tmp_path):
     checkpoint.update(network=None, network_source=network_source("lenet") + "\n# edited by hand\n")
     torch.save(checkpoint, checkpoint_path)
     archive = export_model(job, None, tmp_path / "custom.tar.gz").path
-    imported = import_model_archive(deployed.ctx, archive)
-    rebuilt = load_checkpoint(checkpoint_for_epoch(deployed.ctx.manager.folder(imported.id).path))
+    imported = import_model_archive(trained.ctx, archive)
+    rebuilt = load_checkpoint(checkpoint_for_epoch(trained.ctx.manager.folder(imported.id).path))
     assert rebuilt["network"] is None and rebuilt["network_source"].endswith("# edited by hand\n")
     assert rebuilt["preprocess"]["mean"].shape == (28, 28, 3)
 
@@ -150,14 +154,14 @@ def _link(name: str, target: str) -> tarfile.TarInfo:
     ([("/tmp/trainyard-evil.txt", b"gotcha")], "absolute path"),
     ([_link("model/weights.safetensors", "/etc/passwd")], "is a link"),
 ])
-def test_archives_reaching_outside_their_folder_are_refused(client, deployed, members, reason, tmp_path):
-    before = (set(deployed.settings.jobs_dir.iterdir()), len(client.get("/api/models").json()["models"]))
+def test_archives_reaching_outside_their_folder_are_refused(client, trained, members, reason, tmp_path):
+    before = (set(trained.settings.jobs_dir.iterdir()), len(client.get("/api/models").json()["models"]))
     response = upload(client, _tar(members))
     assert response.status_code == 400 and reason in response.json()["detail"], response.text
     assert "archive refused" in response.json()["detail"]
-    after = (set(deployed.settings.jobs_dir.iterdir()), len(client.get("/api/models").json()["models"]))
+    after = (set(trained.settings.jobs_dir.iterdir()), len(client.get("/api/models").json()["models"]))
     assert after == before
-    assert not (deployed.settings.jobs_dir.parent / "evil.txt").exists()
+    assert not (trained.settings.jobs_dir.parent / "evil.txt").exists()
     assert not Path("/tmp/trainyard-evil.txt").exists()
 
 

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.inference.trained import colour_image
+from tests.trained_model import colour_image
+from trainyard.core.jobproc import Aborted
 from trainyard.inference import results
 from trainyard.inference.loader import load_model, model_checkpoint
-from trainyard.inference.many import Aborted, classify_many
+from trainyard.inference.many import classify_many
 from trainyard.inference.sources import count_folder, count_list, folder_items, list_items, parse_line
 
 CLASSES = ["dark", "light", "red"]

@@ -13,7 +13,7 @@ from PIL import Image
 from torch import nn
 
 from tests.inference.checkpoints import MLP_SOURCE, write_checkpoint
-from tests.inference.trained import colour_image
+from tests.trained_model import CROP, colour_image
 from trainyard.inference.classify import prepare, probabilities
 from trainyard.inference.gradcam import colormap, gradcam, overlay_png
 from trainyard.inference.loader import load_model, model_checkpoint
@@ -77,14 +77,15 @@ def test_layer_table_mosaics_and_params(loaded):
     inspection = visualize(loaded, prepare(loaded, [colour_image("light", 1)]))
     layers = {layer["name"]: layer for layer in inspection.layers}
     first = inspection.layers[0]
-    assert first["type"] == "Input" and first["output_shape"] == [3, 28, 28]
-    assert png(first["activation_image"]).size == (28, 28)
+    assert first["type"] == "Input" and first["output_shape"] == [3, CROP, CROP]
+    assert png(first["activation_image"]).size == (CROP, CROP)
     conv1 = layers["features.0"]
     assert conv1["type"] == "Conv2d" and conv1["params"] == 20 * 3 * 5 * 5 + 20
     # 20 RGB 5x5 filters: 5 columns x 4 rows of tiles one pixel apart.
     assert png(conv1["weight_image"]).size == (5 * 6 - 1, 4 * 6 - 1) and png(conv1["weight_image"]).mode == "RGB"
-    # 20 feature maps of 24x24: 5 x 4 tiles.
-    assert png(conv1["activation_image"]).size == (5 * 25 - 1, 4 * 25 - 1) and conv1["maps_shown"] == 20
+    # 20 feature maps of (CROP - 4) x (CROP - 4): 5 x 4 tiles.
+    side = CROP - 4 + 1
+    assert png(conv1["activation_image"]).size == (5 * side - 1, 4 * side - 1) and conv1["maps_shown"] == 20
     conv2 = layers["features.2"]  # 50 x 20 kernels: an 8 x 8 grid of the first ones
     assert png(conv2["weight_image"]).size == (8 * 6 - 1, 8 * 6 - 1)
     fc = layers["classifier.1"]
@@ -112,12 +113,12 @@ def test_tile_layout():
 def test_gradcam_explains_the_top_class(loaded):
     prepared = prepare(loaded, [colour_image("dark", 3)])
     cam = gradcam(loaded, prepared)
-    assert cam.cam.shape == (28, 28) and cam.cam.min() >= 0 and cam.cam.max() <= 1
+    assert cam.cam.shape == (CROP, CROP) and cam.cam.min() >= 0 and cam.cam.max() <= 1
     assert loaded.classes[cam.class_index] == "dark"
     combined = visualize(loaded, prepared, saliency=True).saliency  # one pass for both
     assert combined.layer == cam.layer and np.allclose(combined.cam, cam.cam, atol=1e-5)
     overlay = Image.open(io.BytesIO(overlay_png(cam.cam, prepared.pixels[0])))
-    assert overlay.size == (28, 28) and overlay.mode == "RGB"
+    assert overlay.size == (CROP, CROP) and overlay.mode == "RGB"
     assert colormap(np.array([0.0, 1.0])).tolist() == [[0, 0, 143], [220, 0, 0]]
 
 

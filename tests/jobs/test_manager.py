@@ -10,7 +10,6 @@ from dataclasses import dataclass
 import pytest
 
 from tests.conftest import wait_for
-from trainyard.core.status import Status
 from trainyard.jobs.kinds import JobKind, register_kind
 from trainyard.jobs.manager import JobError, JobManager
 from trainyard.jobs.resources import GPU, NotSatisfiable, Pools

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
+from trainyard.artifact.preprocess import center_crop_batch
 from trainyard.training.augment import (
     AugmentSettings,
     augment_batch,
-    center_crop_batch,
     hsv_to_rgb,
     is_identity,
     random_crop_batch,
@@ -174,8 +174,7 @@ def test_crop_larger_than_image_is_an_error():
         center_crop_batch(images(h=6, w=6), 8)
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.requires_cuda(1)
 def test_on_cuda_with_a_cpu_generator_and_a_cuda_generator():
     x = images().cuda()
     for generator in (gen(), torch.Generator(device="cuda").manual_seed(0)):

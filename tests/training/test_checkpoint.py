@@ -5,14 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from model_helpers import make_dataset, model_spec
 from PIL import Image
 from safetensors.torch import save_file
 
-from model_helpers import make_dataset, model_spec
-from trainyard.core.events import EventWriter
-from trainyard.core.paths import checkpoint_name
-from trainyard.datasets.storage import open_split
-from trainyard.training.checkpoint import (
+from trainyard.artifact.checkpoint import (
     FORMAT,
     CheckpointError,
     build_model_from_checkpoint,
@@ -20,10 +17,14 @@ from trainyard.training.checkpoint import (
     latest_checkpoint,
     load_checkpoint,
 )
+from trainyard.artifact.preprocess import mean_tensor, preprocess_images
+from trainyard.core.events import EventWriter
+from trainyard.core.paths import checkpoint_name
+from trainyard.datasets.storage import open_split
+from trainyard.training.build_run import prepare
 from trainyard.training.data import BatchLoader
 from trainyard.training.loop import evaluate, train
-from trainyard.training.preprocess import mean_tensor, preprocess_images
-from trainyard.training.setup import TrainingError, prepare
+from trainyard.training.state import TrainingError
 
 
 @pytest.fixture(scope="module")

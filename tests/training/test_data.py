@@ -5,13 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from model_helpers import make_dataset
 from PIL import Image
 
-from model_helpers import make_dataset
+from trainyard.artifact.preprocess import (
+    mean_tensor,
+    preprocess_images,
+)
 from trainyard.datasets.storage import open_split
-from trainyard.training.augment import AugmentSettings
+from trainyard.training.augment import AugmentSettings, training_batch
 from trainyard.training.data import BatchLoader
-from trainyard.training.preprocess import mean_tensor, normalize_batch, preprocess_images
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +93,7 @@ def test_pixel_mean_is_per_channel(dataset):
 def test_random_crops_differ_per_sample_and_stay_in_bounds():
     images = torch.arange(16 * 16, dtype=torch.uint8).view(1, 16, 16, 1).repeat(32, 1, 1, 1)
     generator = torch.Generator().manual_seed(0)
-    x = normalize_batch(images, None, 8, train=True, generator=generator)
+    x = training_batch(images, None, 8, None, generator)
     corners = {round(float(v) * 255) for v in x[:, 0, 0, 0]}
     assert x.shape == (32, 1, 8, 8) and len(corners) > 5
     assert all(c // 16 <= 8 and c % 16 <= 8 for c in corners)

@@ -14,12 +14,19 @@ import subprocess
 import numpy as np
 import pytest
 import torch
+from model_helpers import (
+    make_dataset,
+    metrics,
+    model_spec,
+    one_thread,
+    statuses,
+    write_job,
+)
 
-from model_helpers import make_dataset, metrics, model_spec, one_thread, statuses, write_job
+from trainyard.artifact.checkpoint import load_checkpoint
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.datasets.storage import open_split
 from trainyard.jobs.kinds import get_kind
-from trainyard.training.checkpoint import load_checkpoint
 from trainyard.training.data import BatchLoader
 from trainyard.training.run import main
 
@@ -195,9 +202,9 @@ def test_a_rank_that_fails_fails_the_job_with_its_message(dataset, tmp_path):
 
 def test_scale_lr_multiplies_the_learning_rate_by_the_process_count_also_across_a_resume(dataset, tmp_path):
     from trainyard.core.events import EventWriter
+    from trainyard.training.build_run import prepare
     from trainyard.training.distributed import Dist
     from trainyard.training.loop import checkpoint_state
-    from trainyard.training.setup import prepare
 
     spec = ddp_spec(dataset, processes=1, scale_lr=True, lr={"policy": "fixed", "base_lr": 0.05})
     two = Dist(rank=0, world_size=2)  # rank 0 of two, without a process group: no collectives here
@@ -213,17 +220,13 @@ def test_scale_lr_multiplies_the_learning_rate_by_the_process_count_also_across_
 
 
 # -- on GPUs (NCCL): skipped without them ------------------------------------------------------
-def gpus_needed(count):
-    return [pytest.mark.gpu, pytest.mark.skipif(torch.cuda.device_count() < count,
-                                                reason=f"needs {count} CUDA GPU(s)")]
-
-
 def gpu_spec(dataset, **overrides):
     # fp32: bf16 rounding would swamp the comparison (TF32 and cuDNN still differ a little)
     return ddp_spec(dataset, processes=1, precision="fp32", **overrides)
 
 
-@pytest.mark.parametrize("count", [pytest.param(1, marks=gpus_needed(1)), pytest.param(2, marks=gpus_needed(2))])
+@pytest.mark.parametrize("count", [pytest.param(1, marks=pytest.mark.requires_cuda(1)),
+                                   pytest.param(2, marks=pytest.mark.requires_cuda(2))])
 def test_nccl_ranks_reach_the_loss_of_one_gpu(dataset, tmp_path, count):
     """1: torch.distributed.run with one process (the DDP path on one GPU); 2: two GPUs."""
     from trainyard.jobs.kinds import distributed_command
@@ -239,8 +242,7 @@ def test_nccl_ranks_reach_the_loss_of_one_gpu(dataset, tmp_path, count):
         assert np.allclose([v for _, v in a], [v for _, v in b], rtol=1e-2, atol=1e-2), name  # TF32, cuDNN
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+@pytest.mark.requires_cuda(2)
 def test_a_killed_nccl_rank_ends_the_job_within_a_bounded_time(dataset, tmp_path):
     import time
 

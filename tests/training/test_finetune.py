@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
+from trainyard.artifact.checkpoint import checkpoint_for_epoch, load_checkpoint
+from trainyard.core.errors import UserError
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.jobs.create import create_dataset_job
-from trainyard.jobs.manager import JobError
 from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
-from trainyard.training.checkpoint import checkpoint_for_epoch, load_checkpoint
 from trainyard.weights.store import WeightsStore
 
 SHAPES = ["circle", "square", "triangle", "cross"]
@@ -24,17 +24,24 @@ def shapes(root, per_class: int, seed: int, names: list[str] | None = None):
         (root / name).mkdir(parents=True, exist_ok=True)
         for i in range(per_class):
             image = Image.fromarray(rng.integers(0, 80, (28, 28, 3), dtype=np.uint8))
-            draw, r = ImageDraw.Draw(image), rng.uniform(5, 10)
+            r = rng.uniform(5, 10)
             x, y = rng.uniform(r, 28 - r, 2)
-            colour = tuple(int(c) for c in rng.integers(150, 256, 3))
-            box = [x - r, y - r, x + r, y + r]
-            {"circle": lambda: draw.ellipse(box, fill=colour),
-             "square": lambda: draw.rectangle(box, fill=colour),
-             "triangle": lambda: draw.polygon([(x, y - r), (x - r, y + r), (x + r, y + r)], fill=colour),
-             "cross": lambda: (draw.line(box, colour, 3), draw.line([x - r, y + r, x + r, y - r], colour, 3)),
-             }[shape]()
+            draw_shape(ImageDraw.Draw(image), shape, x, y, r, tuple(int(c) for c in rng.integers(150, 256, 3)))
             image.save(root / name / f"{i}.png")
     return root
+
+
+def draw_shape(draw, shape: str, x: float, y: float, r: float, colour) -> None:
+    box = [x - r, y - r, x + r, y + r]
+    if shape == "circle":
+        draw.ellipse(box, fill=colour)
+    elif shape == "square":
+        draw.rectangle(box, fill=colour)
+    elif shape == "triangle":
+        draw.polygon([(x, y - r), (x - r, y + r), (x + r, y + r)], fill=colour)
+    else:  # a cross
+        draw.line(box, colour, 3)
+        draw.line([x - r, y + r, x + r, y - r], colour, 3)
 
 
 def build(ctx, name: str, folder, val_percent: int) -> str:
@@ -94,10 +101,10 @@ def test_a_frozen_backbone_trains_only_the_new_classifier(ctx, settings, pretrai
 def test_unusable_store_weights_are_refused_before_queuing(ctx, settings):
     small = build(ctx, "few", shapes(settings.data_roots[0] / "b", 6, seed=2), 50)
     request = dict(name="t", datasets=[small], settings={"epochs": 1})
-    with pytest.raises(JobError, match="trainyard weights pull resnet18.imagenet1k_v1"):
+    with pytest.raises(UserError, match="trainyard weights pull resnet18.imagenet1k_v1"):
         create_model_jobs(ctx, TrainRequest(networks=["resnet18"], pretrained="imagenet", **request))
-    with pytest.raises(JobError, match="no published ImageNet weights for network lenet"):
+    with pytest.raises(UserError, match="no published ImageNet weights for network lenet"):
         create_model_jobs(ctx, TrainRequest(networks=["lenet"], pretrained="imagenet", **request))
-    with pytest.raises(JobError, match="are for network resnet18, not lenet"):
+    with pytest.raises(UserError, match="are for network resnet18, not lenet"):
         create_model_jobs(ctx, TrainRequest(networks=["lenet"], pretrained="resnet18.imagenet", **request))
     assert not ctx.store.list_jobs(kind="model")

@@ -5,14 +5,13 @@ from __future__ import annotations
 import shutil
 
 import pytest
-import torch
-
 from model_helpers import make_dataset, metrics, model_spec
+
 from trainyard.core.events import EventWriter, read_events
 from trainyard.core.paths import checkpoint_name
+from trainyard.training.event_points import Schedule
 from trainyard.training.loop import train
-from trainyard.training.schedule import Schedule
-from trainyard.training.setup import TrainingError
+from trainyard.training.state import TrainingError
 
 FAST = {"policy": "fixed", "base_lr": 0.05}
 
@@ -108,8 +107,7 @@ def test_schedule_points_fall_on_optimizer_steps():
     assert schedule.at(24).snapshot == 2.5 and schedule.at(24).validate == 2.5
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.requires_cuda(1)
 def test_on_cuda_with_amp_channels_last_and_exact_resume(dataset, tmp_path):
     spec = model_spec(dataset, epochs=2, lr=FAST, crop=16, snapshot_interval=0.5,
                       augment={"flip": "lr", "rotate_degrees": 5})

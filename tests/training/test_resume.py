@@ -11,11 +11,18 @@ import time
 from pathlib import Path
 
 import pytest
+from model_helpers import (
+    make_dataset,
+    metrics,
+    model_spec,
+    one_thread,
+    statuses,
+    write_job,
+)
 
-from model_helpers import make_dataset, metrics, model_spec, one_thread, statuses, write_job
+from trainyard.artifact.checkpoint import checkpoint_epochs, load_checkpoint
 from trainyard.core.events import EventWriter, read_events
 from trainyard.core.paths import checkpoint_name
-from trainyard.training.checkpoint import checkpoint_epochs, load_checkpoint
 from trainyard.training.loop import train
 
 # A small custom network with dropout, so the resumed run must also restore torch's RNG.

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-
 from model_helpers import make_dataset, metrics, model_spec, statuses, write_job
+
 from trainyard.core.paths import checkpoint_name
 from trainyard.training.run import main
 
@@ -67,7 +67,7 @@ def test_custom_network_errors_point_at_the_line(dataset, tmp_path):
 
 
 def test_the_training_process_imports_no_web_database_or_scheduler_code():
-    code = ("import sys, trainyard.training.run, trainyard.training.loop, trainyard.training.checkpoint;"
+    code = ("import sys, trainyard.training.run, trainyard.training.loop, trainyard.artifact.checkpoint;"
             "print([m for m in sys.modules if m.split('.')[:2] in (['trainyard', 'web'], ['trainyard', 'jobs'],"
             " ['trainyard', 'cli']) or m.split('.')[0] in ('fastapi', 'sqlalchemy', 'uvicorn')])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

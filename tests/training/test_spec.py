@@ -34,7 +34,7 @@ def test_exactly_one_network(fields):
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("network", "lenet5", "unknown network 'lenet5'; valid names:"),
+    ("network", "lenet5", "unknown network 'lenet5'; did you mean 'lenet'[?] valid names: lenet, "),
     ("solver", "sgdd", "unknown solver 'sgdd'"),
     ("epochs", 0, "greater than 0"),
     ("mean", "median", "'image', 'pixel' or 'none'"),

@@ -82,7 +82,7 @@ def test_folder_with_bad_files_builds_and_lists_what_it_skipped(shared):
 def test_path_outside_the_data_roots_is_refused(client, tmp_path, make_images):
     outside = make_images(tmp_path / "elsewhere")
     response = client.post("/api/datasets", json={"name": "x", "train_folder": str(outside)})
-    assert response.status_code == 400
+    assert response.status_code == 403
     assert "TRAINYARD_DATA_ROOTS" in response.json()["detail"]
     assert client.get("/api/jobs").json()["jobs"] == []
 
@@ -91,14 +91,14 @@ def test_dotdot_cannot_climb_out_of_the_data_roots(client, settings, tmp_path, m
     make_images(tmp_path / "elsewhere")
     sneaky = settings.data_roots[0] / ".." / "elsewhere"
     response = client.post("/api/datasets", json={"name": "x", "train_folder": str(sneaky)})
-    assert response.status_code == 400
+    assert response.status_code == 403
     assert "TRAINYARD_DATA_ROOTS" in response.json()["detail"]
 
 
 def test_missing_path_is_refused(client, settings):
     missing = settings.data_roots[0] / "no-such-folder"
     response = client.post("/api/datasets", json={"name": "x", "train_folder": str(missing)})
-    assert response.status_code == 400
+    assert response.status_code == 404
     assert "does not exist" in response.json()["detail"]
     assert client.get("/api/jobs").json()["jobs"] == []
 
@@ -320,7 +320,7 @@ def test_append_refuses_a_path_outside_the_roots(shared, tmp_path, make_images):
     client, built = shared.client, shared.dataset
     outside = make_images(tmp_path / "elsewhere", {"cat": 2, "dog": 2})
     response = client.post(f"/api/datasets/{built['id']}/append", json={"train_folder": str(outside)})
-    assert response.status_code == 400
+    assert response.status_code == 403
     assert "TRAINYARD_DATA_ROOTS" in response.json()["detail"]
 
 
@@ -433,7 +433,7 @@ def test_preview_of_a_folder_without_images_is_404(shared):
 def test_preview_refuses_folders_outside_the_roots(client, tmp_path, make_images):
     outside = make_images(tmp_path / "elsewhere", {"cat": 1})
     response = client.post("/api/datasets/preview", data={"folder": str(outside)})
-    assert response.status_code == 400
+    assert response.status_code == 403
     assert "TRAINYARD_DATA_ROOTS" in response.json()["detail"]
 
 
@@ -479,7 +479,7 @@ def test_list_paths_are_checked_against_the_roots_too(client, tmp_path, image_fo
     listing.write_text("cat/cat_0.jpg 0\n")
     response = client.post("/api/datasets", json={"name": "x", "train_list": str(listing),
                                                   "labels_file": str(outside)})
-    assert response.status_code == 400
+    assert response.status_code == 403
     assert "TRAINYARD_DATA_ROOTS" in response.json()["detail"]
 
 

@@ -11,14 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
-from tests.inference.trained import colour_image, trained_model
+from tests.trained_model import colour_image
 from trainyard.jobs.resources import Pools
 from trainyard.web.app import create_app
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    return trained_model(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +61,7 @@ def test_classify_paths_inside_the_data_roots_and_any_epoch(client, trained):
     path = next((trained.images / "red").iterdir())
     doc = client.post(f"/api/models/{trained.model_id}/classify?epoch=1", json={"paths": [str(path)]}).json()
     assert doc["epoch"] == 1 and doc["results"][0]["image"] == str(path)
-    assert client.post(f"/api/models/{trained.model_id}/classify", json={"paths": ["/etc/hostname"]}).status_code == 400
+    assert client.post(f"/api/models/{trained.model_id}/classify", json={"paths": ["/etc/hostname"]}).status_code == 403
     missing = client.post(f"/api/models/{trained.model_id}/classify", json={"paths": [str(trained.images / "no.png")]})
     assert missing.status_code == 404
 
@@ -169,7 +164,7 @@ def test_top_n_of_an_uploaded_archive(client, trained, tmp_path):
 
 def test_classify_many_refusals(client, trained):
     url = f"/api/models/{trained.model_id}/classify-many"
-    assert client.post(url, json={"path": "/etc"}).status_code == 400
+    assert client.post(url, json={"path": "/etc"}).status_code == 403
     assert client.post(url, json={}).status_code == 400  # no source
     assert client.post(url, json={"path": str(trained.images), "top": 0}).status_code == 422
     assert client.post(url, json={"path": str(trained.images), "epoch": 9}).status_code == 404

@@ -1,4 +1,5 @@
-"""Fixtures for the weights store (imported by the tests that use them): a loopback file server and published-format weight files."""
+"""Fixtures for the weights store (tests/conftest.py loads them as a plugin): a loopback file
+server and weight files in the published formats."""
 
 from __future__ import annotations
 

@@ -9,13 +9,13 @@ import typer
 from pydantic import ValidationError
 
 from trainyard.cli.context import cli_context
-from trainyard.cli.output import emit_json, err, fail, run_in_foreground
-from trainyard.core.paths import PathNotAllowed
+from trainyard.cli.output import emit_json, err, run_in_foreground
+from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.status import Status
+from trainyard.datasets.resize import RESIZE_MODES
 from trainyard.datasets.spec import DatasetSpec, parse_size
-from trainyard.jobs.create import append_dataset_job, create_dataset_job
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.views import job_brief, job_detail
+from trainyard.jobs.dataset_jobs import append_dataset_job, create_dataset_job
+from trainyard.jobs.job_documents import job_brief, job_detail
 
 app = typer.Typer(help="Build image-classification datasets.", no_args_is_help=True)
 
@@ -26,8 +26,8 @@ def _spec(**fields) -> DatasetSpec:
     fields = {k: (str(v) if isinstance(v, Path) else v) for k, v in fields.items() if v is not None}
     try:
         return DatasetSpec.model_validate(fields)
-    except ValidationError as exc:
-        fail(_errors(exc), code=2)
+    except ValidationError as exc:  # said in flag names, not field names
+        raise InvalidInput(_errors(exc)) from None
 
 
 FLAGS = {"labels_file": "--labels", "width": "--size", "height": "--size"}  # where not --field-name
@@ -48,10 +48,8 @@ def _errors(exc: ValidationError) -> str:
 def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
     try:
         job = make_job()
-    except ValidationError as exc:
-        fail(_errors(exc), code=2)
-    except (PathNotAllowed, JobError, ValueError) as exc:
-        fail(str(exc), code=2)
+    except ValidationError as exc:  # said in flag names, not field names
+        raise InvalidInput(_errors(exc)) from None
     if submit:
         err.print(f"queued dataset {job.id} for the server")
     else:
@@ -59,9 +57,9 @@ def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
     detail = job_detail(ctx.manager, job)
     if as_json:
         emit_json(detail)
-    elif job.status == Status.DONE.value:
+    elif job.status == Status.DONE:
         _print_counts(detail)
-    if job.status in (Status.FAILED.value, Status.ABORTED.value):
+    if job.status in (Status.FAILED, Status.ABORTED):
         raise typer.Exit(1)
 
 
@@ -83,18 +81,15 @@ def create(
     image_root: Folder = typer.Option(None, help="folder that relative list paths start from"),
     size: str = typer.Option("256x256", help="WIDTHxHEIGHT"),
     channels: int = typer.Option(3, help="1 (grayscale) or 3 (colour)"),
-    resize: str = typer.Option("squash", help="squash | crop | fill | half_crop"),
+    resize: str = typer.Option("squash", help=" | ".join(RESIZE_MODES)),
     val_percent: float = typer.Option(25.0), test_percent: float = typer.Option(0.0),
-    min_per_class: int = typer.Option(2), max_per_class: Optional[int] = typer.Option(None),
+    min_per_class: int = typer.Option(2), max_per_class: int | None = typer.Option(None),
     encoding: str = typer.Option("none", help="none | png | jpeg"),
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of building here"),
     as_json: bool = typer.Option(False, "--json", help="print the dataset as JSON on stdout"),
 ) -> None:
     """Build a dataset from a folder of class folders, or from text lists."""
-    try:
-        width, height = parse_size(size)
-    except ValueError as exc:
-        fail(str(exc), code=2)
+    width, height = parse_size(size)
     spec = _spec(name=name, train_folder=train_folder, train_list=train_list, labels_file=labels,
                  val_folder=val_folder, test_folder=test_folder, val_list=val_list, test_list=test_list,
                  image_root=image_root, width=width, height=height, channels=channels, resize=resize,
@@ -138,12 +133,9 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
 def show(dataset_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Show a dataset: classes, counts per split, skipped files."""
     ctx = cli_context()
-    try:
-        job = ctx.manager.get(dataset_id)
-    except JobError as exc:
-        fail(str(exc), code=2)
+    job = ctx.manager.get(dataset_id)
     if job.kind != "dataset":
-        fail(f"job {dataset_id} is a {job.kind} job, not a dataset (see: trainyard jobs show {dataset_id})", code=2)
+        raise NotFound(f"job {dataset_id} is a {job.kind} job, not a dataset (see: trainyard jobs show {dataset_id})")
     detail = job_detail(ctx.manager, job)
     if as_json:
         emit_json(detail)

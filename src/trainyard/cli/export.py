@@ -3,36 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, fail
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.views import job_detail
+from trainyard.core.errors import NotFound
+from trainyard.jobs.job_documents import job_detail
 
 
 def export(
     model: str = typer.Argument(..., help="model job id"),
     output: Path = typer.Option(..., "--output", "-o", help="the .tar.gz to write"),
-    epoch: Optional[float] = typer.Option(None, help="snapshot epoch (default: the latest)"),
+    epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
     as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
 ) -> None:
     """Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."""
+    from trainyard.artifact.checkpoint import CheckpointError
     from trainyard.inference.export import export_model
     from trainyard.inference.onnx_export import ExportError
-    from trainyard.training.checkpoint import CheckpointError
 
     ctx = cli_context()
     job = ctx.store.get_job(model)
     if job is None or job.kind != "model":
-        fail(f"no model with id {model!r}", code=2)
+        raise NotFound(f"no model with id {model!r}")
     try:
         result = export_model(ctx.manager.folder(model).path, epoch, output)
-    except CheckpointError as exc:
-        fail(f"model {model}: {exc}", code=2)
-    except ExportError as exc:
+    except CheckpointError as exc:  # the same kind, saying which model
+        raise CheckpointError(f"model {model}: {exc}") from None
+    except ExportError as exc:  # exit 1, not 2: the model, not the command, is at fault
         fail(f"model {model} cannot be exported: {exc}")
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
@@ -47,19 +46,16 @@ def export(
 
 def import_archive(
     archive: Path = typer.Argument(..., help="an archive downloaded from trainyard (.tar.gz)"),
-    name: Optional[str] = typer.Option(None, help="job name (default: the exported job's)"),
+    name: str | None = typer.Option(None, help="job name (default: the exported job's)"),
     as_json: bool = typer.Option(False, "--json", help="print the new model job as JSON"),
 ) -> None:
     """Import an exported archive as a model, to classify with or fine-tune from (--pretrained)."""
-    from trainyard.jobs.imports import import_model_archive
+    from trainyard.jobs.imported_models import import_model_archive
 
     if not archive.is_file():
-        fail(f"{archive} is not a file", code=2)
+        raise NotFound(f"{archive} is not a file")
     ctx = cli_context()
-    try:
-        job = import_model_archive(ctx, archive, name)
-    except JobError as exc:
-        fail(str(exc), code=2)
+    job = import_model_archive(ctx, archive, name)
     if as_json:
         emit_json(job_detail(ctx.manager, job))
     else:

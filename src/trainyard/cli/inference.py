@@ -8,18 +8,16 @@ same store the server reads, so it also shows on the model's classify page.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from trainyard.cli.context import cli_context
-from trainyard.cli.output import emit_json, err, fail, run_in_foreground
-from trainyard.core.paths import PathNotAllowed
+from trainyard.cli.output import emit_json, err, run_in_foreground
+from trainyard.core.errors import NotFound
 from trainyard.core.status import Status
-from trainyard.jobs.manager import JobError
 
 
-def _load(model: str, epoch: Optional[float]):
+def _load(model: str, epoch: float | None):
     """The loaded model of a job id or a checkpoint file; exits with a message otherwise."""
     from trainyard.inference.loader import InferenceError, load_model, model_checkpoint
 
@@ -29,23 +27,23 @@ def _load(model: str, epoch: Optional[float]):
         ctx = cli_context()
         job = ctx.store.get_job(model)
         if job is None or job.kind != "model":
-            fail(f"no model with id {model!r} (give a model job id, or a checkpoint .pt file)", code=2)
+            raise NotFound(f"no model with id {model!r} (give a model job id, or a checkpoint .pt file)")
         _, path = model_checkpoint(ctx.manager.folder(job.id).path, epoch)
         return load_model(path)
-    except InferenceError as exc:
-        fail(f"model {model}: {exc}", code=2)
+    except InferenceError as exc:  # the same kind, saying which model
+        raise type(exc)(f"model {model}: {exc}") from None
 
 
 def classify(
     model: str = typer.Argument(..., help="model job id, or a checkpoint file"),
-    images: List[Path] = typer.Argument(..., help="image files"),
-    epoch: Optional[float] = typer.Option(None, help="snapshot epoch (default: the latest)"),
+    images: list[Path] = typer.Argument(..., help="image files"),
+    epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
     top: int = typer.Option(5, min=1, max=100, help="classes to show per image"),
     as_json: bool = typer.Option(False, "--json", help='print {"results": [...]} on stdout'),
 ) -> None:
     """Classify images: the top classes with their confidences, preprocessed as in training."""
     from trainyard.datasets.images import ImageError, load_image
-    from trainyard.inference.service import classify_named
+    from trainyard.inference.responses import classify_named
 
     loaded = _load(model, epoch)
     named, problems = [], {}
@@ -71,21 +69,17 @@ def classify(
 def evaluate(
     model: str = typer.Argument(..., help="model job id"),
     split: str = typer.Option("val", help="val | test"),
-    epoch: Optional[float] = typer.Option(None, help="snapshot epoch (default: the latest)"),
+    epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
     as_json: bool = typer.Option(False, "--json", help="print the evaluation on stdout"),
 ) -> None:
     """Evaluate a model on its dataset's validation or test split."""
-    from trainyard.inference.loader import InferenceError
     from trainyard.inference.results import read_evaluation
     from trainyard.jobs.inference_jobs import create_inference_job
 
     ctx = cli_context()
-    try:
-        job = create_inference_job(ctx, "evaluate", model, epoch=epoch, split=split, foreground=True)
-    except (JobError, InferenceError, PathNotAllowed) as exc:
-        fail(str(exc), code=2)
+    job = create_inference_job(ctx, "evaluate", model, epoch=epoch, split=split, foreground=True)
     job = run_in_foreground(ctx, job, quiet=as_json)
-    if job.status != Status.DONE.value:
+    if job.status != Status.DONE:
         raise typer.Exit(1)
     doc = {"job": job.id, "model": model, **read_evaluation(ctx.manager.folder(job.id).path)}
     if as_json:

@@ -1,24 +1,22 @@
-"""``trainyard jobs list | show | abort | delete | resume``: any job, dataset or model."""
+"""``trainyard jobs list | show | abort | delete | resume``: any job: dataset, model, classify-many or evaluate."""
 
 from __future__ import annotations
-
-from typing import Optional
 
 import typer
 
 from trainyard.cli.context import cli_context
-from trainyard.cli.output import emit_json, err, fail, run_in_foreground
-from trainyard.core.status import Status
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.views import job_brief, job_detail
+from trainyard.cli.output import emit_json, err, run_in_foreground
+from trainyard.core.errors import InvalidInput
 from trainyard.core.formatting import age
+from trainyard.core.status import Status
+from trainyard.jobs.job_documents import job_brief, job_detail
 
 app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume.", no_args_is_help=True)
 
 
 @app.command("list")
-def list_(kind: Optional[str] = typer.Option(None, help="dataset | model"),
-          status: Optional[str] = typer.Option(None, help="e.g. running or running,queued"),
+def list_(kind: str | None = typer.Option(None, help="dataset | model"),
+          status: str | None = typer.Option(None, help="e.g. running or running,queued"),
           as_json: bool = typer.Option(False, "--json")) -> None:
     """List jobs, newest first."""
     ctx = cli_context()
@@ -36,10 +34,7 @@ def list_(kind: Optional[str] = typer.Option(None, help="dataset | model"),
 def show(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Everything about one job."""
     ctx = cli_context()
-    try:
-        detail = job_detail(ctx.manager, ctx.manager.get(job_id))
-    except JobError as exc:
-        fail(str(exc), code=2)
+    detail = job_detail(ctx.manager, ctx.manager.get(job_id))
     if as_json:
         emit_json(detail)
         return
@@ -50,10 +45,7 @@ def show(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
 
 def _act(action, job_id: str, as_json: bool, verb: str) -> None:
     ctx = cli_context()
-    try:
-        result = action(ctx, job_id)
-    except JobError as exc:
-        fail(str(exc), code=2)
+    result = action(ctx, job_id)
     if as_json:
         emit_json(result)
     else:
@@ -78,27 +70,23 @@ def delete(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
 
 @app.command()
 def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let the server run it"),
-           gpus: Optional[int] = typer.Option(None, help="continue on the next N free GPUs instead"),
-           gpu_ids: Optional[str] = typer.Option(None, help="continue on exactly these GPUs, e.g. 0,1"),
-           processes: Optional[int] = typer.Option(None, help="continue as N processes on the CPU"),
+           gpus: int | None = typer.Option(None, help="continue on the next N free GPUs instead"),
+           gpu_ids: str | None = typer.Option(None, help="continue on exactly these GPUs, e.g. 0,1"),
+           processes: int | None = typer.Option(None, help="continue as N processes on the CPU"),
            as_json: bool = typer.Option(False, "--json")) -> None:
     """Continue an ended model job from its last checkpoint (on other devices if asked)."""
-    from trainyard.jobs.resources import NotSatisfiable
     from trainyard.jobs.training_jobs import resume_model_job  # loads torch: only here
 
     ctx = cli_context()
     try:
         ids = [int(i) for i in gpu_ids.split(",") if i.strip()] if gpu_ids else None
     except ValueError:
-        fail(f"--gpu-ids {gpu_ids!r} should be comma-separated numbers", code=2)
-    try:
-        job = resume_model_job(ctx, job_id, gpus=gpus, gpu_ids=ids, processes=processes,
-                               foreground=not submit)
-    except (JobError, NotSatisfiable) as exc:
-        fail(str(exc), code=2)
+        raise InvalidInput(f"--gpu-ids {gpu_ids!r} should be comma-separated numbers") from None
+    job = resume_model_job(ctx, job_id, gpus=gpus, gpu_ids=ids, processes=processes,
+                           foreground=not submit)
     if not submit:
         job = run_in_foreground(ctx, job, quiet=as_json)
     if as_json:
         emit_json(job_detail(ctx.manager, job))
-    if job.status in (Status.FAILED.value, Status.ABORTED.value):
+    if job.status in (Status.FAILED, Status.ABORTED):
         raise typer.Exit(1)

@@ -1,15 +1,17 @@
-"""The ``trainyard`` entry point: serve, and the dataset / train / jobs command groups."""
+"""The ``trainyard`` entry point: serve, train, export, import, classify, evaluate, and the dataset and jobs groups."""
 
 from __future__ import annotations
 
 import typer
 
 from trainyard.cli import datasets, export, inference, jobs, train, weights
-from trainyard.cli.output import fail
+from trainyard.cli.errors import UserErrorGroup
+from trainyard.core.errors import UserError
 from trainyard.settings import LOCAL_HOSTS, get_settings
 
 app = typer.Typer(help="trainyard: turn a folder of images into a trained, deployable network.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  cls=UserErrorGroup)
 app.add_typer(datasets.app, name="dataset")
 app.add_typer(jobs.app, name="jobs")
 app.add_typer(weights.app, name="weights")
@@ -30,8 +32,8 @@ def serve(host: str = typer.Option(None, help="address to bind (default 127.0.0.
     host = host or settings.host
     port = port or settings.port
     if host not in LOCAL_HOSTS and not settings.auth_token:
-        fail(f"refusing to bind {host}: anyone who reaches it could run jobs and read your images. "
-             "Set TRAINYARD_AUTH_TOKEN to serve beyond localhost.", code=2)
+        raise UserError(f"refusing to bind {host}: anyone who reaches it could run jobs and read your "
+                        "images. Set TRAINYARD_AUTH_TOKEN to serve beyond localhost.")
     app_ = create_app(settings)
     typer.echo(f"trainyard on http://{host}:{port}  (home {settings.home})", err=True)
     uvicorn.run(app_, host=host, port=port, log_level="warning")

@@ -23,7 +23,8 @@ def emit_json(doc: Any) -> None:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    err.print(f"[red]error:[/red] {message}")
+    """``error: message`` on stderr, on one line however narrow the terminal, then exit ``code``."""
+    err.print(f"[red]error:[/red] {message}", soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -38,7 +39,7 @@ class JobProgress:
         self.task = self.progress.add_task(f"{job.kind} {job.name}", total=1.0, info="")
         self.metrics: dict[str, float] = {}
 
-    def __enter__(self) -> "JobProgress":
+    def __enter__(self) -> JobProgress:
         self.progress.start()
         return self
 
@@ -77,7 +78,7 @@ def run_in_foreground(ctx: Context, job: Job, quiet: bool = False) -> Job:
         except KeyboardInterrupt:
             err.print("aborted")
             raise typer.Exit(130)
-    if job.status == Status.DONE.value:
+    if job.status == Status.DONE:
         err.print(f"[green]{job.kind} {job.id} done[/green]")
     else:
         err.print(f"[red]{job.kind} {job.id} {job.status}[/red]{': ' + job.error if job.error else ''}")

@@ -3,71 +3,70 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
-from pydantic import ValidationError
 
 from trainyard.cli.context import cli_context
-from trainyard.cli.output import emit_json, err, fail, run_in_foreground
-from trainyard.core.paths import PathNotAllowed
+from trainyard.cli.output import emit_json, err, run_in_foreground
+from trainyard.core.errors import InvalidInput
 from trainyard.core.status import Status
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.resources import NotSatisfiable
-from trainyard.jobs.views import job_detail
+from trainyard.jobs.job_documents import job_detail
+from trainyard.training.lr_policies import lr_policy_names
+from trainyard.training.solvers import solver_names
 
 
-def _numbers(text: Optional[str], kind=float, what: str = "value") -> list:
+def _numbers(text: str | None, kind=float, what: str = "value") -> list:
     if not text:
         return []
     try:
         return [kind(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        fail(f"{what} {text!r} should be comma-separated numbers", code=2)
+        raise InvalidInput(f"{what} {text!r} should be comma-separated numbers") from None
 
 
-def _names(text: Optional[str]) -> list[str]:
+def _names(text: str | None) -> list[str]:
     return [part.strip() for part in (text or "").split(",") if part.strip()]
 
 
 def train(
     dataset: str = typer.Option(..., help="dataset id (comma-separated: one job per dataset)"),
-    network: Optional[str] = typer.Option(None, help="standard network, e.g. lenet (comma-separated for several)"),
-    network_file: Optional[Path] = typer.Option(None, help="custom network: a .py defining build(num_classes, in_channels, image_size)"),
-    name: Optional[str] = typer.Option(None, help="job name (default: network on dataset)"),
+    network: str | None = typer.Option(None, help="standard network, e.g. lenet (comma-separated for several)"),
+    network_file: Path | None = typer.Option(None, help="custom network: a .py defining build(num_classes, in_channels, image_size)"),
+    name: str | None = typer.Option(None, help="job name (default: network on dataset)"),
     epochs: float = typer.Option(30.0),
-    batch_size: Optional[str] = typer.Option(None, help="B or B1,B2 (a sweep), per GPU or process: the global batch is B x their number; default: the network's"),
+    batch_size: str | None = typer.Option(None, help="B or B1,B2 (a sweep), per GPU or process: the global batch is B x their number; default: the network's"),
     accumulation: int = typer.Option(1, help="batches per optimizer step"),
-    lr: Optional[str] = typer.Option(None, help="base learning rate, or LR1,LR2 (a sweep); default 0.01"),
-    solver: str = typer.Option("sgd", help="sgd | nesterov | adagrad | rmsprop | adadelta | adam | adamw"),
-    lr_policy: str = typer.Option("step", help="fixed | step | multistep | exp | inv | poly | sigmoid | cosine"),
+    lr: str | None = typer.Option(None, help="base learning rate, or LR1,LR2 (a sweep); default 0.01"),
+    solver: str = typer.Option("sgd", help=" | ".join(solver_names())),
+    lr_policy: str = typer.Option("step", help=" | ".join(lr_policy_names())),
     lr_step: float = typer.Option(33.0, help="step size, in percent of training"),
-    lr_steps: Optional[str] = typer.Option(None, help="multistep points in percent, e.g. 50,85"),
-    lr_gamma: Optional[float] = typer.Option(None), lr_power: Optional[float] = typer.Option(None),
+    lr_steps: str | None = typer.Option(None, help="multistep points in percent, e.g. 50,85"),
+    lr_gamma: float | None = typer.Option(None), lr_power: float | None = typer.Option(None),
     warmup: float = typer.Option(0.0, help="linear warm-up, in percent of training"),
     momentum: float = typer.Option(0.9), weight_decay: float = typer.Option(1e-4),
     snapshot_interval: float = typer.Option(1.0, help="epochs between checkpoints"),
     val_interval: float = typer.Option(1.0, help="epochs between validations"),
-    seed: Optional[int] = typer.Option(None), crop: Optional[int] = typer.Option(None),
+    seed: int | None = typer.Option(None), crop: int | None = typer.Option(None),
     mean: str = typer.Option("image", help="image | pixel | none"),
-    gpus: Optional[int] = typer.Option(None, help="use the next N free GPUs"),
-    gpu_ids: Optional[str] = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
+    gpus: int | None = typer.Option(None, help="use the next N free GPUs"),
+    gpu_ids: str | None = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
     processes: int = typer.Option(1, help="data-parallel processes on the CPU (gloo), e.g. to test multi-GPU runs"),
     scale_lr: bool = typer.Option(False, "--scale-lr", help="multiply the LR by the number of GPUs/processes (linear scaling)"),
     nnodes: int = typer.Option(1, help="machines taking part in this one job (run this command on each)"),
     node_rank: int = typer.Option(0, help="this machine's place among --nnodes, 0 to N-1"),
-    master: Optional[str] = typer.Option(None, help="HOST:PORT where node 0 meets the others (with --nnodes)"),
+    master: str | None = typer.Option(None, help="HOST:PORT where node 0 meets the others (with --nnodes)"),
     precision: str = typer.Option("auto", help="auto | fp32 | bf16 | fp16"),
-    pretrained: Optional[str] = typer.Option(None, help="imagenet (the network's published weights), a weights store entry, JOB[:EPOCH] or a weights file"),
+    pretrained: str | None = typer.Option(
+        None, help="imagenet (the network's published weights), a weights store entry, JOB[:EPOCH] or a weights file"),
     freeze_backbone: bool = typer.Option(False, help="with --pretrained: train only the classifier"),
-    backbone_lr_mult: float = typer.Option(1.0, help="with --pretrained: the backbone's LR as a fraction of the classifier's, e.g. 0.1"),
+    backbone_lr_mult: float = typer.Option(
+        1.0, help="with --pretrained: the backbone's LR as a fraction of the classifier's, e.g. 0.1"),
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of training here"),
     as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),
 ) -> None:
     """Train an image classifier. Runs here with a progress bar unless --submit."""
     # Imported here, not at the top: they load torch, which every other command can do without.
     from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
-    from trainyard.training.spec import format_errors
 
     source = _read_network_file(network_file) if network_file else None
     lr_fields = {"policy": lr_policy, "step_percent": lr_step, "warmup_percent": warmup}
@@ -79,23 +78,18 @@ def train(
     settings = dict(epochs=epochs, accumulation=accumulation, solver=solver, lr=lr_fields,
                     momentum=momentum, weight_decay=weight_decay, snapshot_interval=snapshot_interval,
                     val_interval=val_interval, seed=seed, crop=crop, mean=mean, precision=precision,
-                    freeze_backbone=freeze_backbone, backbone_lr_mult=backbone_lr_mult, processes=processes, scale_lr=scale_lr,
+                    freeze_backbone=freeze_backbone, backbone_lr_mult=backbone_lr_mult, processes=processes,
+                    scale_lr=scale_lr,
                     nnodes=nnodes, node_rank=node_rank, master=master)
     networks = _names(network)
-    try:
-        request = TrainRequest(
+    request = TrainRequest(
             name=name or f"{network or (network_file.stem if network_file else 'model')}",
             datasets=_names(dataset), networks=networks, network_source=source,
             base_lrs=_numbers(lr, what="--lr"), batch_sizes=_numbers(batch_size, int, "--batch-size"),
             gpus=gpus, gpu_ids=_numbers(gpu_ids, int, "--gpu-ids") or None, pretrained=pretrained,
             settings={k: v for k, v in settings.items() if v is not None})
-    except ValidationError as exc:
-        fail(format_errors(exc), code=2)
     ctx = cli_context()
-    try:
-        jobs = create_model_jobs(ctx, request, foreground=not submit)
-    except (JobError, PathNotAllowed, NotSatisfiable) as exc:
-        fail(str(exc), code=2)
+    jobs = create_model_jobs(ctx, request, foreground=not submit)
     _run_jobs(ctx, jobs, submit, as_json)
 
 
@@ -103,7 +97,7 @@ def _read_network_file(path: Path) -> str:
     try:
         return path.read_text()
     except OSError as exc:
-        fail(f"cannot read the network file {path}: {exc.strerror}", code=2)
+        raise InvalidInput(f"cannot read the network file {path}: {exc.strerror}") from None
 
 
 def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
@@ -118,7 +112,7 @@ def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
             best = job_detail(ctx.manager, job)["best"]
             if best:
                 err.print(f"{job.id}: best validation accuracy {best['val_accuracy']:.2f}% at epoch {best['epoch']}")
-    if any(j.status in (Status.FAILED.value, Status.ABORTED.value) for j in jobs):
+    if any(j.status in (Status.FAILED, Status.ABORTED) for j in jobs):
         raise typer.Exit(1)
 
 

@@ -1,4 +1,7 @@
-"""``trainyard weights list | pull | import | remove``: the pretrained weights store."""
+"""``trainyard weights list | pull | import | remove``: the pretrained weights store.
+
+A UserError from the store (a hash mismatch, weights for another network, ...) ends the command
+with exit code 2 and its one line, in cli/errors.py like every command's."""
 
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ from rich.progress import (
 )
 
 from trainyard.cli.output import emit_json, err, fail
-from trainyard.core.errors import UserError
 from trainyard.settings import get_settings
 
 app = typer.Typer(help="Pretrained weights: list, pull (download), import, remove.", no_args_is_help=True)
@@ -28,13 +30,6 @@ def _store():
     return WeightsStore.from_settings(get_settings())
 
 
-def _run(action):
-    try:
-        return action()
-    except UserError as exc:
-        fail(str(exc), code=2)
-
-
 @app.command("list")
 def list_(search: str = typer.Argument("", help="only names containing this"),
           source: str | None = typer.Option(None, help="torchvision | timm | user"),
@@ -43,7 +38,7 @@ def list_(search: str = typer.Argument("", help="only names containing this"),
     """The weights torchvision and timm publish, and your own, with what is in the store."""
     if source not in (None, "torchvision", "timm", "user"):
         fail(f"--source {source!r} should be torchvision, timm or user", code=2)
-    rows = _run(lambda: _store().list(search, source, present))
+    rows = _store().list(search, source, present)
     if as_json:
         emit_json({"weights": rows})
         return
@@ -62,7 +57,7 @@ def pull(name: str = typer.Argument(..., help="e.g. resnet18.imagenet or timm:re
     columns = (TextColumn(name), BarColumn(), DownloadColumn(), TransferSpeedColumn())
     with Progress(*columns, console=err, disable=as_json) as bar:
         task = bar.add_task(name, total=None)
-        row = _run(lambda: _store().pull(name, lambda done, total: bar.update(task, completed=done, total=total)))
+        row = _store().pull(name, lambda done, total: bar.update(task, completed=done, total=total))
     _report(row, as_json, "pulled")
 
 
@@ -72,13 +67,13 @@ def import_(name: str = typer.Argument(..., help="a published entry, or a new na
             network: str | None = typer.Option(None, help="the network your own weights are for"),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Add a file copied by hand: a published entry's (hash-checked), or your own weights."""
-    _report(_run(lambda: _store().import_file(name, file, network)), as_json, "imported")
+    _report(_store().import_file(name, file, network), as_json, "imported")
 
 
 @app.command()
 def remove(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Delete weights from the store."""
-    _report(_run(lambda: _store().remove(name)), as_json, "removed")
+    _report(_store().remove(name), as_json, "removed")
 
 
 def _report(row: dict, as_json: bool, verb: str) -> None:

@@ -36,3 +36,17 @@ class Forbidden(UserError):
     """Outside what this server may touch, such as a path beyond the data roots (HTTP 403)."""
 
     http_status = 403
+
+
+def validation_message(error) -> str:
+    """Pydantic's (or FastAPI's request) validation errors as one line: 'epochs: must be > 0; ...'.
+
+    Takes anything with pydantic's ``errors()`` list, so a ValidationError raised in domain code
+    and a RequestValidationError from FastAPI read the same.
+    """
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts)

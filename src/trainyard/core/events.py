@@ -9,6 +9,8 @@ duplicates points. Types in use:
 - ``status``: ``status`` (running | done | failed | aborted), ``error`` (message or null)
 - ``metric``: ``epoch`` (fractional), ``name``, ``value`` (and optionally more fields)
 - ``checkpoint``: ``epoch``, ``path``
+- ``summary``: the figures so far, for the job's page: a dataset build's per-class ``counts``;
+  a model's ``epoch``, ``best`` and ``val_accuracy`` at each validation or snapshot point
 - ``result``: a job-kind specific summary (a dataset's counts, a model's best epoch, ...)
 """
 
@@ -17,9 +19,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 
 class EventWriter:
@@ -58,7 +61,7 @@ class EventWriter:
         self._events.close()
         self._log.close()
 
-    def __enter__(self) -> "EventWriter":
+    def __enter__(self) -> EventWriter:
         return self
 
     def __exit__(self, *exc) -> None:

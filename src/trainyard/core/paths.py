@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
+
+from trainyard.core.errors import Forbidden, NotFound
 
 
-class PathNotAllowed(ValueError):
-    """A path that is missing or lies outside every data root."""
+class PathNotAllowed(Forbidden):
+    """A path that lies outside every data root (HTTP 403), or is missing (PathMissing, 404)."""
+
+
+class PathMissing(NotFound, PathNotAllowed):
+    """A path inside the data roots that does not exist."""
 
 
 def resolve_inside(path: str | os.PathLike, roots: Iterable[Path], *, must_exist: bool = True) -> Path:
@@ -25,7 +32,7 @@ def resolve_inside(path: str | os.PathLike, roots: Iterable[Path], *, must_exist
             f"{raw} is outside the data roots ({allowed}); set TRAINYARD_DATA_ROOTS to allow it"
         )
     if must_exist and not resolved.exists():
-        raise PathNotAllowed(f"{raw} does not exist")
+        raise PathMissing(f"{raw} does not exist")
     return resolved
 
 
@@ -70,3 +77,16 @@ def checkpoint_name(epoch: float) -> str:
     whole = int(epoch)
     fraction = f"{epoch - whole:.4f}".rstrip("0").rstrip(".").removeprefix("0")
     return f"epoch-{whole:04d}{fraction}.pt"
+
+
+CHECKPOINT_GLOB = "epoch-*.pt"
+_CHECKPOINT_NAME = re.compile(r"^epoch-(\d+(?:\.\d+)?)\.pt$")
+
+
+def checkpoint_epoch(path: str | os.PathLike) -> float | int | None:
+    """The epoch a `checkpoint_name` file holds (an int when whole), or None for another name."""
+    match = _CHECKPOINT_NAME.match(Path(path).name)
+    if not match:
+        return None
+    epoch = float(match.group(1))
+    return int(epoch) if epoch == int(epoch) else epoch

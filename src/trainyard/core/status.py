@@ -1,10 +1,13 @@
 """Job status values and which of them are final."""
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Status(str, Enum):
-    """The life of a job: queued -> (waiting) -> running -> done | aborted | failed."""
+class Status(StrEnum):
+    """The life of a job: queued -> (waiting) -> running -> done | aborted | failed.
+
+    A StrEnum: equal to its value, and printed (f-strings, JSON) as just that value.
+    """
 
     QUEUED = "queued"
     WAITING = "waiting"

@@ -11,16 +11,19 @@ from __future__ import annotations
 import stat
 import tarfile
 import zipfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Callable, Iterator
+from typing import IO
+
+from trainyard.core.errors import UserError
 
 CHUNK = 1 << 20
 # Folders some archivers add that never hold user images (macOS resource forks).
 JUNK_TOP_LEVEL = {"__MACOSX"}
 
 
-class ArchiveError(ValueError):
+class ArchiveError(UserError):
     """An archive that is refused; the message names the offending member."""
 
 

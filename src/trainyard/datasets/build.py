@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
+from collections.abc import Iterable
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
 from trainyard.core.events import EventWriter
 from trainyard.core.files import write_json_atomic
+from trainyard.core.jobproc import Progress
 from trainyard.datasets.collect import BuildPlan, DatasetError, collect
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.sources import Skipped
@@ -34,29 +34,23 @@ PARENT_BATCH = 256
 MIN_IMAGES_FOR_POOL = 100
 
 
-class Progress:
-    """Throttled progress events, with an ETA for the whole build, and the per-class counts so
-    far (``counts``: a callable) as summary events, so pages show the counts as they grow."""
+class BuildProgress(Progress):
+    """Progress of the whole build, phase by phase, with an ETA for the whole build, and the
+    per-class counts so far (``counts``: a callable) as summary events with each progress
+    event, so pages show the counts as they grow."""
 
     def __init__(self, events: EventWriter, total: int, counts=None):
-        self.events, self.total, self.counts = events, total, counts
+        super().__init__(events, every_s=PROGRESS_EVERY_S)
+        self.total, self.counts = total, counts
         self.finished = 0  # images handled in earlier phases
-        self.start = self.last = time.monotonic()
 
     def update(self, phase: str, done: int, phase_total: int, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self.last < PROGRESS_EVERY_S:
-            return
-        self.last = now
-        overall = self.finished + done
-        rate = overall / max(now - self.start, 1e-6)
-        eta = (self.total - overall) / rate if rate > 0 else None
-        self.events.progress(done, phase_total, phase=phase, eta=None if eta is None else round(eta, 1))
-        if self.counts is not None:
+        overall = (self.finished + done, self.total)
+        if self.report(done, phase_total, phase, force, overall) and self.counts is not None:
             self.events.emit("summary", counts=self.counts())
 
 
-def _copy_parent(plan: BuildPlan, split: str, writer: SplitWriter, progress: Progress) -> None:
+def _copy_parent(plan: BuildPlan, split: str, writer: SplitWriter, progress: BuildProgress) -> None:
     """Copy a parent split's images as stored (labels keep their index: parent classes come first).
 
     Encoded images are copied byte for byte when the encoding is unchanged, so appending to a
@@ -85,7 +79,7 @@ def _open_writers(plan: BuildPlan, folder: Path, geometry: Geometry) -> dict[str
 
 
 def _write_new(plan: BuildPlan, writers: dict[str, SplitWriter], pipeline: DecodePipeline,
-               seed: int, progress: Progress) -> None:
+               seed: int, progress: BuildProgress) -> None:
     """Decode all new images of all splits as one stream (no pause between splits)."""
     order = [(split, i, s) for split in SPLITS for i, s in enumerate(plan.splits.get(split, []))]
     items = [(str(s.path), (seed, SPLITS.index(split), i)) for split, i, s in order]
@@ -189,7 +183,7 @@ def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: Ev
                 workers: int, total: int) -> dict:
     tmp.mkdir(parents=True)
     writers = _open_writers(plan, tmp, geometry)
-    progress = Progress(events, total, counts=lambda: _class_counts(plan.classes, writers))
+    progress = BuildProgress(events, total, counts=lambda: _class_counts(plan.classes, writers))
     for split, writer in writers.items():
         _copy_parent(plan, split, writer, progress)
     workers = workers if total >= MIN_IMAGES_FOR_POOL else 1

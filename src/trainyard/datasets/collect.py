@@ -11,17 +11,23 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainyard.core.errors import UserError
 from trainyard.core.paths import is_inside
 from trainyard.datasets.archive import ArchiveError, safe_extract
 from trainyard.datasets.sources import (
-    Sample, Skipped, parse_list, read_labels, scan_class_folders, scan_with_classes,
+    Sample,
+    Skipped,
+    parse_list,
+    read_labels,
+    scan_class_folders,
+    scan_with_classes,
 )
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.splits import relabel, split_per_class
 from trainyard.datasets.storage import SPLITS
 
 
-class DatasetError(Exception):
+class DatasetError(UserError):
     """A dataset that cannot be built; the message says what to fix."""
 
 

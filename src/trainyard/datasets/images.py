@@ -1,7 +1,8 @@
 """Load any image a user is likely to have as an 8-bit "L" or "RGB" Pillow image.
 
 Handles 8- and 16-bit depth, grayscale, palette (with transparency), alpha (composited on white,
-as DIGITS did), CMYK and EXIF orientation. Everything that cannot be read becomes an
+as DIGITS did), CMYK and EXIF orientation. The way back: `to_pil` and `png_bytes` turn an
+(H, W, C) uint8 array into a Pillow image or PNG bytes. Everything that cannot be read becomes an
 ``ImageError`` whose message is a reason a person can act on; the dataset build lists those
 files as skipped instead of failing.
 """
@@ -16,6 +17,8 @@ from typing import IO
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from trainyard.core.errors import InvalidInput
+
 # Only decoders for plain raster formats (JPEG also opens MPO): Image.open would otherwise try EPS (which runs
 # Ghostscript), PDF-like and other exotic plugins on untrusted files.
 SAFE_FORMATS = ("JPEG", "PNG", "BMP", "TIFF", "WEBP", "GIF", "PPM")
@@ -27,7 +30,7 @@ _ALPHA_MODES = {"RGBA", "LA", "PA", "RGBa", "La"}
 _WIDE_MODES = {"I", "I;16", "I;16L", "I;16B", "I;16N", "F"}
 
 
-class ImageError(Exception):
+class ImageError(InvalidInput):
     """An image that cannot be used; the message says why in plain words."""
 
 
@@ -154,3 +157,16 @@ def _stretch(arr: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """Map lo..hi linearly to 0..255 uint8."""
     span = hi - lo if hi > lo else 1.0
     return np.clip(np.rint((arr - lo) * (255.0 / span)), 0, 255).astype(np.uint8)
+
+
+def to_pil(pixels: np.ndarray) -> Image.Image:
+    """An (H, W, C) uint8 array (C 1 or 3), or an (H, W) one, as an "L" or "RGB" Pillow image."""
+    return Image.fromarray(pixels[:, :, 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels)
+
+
+def png_bytes(pixels: np.ndarray, compress_level: int | None = None) -> bytes:
+    """An (H, W, C) or (H, W) uint8 array as PNG bytes; ``compress_level`` None is Pillow's default."""
+    buf = io.BytesIO()
+    options = {} if compress_level is None else {"compress_level": compress_level}
+    to_pil(pixels).save(buf, "PNG", **options)
+    return buf.getvalue()

@@ -13,9 +13,9 @@ import multiprocessing
 import sys
 import threading
 from collections import deque
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing.shared_memory import SharedMemory
-from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -59,7 +59,7 @@ class DecodePipeline:
         self.pool: ProcessPoolExecutor | None = None
         self.shm: SharedMemory | None = None
 
-    def __enter__(self) -> "DecodePipeline":
+    def __enter__(self) -> DecodePipeline:
         if self.workers > 1:
             slot_bytes = self.size * self.geometry.image_bytes
             self.shm = SharedMemory(create=True, size=self.window * slot_bytes)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
-from PIL import Image
 
-from trainyard.datasets.images import load_image_bytes
+from trainyard.datasets.images import load_image_bytes, png_bytes
 from trainyard.datasets.resize import resize_image
 
 
@@ -19,6 +16,4 @@ def preview_resize(image_bytes: bytes, width: int, height: int, channels: int, m
     """
     image = load_image_bytes(image_bytes, channels)
     pixels = resize_image(image, width, height, mode, np.random.default_rng(0))
-    out = io.BytesIO()
-    Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels).save(out, "PNG")
-    return out.getvalue()
+    return png_bytes(pixels)

@@ -19,11 +19,13 @@ padding as a feature. Interpolation is bilinear, DIGITS's default.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from PIL import Image
+
+from trainyard.core.registry import Registry, UnknownName
 
 RESAMPLE = Image.Resampling.BILINEAR
 
@@ -91,23 +93,25 @@ def _even_leftover(size: int, target: int) -> int:
 
 PlanFn = Callable[[int, int, int, int], Plan]
 
-_MODES: dict[str, PlanFn] = {
-    "squash": _plan_squash,
-    "crop": _plan_crop,
-    "fill": _plan_fill,
-    "half_crop": _plan_half_crop,
-}
-RESIZE_MODES: tuple[str, ...] = tuple(_MODES)
+class UnknownResizeMode(UnknownName):
+    """A resize mode that does not exist."""
+
+
+RESIZE: Registry[PlanFn] = Registry("resize mode", error=UnknownResizeMode, plural="modes")
+RESIZE.register("squash", _plan_squash)
+RESIZE.register("crop", _plan_crop)
+RESIZE.register("fill", _plan_fill)
+RESIZE.register("half_crop", _plan_half_crop)
+RESIZE_MODES: tuple[str, ...] = tuple(RESIZE)  # the names, for choices and validation
 
 
 def plan_resize(src_size: tuple[int, int], width: int, height: int, mode: str) -> Plan:
     """Return the geometry for resizing an image of ``src_size`` (w, h) to width x height."""
-    if mode not in _MODES:
-        raise ValueError(f"unknown resize mode {mode!r}; valid modes: {', '.join(RESIZE_MODES)}")
+    plan = RESIZE.get(mode)
     w, h = src_size
     if w / width == h / height:  # same aspect (DIGITS compares the float ratios): plain resize
         return _plan_squash(w, h, width, height)
-    return _MODES[mode](w, h, width, height)
+    return plan(w, h, width, height)
 
 
 def resize_image(

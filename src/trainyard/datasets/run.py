@@ -2,26 +2,18 @@
 
 Reads JOB_DIR/spec.json, builds the dataset into JOB_DIR/dataset and reports through
 JOB_DIR/events.jsonl: status running, progress, result, then status done, failed (exit code 1,
-traceback in log.txt) or aborted (on SIGTERM: exit code 0 after removing the partial build).
+traceback in log.txt) or aborted (SIGTERM/SIGINT: exit code 143 after removing the partial
+build). The process scaffold (stop signals, reporting, exit codes) is core.jobproc's.
 """
 
 from __future__ import annotations
 
-import signal
 import sys
-import traceback
 from pathlib import Path
 
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
-
-
-class Aborted(BaseException):
-    """Raised in the main thread by SIGTERM; a BaseException so no `except Exception` eats it."""
-
-
-def _on_sigterm(signum, frame) -> None:
-    raise Aborted()
+from trainyard.core.jobproc import StopFlag, run_job
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,30 +22,17 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m trainyard.datasets.run JOB_DIR", file=sys.stderr)
         return 2
     job_dir = Path(args[0])
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        return _run(job_dir)
-    finally:
-        signal.signal(signal.SIGTERM, previous)  # matters when called in-process (tests)
+    events = EventWriter(job_dir)
+    # The build has no step boundary to poll at: the signal raises Aborted where it lands, and
+    # build_dataset removes dataset.tmp on its way out.
+    return run_job(events, lambda stop: _build(job_dir, events, stop), raise_at_once=True)
 
 
-def _run(job_dir: Path) -> int:
-    with EventWriter(job_dir) as events:
-        events.status("running")
-        try:
-            # Imported here so that even an import failure is reported as a failed job.
-            from trainyard.datasets.build import build_dataset
+def _build(job_dir: Path, events: EventWriter, stop: StopFlag) -> None:
+    # Imported here so that even an import failure is reported as a failed job.
+    from trainyard.datasets.build import build_dataset
 
-            build_dataset(_load_spec(job_dir), job_dir, events)
-        except Aborted:
-            # build_dataset has already removed dataset.tmp on its way out.
-            events.log("aborted", "warning")
-            events.status("aborted")
-            return 0
-        except Exception as e:
-            return _fail(events, str(e) or type(e).__name__)
-        events.status("done")
-    return 0
+    build_dataset(_load_spec(job_dir), job_dir, events)
 
 
 def _load_spec(job_dir: Path):
@@ -67,12 +46,6 @@ def _load_spec(job_dir: Path):
         return DatasetSpec.model_validate(read_json(job_dir / "spec.json"))
     except ValidationError as e:
         raise ValueError(f"invalid spec.json: {e}") from None
-
-
-def _fail(events: EventWriter, message: str) -> int:
-    events.log(traceback.format_exc().rstrip(), "error")
-    events.status("failed", error=message)
-    return 1
 
 
 if __name__ == "__main__":

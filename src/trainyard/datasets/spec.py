@@ -12,7 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from trainyard.datasets.resize import RESIZE_MODES
+from trainyard.core.errors import InvalidInput
+from trainyard.datasets.resize import RESIZE
 
 MAX_SIZE = 4096
 
@@ -21,11 +22,11 @@ def parse_size(text: str) -> tuple[int, int]:
     """Parse "WIDTHxHEIGHT" (e.g. "256x256") into (width, height)."""
     match = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text)
     if not match:
-        raise ValueError(f"size {text!r} should look like WIDTHxHEIGHT, e.g. 256x256")
+        raise InvalidInput(f"size {text!r} should look like WIDTHxHEIGHT, e.g. 256x256")
     width, height = int(match.group(1)), int(match.group(2))
     for name, value in (("width", width), ("height", height)):
         if not 1 <= value <= MAX_SIZE:
-            raise ValueError(f"{name} {value} is outside 1..{MAX_SIZE}")
+            raise InvalidInput(f"{name} {value} is outside 1..{MAX_SIZE}")
     return width, height
 
 
@@ -69,7 +70,7 @@ class DatasetSpec(BaseModel):
     data_roots: list[str] | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> "DatasetSpec":
+    def _check(self) -> DatasetSpec:
         train_sources = [self.train_folder, self.train_list, self.train_archive]
         if sum(s is not None for s in train_sources) != 1:
             raise ValueError("give exactly one training source: train_folder, train_list "
@@ -84,8 +85,7 @@ class DatasetSpec(BaseModel):
         if self.val_percent + self.test_percent >= 100:
             raise ValueError(f"val_percent + test_percent must be under 100, "
                              f"got {self.val_percent:g} + {self.test_percent:g}")
-        if self.resize not in RESIZE_MODES:
-            raise ValueError(f"unknown resize mode {self.resize!r}; valid modes: {', '.join(RESIZE_MODES)}")
+        RESIZE.get(self.resize)  # an unknown mode: "did you mean ...", listing the valid ones
         return self
 
     @property

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from PIL import Image
+
+from trainyard.datasets.images import png_bytes, to_pil
 
 SPLITS = ("train", "val", "test")
 ENCODINGS = ("none", "png", "jpeg")
@@ -32,14 +34,12 @@ _U32_SAFE_COUNT = 2**24
 
 def encode_image(image: np.ndarray, encoding: str) -> bytes:
     """Encode an HWC uint8 array as PNG or JPEG bytes."""
-    pil = Image.fromarray(image[:, :, 0] if image.shape[2] == 1 else image)
-    buf = io.BytesIO()
     if encoding == "png":
-        pil.save(buf, "PNG", compress_level=PNG_COMPRESS_LEVEL)
-    elif encoding == "jpeg":
-        pil.save(buf, "JPEG", quality=JPEG_QUALITY)
-    else:
+        return png_bytes(image, PNG_COMPRESS_LEVEL)
+    if encoding != "jpeg":
         raise ValueError(f"unknown encoding {encoding!r}; valid: {', '.join(ENCODINGS)}")
+    buf = io.BytesIO()
+    to_pil(image).save(buf, "JPEG", quality=JPEG_QUALITY)
     return buf.getvalue()
 
 
@@ -53,12 +53,12 @@ def decode_image(data: bytes, channels: int) -> np.ndarray:
 class SplitWriter:
     """Streams images of one split to disk; only labels (and the mean sum) stay in memory.
 
-    ``capacity_hint`` is accepted for callers that know the count; the files simply grow.
-    With ``mean=True`` the per-pixel sum is accumulated exactly (int64) for the mean image.
+    The files grow as images come. With ``mean=True`` the per-pixel sum is accumulated exactly
+    (int64) for the mean image.
     """
 
     def __init__(self, folder: Path, height: int, width: int, channels: int, encoding: str,
-                 capacity_hint: int | None = None, mean: bool = False):
+                 mean: bool = False):
         if encoding not in ENCODINGS:
             raise ValueError(f"unknown encoding {encoding!r}; valid: {', '.join(ENCODINGS)}")
         self.folder = Path(folder)
@@ -114,7 +114,7 @@ class SplitWriter:
 
 
 class SplitReader:
-    """Random access to one stored split. Safe to use from DataLoader worker processes."""
+    """Random access to one stored split."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
@@ -131,14 +131,6 @@ class SplitReader:
 
     def __len__(self) -> int:
         return len(self.labels)
-
-    # Pickle as the folder name, not the mapped bytes: DataLoader workers started with spawn
-    # receive the reader pickled and must map the files themselves.
-    def __getstate__(self) -> dict:
-        return {"folder": self.folder}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["folder"])
 
     def read(self, i: int) -> np.ndarray:
         """Image ``i`` as an HWC uint8 array (a copy, safe to modify)."""
@@ -189,4 +181,4 @@ def save_mean(dataset_dir: Path, mean: np.ndarray) -> None:
     dataset_dir = Path(dataset_dir)
     np.save(dataset_dir / "mean.npy", mean.astype(np.float32))
     pixels = np.clip(np.rint(mean), 0, 255).astype(np.uint8)
-    Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels).save(dataset_dir / "mean.png")
+    (dataset_dir / "mean.png").write_bytes(png_bytes(pixels))

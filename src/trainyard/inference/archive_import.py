@@ -21,20 +21,21 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from trainyard.artifact.checkpoint import FORMAT
+from trainyard.artifact.network import create_model
+from trainyard.artifact.preprocess import MEAN_MODES, SCALE
+from trainyard.core.errors import UserError
 from trainyard.core.files import read_json
 from trainyard.datasets.archive import ArchiveError, safe_extract
 from trainyard.datasets.resize import RESIZE_MODES
 from trainyard.networks import UnknownNetwork, check_network_isolated, network_source
-from trainyard.training.checkpoint import FORMAT
-from trainyard.training.models import create_model
-from trainyard.training.preprocess import MEAN_MODES, SCALE
 
 REQUIRED = ("weights.safetensors", "network.py", "labels.txt", "mean.npy", "preprocess.json")
 MAX_ARCHIVE_BYTES = 8 * 2**30  # unpacked; the largest torchvision networks are ~0.6 GB twice
 MAX_MEMBERS = 100
 
 
-class ArchiveImportError(ValueError):
+class ArchiveImportError(UserError):
     """An archive that cannot be imported; the message says which file and why."""
 
 
@@ -169,8 +170,8 @@ def _load_exactly(model: torch.nn.Module, weights: dict[str, torch.Tensor]) -> N
         parts = [f"{label}: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
                  for label, names in (("missing", missing), ("unexpected", extra), ("wrong shape", wrong))
                  if names]
-        raise ArchiveImportError(f"weights.safetensors does not fit network.py built for "
-                                 f"labels.txt's classes: " + "; ".join(parts))
+        raise ArchiveImportError("weights.safetensors does not fit network.py built for "
+                                 "labels.txt's classes: " + "; ".join(parts))
     model.load_state_dict(weights)
 
 

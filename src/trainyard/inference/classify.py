@@ -1,34 +1,26 @@
 """Classify images with a loaded model: the validation preprocessing, then the top-k classes.
 
-`prepare` turns Pillow images into the network's input exactly as `preprocess_images` does
-(the dataset's resize mode, then `normalize_batch`: central crop, 0..1, mean subtraction), and
-also returns the resized, cropped uint8 pixels for display. A test keeps the two identical.
+`prepare` is artifact/preprocess.py's `prepare_images` with the model's settings and cached mean:
+the dataset's resize mode, then `normalize_batch` (central crop, 0..1, mean subtraction), the
+very function validation batches go through; it also returns the cropped uint8 pixels for display.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 from PIL import Image
 
-from trainyard.datasets.images import ImageError, load_image_bytes, to_mode
-from trainyard.datasets.resize import resize_image
+from trainyard.artifact.preprocess import Prepared, prepare_images, resize_for_input
+from trainyard.artifact.preprocess import prepare_pixels as _prepare_pixels
+from trainyard.datasets.images import ImageError, load_image_bytes
 from trainyard.inference.loader import InferenceError, LoadedModel
-from trainyard.training.augment import center_crop_batch
-from trainyard.training.preprocess import INFERENCE_NOISE_SEED, normalize_batch
+
+__all__ = ["Prepared", "classify", "decode", "prepare", "prepare_pixels", "resize_for"]
 
 MAX_TOP = 100
-
-
-@dataclass
-class Prepared:
-    """A batch ready for the network, and what it looks like to a person."""
-
-    inputs: torch.Tensor  # (N, C, h, w) float, mean subtracted, on the model's device
-    pixels: np.ndarray  # (N, h, w, C) uint8: the resized and cropped images, before the mean
 
 
 def decode(data: bytes, loaded: LoadedModel) -> Image.Image:
@@ -41,23 +33,17 @@ def decode(data: bytes, loaded: LoadedModel) -> Image.Image:
 
 def resize_for(loaded: LoadedModel, image: Image.Image) -> np.ndarray:
     """An image at the dataset's stored size, (H, W, C) uint8, resized as the dataset build did."""
-    p = loaded.preprocess
-    return resize_image(to_mode(image, p["channels"]), p["width"], p["height"], p["resize"],
-                        np.random.default_rng(INFERENCE_NOISE_SEED))  # fixed noise: same input every time
+    return resize_for_input(image, loaded.preprocess)
 
 
 def prepare(loaded: LoadedModel, images: Sequence[Image.Image]) -> Prepared:
-    """Images -> network input, as validation prepared them (see training/preprocess.py)."""
-    batch = torch.from_numpy(np.stack([resize_for(loaded, image) for image in images]))  # N,H,W,C
-    return prepare_pixels(loaded, batch)
+    """Images -> network input, as validation prepared them."""
+    return prepare_images(images, loaded.preprocess, loaded.mean, loaded.device, loaded.std)
 
 
 def prepare_pixels(loaded: LoadedModel, batch: torch.Tensor) -> Prepared:
     """Stored-size uint8 (N, H, W, C) images (a dataset split's) -> network input."""
-    crop = loaded.preprocess.get("crop")
-    inputs = normalize_batch(batch.to(loaded.device), loaded.mean, crop, train=False, std=loaded.std)
-    shown = center_crop_batch(batch.permute(0, 3, 1, 2), crop) if crop else batch.permute(0, 3, 1, 2)
-    return Prepared(inputs, shown.permute(0, 2, 3, 1).contiguous().numpy())
+    return _prepare_pixels(batch, loaded.preprocess.get("crop"), loaded.mean, loaded.device, loaded.std)
 
 
 def logits_of(output) -> torch.Tensor:

@@ -9,22 +9,19 @@ few example images: those wrongly predicted with the highest confidence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
 
+from trainyard.core.jobproc import Aborted
 from trainyard.datasets.storage import open_split
 from trainyard.inference import metrics
 from trainyard.inference.classify import prepare_pixels, probabilities
 from trainyard.inference.loader import InferenceError, LoadedModel
 
 EXAMPLES = 6  # images shown per confused pair
-
-
-class Aborted(Exception):
-    """The job was asked to stop."""
 
 
 def predict_split(loaded: LoadedModel, dataset_dir: Path, split: str, *, batch_size: int = 64,

@@ -33,14 +33,24 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image
 
 import trainyard
+from trainyard.artifact.checkpoint import (
+    build_model_from_checkpoint,
+    checkpoint_for_epoch,
+    load_checkpoint,
+)
+from trainyard.artifact.preprocess import (
+    INFERENCE_NOISE_SEED,
+    SCALE,
+    input_shape,
+    mean_image,
+)
 from trainyard.core.files import write_atomic
+from trainyard.core.paths import checkpoint_epoch
+from trainyard.datasets.images import png_bytes
 from trainyard.inference import onnx_export
 from trainyard.networks import network_source
-from trainyard.training.checkpoint import build_model_from_checkpoint, checkpoint_for_epoch, load_checkpoint
-from trainyard.training.preprocess import INFERENCE_NOISE_SEED, SCALE
 
 ARCHIVE_FORMAT = "trainyard-archive/1"
 PREPROCESS_FORMAT = "trainyard-preprocess/1"
@@ -86,7 +96,9 @@ def cached_export(job_dir: str | os.PathLike, epoch: float | None = None) -> Pat
 
 
 def _epoch_of(checkpoint_path: Path) -> float:
-    return float(checkpoint_path.stem.removeprefix("epoch-"))
+    epoch = checkpoint_epoch(checkpoint_path)
+    assert epoch is not None, checkpoint_path  # checkpoint_for_epoch finds checkpoint_name files only
+    return float(epoch)
 
 
 def archive_stem(checkpoint: dict) -> str:
@@ -118,20 +130,6 @@ def archive_members(checkpoint: dict, checkpoint_path: Path) -> tuple[list[tuple
     readme = readme_text(checkpoint, info).encode()
     ordered = [("README.md", readme), ("info.json", _json(info)), *files.items()]
     return [(name, data, 0o755 if name in SCRIPTS else 0o644) for name, data in ordered], check
-
-
-def input_shape(prep: dict) -> tuple[int, int, int]:
-    """(C, h, w) of the network input: the crop, else the stored image size."""
-    crop = prep.get("crop")
-    return (prep["channels"], crop or prep["height"], crop or prep["width"])
-
-
-def mean_image(prep: dict) -> np.ndarray:
-    """The mean image (H, W, C) float32 in 0..255; zeros when the model subtracts none."""
-    mean = prep.get("mean")
-    if mean is None:
-        return np.zeros((prep["height"], prep["width"], prep["channels"]), np.float32)
-    return np.asarray(mean.cpu().numpy() if isinstance(mean, torch.Tensor) else mean, dtype=np.float32)
 
 
 def preprocess_document(checkpoint: dict) -> dict:
@@ -288,9 +286,6 @@ def _npy(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+
 def _png(mean: np.ndarray) -> bytes:
-    pixels = np.clip(np.rint(mean), 0, 255).astype(np.uint8)
-    image = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)
-    buffer = io.BytesIO()
-    image.save(buffer, "PNG")
-    return buffer.getvalue()
+    return png_bytes(np.clip(np.rint(mean), 0, 255).astype(np.uint8))

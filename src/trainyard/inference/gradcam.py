@@ -8,15 +8,15 @@ per loaded model, by one forward pass that notes which module produced a 4-D out
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
 
-from trainyard.inference.classify import Prepared, logits_of
+from trainyard.artifact.preprocess import Prepared
+from trainyard.datasets.images import png_bytes
+from trainyard.inference.classify import logits_of
 from trainyard.inference.loader import InferenceError, LoadedModel
 
 BLEND = 0.45  # weight of the heat map over the image
@@ -102,6 +102,4 @@ def overlay_png(cam: np.ndarray, pixels: np.ndarray) -> bytes:
     """The heat map blended over the (h, w, C) uint8 input image, as PNG bytes."""
     image = np.repeat(pixels, 3, axis=2) if pixels.shape[2] == 1 else pixels
     blended = image.astype(np.float32) * (1 - BLEND) + colormap(cam).astype(np.float32) * BLEND
-    buf = io.BytesIO()
-    Image.fromarray(blended.round().astype(np.uint8)).save(buf, "PNG")
-    return buf.getvalue()
+    return png_bytes(blended.round().astype(np.uint8))

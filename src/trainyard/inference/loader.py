@@ -17,27 +17,29 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from trainyard.training.checkpoint import (
+from trainyard.artifact.checkpoint import (
     CheckpointError,
     build_model_from_checkpoint,
     checkpoint_epochs,
     checkpoint_for_epoch,
     load_checkpoint,
 )
-from trainyard.training.preprocess import mean_tensor, std_tensor
+from trainyard.artifact.preprocess import input_mean, input_std
+from trainyard.core import errors
+from trainyard.core.errors import InvalidInput
 
 CACHE_SIZE = 4  # GoogLeNet is ~25 MB of weights; a few models stay warm
 
 
-class InferenceError(ValueError):
+class InferenceError(InvalidInput):
     """A request that cannot be served (unusable input, bad settings); the message says why."""
 
 
-class NotFound(InferenceError):
+class NotFound(errors.NotFound, InferenceError):
     """Something asked for that does not exist: an epoch without a checkpoint, a file."""
 
 
-class NotReady(InferenceError):
+class NotReady(errors.Conflict, InferenceError):
     """A model that has no snapshot yet (its first is written after its first epoch)."""
 
 
@@ -59,13 +61,6 @@ class LoadedModel:
     # pass, and one pass at a time already uses every CPU core.
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     gradcam_layer: str | None = None  # found on first use (see gradcam.py)
-
-    @property
-    def input_shape(self) -> tuple[int, int, int]:
-        """(C, h, w) of the network input: the crop, else the stored image size."""
-        p = self.preprocess
-        crop = p.get("crop")
-        return (p["channels"], crop or p["height"], crop or p["width"])
 
 
 _cache: OrderedDict[tuple, LoadedModel] = OrderedDict()
@@ -101,11 +96,11 @@ def _load(path: Path, device: torch.device) -> LoadedModel:
         raise InferenceError(f"{path.name} is not a readable checkpoint: {exc}") from None
     model = build_model_from_checkpoint(checkpoint).to(device)
     prep = checkpoint["preprocess"]
-    mean = mean_tensor(prep.get("mean"), prep.get("mean_mode", "none"), prep.get("crop"), device)
+    mean = input_mean(prep, device)
     return LoadedModel(path=path, model=model, classes=list(checkpoint["classes"]), preprocess=prep,
                        epoch=checkpoint["epoch"], network=checkpoint["network"] or "custom",
                        device=device, mean=mean, spec=checkpoint.get("spec") or {},
-                       std=std_tensor(prep.get("std"), device))
+                       std=input_std(prep, device))
 
 
 def model_checkpoint(job_dir: str | os.PathLike, epoch: float | None = None) -> tuple[float, Path]:
@@ -125,8 +120,3 @@ def model_checkpoint(job_dir: str | os.PathLike, epoch: float | None = None) -> 
     except CheckpointError as exc:
         raise NotFound(str(exc)) from None
 
-
-def clear_cache() -> None:
-    """Forget every loaded model (tests, and freeing memory)."""
-    with _cache_lock:
-        _cache.clear()

@@ -13,14 +13,15 @@ import io
 import itertools
 import os
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import torch
 
 from trainyard.core.files import write_json_atomic
+from trainyard.core.jobproc import Aborted
 from trainyard.core.paths import PathNotAllowed, resolve_inside
 from trainyard.datasets.images import ImageError, load_image
 from trainyard.datasets.storage import open_split
@@ -31,10 +32,6 @@ from trainyard.inference.results import RESULTS_CSV, RESULTS_INDEX, SUMMARY
 from trainyard.inference.sources import Item
 
 DECODE_THREADS = min(4, os.cpu_count() or 1)
-
-
-class Aborted(Exception):
-    """The job was asked to stop; the rows written so far stay."""
 
 
 class TopN:

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from trainyard.core.errors import InvalidInput
 from trainyard.networks import main_output
 
 OPSET = 17
@@ -33,7 +34,7 @@ ATOL, RTOL = 1e-4, 1e-3
 _EXPORT_LOCK = threading.Lock()
 
 
-class ExportError(RuntimeError):
+class ExportError(InvalidInput, RuntimeError):
     """A model that cannot be exported, or whose ONNX graph does not give PyTorch's answers."""
 
 

@@ -45,7 +45,7 @@ class InferenceSpec(BaseModel):
     batch_size: int = Field(64, ge=1, le=4096)
 
     @model_validator(mode="after")
-    def _check(self) -> "InferenceSpec":
+    def _check(self) -> InferenceSpec:
         if self.kind == "evaluate":
             if not (self.dataset_dir and self.split):
                 raise ValueError("an evaluation needs a dataset and a split")

@@ -6,8 +6,8 @@ the spec (on the job's GPU when it has one), open the image source and write the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 

@@ -13,17 +13,17 @@ tiles one pixel apart, at most `MAX_TILES` tiles and `MAX_SIDE` pixels a side.
 from __future__ import annotations
 
 import base64
-import io
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
 from torch import nn
 
-from trainyard.inference.classify import Prepared, logits_of
+from trainyard.artifact.preprocess import Prepared
+from trainyard.datasets.images import png_bytes
+from trainyard.inference.classify import logits_of
 from trainyard.inference.gradcam import Saliency, saliency_from, target_layer
 from trainyard.inference.loader import InferenceError, LoadedModel
 
@@ -51,9 +51,7 @@ def tensor_stats(values: np.ndarray | torch.Tensor) -> dict:
 
 def png_data_uri(pixels: np.ndarray) -> str:
     """An (H, W) or (H, W, 3) uint8 array as a ``data:image/png;base64,...`` URI."""
-    buf = io.BytesIO()
-    Image.fromarray(pixels).save(buf, "PNG", compress_level=PNG_LEVEL)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return "data:image/png;base64," + base64.b64encode(png_bytes(pixels, PNG_LEVEL)).decode("ascii")
 
 
 def to_uint8(values: np.ndarray) -> np.ndarray:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 
+from trainyard.core.status import Status
 from trainyard.jobs.resources import _visible_indices
 
 
@@ -162,7 +164,7 @@ class Hardware:
 
     def job(self, job) -> dict:
         """Live figures of a job row: its GPUs and processes while it runs, nothing after."""
-        running = job.status == "running"
+        running = job.status == Status.RUNNING
         resources = (job.summary or {}).get("resources", []) if running else []
         gpu_ids = [int(r.split(":")[1]) for r in resources if r.startswith("gpu:")]
         return {

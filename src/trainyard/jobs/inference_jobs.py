@@ -11,15 +11,15 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from trainyard.core.errors import validation_message
 from trainyard.core.files import read_json
 from trainyard.core.paths import resolve_inside
 from trainyard.datasets.storage import split_names
 from trainyard.inference.loader import model_checkpoint
 from trainyard.inference.spec import KINDS, InferenceSpec
 from trainyard.jobs.context import Context
-from trainyard.jobs.manager import JobError
+from trainyard.jobs.manager import JobError, JobNotFound
 from trainyard.jobs.store import Job
-from trainyard.training.spec import format_errors
 
 PATH_FIELDS = ("list_file", "folder", "archive", "image_root")
 
@@ -27,7 +27,7 @@ PATH_FIELDS = ("list_file", "folder", "archive", "image_root")
 def model_job(ctx: Context, model_id: str) -> Job:
     job = ctx.store.get_job(model_id)
     if job is None or job.kind != "model":
-        raise JobError(f"no model with id {model_id!r}")
+        raise JobNotFound(f"no model with id {model_id!r}")
     return job
 
 
@@ -54,7 +54,7 @@ def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float
                              model_id=model.id, checkpoint=str(checkpoint), epoch=epoch,
                              roots=[str(r) for r in ctx.settings.allowed_roots], **fields)
     except ValidationError as exc:
-        raise JobError(format_errors(exc)) from exc
+        raise JobError(validation_message(exc)) from exc
     needs = {"pool": "gpu", "count": 1} if ctx.pools.gpus else {"pool": "cpu"}
     job = ctx.manager.create(kind, spec.name, spec.model_dump(mode="json"), needs=needs, foreground=foreground)
     return job  # no parent_id: an inference job must not wait for a model that is still training

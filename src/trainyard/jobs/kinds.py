@@ -1,4 +1,8 @@
-"""The kinds of job (dataset, model): how each runs and how each describes itself as JSON.
+"""The kinds of job (dataset, model, classify-many, evaluate): how each runs and describes itself.
+
+Each kind names its subprocess entry point and how it describes itself as JSON: ``dataset``
+builds a dataset, ``model`` trains a network, and a model's inference jobs ``classify-many``
+(a list, folder or archive of images) and ``evaluate`` (a dataset split) share one entry point.
 
 Adding a kind means registering a ``JobKind`` here; the store, runner, scheduler, API and CLI
 handle every kind the same way.
@@ -7,13 +11,14 @@ handle every kind the same way.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from trainyard.core.events import read_events
 from trainyard.core.files import read_json
 from trainyard.core.paths import JobFolder, checkpoint_name, is_inside
+from trainyard.core.registry import Registry
 from trainyard.inference.results import describe_inference
 from trainyard.jobs.runner import python_module_command
 from trainyard.jobs.store import Job
@@ -65,16 +70,17 @@ def distributed_command(module: str, folder: JobFolder, processes: int, nnodes: 
     return command + ["-m", module, str(folder.path)]
 
 
-_KINDS: dict[str, JobKind] = {}
+KINDS: Registry[JobKind] = Registry("job kind")
 
 
 def register_kind(kind: JobKind) -> JobKind:
-    _KINDS[kind.name] = kind
-    return kind
+    # Registering a kind again replaces it, as before the Registry: tests define kinds per test.
+    return KINDS.register(kind.name, kind, replace=True)
 
 
 def get_kind(name: str) -> JobKind:
-    return _KINDS[name]
+    """The registered kind `name`; UnknownName (a NotFound) if there is none."""
+    return KINDS.get(name)
 
 
 def dataset_info(folder: JobFolder) -> dict | None:

@@ -14,8 +14,9 @@ import shutil
 import subprocess
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
+from trainyard.core.errors import Conflict, NotFound, UserError
 from trainyard.core.events import EventTail
 from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
@@ -27,11 +28,19 @@ from trainyard.jobs.resources import Pools
 from trainyard.jobs.store import Job, Store
 from trainyard.settings import Settings
 
-ACTIVE = [Status.QUEUED.value, Status.WAITING.value, Status.RUNNING.value]
+ACTIVE = [Status.QUEUED, Status.WAITING, Status.RUNNING]
 
 
-class JobError(ValueError):
-    """A request about a job that cannot be met (unknown id, wrong state); the message says why."""
+class JobError(UserError):
+    """A request about a job that cannot be met as given; the message says why (HTTP 400)."""
+
+
+class JobNotFound(NotFound, JobError):
+    """The job (or dataset, or model) named does not exist (HTTP 404)."""
+
+
+class JobConflict(Conflict, JobError):
+    """The job exists but its state does not allow this: ended, still running, in use (HTTP 409)."""
 
 
 class JobManager:
@@ -59,7 +68,7 @@ class JobManager:
         folder = self.folder(job_id)
         folder.path.mkdir(parents=True)
         write_json_atomic(folder.spec, {**spec, "id": job_id})
-        job = Job(id=job_id, kind=kind, name=name, status=Status.QUEUED.value, parent_id=parent_id,
+        job = Job(id=job_id, kind=kind, name=name, status=Status.QUEUED, parent_id=parent_id,
                   group=group, needs=needs, summary={}, owner_pid=self.pid if foreground else None,
                   created_at=time.time())
         return self.store.add_job(job)
@@ -67,7 +76,7 @@ class JobManager:
     def get(self, job_id: str) -> Job:
         job = self.store.get_job(job_id)
         if job is None:
-            raise JobError(f"no job with id {job_id!r}")
+            raise JobNotFound(f"no job with id {job_id!r}")
         return job
 
     # -- the scheduling pass -------------------------------------------------------------------
@@ -81,7 +90,7 @@ class JobManager:
 
     def _tick(self, only: str | None) -> None:
         for job in self.store.list_jobs(statuses=ACTIVE, oldest_first=True):
-            if job.status == Status.RUNNING.value:
+            if job.status == Status.RUNNING:
                 self._watch(job)
             elif (only is None and job.owner_pid is None) or job.id == only:
                 self._try_start(job)
@@ -98,8 +107,8 @@ class JobManager:
             waiting_for = self._busy_message(job.needs)
         if waiting_for.startswith("failed:"):
             self._finish(job, Status.FAILED, waiting_for.removeprefix("failed:").strip())
-        elif job.status != Status.WAITING.value or job.status_detail != waiting_for:
-            self.store.update_job(job.id, status=Status.WAITING.value, status_detail=waiting_for)
+        elif job.status != Status.WAITING or job.status_detail != waiting_for:
+            self.store.update_job(job.id, status=Status.WAITING, status_detail=waiting_for)
 
     def _missing_input(self, job: Job) -> str | None:
         """Why the job cannot start yet ('failed: ...' if it never will), or None if it can."""
@@ -108,9 +117,9 @@ class JobManager:
         parent = self.store.get_job(job.parent_id)
         if parent is None:
             return f"failed: the job it needs, {job.parent_id}, was deleted"
-        if parent.status == Status.DONE.value:
+        if parent.status == Status.DONE:
             return None
-        if Status(parent.status).is_final:
+        if parent.status.is_final:
             return f"failed: its {parent.kind} {parent.name} ({parent.id}) {parent.status}"
         return f"waiting for {parent.kind} {parent.name} to finish"
 
@@ -131,7 +140,7 @@ class JobManager:
             return
         self._children[job.id] = proc
         self._tails[job.id] = EventTail(folder.events, next_id=0)
-        self.store.update_job(job.id, status=Status.RUNNING.value, status_detail=None, pid=proc.pid,
+        self.store.update_job(job.id, status=Status.RUNNING, status_detail=None, pid=proc.pid,
                               owner_pid=self.pid, started_at=time.time(), error=None,
                               summary={**job.summary, "resources": resources})
 
@@ -189,9 +198,9 @@ class JobManager:
     # -- user actions --------------------------------------------------------------------------
     def abort(self, job_id: str) -> Job:
         job = self.get(job_id)
-        if Status(job.status).is_final:
-            raise JobError(f"job {job_id} has already ended ({job.status})")
-        if job.status != Status.RUNNING.value:
+        if job.status.is_final:
+            raise JobConflict(f"job {job_id} has already ended ({job.status})")
+        if job.status != Status.RUNNING:
             with self._lock:
                 self._finish(job, Status.ABORTED, None)
             return self.get(job_id)
@@ -205,12 +214,12 @@ class JobManager:
     def resume(self, job_id: str, foreground: bool = False) -> Job:
         """Queue an ended model job again; it continues from its last checkpoint."""
         job = self.get(job_id)
-        if job.kind != "model" or not Status(job.status).is_final:
-            raise JobError(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
+        if job.kind != "model" or not job.status.is_final:
+            raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
         if (job.summary or {}).get("imported"):
             raise JobError(f"model {job_id} was imported from an archive; fine-tune from it instead "
                            f"(--pretrained {job_id})")
-        self.store.update_job(job_id, status=Status.QUEUED.value, error=None, finished_at=None,
+        self.store.update_job(job_id, status=Status.QUEUED, error=None, finished_at=None,
                               owner_pid=self.pid if foreground else None,
                               status_detail="resuming from the last checkpoint")
         return self.get(job_id)
@@ -221,8 +230,8 @@ class JobManager:
         users = [c for c in self.store.children(job_id) if c.kind != "dataset"]
         if users:
             names = ", ".join(f"{c.kind} {c.id}" for c in users[:5])
-            raise JobError(f"{job.kind} {job_id} is used by other jobs ({names}); delete those first")
-        if not Status(job.status).is_final:
+            raise JobConflict(f"{job.kind} {job_id} is used by other jobs ({names}); delete those first")
+        if not job.status.is_final:
             self.abort(job_id)
         self.store.delete_job(job_id)
         shutil.rmtree(self.folder(job_id).path, ignore_errors=True)
@@ -239,7 +248,7 @@ class JobManager:
                     if on_event:
                         on_event(event)
                 job = self.get(job_id)
-                if Status(job.status).is_final:
+                if job.status.is_final:
                     return job
                 time.sleep(poll_s)
         except KeyboardInterrupt:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from trainyard.core.errors import InvalidInput
 from trainyard.jobs.store import Store
 
 
@@ -102,7 +103,7 @@ def fake_gpus(count: int) -> list[GPU]:
     return [GPU(i, "Fake GPU (testing)", 16 * 2**30, f"GPU-fake-{i}") for i in range(count)]
 
 
-class NotSatisfiable(ValueError):
+class NotSatisfiable(InvalidInput):
     """A request that no amount of waiting can satisfy (more GPUs than exist, unknown ids)."""
 
 

@@ -7,7 +7,7 @@ SQLite (WAL mode) by default; a PostgreSQL URL works too. The database indexes j
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from sqlalchemy import (
     JSON,
@@ -21,14 +21,26 @@ from sqlalchemy import (
     event,
     select,
 )
+from sqlalchemy import (
+    Enum as SAEnum,
+)
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker, validates
 
 from trainyard.core.status import Status
+
+STATUS_VALUES = frozenset(s.value for s in Status)
 
 
 class Base(DeclarativeBase):
     pass
+
+
+def _status_column() -> SAEnum:
+    """A Status stored as its value ('queued', ...) in a VARCHAR(20), as before it was typed,
+    so existing SQLite and PostgreSQL databases read unchanged (no native enum, no constraint)."""
+    return SAEnum(Status, native_enum=False, create_constraint=False, length=20,
+                  values_callable=lambda statuses: [s.value for s in statuses], validate_strings=True)
 
 
 class Job(Base):
@@ -37,7 +49,7 @@ class Job(Base):
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     kind: Mapped[str] = mapped_column(String(20), index=True)
     name: Mapped[str] = mapped_column(String(200))
-    status: Mapped[str] = mapped_column(String(20), index=True, default=Status.QUEUED.value)
+    status: Mapped[Status] = mapped_column(_status_column(), index=True, default=Status.QUEUED)
     status_detail: Mapped[str | None] = mapped_column(Text, default=None)
     error: Mapped[str | None] = mapped_column(Text, default=None)
     parent_id: Mapped[str | None] = mapped_column(String(40), index=True, default=None)
@@ -56,13 +68,18 @@ class Job(Base):
     started_at: Mapped[float | None] = mapped_column(Float, default=None)
     finished_at: Mapped[float | None] = mapped_column(Float, default=None)
 
+    @validates("status")
+    def _typed_status(self, key: str, value: Status | str) -> Status:
+        # Events files carry plain strings; a Job holds a Status however it was set.
+        return Status(value)
+
 
 class StatusChange(Base):
     __tablename__ = "status_history"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
-    status: Mapped[str] = mapped_column(String(20))
+    status: Mapped[Status] = mapped_column(_status_column())
     detail: Mapped[str | None] = mapped_column(Text, default=None)
     time: Mapped[float] = mapped_column(Float, default=time.time)
 
@@ -119,7 +136,8 @@ class Store:
         if kind:
             query = query.where(Job.kind == kind)
         if statuses is not None:
-            query = query.where(Job.status.in_(list(statuses)))
+            # An unknown name matches no job (as it did when statuses were plain strings).
+            query = query.where(Job.status.in_([Status(s) for s in statuses if s in STATUS_VALUES]))
         with self.session() as s:
             return list(s.scalars(query))
 
@@ -133,7 +151,7 @@ class Store:
             job = s.get(Job, job_id)
             if job is None:
                 return None
-            new_status = fields.get("status")
+            new_status = Status(fields["status"]) if fields.get("status") is not None else None
             if new_status is not None and new_status != job.status:
                 s.add(StatusChange(job_id=job_id, status=new_status, detail=fields.get("status_detail")))
             for key, value in fields.items():

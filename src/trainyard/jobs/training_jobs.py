@@ -14,15 +14,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from trainyard.core.errors import UserError
+from trainyard.artifact.checkpoint import CheckpointError, checkpoint_for_epoch
+from trainyard.core.errors import validation_message
 from trainyard.core.files import read_json, write_json_atomic
 from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
-from trainyard.jobs.manager import JobError
+from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
 from trainyard.jobs.store import Job
-from trainyard.training.checkpoint import CheckpointError, checkpoint_for_epoch
-from trainyard.training.spec import ModelSpec, format_errors
+from trainyard.training.spec import ModelSpec
 from trainyard.weights import finetune
 from trainyard.weights.store import WeightsStore
 
@@ -53,9 +53,9 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
     if not request.networks and not request.network_source:
         raise JobError("choose a standard network or give a custom network's source")
     needs = _needs(ctx, request)
-    from_store = bool(request.pretrained) and not _is_job(ctx, request.pretrained) and \
-        finetune.is_store_name(store, request.pretrained)
-    pretrained = resolve_pretrained(ctx, request.pretrained) if request.pretrained and not from_store else None
+    value = request.pretrained
+    from_store = value is not None and not _is_job(ctx, value) and finetune.is_store_name(store, value)
+    pretrained = resolve_pretrained(ctx, value) if value and not from_store else None
     planned = []
     for dataset_id, network, lr, batch in _combinations(request):
         dataset = _dataset(ctx, dataset_id)
@@ -65,12 +65,12 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
                       dataset_dir=str(ctx.manager.folder(dataset.id).dataset), pretrained=pretrained,
                       network=network, network_source=None if network else request.network_source,
                       batch_size=batch if batch is not None else fields.get("batch_size"))
-        if from_store:
-            fields.update(_store_weights(store, request.pretrained, network))
+        if from_store and value is not None:
+            fields.update(_store_weights(store, value, network))
         try:
             planned.append((ModelSpec.model_validate(fields), dataset))
         except ValidationError as exc:
-            raise JobError(format_errors(exc)) from exc
+            raise JobError(validation_message(exc)) from exc
     group = request.name if len(planned) > 1 else None
     return [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
                                parent_id=dataset.id, group=group, foreground=foreground)
@@ -101,9 +101,9 @@ def _job_name(request: TrainRequest, dataset: Job, network, lr, batch) -> str:
 def _dataset(ctx: Context, dataset_id: str) -> Job:
     job = ctx.store.get_job(dataset_id)
     if job is None or job.kind != "dataset":
-        raise JobError(f"no dataset with id {dataset_id!r}")
-    if job.status in ("failed", "aborted"):
-        raise JobError(f"dataset {dataset_id} {job.status}; build it again first")
+        raise JobNotFound(f"no dataset with id {dataset_id!r}")
+    if job.status in (Status.FAILED, Status.ABORTED):
+        raise JobConflict(f"dataset {dataset_id} {job.status}; build it again first")
     return job
 
 
@@ -131,8 +131,8 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
     processes); it continues from its last checkpoint (training/resume.py says how exactly)."""
     job = ctx.manager.get(job_id)
     if gpus or gpu_ids or processes:
-        if job.kind != "model" or not Status(job.status).is_final:
-            raise JobError(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
+        if job.kind != "model" or not job.status.is_final:
+            raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
         needs = devices_needed(ctx, gpus, gpu_ids, processes or 1)
         ctx.pools.check(needs)
         folder = ctx.manager.folder(job_id)
@@ -153,10 +153,7 @@ def _network_of_pretrained(ctx: Context, store: WeightsStore, request: TrainRequ
         return request.model_copy(update={"networks": [spec["network"]] if spec.get("network") else [],
                                           "network_source": spec.get("network_source")})
     if value != "imagenet" and finetune.is_store_name(store, value):
-        try:
-            return request.model_copy(update={"networks": [store.resolve(value)["network"]]})
-        except UserError as exc:
-            raise JobError(str(exc)) from exc
+        return request.model_copy(update={"networks": [store.resolve(value)["network"]]})
     return request
 
 
@@ -167,10 +164,7 @@ def _is_job(ctx: Context, value: str) -> bool:
 def _store_weights(store: WeightsStore, value: str, network: str | None) -> dict:
     """The spec fields for fine-tuning ``network`` from store weights: refused now, not in the job,
     when the entry is for another network or its file is not in the store."""
-    try:
-        found = finetune.resolve_for_network(store, value, network)
-    except UserError as exc:
-        raise JobError(str(exc)) from exc
+    found = finetune.resolve_for_network(store, value, network)
     norm = {"mean": found["mean"], "std": found["std"]} if found["mean"] and found["std"] else None
     return {"pretrained": found["path"], "pretrained_entry": found["entry"], "input_norm": norm}
 

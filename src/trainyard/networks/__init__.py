@@ -6,7 +6,7 @@ Importing this package registers the standard networks.
 
 from . import zoo as _zoo  # noqa: F401  (registers the standard networks)
 from .custom import NetworkError, check_network, check_network_isolated, load_network_source
-from .inspect import inspect_network
+from .layer_report import inspect_network
 from .loss import main_output, training_loss, unwrap_model
 from .registry import (
     NetworkInfo,

@@ -17,7 +17,7 @@ import sys
 def run_check(request: dict) -> dict:
     """Build, run and inspect the requested network; errors become {"ok": False, ...}."""
     from .custom import NetworkError, check_model, load_network_source
-    from .inspect import inspect_network
+    from .layer_report import inspect_network
     from .registry import create_network, get_network
 
     num_classes, in_channels = int(request["num_classes"]), int(request["in_channels"])

@@ -16,10 +16,12 @@ import subprocess
 import sys
 import traceback
 import types
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
+
+from trainyard.core.errors import InvalidInput
 
 from .loss import main_output
 
@@ -28,7 +30,7 @@ MODULE_NAME = "trainyard_custom_network"  # the module a custom network file run
 _USER_ERRORS = (Exception, SystemExit)
 
 
-class NetworkError(ValueError):
+class NetworkError(InvalidInput):
     """A custom network that does not load, build or run; `lineno` points into the user's file."""
 
     def __init__(self, message: str, lineno: int | None = None, filename: str = "network.py"):

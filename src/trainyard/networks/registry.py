@@ -8,11 +8,13 @@ Names are user-facing and stable (they are stored in job specs and checkpoints).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from torch import nn
+
+from trainyard.core.registry import Registry, UnknownName
 
 Builder = Callable[[int, int, int], nn.Module]
 
@@ -29,18 +31,11 @@ class NetworkInfo:
     min_image_size: int = 32  # smallest square input the network accepts
 
 
-class UnknownNetwork(ValueError):
+class UnknownNetwork(UnknownName):
     """Raised for a network name that is not registered; the message lists the valid names."""
 
-    def __init__(self, name: str, message: str | None = None):
-        self.name = name
-        valid = ", ".join(sorted(_INFOS))
-        super().__init__(message or f"unknown network {name!r}; valid names: {valid}, "
-                                    "or timm:<model> for any timm model")
 
-
-_INFOS: dict[str, NetworkInfo] = {}
-_BUILDERS: dict[str, Builder] = {}
+_NETWORKS: Registry[Builder] = Registry("network", error=UnknownNetwork)
 _SOURCES: dict[str, Callable[[], str]] = {}
 # prefix -> resolve(name) -> (info, builder, source): whole families named on demand (timm:...)
 _RESOLVERS: dict[str, Callable[[str], tuple[NetworkInfo, Builder, Callable[[], str]]]] = {}
@@ -51,11 +46,12 @@ def register_resolver(prefix: str, resolve: Callable[[str], tuple[NetworkInfo, B
     _RESOLVERS[prefix] = resolve
 
 
-def _resolved(name: str):
+def _resolved(name: str) -> tuple[NetworkInfo, Builder, Callable[[], str]]:
     for prefix, resolve in _RESOLVERS.items():
-        if name.startswith(prefix):
+        if isinstance(name, str) and name.startswith(prefix):
             return resolve(name)
-    raise UnknownNetwork(name)
+    families = [f"{prefix}<model>" for prefix in _RESOLVERS]
+    raise UnknownNetwork("network", name, _NETWORKS.names() + families)
 
 
 def register_network(
@@ -76,9 +72,7 @@ def register_network(
     """
 
     def decorator(build: Builder) -> Builder:
-        if name in _INFOS:
-            raise ValueError(f"network {name!r} is already registered")
-        _INFOS[name] = NetworkInfo(
+        info = NetworkInfo(
             name=name,
             description=description,
             image_size=image_size,
@@ -86,7 +80,7 @@ def register_network(
             source_module=source_module or build.__module__,
             min_image_size=min_image_size,
         )
-        _BUILDERS[name] = build
+        _NETWORKS.register(name, build, info=info)
         _SOURCES[name] = source or (lambda: _module_source(build.__module__))
         return build
 
@@ -95,13 +89,14 @@ def register_network(
 
 def list_networks() -> list[NetworkInfo]:
     """All standard networks, in registration order (the DIGITS three first)."""
-    return list(_INFOS.values())
+    return _NETWORKS.infos()
 
 
 def get_network(name: str) -> NetworkInfo:
-    """The NetworkInfo for `name`; UnknownNetwork (a ValueError) if there is none."""
-    if name in _INFOS:
-        return _INFOS[name]
+    """The NetworkInfo for `name` (registered, or resolved such as ``timm:<model>``);
+    UnknownNetwork (a NotFound, so a ValueError) if there is none."""
+    if name in _NETWORKS:
+        return _NETWORKS.info(name)
     return _resolved(name)[0]
 
 
@@ -112,7 +107,7 @@ def create_network(
     info = get_network(name)
     if num_classes < 1 or in_channels < 1:
         raise ValueError(f"num_classes and in_channels must be >= 1, got {num_classes}, {in_channels}")
-    build = _BUILDERS[name] if name in _BUILDERS else _resolved(name)[1]
+    build = _NETWORKS.get(name) if name in _NETWORKS else _resolved(name)[1]
     return build(num_classes, in_channels, image_size or info.image_size)
 
 
@@ -125,4 +120,6 @@ def network_source(name: str) -> str:
 def _module_source(module_name: str) -> str:
     # Read the file rather than inspect.getsource(module) so the text is exactly what ships.
     module = importlib.import_module(module_name)
+    if module.__file__ is None:  # a namespace package has no file to ship
+        raise ValueError(f"network module {module_name!r} has no source file")
     return Path(module.__file__).read_text(encoding="utf-8")

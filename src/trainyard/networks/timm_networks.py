@@ -13,11 +13,22 @@ from functools import cache, partial
 
 from torch import nn
 
+from trainyard.core.errors import NotFound
+
 from .registry import NetworkInfo, UnknownNetwork
 
 PREFIX = "timm:"
 DEFAULT_BATCH = 32
 MIN_IMAGE_SIZE = 32
+
+
+class UnknownTimmModel(UnknownNetwork):
+    """A ``timm:`` name timm does not have; the message suggests close ones (not all of them)."""
+
+    def __init__(self, model: str, close: list[str]):
+        self.name, self.valid = PREFIX + model, [PREFIX + c for c in close]
+        hint = f"; did you mean {', '.join(self.valid)}?" if close else "; see GET /api/networks/search"
+        NotFound.__init__(self, f"unknown timm model {model!r}{hint}")
 
 
 @cache
@@ -46,9 +57,7 @@ def resolve(name: str):
     """(NetworkInfo, builder, source function) for ``timm:<model>``; UnknownNetwork otherwise."""
     model = name.removeprefix(PREFIX)
     if model not in set(model_names()):
-        close = difflib.get_close_matches(model, model_names(), n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join(PREFIX + c for c in close)}?" if close else ""
-        raise UnknownNetwork(name, f"unknown timm model {model!r}{hint}")
+        raise UnknownTimmModel(model, difflib.get_close_matches(model, model_names(), n=3, cutoff=0.6))
     cfg = _config(model)
     size = int(cfg.input_size[-1]) if cfg else 224
     fixed = bool(cfg and cfg.fixed_input_size)

@@ -7,18 +7,23 @@ Gaussian noise. Each distortion is one step in `AUGMENT_STEPS`, active when its 
 non-zero. Random numbers come from the given torch.Generator (on its device), so one seed gives
 one result; with no generator they come from torch's global RNG on x's device.
 
-`random_crop_batch` / `center_crop_batch` cut (N, C, crop, crop) windows, also without a loop,
-and work on any dtype (crop uint8 before converting to float to move fewer bytes).
+`random_crop_batch` cuts (N, C, crop, crop) windows, also without a loop, on any dtype (crop
+uint8 before converting to float to move fewer bytes). `training_batch` is artifact/preprocess.py's
+`normalize_batch` with the two: a training batch, prepared the way validation prepares its own.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable, Literal, NamedTuple
+from collections.abc import Callable
+from functools import partial
+from typing import Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
+
+from trainyard.artifact.preprocess import check_crop, normalize_batch
 
 
 class AugmentSettings(BaseModel):
@@ -188,7 +193,7 @@ def hsv_to_rgb(x: torch.Tensor) -> torch.Tensor:
 def random_crop_batch(x: torch.Tensor, crop: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """A random crop x crop window of each image (its own offset per sample), any dtype."""
     n, c, h, w = x.shape
-    _check_crop(crop, h, w)
+    check_crop(crop, h, w)
     if crop == h == w:
         return x
     rand = _Random(generator, x.device)
@@ -201,14 +206,20 @@ def random_crop_batch(x: torch.Tensor, crop: int, generator: torch.Generator | N
     return x.gather(3, cols)  # (N, C, crop, crop)
 
 
-def center_crop_batch(x: torch.Tensor, crop: int) -> torch.Tensor:
-    """The central crop x crop window (Caffe's offsets: (size - crop) // 2), as a view."""
-    h, w = x.shape[-2:]
-    _check_crop(crop, h, w)
-    top, left = (h - crop) // 2, (w - crop) // 2
-    return x[..., top : top + crop, left : left + crop]
-
-
-def _check_crop(crop: int, h: int, w: int) -> None:
-    if not 0 < crop <= min(h, w):
-        raise ValueError(f"crop size {crop} must be between 1 and the image size {h}x{w}")
+def training_batch(
+    images: torch.Tensor,
+    mean: torch.Tensor | None,
+    crop: int | None,
+    settings: AugmentSettings | None,
+    generator: torch.Generator | None = None,
+    channels_last: bool = False,
+    std: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """uint8 (N, H, W, C) -> network input as `normalize_batch` makes it, with a random crop and
+    the augmentation of ``settings``, drawing from ``generator`` (``std``: the pretrained
+    weights' scaling, if any)."""
+    augment = None
+    if settings is not None and not is_identity(settings):
+        augment = partial(augment_batch, settings=settings, generator=generator)
+    return normalize_batch(images, mean, crop, random_crop=partial(random_crop_batch, generator=generator),
+                           augment=augment, channels_last=channels_last, std=std)

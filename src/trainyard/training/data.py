@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator
 
 import numpy as np
 import torch
 
+from trainyard.artifact.preprocess import normalize_batch
 from trainyard.datasets.storage import SplitReader
-from trainyard.training.augment import AugmentSettings
-from trainyard.training.preprocess import normalize_batch
+from trainyard.training.augment import AugmentSettings, training_batch
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # images (N, C, h, w) float, labels (N,) int64
 
@@ -161,11 +161,11 @@ class BatchLoader:
     def _to_device(self, images: torch.Tensor, labels: torch.Tensor, epoch: int, index: int) -> Batch:
         images = images.to(self.device, non_blocking=True)
         labels = labels.to(self.device, non_blocking=True)
-        generator = None
-        if self.train:
-            seed = np.random.SeedSequence([self.seed, epoch, index, self.rank]).generate_state(1)[0]
-            generator = self._generator
-            generator.manual_seed(int(seed))
-        x = normalize_batch(images, self.mean, self.crop, train=self.train, augment=self.augment,
-                            generator=generator, channels_last=self.channels_last, std=self.std)
+        if not self.train:
+            return normalize_batch(images, self.mean, self.crop, channels_last=self.channels_last,
+                                   std=self.std), labels
+        seed = np.random.SeedSequence([self.seed, epoch, index, self.rank]).generate_state(1)[0]
+        generator = self._generator
+        generator.manual_seed(int(seed))
+        x = training_batch(images, self.mean, self.crop, self.augment, generator, self.channels_last, self.std)
         return x, labels

@@ -26,16 +26,18 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
 # Long enough for rank 0 to write a checkpoint while the others wait at their next all-reduce.
+# The one TRAINYARD_* variable outside settings.py (its docstring says why): this process has no Settings.
 COLLECTIVE_TIMEOUT_S = float(os.environ.get("TRAINYARD_COLLECTIVE_TIMEOUT_S", "600"))
 
 

@@ -18,27 +18,31 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from trainyard.artifact.checkpoint import save_checkpoint
 from trainyard.core.events import EventWriter
+from trainyard.core.jobproc import Aborted
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.networks import main_output, training_loss
 from trainyard.training import distributed
-from trainyard.training.checkpoint import rng_state, save_checkpoint, scheduler_state
+from trainyard.training.build_run import prepare
 from trainyard.training.data import BatchLoader
 from trainyard.training.distributed import SINGLE, Dist
-from trainyard.training.schedule import Point
-from trainyard.training.setup import Run, Stepper, TrainingError, prepare
+from trainyard.training.event_points import Point
 from trainyard.training.spec import ModelSpec
-
-
-class Aborted(Exception):
-    """The job was asked to stop (SIGTERM); raised at the next step boundary."""
+from trainyard.training.state import (
+    Run,
+    Stepper,
+    TrainingError,
+    rng_state,
+    scheduler_state,
+)
 
 
 class LossMeter:
@@ -209,7 +213,7 @@ class Reporter:
 
 
 def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = None) -> dict:
-    """Everything a checkpoint holds (see training/checkpoint.py)."""
+    """Everything a checkpoint holds (see artifact/checkpoint.py)."""
     stepper = run.stepper
     return {
         "model": run.net.state_dict(),

@@ -20,11 +20,16 @@ policy by a factor rising from `warmup_start_factor` to 1 over the first `warmup
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from trainyard.core.registry import Registry, UnknownName
+
+if TYPE_CHECKING:  # torch loads only when a scheduler is built, so the CLI's help stays fast
+    import torch
 
 PolicyFn = Callable[["LRSettings", int, int], float]  # (settings, iteration, total) -> factor
 
@@ -39,34 +44,35 @@ class LRPolicyInfo:
     defaults: dict = field(default_factory=dict)  # DIGITS's form defaults where they differ
 
 
-_INFOS: dict[str, LRPolicyInfo] = {}
-_POLICIES: dict[str, PolicyFn] = {}
+class UnknownLRPolicy(UnknownName):
+    """A learning-rate policy name that is not registered."""
+
+
+_POLICIES: Registry[PolicyFn] = Registry("lr policy", error=UnknownLRPolicy)
 
 
 def register_lr_policy(name: str, *, description: str, uses: tuple[str, ...] = (), defaults=None):
     """Decorator: register `fn(settings, iteration, total) -> factor of base_lr` as `name`."""
 
     def decorator(fn: PolicyFn) -> PolicyFn:
-        if name in _INFOS:
-            raise ValueError(f"lr policy {name!r} is already registered")
-        _INFOS[name] = LRPolicyInfo(name, description, tuple(uses), dict(defaults or {}))
-        _POLICIES[name] = fn
-        return fn
+        return _POLICIES.register(name, fn, info=LRPolicyInfo(name, description, tuple(uses), dict(defaults or {})))
 
     return decorator
 
 
 def list_lr_policies() -> list[LRPolicyInfo]:
     """All learning-rate policies, DIGITS's first."""
-    return list(_INFOS.values())
+    return _POLICIES.infos()
+
+
+def lr_policy_names() -> list[str]:
+    """The policies' names, in list order (for CLI help and choices)."""
+    return _POLICIES.names()
 
 
 def get_lr_policy(name: str) -> LRPolicyInfo:
-    """The LRPolicyInfo for `name`; ValueError listing the valid names if unknown."""
-    try:
-        return _INFOS[name]
-    except KeyError:
-        raise ValueError(f"unknown lr policy {name!r}; valid names: {', '.join(_INFOS)}") from None
+    """The LRPolicyInfo for `name`; UnknownLRPolicy (a ValueError) listing the valid names if unknown."""
+    return _POLICIES.info(name)
 
 
 class LRSettings(BaseModel):
@@ -103,7 +109,7 @@ def lr_factor(settings: LRSettings, iteration: int, total_iterations: int) -> fl
     """The multiplier of base_lr at `iteration` (0-based) of `total_iterations`, warm-up included."""
     if total_iterations < 1:
         raise ValueError(f"total_iterations must be >= 1, got {total_iterations}")
-    factor = _POLICIES[settings.policy](settings, iteration, total_iterations)
+    factor = _POLICIES.get(settings.policy)(settings, iteration, total_iterations)
     warmup = settings.warmup_percent * total_iterations / 100.0
     if iteration < warmup:
         start = settings.warmup_start_factor
@@ -137,7 +143,9 @@ def create_scheduler(
     def factor(iteration: int) -> float:
         return lr_factor(settings, iteration, total_iterations)
 
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    from torch.optim.lr_scheduler import LambdaLR
+
+    return LambdaLR(optimizer, factor)
 
 
 def _per_percent(total: int) -> float:

@@ -18,16 +18,16 @@ epoch is a pure function of (seed, epoch) (data.py). What "exact" means:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
-from trainyard.training.checkpoint import load_scheduler_state, restore_rng_state
 from trainyard.training.distributed import Dist, rank_seed
-from trainyard.training.setup import Stepper, TrainingError
-
-if TYPE_CHECKING:
-    from trainyard.training.setup import Run
+from trainyard.training.state import (
+    Run,
+    Stepper,
+    TrainingError,
+    load_scheduler_state,
+    restore_rng_state,
+)
 
 
 def resume_run(run: Run, ckpt: dict) -> None:

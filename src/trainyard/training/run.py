@@ -14,6 +14,9 @@ reports that job's status and metrics too, so each node's trainyard shows it; ch
 with rank 0. A rank other than 0 that fails leaves its message in ``rank-N.error`` and its
 traceback in output.txt; rank 0 reports the job failed with that message.
 
+The process scaffold (stop signals, reporting, exit codes) is core.jobproc's; this module adds
+what is particular to ranks.
+
 This process imports nothing from the web, database or scheduler code: it reads its job folder
 and writes to it.
 """
@@ -27,32 +30,8 @@ import traceback
 from pathlib import Path
 
 from trainyard.core.events import EventWriter
+from trainyard.core.jobproc import EXIT_FAILED, Aborted, StopFlag, run_job
 from trainyard.core.paths import JobFolder
-
-EXIT_FAILED = 1
-EXIT_ABORTED = 128 + signal.SIGTERM
-
-
-class StopFlag:
-    """Set by SIGTERM/SIGINT; the training loop polls it between steps."""
-
-    def __init__(self) -> None:
-        self.signal: int | None = None
-
-    def __call__(self) -> bool:
-        return self.signal is not None
-
-    def install(self) -> dict:
-        """Handle SIGTERM and SIGINT; return the previous handlers (for `restore`)."""
-        return {sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-
-    @staticmethod
-    def restore(previous: dict) -> None:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-    def _handle(self, signum, frame) -> None:
-        self.signal = signum
 
 
 class RankEvents(EventWriter):
@@ -89,29 +68,17 @@ def main(job_dir: str | Path) -> int:
     if rank == 0:
         for stale in folder.path.glob("rank-*.error"):  # from an earlier run of this job
             stale.unlink(missing_ok=True)
-    stop = StopFlag()
-    previous = stop.install()
-    try:
-        with RankEvents(folder.path, active=rank == 0) as events:
-            events.status("running")
-            try:
-                return _run(folder, events, stop)
-            except Exception as e:
-                message = _message(e, folder)
-                if events.active:
-                    _log_traceback(folder, events, message)
-                    events.status("failed", error=message)
-                else:
-                    _report_rank_error(folder, rank, message)
-                return EXIT_FAILED
-    finally:
-        stop.restore(previous)  # main() may run inside another program (tests, a foreground CLI)
+    events = RankEvents(folder.path, active=rank == 0)
+    return run_job(events, lambda stop: _run(folder, events, stop),
+                   aborted_note="aborted; the checkpoints written so far are kept",
+                   describe=lambda e: _message(e, folder),
+                   unreported=lambda message: _report_rank_error(folder, rank, message))
 
 
-def _run(folder: JobFolder, events: RankEvents, stop: StopFlag) -> int:
-    # Imported here, inside the caller's try, so that even a broken install reports "failed".
+def _run(folder: JobFolder, events: RankEvents, stop: StopFlag) -> None:
+    # Imported here, inside the scaffold's try, so that even a broken install reports "failed".
     from trainyard.training import distributed
-    from trainyard.training.loop import Aborted, train
+    from trainyard.training.loop import train
     from trainyard.training.spec import load_spec
 
     spec = load_spec(folder.spec)
@@ -121,15 +88,16 @@ def _run(folder: JobFolder, events: RankEvents, stop: StopFlag) -> int:
     try:
         train(spec, folder.path, events, resume=resume, should_stop=should_stop, d=d)
     except Aborted:
-        events.log("aborted; the checkpoints written so far are kept")
-        events.status("aborted")
-        code = EXIT_ABORTED
-    else:
-        events.status("done")
-        code = 0
+        _close(should_stop, d)  # every rank agreed to stop: a clean end too
+        raise
+    _close(should_stop, d)
+
+
+def _close(should_stop, d) -> None:
+    from trainyard.training import distributed
+
     should_stop.close()
     distributed.teardown(d)  # only on a clean end: with a dead peer it could wait for it
-    return code
 
 
 def _plan(folder: JobFolder, spec, d, events: RankEvents):
@@ -138,11 +106,11 @@ def _plan(folder: JobFolder, spec, d, events: RankEvents):
     Every rank trains rank 0's spec (with its own node's dataset folder) from rank 0's latest
     checkpoint, sent over the process group, so nodes need no shared job folder.
     """
+    from trainyard.artifact.checkpoint import latest_checkpoint, load_checkpoint
     from trainyard.datasets.storage import open_split
     from trainyard.training import distributed
-    from trainyard.training.checkpoint import latest_checkpoint, load_checkpoint
-    from trainyard.training.setup import TrainingError
     from trainyard.training.spec import ModelSpec
+    from trainyard.training.state import TrainingError
 
     latest = latest_checkpoint(folder.path) if d.is_main else None
     if d.world_size == 1:
@@ -195,11 +163,11 @@ def _report_rank_error(folder: JobFolder, rank: int, message: str) -> None:
 def _message(error: Exception, folder: JobFolder | None = None) -> str:
     """What the user sees: our own errors speak for themselves; others get their type name."""
     try:
+        from trainyard.artifact.checkpoint import CheckpointError
+        from trainyard.artifact.network import PretrainedError
         from trainyard.networks import NetworkError
-        from trainyard.training.checkpoint import CheckpointError
-        from trainyard.training.models import PretrainedError
-        from trainyard.training.setup import TrainingError
         from trainyard.training.spec import SpecError
+        from trainyard.training.state import TrainingError
     except Exception:  # the install itself is broken: say what failed, nothing more
         return f"{type(error).__name__}: {error}"
     if isinstance(error, NetworkError):
@@ -218,17 +186,11 @@ def _message(error: Exception, folder: JobFolder | None = None) -> str:
 
 def _custom_network_line(error: Exception) -> int | None:
     """The deepest line of the user's network file in the error's traceback, if it passed there."""
-    from trainyard.training.models import CUSTOM_FILENAME
+    from trainyard.artifact.network import CUSTOM_FILENAME
 
     lines = [n for frame, n in traceback.walk_tb(error.__traceback__)
              if frame.f_code.co_filename == CUSTOM_FILENAME]
     return lines[-1] if lines else None
-
-
-def _log_traceback(folder: JobFolder, events: EventWriter, message: str) -> None:
-    events.log(message, "error")
-    with open(folder.log, "a", encoding="utf-8") as log:
-        log.write(traceback.format_exc())
 
 
 if __name__ == "__main__":

@@ -7,12 +7,22 @@ Caffe's AdaDelta `momentum`). RMSprop uses Caffe's rms_decay of 0.99 and, like C
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING
 
-import torch
+from trainyard.core.registry import Registry, UnknownName
 
-OptimizerFactory = Callable[[Iterable, float, float, float], torch.optim.Optimizer]
+if TYPE_CHECKING:  # torch loads only when an optimizer is built, so the CLI's help stays fast
+    import torch
+
+OptimizerFactory = Callable[[Iterable, float, float, float], "torch.optim.Optimizer"]
+
+
+def _optim():
+    from torch import optim
+
+    return optim
 
 
 @dataclass(frozen=True)
@@ -24,34 +34,38 @@ class SolverInfo:
     uses_momentum: bool  # whether the `momentum` setting changes anything
 
 
-_INFOS: dict[str, SolverInfo] = {}
-_FACTORIES: dict[str, OptimizerFactory] = {}
+class UnknownSolver(UnknownName):
+    """A solver name that is not registered."""
+
+
+_SOLVERS: Registry[OptimizerFactory] = Registry("solver", error=UnknownSolver)
 
 
 def register_solver(name: str, *, description: str, uses_momentum: bool):
     """Decorator: register `factory(params, lr, momentum, weight_decay) -> Optimizer` as `name`."""
 
     def decorator(factory: OptimizerFactory) -> OptimizerFactory:
-        if name in _INFOS:
-            raise ValueError(f"solver {name!r} is already registered")
-        _INFOS[name] = SolverInfo(name, description, uses_momentum)
-        _FACTORIES[name] = factory
-        return factory
+        return _SOLVERS.register(name, factory, info=SolverInfo(name, description, uses_momentum))
 
     return decorator
 
 
 def list_solvers() -> list[SolverInfo]:
     """All solvers, in the order of DIGITS's drop-down (then ours)."""
-    return list(_INFOS.values())
+    return _SOLVERS.infos()
+
+
+def solver_names() -> list[str]:
+    """The solvers' names, in list order (for CLI help and choices)."""
+    return _SOLVERS.names()
 
 
 def get_solver(name: str) -> SolverInfo:
-    """The SolverInfo for `name` (case-insensitive, so DIGITS's 'SGD' works); ValueError if unknown."""
+    """The SolverInfo for `name` (case-insensitive, so DIGITS's 'SGD' works); UnknownSolver if unknown."""
     try:
-        return _INFOS[name.lower()]
-    except KeyError:
-        raise ValueError(f"unknown solver {name!r}; valid names: {', '.join(_INFOS)}") from None
+        return _SOLVERS.info(name.lower())
+    except UnknownSolver:
+        raise UnknownSolver("solver", name, _SOLVERS.names()) from None  # the name as the user typed it
 
 
 def create_optimizer(
@@ -61,44 +75,44 @@ def create_optimizer(
     info = get_solver(name)
     if lr <= 0:
         raise ValueError(f"learning rate must be positive, got {lr}")
-    return _FACTORIES[info.name](params, lr, momentum, weight_decay)
+    return _SOLVERS.get(info.name)(params, lr, momentum, weight_decay)
 
 
 @register_solver("sgd", description="Stochastic gradient descent with momentum.", uses_momentum=True)
 def _sgd(params, lr, momentum, weight_decay):
-    return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
+    return _optim().SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
 
 
 @register_solver("nesterov", description="SGD with Nesterov's accelerated gradient.", uses_momentum=True)
 def _nesterov(params, lr, momentum, weight_decay):
     if momentum <= 0:
         raise ValueError("the nesterov solver needs a momentum above 0")
-    return torch.optim.SGD(params, lr=lr, momentum=momentum, nesterov=True, weight_decay=weight_decay)
+    return _optim().SGD(params, lr=lr, momentum=momentum, nesterov=True, weight_decay=weight_decay)
 
 
 @register_solver("adagrad", description="AdaGrad: per-parameter rates from summed squared gradients.",
                  uses_momentum=False)
 def _adagrad(params, lr, momentum, weight_decay):
-    return torch.optim.Adagrad(params, lr=lr, weight_decay=weight_decay)
+    return _optim().Adagrad(params, lr=lr, weight_decay=weight_decay)
 
 
 @register_solver("rmsprop", description="RMSprop: rates from a running mean of squared gradients.",
                  uses_momentum=False)
 def _rmsprop(params, lr, momentum, weight_decay):
-    return torch.optim.RMSprop(params, lr=lr, alpha=0.99, eps=1e-8, weight_decay=weight_decay)
+    return _optim().RMSprop(params, lr=lr, alpha=0.99, eps=1e-8, weight_decay=weight_decay)
 
 
 @register_solver("adadelta", description="AdaDelta: momentum is the decay rate of its running averages.",
                  uses_momentum=True)
 def _adadelta(params, lr, momentum, weight_decay):
-    return torch.optim.Adadelta(params, lr=lr, rho=momentum, eps=1e-6, weight_decay=weight_decay)
+    return _optim().Adadelta(params, lr=lr, rho=momentum, eps=1e-6, weight_decay=weight_decay)
 
 
 @register_solver("adam", description="Adam: momentum is beta1 (beta2 = 0.999).", uses_momentum=True)
 def _adam(params, lr, momentum, weight_decay):
-    return torch.optim.Adam(params, lr=lr, betas=(momentum, 0.999), eps=1e-8, weight_decay=weight_decay)
+    return _optim().Adam(params, lr=lr, betas=(momentum, 0.999), eps=1e-8, weight_decay=weight_decay)
 
 
 @register_solver("adamw", description="AdamW: Adam with decoupled weight decay.", uses_momentum=True)
 def _adamw(params, lr, momentum, weight_decay):
-    return torch.optim.AdamW(params, lr=lr, betas=(momentum, 0.999), eps=1e-8, weight_decay=weight_decay)
+    return _optim().AdamW(params, lr=lr, betas=(momentum, 0.999), eps=1e-8, weight_decay=weight_decay)

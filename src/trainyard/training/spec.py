@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from trainyard.core.errors import InvalidInput
 from trainyard.core.files import read_json
 from trainyard.networks import get_network
 from trainyard.training.augment import AugmentSettings
@@ -31,7 +32,7 @@ class InputNorm(BaseModel):
     std: list[float] = Field(min_length=1, max_length=4)
 
     @model_validator(mode="after")
-    def _same_channels(self) -> "InputNorm":
+    def _same_channels(self) -> InputNorm:
         if len(self.mean) != len(self.std) or min(self.std) <= 0:
             raise ValueError("input_norm needs one mean and one positive std per channel")
         return self
@@ -108,7 +109,7 @@ class ModelSpec(BaseModel):
         return get_solver(value).name
 
     @model_validator(mode="after")
-    def _check(self) -> "ModelSpec":
+    def _check(self) -> ModelSpec:
         if (self.network is None) == (self.network_source is None):
             raise ValueError("give exactly one of network (a standard network's name) or "
                              "network_source (a custom network file)")
@@ -145,7 +146,7 @@ class ModelSpec(BaseModel):
         return get_network(self.network).batch_size if self.network else 32
 
 
-class SpecError(ValueError):
+class SpecError(InvalidInput):
     """A spec.json that cannot be used; the message lists every problem."""
 
 

@@ -14,15 +14,27 @@ from trainyard.jobs.resources import Pools
 from trainyard.jobs.scheduler import Scheduler
 from trainyard.settings import Settings
 from trainyard.web.auth import TokenAuthMiddleware
+from trainyard.web.errors import install_error_handlers
+from trainyard.web.routers import (
+    datasets,
+    export,
+    inference,
+    inference_pages,
+    jobs,
+    models,
+    network_search,
+    networks,
+    pages,
+    system,
+    weights,
+    weights_pages,
+)
 from trainyard.web.uploads import RequestSizeLimit
-from trainyard.web.routers import (datasets, export, inference, inference_pages, jobs, models,
-                                   network_search, networks, pages, system, weights,
-                                   weights_pages)
 
 STATIC = Path(__file__).parent / "static"
-ROUTERS = [jobs.router, datasets.router, models.router, networks.router, network_search.router, system.router,
-           inference.router, export.router, pages.router, inference_pages.router, weights.router,
-           weights_pages.router]
+ROUTERS = [jobs.router, datasets.router, models.router, networks.router, network_search.router,
+           system.router, inference.router, export.router, pages.router, inference_pages.router,
+           weights.router, weights_pages.router]
 
 
 def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
@@ -43,6 +55,7 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
                   description="Turn a folder of images into a trained, deployable network.")
     app.state.ctx = ctx
     app.state.scheduler = None
+    install_error_handlers(app)
     # A train and a validation archive, each up to the limit, plus the form around them.
     app.add_middleware(RequestSizeLimit, max_bytes=(2 * ctx.settings.max_upload_mb + 1) * 2**20)
     if ctx.settings.auth_token:

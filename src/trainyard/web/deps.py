@@ -1,11 +1,12 @@
-"""Typed FastAPI dependencies: the shared context, and domain errors as HTTP errors."""
+"""Typed FastAPI dependencies: the shared context, the hardware sampler, a job by id and kind."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 
+from trainyard.core.errors import NotFound
 from trainyard.jobs.context import Context
 from trainyard.jobs.hardware import Hardware
 from trainyard.jobs.store import Job
@@ -32,7 +33,7 @@ Hw = Annotated[Hardware, Depends(get_hardware)]
 def get_job_of_kind(ctx: Context, job_id: str, kind: str | None = None) -> Job:
     job = ctx.store.get_job(job_id)
     if job is None or (kind and job.kind != kind):
-        raise HTTPException(404, f"no {kind or 'job'} with id {job_id!r}")
+        raise NotFound(f"no {kind or 'job'} with id {job_id!r}")
     return job
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
+from trainyard.core.paths import checkpoint_epoch
 from trainyard.jobs.context import Context
 from trainyard.networks import registry
 from trainyard.training.augment import AugmentSettings
@@ -81,11 +82,9 @@ def _pretrained_values(ctx: Context, path: str | None) -> dict:
     jobs_dir = ctx.settings.jobs_dir.resolve()
     if checkpoint.parent.name == "checkpoints" and checkpoint.parent.parent.parent == jobs_dir:
         out["pretrained_job"] = checkpoint.parent.parent.name
-        epoch = checkpoint.stem.removeprefix("epoch-")
-        try:
+        epoch = checkpoint_epoch(checkpoint)
+        if epoch is not None:
             out["pretrained_epoch"] = as_text(float(epoch))
-        except ValueError:
-            pass
         return out
     out["pretrained_file"] = path
     return out

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from fastapi import HTTPException, UploadFile
 
+from trainyard.core.errors import UserError
+
 CHUNK = 1 << 20
 
 
@@ -37,7 +39,7 @@ async def save_upload(file: UploadFile, uploads_dir: Path, max_bytes: int) -> Pa
     if written == 0:
         path.unlink()
         folder.rmdir()
-        raise HTTPException(400, f"the uploaded file {file.filename!r} is empty")
+        raise UserError(f"the uploaded file {file.filename!r} is empty")
     return path
 
 

@@ -143,9 +143,9 @@ def download_url(entry: WeightsEntry, mirror: str = "") -> str | None:
         from timm.models import get_pretrained_cfg
 
         cfg = get_pretrained_cfg(entry.name.removeprefix("timm:"))
-        if cfg.hf_hub_id:
+        if cfg is not None and cfg.hf_hub_id:
             return f"{_hf_endpoint()}/{cfg.hf_hub_id}/resolve/main/{entry.filename}"
-        return cfg.url
+        return str(cfg.url) if cfg is not None and cfg.url else None
     return entry.url
 
 

@@ -54,7 +54,8 @@ def channel_normalisation(mean: list[float], std: list[float], channels: int) ->
 def parameter_groups(model: nn.Module, head: list[str], base_lr: float, backbone_multiplier: float) -> list[dict]:
     """Trainable parameters in two optimizer groups: the head at ``base_lr`` and the backbone at
     ``base_lr * backbone_multiplier``."""
-    heads, backbone = [], []
+    heads: list[nn.Parameter] = []
+    backbone: list[nn.Parameter] = []
     for name, param in model.named_parameters():
         if param.requires_grad:
             (heads if name in set(head) else backbone).append(param)

@@ -32,7 +32,7 @@ class Pulls:
         self._states: dict[str, PullState] = {}
         self._lock = threading.Lock()
 
-    def start(self, name: str) -> dict:
+    def start(self, name: str) -> dict | None:
         """Start pulling ``name`` (its canonical name) unless a pull of it is running."""
         with self._lock:
             current = self._states.get(name)

@@ -65,9 +65,9 @@ class WeightsStore:
         """Catalogue and own entries whose name contains ``search`` (case-insensitive)."""
         needle = search.lower()
         own = [] if source not in (None, "user") else self.own_entries()
-        published = [] if source == "user" else catalogue.catalogue(source)
-        rows = [self.describe(e) for e in [*published, *own]
-                if needle in (e.name if isinstance(e, WeightsEntry) else e["name"]).lower()]
+        published: list[WeightsEntry] = [] if source == "user" else catalogue.catalogue(source)
+        rows = [self.describe(e) for e in published if needle in e.name.lower()]
+        rows += [self.describe(e) for e in own if needle in e["name"].lower()]
         return [r for r in rows if r["present"]] if present else rows
 
     def resolve(self, name: str) -> dict:

@@ -10,8 +10,9 @@ Each image goes through exactly the server's preprocessing, recorded in preproce
 loaded as 8-bit "L" or "RGB" (EXIF orientation applied, transparency composited on white,
 16-bit scaled), resized with DIGITS's geometry for the dataset's resize mode (squash, crop,
 fill or half_crop; the padding noise of fill and half_crop comes from a fixed seed, so an
-image always gets the same input), centre-cropped, scaled to 0..1 and minus the mean in 0..1 (then divided by the per-channel std
-of the pretrained weights the model was fine-tuned from, when preprocess.json has one).
+image always gets the same input), centre-cropped, scaled to 0..1 and minus the mean in 0..1
+(then divided by the per-channel std of the pretrained weights the model was fine-tuned from,
+when preprocess.json has one).
 The network's logits go through a softmax; the top predictions are printed per image, or as
 one JSON document with --json: {"results": [{"image": ..., "predictions": [[label, p], ...]}]}.
 """

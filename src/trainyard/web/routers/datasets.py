@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import os
@@ -12,19 +11,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, UploadFile
 from fastapi.responses import FileResponse, Response
-from PIL import Image
 from pydantic import ValidationError
 
-from trainyard.core.paths import PathNotAllowed, resolve_inside
+from trainyard.core.errors import Conflict, InvalidInput, NotFound, UserError
+from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
-from trainyard.datasets.images import ImageError
+from trainyard.datasets.images import ImageError, png_bytes
 from trainyard.datasets.preview import preview_resize
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import SPLITS, open_split
-from trainyard.jobs.create import append_dataset_job, create_dataset_job
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.views import job_brief, job_detail
+from trainyard.jobs.dataset_jobs import append_dataset_job, create_dataset_job
+from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 from trainyard.web.uploads import save_upload
 
@@ -33,25 +31,11 @@ PAGE_MAX = 500
 
 
 def _spec(fields: dict) -> DatasetSpec:
-    try:
-        return DatasetSpec.model_validate(fields)
-    except ValidationError as exc:
-        raise HTTPException(422, _errors(exc)) from exc
+    return DatasetSpec.model_validate(fields)  # a ValidationError is a 422 (web/errors.py)
 
 
 def _create(ctx, make_job) -> dict:
-    try:
-        job = make_job()
-    except ValidationError as exc:
-        raise HTTPException(422, _errors(exc)) from exc
-    except (PathNotAllowed, JobError) as exc:
-        raise HTTPException(400, str(exc)) from exc
-    return job_detail(ctx.manager, job)
-
-
-def _errors(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg'].removeprefix('Value error, ')}"
-                     for e in exc.errors())
+    return job_detail(ctx.manager, make_job())
 
 
 @router.get("")
@@ -77,7 +61,7 @@ def _create_from_upload(ctx, fields: dict, make_job) -> dict:
     """Like _create, removing the uploaded files when the request is refused."""
     try:
         return _create(ctx, make_job)
-    except HTTPException:
+    except (UserError, ValidationError):
         _discard_uploads(fields)
         raise
 
@@ -86,16 +70,16 @@ async def _fields_with_uploads(ctx, spec_json: str, file: UploadFile | None, val
     try:
         fields = json.loads(spec_json or "{}")
     except json.JSONDecodeError as exc:
-        raise HTTPException(422, f"spec is not valid JSON: {exc}") from exc
+        raise InvalidInput(f"spec is not valid JSON: {exc}") from exc
     if not isinstance(fields, dict):
-        raise HTTPException(422, "spec must be a JSON object of dataset options")
+        raise InvalidInput("spec must be a JSON object of dataset options")
     limit = ctx.settings.max_upload_mb * 2**20
     try:
         if file is not None and file.filename:
             fields["train_archive"] = str(await save_upload(file, ctx.settings.uploads_dir, limit))
         if val_file is not None and val_file.filename:
             fields["val_archive"] = str(await save_upload(val_file, ctx.settings.uploads_dir, limit))
-    except HTTPException:
+    except (HTTPException, UserError):  # too large (413) or empty
         _discard_uploads(fields)
         raise
     return fields
@@ -132,8 +116,8 @@ async def append_upload(ctx: Ctx, dataset_id: str, file: Annotated[UploadFile, F
 def _built_dataset(ctx, dataset_id: str):
     job = get_job_of_kind(ctx, dataset_id, "dataset")
     folder = ctx.manager.folder(job.id).dataset
-    if job.status != Status.DONE.value or not folder.exists():
-        raise HTTPException(409, f"dataset {dataset_id} is {job.status}, not built yet")
+    if job.status != Status.DONE or not folder.exists():
+        raise Conflict(f"dataset {dataset_id} is {job.status}, not built yet")
     return folder
 
 
@@ -144,11 +128,11 @@ def mean_image(ctx: Ctx, dataset_id: str):
 
 def _open(folder, split: str):
     if split not in SPLITS:  # a name, never a path
-        raise HTTPException(404, f"no split {split!r}: splits are {', '.join(SPLITS)}")
+        raise NotFound(f"no split {split!r}: splits are {', '.join(SPLITS)}")
     try:
         return open_split(folder, split)
     except FileNotFoundError as exc:
-        raise HTTPException(404, f"this dataset has no {split!r} split") from exc
+        raise NotFound(f"this dataset has no {split!r} split") from exc
 
 
 @router.get("/{dataset_id}/images")
@@ -167,12 +151,9 @@ def list_images(ctx: Ctx, dataset_id: str, split: str = "train", label: int | No
 def image_png(ctx: Ctx, dataset_id: str, split: str, index: int):
     reader = _open(_built_dataset(ctx, dataset_id), split)
     if not 0 <= index < len(reader):
-        raise HTTPException(404, f"{split} has {len(reader)} images; no image {index}")
+        raise NotFound(f"{split} has {len(reader)} images; no image {index}")
     pixels = reader.read(index)
-    image = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)
-    buf = io.BytesIO()
-    image.save(buf, "PNG")
-    return Response(buf.getvalue(), media_type="image/png",
+    return Response(png_bytes(pixels), media_type="image/png",
                     headers={"Cache-Control": "max-age=86400"})  # a version never changes
 
 
@@ -181,10 +162,7 @@ PREVIEW_TRIES = 20  # a folder's first few image files are tried: one of them ma
 
 def _folder_images(ctx, folder: str):
     """The first image files under a folder inside the data roots (for the resize preview)."""
-    try:
-        root = resolve_inside(folder, ctx.settings.allowed_roots)
-    except PathNotAllowed as exc:
-        raise HTTPException(400, str(exc)) from exc
+    root = resolve_inside(folder, ctx.settings.allowed_roots)
 
     def walk():
         for dirpath, dirnames, filenames in os.walk(root):
@@ -195,7 +173,7 @@ def _folder_images(ctx, folder: str):
 
     paths = list(itertools.islice(walk(), PREVIEW_TRIES))
     if not paths:
-        raise HTTPException(404, f"no image found under {folder}")
+        raise NotFound(f"no image found under {folder}")
     return paths
 
 
@@ -212,7 +190,7 @@ async def resize_preview(ctx: Ctx, width: Annotated[int, Form(ge=1, le=4096)] = 
     elif folder:
         samples = _folder_images(ctx, folder)
     else:
-        raise HTTPException(422, "give an image or a folder to preview")
+        raise InvalidInput("give an image or a folder to preview")
     problem = None
     for sample in samples:
         data = sample if isinstance(sample, bytes) else Path(sample).read_bytes()
@@ -220,6 +198,6 @@ async def resize_preview(ctx: Ctx, width: Annotated[int, Form(ge=1, le=4096)] = 
             return Response(preview_resize(data, width, height, channels, resize), media_type="image/png")
         except ImageError as exc:
             problem = exc  # an unreadable file in a folder: try the next one
-        except ValueError as exc:
-            raise HTTPException(422, str(exc)) from exc
-    raise HTTPException(422, str(problem))
+        except ValueError as exc:  # an unknown resize mode or channel count
+            raise InvalidInput(str(exc)) from exc
+    raise problem or InvalidInput("no usable image to preview")

@@ -10,16 +10,13 @@ from __future__ import annotations
 import shutil
 import tarfile
 
-from fastapi import APIRouter, File, Form, HTTPException, UploadFile
+from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
 from trainyard.inference.export import cached_export
-from trainyard.inference.onnx_export import ExportError
-from trainyard.jobs.imports import import_model_archive
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.views import job_detail
-from trainyard.training.checkpoint import CheckpointError
+from trainyard.jobs.imported_models import import_model_archive
+from trainyard.jobs.job_documents import job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.uploads import save_upload
 
@@ -30,12 +27,7 @@ router = APIRouter(prefix="/api", tags=["models"])
 def download_model(ctx: Ctx, model_id: str, epoch: float | None = None) -> FileResponse:
     """The model's deployable archive (ONNX, safetensors, scripts) for one snapshot epoch."""
     get_job_of_kind(ctx, model_id, "model")
-    try:
-        path = cached_export(ctx.manager.folder(model_id).path, epoch)
-    except CheckpointError as exc:
-        raise HTTPException(404, f"model {model_id}: {exc}") from exc
-    except ExportError as exc:
-        raise HTTPException(422, f"model {model_id} cannot be exported: {exc}") from exc
+    path = cached_export(ctx.manager.folder(model_id).path, epoch)  # CheckpointError: 404
     filename = f"{_stem(path)}.tar.gz"
     return FileResponse(path, media_type="application/gzip", filename=filename)
 
@@ -53,8 +45,6 @@ async def import_model(ctx: Ctx, file: UploadFile = File(...), name: str | None 
     path = await save_upload(file, ctx.settings.uploads_dir, ctx.settings.max_upload_mb * 2**20)
     try:
         job = await run_in_threadpool(import_model_archive, ctx, path, name or None)
-    except JobError as exc:
-        raise HTTPException(400, str(exc)) from exc
     finally:
         shutil.rmtree(path.parent, ignore_errors=True)  # the upload's own folder
     return job_detail(ctx.manager, job)

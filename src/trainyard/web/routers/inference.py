@@ -9,23 +9,21 @@ results are read back here while they run and after.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from trainyard.core.paths import PathNotAllowed, resolve_inside
+from trainyard.core.errors import InvalidInput, NotFound
+from trainyard.core.paths import resolve_inside
 from trainyard.datasets.images import ImageError, load_image
 from trainyard.inference.classify import decode
-from trainyard.inference.loader import InferenceError, LoadedModel, NotFound, NotReady, load_model, model_checkpoint
-from trainyard.inference.service import classify_named, model_doc
+from trainyard.inference.loader import InferenceError, LoadedModel, load_model, model_checkpoint
+from trainyard.inference.responses import classify_named, model_doc
 from trainyard.jobs.inference_jobs import create_inference_job, inference_jobs
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.resources import NotSatisfiable
-from trainyard.jobs.views import job_brief, job_detail
+from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 from trainyard.web.routers.inference_results import results_router, upload_source
 from trainyard.web.uploads import safe_filename
@@ -44,26 +42,10 @@ CLASSIFY_BODY = {"requestBody": {"content": {
         "paths": {"type": "array", "items": {"type": "string"}}}}}}}}
 
 
-@contextlib.contextmanager
-def http_errors():
-    """Domain errors as clear 4xx answers."""
-    try:
-        yield
-    except NotReady as exc:
-        raise HTTPException(409, str(exc)) from exc
-    except NotFound as exc:
-        raise HTTPException(404, str(exc)) from exc
-    except (PathNotAllowed, JobError, NotSatisfiable) as exc:
-        raise HTTPException(400, str(exc)) from exc
-    except InferenceError as exc:
-        raise HTTPException(422, str(exc)) from exc
-
-
 def loaded_model(ctx, model_id: str, epoch: float | None) -> LoadedModel:
     """The model job's checkpoint for ``epoch`` (None: latest), loaded or from the cache."""
-    with http_errors():
-        _, path = model_checkpoint(ctx.manager.folder(model_id).path, epoch)
-        return load_model(path)
+    _, path = model_checkpoint(ctx.manager.folder(model_id).path, epoch)
+    return load_model(path)
 
 
 async def _images_of(ctx, request: Request) -> list[tuple[str, bytes | Path]]:
@@ -79,21 +61,20 @@ async def _images_of(ctx, request: Request) -> list[tuple[str, bytes | Path]]:
         try:
             body = json.loads(await request.body() or b"{}")
         except json.JSONDecodeError as exc:
-            raise HTTPException(422, f"the body is not JSON: {exc}") from exc
+            raise InvalidInput(f"the body is not JSON: {exc}") from exc
         paths = body.get("paths") if isinstance(body, dict) else None
         found = [(str(p), _allowed_file(ctx, str(p))) for p in paths or []]
     if not found:
-        raise HTTPException(422, "no image given: upload files as 'images', or send {\"paths\": [...]}")
+        raise InvalidInput("no image given: upload files as 'images', or send {\"paths\": [...]}")
     if len(found) > MAX_IMAGES:
         raise HTTPException(413, f"at most {MAX_IMAGES} images a request; use classify-many for more")
     return found
 
 
 def _allowed_file(ctx, path: str) -> Path:
-    with http_errors():
-        resolved = resolve_inside(path, ctx.settings.allowed_roots, must_exist=False)
+    resolved = resolve_inside(path, ctx.settings.allowed_roots, must_exist=False)
     if not resolved.is_file():
-        raise HTTPException(404, f"{path} is not a file")
+        raise NotFound(f"{path} is not a file")
     return resolved
 
 
@@ -115,9 +96,8 @@ async def classify(ctx: Ctx, request: Request, model_id: str, epoch: float | Non
 
     def work() -> dict:
         loaded = loaded_model(ctx, model_id, epoch)
-        with http_errors():
-            images = [(name, _pil(loaded, name, source)) for name, source in sources]
-            results = classify_named(loaded, images, top=top, layers=visualize, saliency=saliency or visualize)
+        images = [(name, _pil(loaded, name, source)) for name, source in sources]
+        results = classify_named(loaded, images, top=top, layers=visualize, saliency=saliency or visualize)
         return {"model": model_id, **model_doc(loaded), "results": results}
 
     return await asyncio.get_running_loop().run_in_executor(INFERENCE, work)
@@ -135,9 +115,8 @@ def evaluate(ctx: Ctx, model_id: str, request: EvaluateRequest | None = None) ->
     """Queue an evaluation of the model on its dataset's val (or test) split."""
     request = request or EvaluateRequest()
     get_job_of_kind(ctx, model_id, "model")
-    with http_errors():
-        job = create_inference_job(ctx, "evaluate", model_id, epoch=request.epoch, split=request.split,
-                                   batch_size=request.batch_size)
+    job = create_inference_job(ctx, "evaluate", model_id, epoch=request.epoch, split=request.split,
+                               batch_size=request.batch_size)
     return {**job_detail(ctx.manager, job), "page": f"/models/{model_id}/evaluations/{job.id}"}
 
 
@@ -158,20 +137,15 @@ async def _many(ctx, request: Request, model_id: str, top_n: int, anchor: str = 
     get_job_of_kind(ctx, model_id, "model")
     fields, upload = await upload_source(ctx, request)
     fields.setdefault("top_n", top_n)
-    try:
-        options = ManyRequest.model_validate(fields)
-    except ValidationError as exc:
-        raise HTTPException(422, "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from exc
+    options = ManyRequest.model_validate(fields)
     source = dict(upload or {})
     if options.path:
-        with http_errors():
-            resolved = resolve_inside(options.path, ctx.settings.allowed_roots)
+        resolved = resolve_inside(options.path, ctx.settings.allowed_roots)
         source = {"folder" if resolved.is_dir() else "list_file": str(resolved)}
     if options.split:
         source["split"] = options.split
-    with http_errors():
-        job = create_inference_job(ctx, "classify-many", model_id, epoch=options.epoch, image_root=options.image_root,
-                                   top=options.top, top_n=options.top_n, batch_size=options.batch_size, **source)
+    job = create_inference_job(ctx, "classify-many", model_id, epoch=options.epoch, image_root=options.image_root,
+                               top=options.top, top_n=options.top_n, batch_size=options.batch_size, **source)
     return {**job_detail(ctx.manager, job), "page": f"/models/{model_id}/classify-many/{job.id}{anchor}"}
 
 

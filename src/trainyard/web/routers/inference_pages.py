@@ -13,11 +13,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from trainyard.artifact.checkpoint import checkpoint_epochs
 from trainyard.core import formatting
 from trainyard.datasets.storage import split_names
 from trainyard.jobs.inference_jobs import inference_jobs
-from trainyard.jobs.views import job_brief, job_detail
-from trainyard.training.checkpoint import checkpoint_epochs
+from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.routers.inference_results import job_folder
 

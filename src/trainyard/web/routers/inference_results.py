@@ -11,16 +11,17 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, Response
 from PIL import Image
 
+from trainyard.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from trainyard.core.files import read_json
 from trainyard.core.paths import is_inside
-from trainyard.datasets.images import ImageError, load_image
+from trainyard.datasets.images import ImageError, load_image, to_pil
 from trainyard.datasets.storage import open_split
 from trainyard.inference import results
-from trainyard.jobs.views import job_detail
+from trainyard.jobs.job_documents import job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.uploads import save_upload
 
@@ -36,7 +37,7 @@ async def upload_source(ctx, request: Request) -> tuple[dict, dict | None]:
         try:
             fields = read_json_bytes(body)
         except ValueError as exc:
-            raise HTTPException(422, f"the body is not a JSON object: {exc}") from exc
+            raise InvalidInput(f"the body is not a JSON object: {exc}") from exc
         return fields, None
     form = await request.form(max_files=2)
     fields = {k: v for k, v in form.multi_items() if isinstance(v, str) and v.strip()}
@@ -61,7 +62,7 @@ def job_folder(ctx, model_id: str, job_id: str, kind: str) -> tuple[object, Path
     folder = ctx.manager.folder(job.id)
     spec = read_json(folder.spec)
     if spec.get("model_id") != model_id:
-        raise HTTPException(404, f"no {kind} job {job_id!r} of model {model_id!r}")
+        raise NotFound(f"no {kind} job {job_id!r} of model {model_id!r}")
     return job, folder.path, spec
 
 
@@ -88,7 +89,7 @@ def many_csv(ctx: Ctx, model_id: str, job_id: str):
     _, folder, _ = job_folder(ctx, model_id, job_id, "classify-many")
     path = folder / results.RESULTS_CSV
     if not path.is_file():
-        raise HTTPException(409, "the job has not written any result yet")
+        raise Conflict("the job has not written any result yet")
     return FileResponse(path, media_type="text/csv", filename=f"classify-{job_id}.csv")
 
 
@@ -98,7 +99,7 @@ def many_top_n(ctx: Ctx, model_id: str, job_id: str) -> dict:
     job, folder, _ = job_folder(ctx, model_id, job_id, "classify-many")
     summary = results.read_summary(folder)
     if summary is None:
-        raise HTTPException(409, f"the job is {job.status}; top-N is ready when it is done")
+        raise Conflict(f"the job is {job.status}; top-N is ready when it is done")
     return {"classes": summary["top_n"]}
 
 
@@ -108,10 +109,10 @@ def many_image(ctx: Ctx, model_id: str, job_id: str, row: int) -> Response:
     _, folder, spec = job_folder(ctx, model_id, job_id, "classify-many")
     found = results.read_row(folder, row)
     if found is None:
-        raise HTTPException(404, f"no result row {row}")
+        raise NotFound(f"no result row {row}")
     if spec.get("split"):
         pixels = open_split(Path(spec["dataset_dir"]), spec["split"]).read(row)
-        image = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)
+        image = to_pil(pixels)
     else:
         image = _row_image(ctx, folder, found["image"])
     image.thumbnail((THUMBNAIL, THUMBNAIL))
@@ -125,11 +126,11 @@ def _row_image(ctx, folder: Path, name: str) -> Image.Image:
     path = (Path(base) / name if base else Path(name)).resolve()
     allowed = [*ctx.settings.allowed_roots, folder]
     if not any(is_inside(path, root) for root in allowed):
-        raise HTTPException(403, f"{name} is outside the data roots")
+        raise Forbidden(f"{name} is outside the data roots")
     try:
         return load_image(path, 3)
     except ImageError as exc:
-        raise HTTPException(422, f"{name}: {exc}") from exc
+        raise InvalidInput(f"{name}: {exc}") from exc
 
 
 @results_router.get("/{model_id}/evaluations/{job_id}")

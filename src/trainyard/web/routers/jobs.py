@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 
-from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from trainyard.core.events import EventTail
-from trainyard.core.status import Status
-from trainyard.jobs.manager import JobError
+from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.jobs.runner import tail_text
-from trainyard.jobs.views import job_brief, job_detail
 from trainyard.web.deps import Ctx, Hw, get_job_of_kind, wake_scheduler
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
@@ -35,29 +33,20 @@ def show_job(ctx: Ctx, job_id: str) -> dict:
 @router.post("/{job_id}/abort", dependencies=[Depends(wake_scheduler)])
 async def abort_job(ctx: Ctx, job_id: str) -> dict:
     get_job_of_kind(ctx, job_id)
-    try:
-        job = await asyncio.to_thread(ctx.manager.abort, job_id)  # may wait out the grace period
-    except JobError as exc:
-        raise HTTPException(409, str(exc)) from exc
+    job = await asyncio.to_thread(ctx.manager.abort, job_id)  # may wait out the grace period
     return job_brief(job)
 
 
 @router.post("/{job_id}/resume", dependencies=[Depends(wake_scheduler)])
 def resume_job(ctx: Ctx, job_id: str) -> dict:
     get_job_of_kind(ctx, job_id)
-    try:
-        return job_brief(ctx.manager.resume(job_id))
-    except JobError as exc:
-        raise HTTPException(409, str(exc)) from exc
+    return job_brief(ctx.manager.resume(job_id))
 
 
 @router.delete("/{job_id}")
 async def delete_job(ctx: Ctx, job_id: str) -> dict:
     get_job_of_kind(ctx, job_id)
-    try:
-        await asyncio.to_thread(ctx.manager.delete, job_id)
-    except JobError as exc:
-        raise HTTPException(409, str(exc)) from exc
+    await asyncio.to_thread(ctx.manager.delete, job_id)
     return {"deleted": job_id}
 
 
@@ -105,7 +94,7 @@ async def _stream(ctx, request: Request, job_id: str, tail: EventTail):
         events = await asyncio.to_thread(_read_formatted, tail)
         if events:
             yield events
-        if job is None or (Status(job.status).is_final and not events):
+        if job is None or (job.status.is_final and not events):
             status = job.status if job else "deleted"
             yield f"event: end\ndata: {json.dumps({'status': status})}\n\n"
             return

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
-from trainyard.core.paths import PathNotAllowed
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.resources import NotSatisfiable
+from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
-from trainyard.jobs.views import job_brief, job_detail
 from trainyard.training.lr_policies import LRSettings, list_lr_policies, lr_curve
 from trainyard.training.solvers import list_solvers
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
@@ -22,10 +19,7 @@ router = APIRouter(prefix="/api", tags=["models"])
 @router.post("/models", status_code=201, dependencies=[Depends(wake_scheduler)])
 def create_models(ctx: Ctx, request: TrainRequest) -> dict:
     """Queue one training job per dataset x network x learning rate x batch size."""
-    try:
-        jobs = create_model_jobs(ctx, request)
-    except (JobError, PathNotAllowed, NotSatisfiable) as exc:
-        raise HTTPException(400, str(exc)) from exc
+    jobs = create_model_jobs(ctx, request)
     return {"jobs": [job_detail(ctx.manager, job) for job in jobs]}
 
 

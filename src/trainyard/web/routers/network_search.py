@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 
 from trainyard.networks import registry, timm_networks
 from trainyard.web.routers.networks import parameter_count
@@ -27,9 +27,6 @@ async def search(q: str = "", limit: int = Query(50, ge=1, le=2000)) -> dict:
 @router.get("/{name}")
 async def network_details(name: str) -> dict:
     """One network (standard or ``timm:``) with its parameter count, computed now."""
-    try:
-        info = await asyncio.to_thread(registry.get_network, name)
-    except registry.UnknownNetwork as exc:
-        raise HTTPException(404, str(exc)) from exc
+    info = await asyncio.to_thread(registry.get_network, name)  # UnknownNetwork: a 404
     params = await asyncio.to_thread(parameter_count, info.name)
     return {**asdict(info), "params": params}

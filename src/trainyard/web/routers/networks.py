@@ -7,10 +7,11 @@ from dataclasses import asdict
 from functools import cache
 
 import torch
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field, model_validator
 
+from trainyard.core.errors import InvalidInput
 from trainyard.networks import registry
 from trainyard.networks.custom import check_network_isolated
 
@@ -34,10 +35,7 @@ def list_networks() -> dict:
 @router.get("/{name}/source", response_class=PlainTextResponse)
 def network_source(name: str) -> str:
     """A custom-network file equivalent to the standard network: the start of "Customize"."""
-    try:
-        return registry.network_source(name)
-    except registry.UnknownNetwork as exc:
-        raise HTTPException(404, str(exc)) from exc
+    return registry.network_source(name)  # UnknownNetwork is a 404
 
 
 class InspectRequest(BaseModel):
@@ -48,7 +46,7 @@ class InspectRequest(BaseModel):
     image_size: int | None = Field(None, ge=8, le=1024)
 
     @model_validator(mode="after")
-    def _one(self) -> "InspectRequest":
+    def _one(self) -> InspectRequest:
         if (self.network is None) == (self.source is None):
             raise ValueError("give exactly one of network or source")
         return self
@@ -61,7 +59,7 @@ async def inspect(request: InspectRequest) -> dict:
     A network that does not build answers ``{"ok": false, "error": ..., "line": N}``.
     """
     if request.source is not None and request.image_size is None:
-        raise HTTPException(422, "a custom network needs image_size")
+        raise InvalidInput("a custom network needs image_size")
     return await asyncio.to_thread(
         check_network_isolated, request.source, request.num_classes, request.in_channels,
         request.image_size, network=request.network)

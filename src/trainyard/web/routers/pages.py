@@ -16,7 +16,7 @@ from fastapi.templating import Jinja2Templates
 from trainyard.core import formatting
 from trainyard.core.files import read_json
 from trainyard.datasets.resize import RESIZE_MODES
-from trainyard.jobs.views import job_detail, list_briefs
+from trainyard.jobs.job_documents import job_detail, list_briefs
 from trainyard.web import listing, model_form
 from trainyard.web.auth import COOKIE, token_matches
 from trainyard.web.deps import Ctx, get_job_of_kind

@@ -7,9 +7,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
+from fastapi import APIRouter, File, Form, Request, UploadFile
 
-from trainyard.core.errors import UserError
+from trainyard.core.errors import InvalidInput
 from trainyard.weights.pulls import Pulls
 from trainyard.weights.store import WeightsStore
 
@@ -26,11 +26,9 @@ def pulls(request: Request) -> Pulls:
 
 
 async def _call(function, *args):
-    # The store reads big files and may import timm: off the event loop.
-    try:
-        return await asyncio.to_thread(function, *args)
-    except UserError as exc:
-        raise HTTPException(exc.http_status, str(exc)) from exc
+    # The store reads big files and may import timm: off the event loop. Its UserErrors become
+    # their 4xx in web/errors.py.
+    return await asyncio.to_thread(function, *args)
 
 
 @router.get("")
@@ -38,7 +36,7 @@ async def list_weights(request: Request, search: str = "", source: str | None = 
                        present: bool = False, limit: int = 100) -> dict:
     """Entries whose name contains ``search``; ``limit`` 0 returns them all."""
     if source is not None and source not in SOURCES:
-        raise HTTPException(422, f"source should be one of {', '.join(SOURCES)}")
+        raise InvalidInput(f"source should be one of {', '.join(SOURCES)}")
     p = pulls(request)
     rows = await _call(p.store.list, search, source, present)
     shown = rows[:limit] if limit > 0 else rows
@@ -58,7 +56,7 @@ async def pull_weights(request: Request, name: str) -> dict:
     p = pulls(request)
     row = await _call(p.store.resolve, name)
     if row["source"] == "user":
-        raise HTTPException(422, f"{row['name']} is your own entry: it has nothing to pull")
+        raise InvalidInput(f"{row['name']} is your own entry: it has nothing to pull")
     return {**row, "pull": p.start(row["name"])}
 
 

@@ -9,7 +9,7 @@ from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.jobs.context import Context
-from trainyard.jobs.manager import JobError
+from trainyard.jobs.manager import JobConflict, JobError
 from trainyard.jobs.store import Job
 
 PATH_FIELDS = ("train_folder", "val_folder", "test_folder", "train_list", "val_list", "test_list",
@@ -51,8 +51,8 @@ def append_dataset_job(ctx: Context, parent_id: str, fields: dict, *, foreground
     parent = ctx.manager.get(parent_id)
     if parent.kind != "dataset":
         raise JobError(f"job {parent_id} is a {parent.kind} job, not a dataset")
-    if parent.status != Status.DONE.value:
-        raise JobError(f"dataset {parent_id} is {parent.status}; only a built dataset can be appended to")
+    if parent.status != Status.DONE:
+        raise JobConflict(f"dataset {parent_id} is {parent.status}; only a built dataset can be appended to")
     folder = ctx.manager.folder(parent_id)
     base = DatasetSpec.model_validate_json(folder.spec.read_text())
     version = base.dataset_version + 1

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import UninitializedParameter
 
+from trainyard.core.errors import InvalidInput
 from trainyard.networks import create_network, load_network_source
 
 CUSTOM_FILENAME = "network.py"
@@ -54,7 +55,7 @@ def _materialize(model: nn.Module, in_channels: int, size: tuple[int, int]) -> N
     model.train(training)
 
 
-class PretrainedError(ValueError):
+class PretrainedError(InvalidInput):
     """Pretrained weights that cannot be read or do not fit the network at all."""
 
 
@@ -126,7 +127,7 @@ def load_pretrained(model: nn.Module, path: str | os.PathLike) -> LoadReport:
 
 def classifier_parameters(model: nn.Module, num_classes: int) -> set[str]:
     """Names of the parameters of every layer with ``num_classes`` outputs (the classifiers)."""
-    names = set()
+    names: set[str] = set()
     for module_name, module in model.named_modules():
         outputs = getattr(module, "out_features", getattr(module, "out_channels", None))
         if isinstance(module, (nn.Linear, nn.Conv2d)) and outputs == num_classes:

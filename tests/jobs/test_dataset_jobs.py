@@ -2,8 +2,8 @@
 
 from tests.conftest import make_image_folder
 from trainyard.datasets.spec import DatasetSpec
-from trainyard.jobs.create import create_dataset_job
-from trainyard.jobs.views import job_detail
+from trainyard.jobs.dataset_jobs import create_dataset_job
+from trainyard.jobs.job_documents import job_detail
 
 
 def test_a_list_naming_images_outside_the_roots_skips_them(ctx, settings, tmp_path):

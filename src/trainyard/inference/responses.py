@@ -9,11 +9,16 @@ plus ``visualization`` (``{"layers": [...]}``, see visualize.py) and ``saliency`
 from __future__ import annotations
 
 import base64
-from typing import Sequence
+from collections.abc import Sequence
 
 from PIL import Image
 
-from trainyard.inference.classify import MAX_TOP, prepare, probabilities, top_predictions
+from trainyard.inference.classify import (
+    MAX_TOP,
+    prepare,
+    probabilities,
+    top_predictions,
+)
 from trainyard.inference.gradcam import Saliency, gradcam, overlay_png
 from trainyard.inference.loader import InferenceError, LoadedModel
 from trainyard.inference.visualize import visualize

@@ -10,10 +10,8 @@ same seed, wraps it in DistributedDataParallel and reads its shard of every glob
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,98 +19,23 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from trainyard.artifact import network
+from trainyard.artifact.checkpoint import load_checkpoint
+from trainyard.artifact.preprocess import SCALE, mean_tensor, std_tensor
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
 from trainyard.datasets.storage import SplitReader, open_split, split_names
 from trainyard.networks import get_network
-from trainyard.training import distributed, models
-from trainyard.training.checkpoint import load_checkpoint
+from trainyard.training import distributed
 from trainyard.training.data import BatchLoader
 from trainyard.training.distributed import SINGLE, Dist
+from trainyard.training.event_points import Schedule
 from trainyard.training.lr_policies import create_scheduler
-from trainyard.training.preprocess import SCALE, mean_tensor, std_tensor
-from trainyard.training.schedule import Schedule
+from trainyard.training.resume import resume_run
 from trainyard.training.solvers import create_optimizer
 from trainyard.training.spec import ModelSpec
+from trainyard.training.state import Run, Stepper, TrainingError
 from trainyard.weights import finetune, fit
-
-
-class TrainingError(RuntimeError):
-    """A problem the user can fix; the message says how (it becomes the job's error)."""
-
-
-@dataclass
-class Stepper:
-    """The optimizer side of training: autocast, scaled backward, accumulation, step, LR schedule."""
-
-    optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LRScheduler
-    scaler: torch.amp.GradScaler | None
-    device_type: str
-    dtype: torch.dtype | None  # autocast dtype; None = float32
-    accumulation: int = 1
-    ddp: DistributedDataParallel | None = None  # the model's DDP wrapper, when data-parallel
-
-    def autocast(self):
-        if self.dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(self.device_type, dtype=self.dtype)
-
-    def sync(self, stepping: bool):
-        """Around one batch's forward and backward: DDP averages gradients over the ranks only
-        on the batch that ends an accumulation (the others would all-reduce for nothing)."""
-        if self.ddp is None or stepping:
-            return contextlib.nullcontext()
-        return self.ddp.no_sync()
-
-    def backward(self, loss: torch.Tensor) -> None:
-        if self.accumulation > 1:
-            loss = loss / self.accumulation  # gradients of the mean over the accumulated batches
-        (self.scaler.scale(loss) if self.scaler else loss).backward()
-
-    def step(self) -> None:
-        if self.scaler:
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-        else:
-            self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scheduler.step()  # per iteration: the policies are in percent of all iterations
-
-    @property
-    def lr(self) -> float:
-        return self.optimizer.param_groups[0]["lr"]
-
-
-@dataclass
-class Run:
-    spec: ModelSpec
-    job_dir: Path
-    events: EventWriter
-    device: torch.device
-    net: nn.Module  # the network itself: what checkpoints save (no DDP "module." prefix)
-    model: nn.Module  # what trains: net, torch.compile(net), DDP(net) or torch.compile(DDP(net))
-    stepper: Stepper
-    train_loader: BatchLoader
-    val_loader: BatchLoader | None
-    schedule: Schedule
-    classes: list[str]
-    image_size: int
-    preprocess: dict
-    seed: int
-    trainable: list[str] | None = None  # None: every parameter trains
-    head: list[str] | None = None  # the classifier's tensors when fine-tuning (its own LR group)
-    batches: int = 0  # global batches done (the resume point)
-    metrics: dict[str, list] = field(default_factory=dict)
-    best: dict | None = None
-    dist: Dist = SINGLE
-    eval_model: nn.Module | None = None  # what validates: model without DDP (no collectives)
-    base_lr: float = 0.0  # spec.lr.base_lr, times the process count with scale_lr
-
-    @property
-    def global_batch(self) -> int:
-        """Images per global batch: the batch size of each of the world_size processes."""
-        return self.train_loader.batch_size * self.dist.world_size
 
 
 def pick_device(d: Dist = SINGLE) -> torch.device:
@@ -239,8 +162,6 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     run = Run(spec, Path(job_dir), events, device, net, net, stepper, train_loader, val_loader,
               schedule, classes, image_size, preprocess, seed, trainable, head, dist=d, base_lr=base_lr)
     if ckpt:
-        from trainyard.training.resume import resume_run  # it needs Run from this module
-
         resume_run(run, ckpt)
     _wrap(run)
     return run
@@ -261,6 +182,7 @@ def _wrap(run: Run) -> None:
 
 def _weights_normalisation(spec: ModelSpec, channels: int, height: int, width: int) -> tuple[np.ndarray, list[float]]:
     """(the weights' mean as a constant (H, W, C) image in 0..255, their std) for this dataset."""
+    assert spec.input_norm is not None
     mean, std = finetune.channel_normalisation(spec.input_norm.mean, spec.input_norm.std, channels)
     image = np.empty((height, width, channels), np.float32)
     image[:] = np.asarray(mean, np.float32) * np.float32(255.0)
@@ -268,10 +190,11 @@ def _weights_normalisation(spec: ModelSpec, channels: int, height: int, width: i
 
 
 def _build_network(spec: ModelSpec, ckpt: dict | None, num_classes: int, channels: int, image_size: int,
-                   input_size: tuple[int, int], events: EventWriter):
+                   input_size: tuple[int, int], events: EventWriter
+                   ) -> tuple[nn.Module, list[str] | None, list[str] | None]:
     """(network with its starting weights, trainable names or None, head names or None):
     from a checkpoint, pretrained weights or fresh, frozen as asked."""
-    net = models.create_model(spec.network, spec.network_source, num_classes, channels, image_size, input_size)
+    net = network.create_model(spec.network, spec.network_source, num_classes, channels, image_size, input_size)
     if ckpt:
         net.load_state_dict(ckpt["model"])
         trainable, head = ckpt["trainable"], ckpt.get("head")
@@ -280,12 +203,13 @@ def _build_network(spec: ModelSpec, ckpt: dict | None, num_classes: int, channel
     else:
         trainable, head = _load_pretrained(spec, net, num_classes, events)
     if trainable is not None:
-        models.freeze_except(net, trainable)
+        network.freeze_except(net, trainable)
     return net, trainable, head
 
 
 def _load_store_weights(spec: ModelSpec, net: nn.Module, image_size: int, events: EventWriter):
     """Store weights: the whole backbone must fit; the classifier starts fresh for our classes."""
+    assert spec.pretrained and spec.network  # the spec checks pretrained_entry comes with both
     try:
         head = fit.load_backbone(net, fit.read_state_dict(spec.pretrained), spec.network, image_size)
     except ValueError as e:  # weights that are not, or do not fit: the job's one-line error
@@ -303,8 +227,8 @@ def _load_pretrained(spec: ModelSpec, net: nn.Module, num_classes: int, events: 
     if not spec.pretrained:
         return None, None
     try:
-        report = models.load_pretrained(net, spec.pretrained)
-    except models.PretrainedError as e:
+        report = network.load_pretrained(net, spec.pretrained)
+    except network.PretrainedError as e:
         raise TrainingError(str(e)) from None
     events.log(f"pretrained: loaded {len(report.loaded)} tensors from {Path(spec.pretrained).name}")
     if report.mismatched:
@@ -312,7 +236,7 @@ def _load_pretrained(spec: ModelSpec, net: nn.Module, num_classes: int, events: 
                    + ", ".join(report.mismatched), "warning")
     if report.missing:
         events.log("pretrained: not in the file, freshly initialised: " + ", ".join(report.missing), "warning")
-    head = models.trainable_after_finetune(net, report, num_classes)
+    head = network.trainable_after_finetune(net, report, num_classes)
     if not spec.freeze_backbone:
         return None, head
     events.log(f"freeze_backbone: training only {', '.join(head) or 'nothing'}")

@@ -6,6 +6,7 @@ import time
 
 from sqlalchemy import select
 
+from trainyard.core.status import Status
 from trainyard.jobs.kinds import get_kind
 from trainyard.jobs.manager import JobManager
 from trainyard.jobs.store import Job, Store
@@ -33,7 +34,7 @@ def job_brief(job: Job) -> dict:
         "group": job.group,
         "needs": job.needs,
         "summary": job.summary,
-        "resources": (job.summary or {}).get("resources", []) if job.status == "running" else [],
+        "resources": (job.summary or {}).get("resources", []) if job.status == Status.RUNNING else [],
     }
 
 

@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from trainyard.artifact.checkpoint import save_checkpoint
 from trainyard.core.events import EventWriter
 from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
@@ -25,7 +26,6 @@ from trainyard.inference.archive_import import ArchiveImportError, describe_arch
 from trainyard.jobs.context import Context
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.store import Job
-from trainyard.training.checkpoint import save_checkpoint
 
 
 def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | None = None) -> Job:
@@ -47,7 +47,7 @@ def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | N
         shutil.rmtree(folder.path, ignore_errors=True)
         raise
     now = time.time()
-    job = Job(id=job_id, kind="model", name=name, status=Status.DONE.value, parent_id=None,
+    job = Job(id=job_id, kind="model", name=name, status=Status.DONE, parent_id=None,
               needs={"pool": "cpu"}, progress=1.0, created_at=now, started_at=now, finished_at=now,
               status_detail=None, summary={"epoch": checkpoint["epoch"], "imported": archive.name})
     return ctx.store.add_job(job)
@@ -79,4 +79,4 @@ def _write_folder(folder: JobFolder, job_id: str, name: str, checkpoint: dict, a
             for point_epoch, value in points:
                 events.emit("metric", epoch=point_epoch, name=metric, value=value)
         events.emit("checkpoint", epoch=epoch, path=str(path))
-        events.status(Status.DONE.value)
+        events.status(Status.DONE)

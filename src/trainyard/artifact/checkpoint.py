@@ -10,16 +10,15 @@ booleans and None, so ``torch.load(..., weights_only=True)`` reads it without ru
     classes         class names in label order
     image_size      the int passed to build(num_classes, in_channels, image_size)
     preprocess      {width, height, channels, resize, mean_mode, crop, mean, scale, std}: how an
-                    image becomes input (see training/preprocess.py); mean is float32 (H, W, C)
-                    0..255; std (per channel, or None) divides after the mean, for weights
-                    that expect it
+                    image becomes input (see preprocess.py); mean is float32 (H, W, C) 0..255;
+                    std (per channel, or None) divides after the mean, for weights that expect it
     optimizer, scheduler, scaler   their state_dicts (scaler None without fp16)
     rng             {seed, torch (CPU state), cuda (a state per device)}; with several processes
                     rank 0's, with cuda for its own device only (cuda_device), plus ``ranks``:
                     every rank's, in rank order
     epoch, iteration, batches      where training stood (fractional epoch, optimizer steps, batches)
     batches_per_epoch, world_size, global_batch (images per step over all processes),
-    train_images, base_lr          what a resume checks and converts (resume.py)
+    train_images, base_lr          what a resume checks and converts (training/resume.py)
     metrics         {name: [[epoch, value], ...]}, best {epoch, val_accuracy} or None
     trainable       parameter names left trainable (freeze_backbone), or None for all
     head            the classifier's tensor names when fine-tuning (their own LR group), or None
@@ -31,21 +30,26 @@ Files are ``JOB/checkpoints/epoch-0003.pt`` (`checkpoint_name`).
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from trainyard.artifact.network import create_model
+from trainyard.artifact.preprocess import input_shape
+from trainyard.core.errors import NotFound
 from trainyard.core.files import write_atomic
-from trainyard.core.paths import JobFolder, checkpoint_name
-from trainyard.training.models import create_model
+from trainyard.core.paths import (
+    CHECKPOINT_GLOB,
+    JobFolder,
+    checkpoint_epoch,
+    checkpoint_name,
+)
 
 FORMAT = "trainyard-checkpoint/1"
-_NAME = re.compile(r"^epoch-(\d+(?:\.\d+)?)\.pt$")
 
 
-class CheckpointError(ValueError):
+class CheckpointError(NotFound):
     """A file that is not a trainyard checkpoint, or an epoch without one."""
 
 
@@ -69,10 +73,9 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
 def build_model_from_checkpoint(checkpoint: dict) -> nn.Module:
     """The checkpoint's network with its weights, in eval mode, on the CPU."""
     prep = checkpoint["preprocess"]
-    crop = prep.get("crop")
-    input_size = (crop, crop) if crop else (prep["height"], prep["width"])
+    channels, height, width = input_shape(prep)
     model = create_model(checkpoint["network"], checkpoint["network_source"], len(checkpoint["classes"]),
-                         prep["channels"], checkpoint["image_size"], input_size)
+                         channels, checkpoint["image_size"], (height, width))
     model.load_state_dict(checkpoint["model"])
     return model.eval()
 
@@ -81,11 +84,10 @@ def checkpoint_epochs(job_dir: str | os.PathLike) -> dict[float, Path]:
     """{epoch: path} of every complete checkpoint of a job (temp files are ignored)."""
     folder = JobFolder(job_dir).checkpoints
     found = {}
-    for path in folder.glob("epoch-*.pt") if folder.is_dir() else ():
-        match = _NAME.match(path.name)
-        if match:
-            epoch = float(match.group(1))
-            found[int(epoch) if epoch == int(epoch) else epoch] = path
+    for path in folder.glob(CHECKPOINT_GLOB) if folder.is_dir() else ():
+        epoch = checkpoint_epoch(path)
+        if epoch is not None:
+            found[epoch] = path
     return dict(sorted(found.items()))
 
 
@@ -107,38 +109,3 @@ def checkpoint_for_epoch(job_dir: str | os.PathLike, epoch: float | None = None)
         have = ", ".join(f"{e:g}" for e in checkpoint_epochs(job_dir)) or "none"
         raise CheckpointError(f"no checkpoint for epoch {epoch:g} (epochs with one: {have})")
     return path
-
-
-def rng_state(seed: int, device: torch.device | None = None) -> dict:
-    """The global torch RNG states (CPU and every CUDA device) and the run's seed.
-
-    With ``device`` (one rank of several, each on its own GPU), only that GPU's state: asking
-    every visible GPU would start a CUDA context on each from every rank.
-    """
-    if device is not None and device.type == "cuda":
-        return {"seed": int(seed), "torch": torch.get_rng_state(),
-                "cuda": [torch.cuda.get_rng_state(device)], "cuda_device": device.index}
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
-    return {"seed": int(seed), "torch": torch.get_rng_state(), "cuda": list(cuda)}
-
-
-def restore_rng_state(state: dict) -> None:
-    """Put back what `rng_state` saved (CUDA states only where the devices still exist)."""
-    torch.set_rng_state(state["torch"].cpu())
-    cuda = state.get("cuda") or []
-    if not cuda or not torch.cuda.is_available():
-        return
-    if "cuda_device" in state:  # one rank's own GPU: restore it to this process's GPU
-        torch.cuda.set_rng_state(cuda[0].cpu(), torch.cuda.current_device())
-    elif len(cuda) == torch.cuda.device_count():
-        torch.cuda.set_rng_state_all([s.cpu() for s in cuda])
-
-
-def scheduler_state(scheduler) -> dict:
-    """A LambdaLR state without its lambdas (closures are rebuilt from the spec, not pickled)."""
-    return {k: v for k, v in scheduler.state_dict().items() if k != "lr_lambdas"}
-
-
-def load_scheduler_state(scheduler, state: dict) -> None:
-    lambdas = getattr(scheduler, "lr_lambdas", [])
-    scheduler.load_state_dict({**state, "lr_lambdas": [None] * len(lambdas)})

@@ -1,0 +1,151 @@
+"""The scaffold every job process runs its body in: stop flag, abort, failure, exit codes, progress.
+
+A job's entry point (``python -m trainyard.<kind>.run JOB_DIR``) builds its EventWriter and hands
+its body to `run_job`, which
+
+- installs a SIGTERM/SIGINT handler for the body's duration and puts the previous handlers back
+  afterwards (job mains also run inside tests and the foreground CLI);
+- reports ``running``, then ``done`` when the body returns;
+- on `Aborted` (the body saw the stop flag, or the handler raised it) logs a note, reports
+  ``aborted`` and returns `EXIT_ABORTED`;
+- on any other exception writes the traceback to log.txt, reports ``failed`` with a message for
+  the user and returns `EXIT_FAILED`; a rank that does not report (its events inactive) hands
+  the message to ``unreported`` instead.
+
+`Progress` is the throttled progress reporter the bodies share. Torch-free, like all of core.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from trainyard.core.events import EventWriter
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_ABORTED = 128 + signal.SIGTERM  # what a shell reports for a process killed by SIGTERM
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Aborted(BaseException):
+    """The job was asked to stop (SIGTERM or SIGINT).
+
+    A BaseException, like KeyboardInterrupt, on purpose: with ``raise_at_once`` the signal
+    handler raises it wherever the main thread happens to be, and code there that catches
+    ``Exception`` (a decoder skipping a bad image, say) must not swallow an abort as an error.
+    """
+
+
+class StopFlag:
+    """Set by SIGTERM/SIGINT while installed; bodies poll it (``stop()``) between steps.
+
+    With ``raise_at_once`` the handler also raises `Aborted` in the main thread, for bodies
+    with no step boundary to poll at (a dataset build inside a decode pipeline).
+    """
+
+    def __init__(self, raise_at_once: bool = False) -> None:
+        self.signal: int | None = None
+        self.raise_at_once = raise_at_once
+
+    def __call__(self) -> bool:
+        return self.signal is not None
+
+    def check(self) -> None:
+        """Raise `Aborted` if a stop was asked for."""
+        if self.signal is not None:
+            raise Aborted()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[StopFlag]:
+        """Handle the stop signals inside the block; the previous handlers are back after it."""
+        previous = {sig: signal.signal(sig, self._handle) for sig in STOP_SIGNALS}
+        try:
+            yield self
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _handle(self, signum, frame) -> None:
+        self.signal = signum
+        if self.raise_at_once:
+            raise Aborted()
+
+
+class Progress:
+    """``progress`` events of one phase, at most one per ``every_s`` (the last one always), with an ETA.
+
+    Called as ``progress(done, total)``; `report` also takes another phase name, ``force`` and
+    ``overall`` (done, total) when the ETA is for more than this phase. `report` returns
+    whether it reported, so a caller can send more with each event.
+    """
+
+    def __init__(self, events: EventWriter, phase: str = "", every_s: float = 0.25):
+        self.events, self.phase, self.every_s = events, phase, every_s
+        self.started = self.last = time.monotonic()
+
+    def __call__(self, done: int, total: int) -> None:
+        self.report(done, total)
+
+    def report(self, done: int, total: int, phase: str | None = None, force: bool = False,
+               overall: tuple[int, int] | None = None) -> bool:
+        now = time.monotonic()
+        if not force and done < total and now - self.last < self.every_s:
+            return False
+        self.last = now
+        all_done, all_total = overall or (done, total)
+        eta = (now - self.started) / all_done * (all_total - all_done) if all_done and all_total else None
+        self.events.progress(done, total, self.phase if phase is None else phase,
+                             None if eta is None else round(eta, 1))
+        return True
+
+
+def one_line(error: BaseException) -> str:
+    """The default message for the user: the error's text, or its type when it has none."""
+    return str(error).strip() or type(error).__name__
+
+
+def run_job(events: EventWriter, body: Callable[[StopFlag], Any], *, aborted_note: str = "aborted",
+            describe: Callable[[Exception], str] = one_line, raise_at_once: bool = False,
+            unreported: Callable[[str], None] | None = None) -> int:
+    """Run ``body(stop)`` as the job reporting to ``events`` (closed at the end); the exit code.
+
+    ``describe`` turns an exception into the user's message. ``unreported(message)`` is called
+    instead of reporting when ``events.active`` is false (a rank that does not report).
+    """
+    stop = StopFlag()
+    with stop.installed(), events:
+        events.status("running")
+        try:
+            try:
+                stop.raise_at_once = raise_at_once  # armed only while the body runs
+                stop.check()  # a signal that came before the body began
+                body(stop)
+            finally:
+                stop.raise_at_once = False  # from here a late signal must not interrupt the report
+        except Aborted:
+            events.log(aborted_note, "warning")
+            events.status("aborted")
+            return EXIT_ABORTED
+        except Exception as error:
+            message = describe(error)
+            if getattr(events, "active", True):
+                report_failed(events, message)
+            elif unreported is not None:
+                unreported(message)
+            return EXIT_FAILED
+        events.status("done")
+    return EXIT_OK
+
+
+def report_failed(events: EventWriter, message: str) -> None:
+    """Log the message, append the traceback being handled to log.txt and report ``failed``."""
+    events.log(message, "error")
+    with open(events.job_dir / "log.txt", "a", encoding="utf-8") as log:
+        log.write(traceback.format_exc())
+    events.status("failed", error=message)
