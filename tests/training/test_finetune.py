@@ -10,7 +10,7 @@ from PIL import Image, ImageDraw
 from trainyard.artifact.checkpoint import checkpoint_for_epoch, load_checkpoint
 from trainyard.core.errors import UserError
 from trainyard.datasets.spec import DatasetSpec
-from trainyard.jobs.create import create_dataset_job
+from trainyard.jobs.dataset_jobs import create_dataset_job
 from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
 from trainyard.weights.store import WeightsStore
 
