@@ -148,9 +148,10 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
                         spec.snapshot_interval)
 
     base_lr = spec.lr.base_lr * (d.world_size if spec.scale_lr else 1)
-    if head is not None and spec.backbone_lr_mult != 1:
-        params = finetune.parameter_groups(net, head, base_lr, spec.backbone_lr_mult)
-    optimizer = create_optimizer(spec.solver, params, base_lr, spec.momentum, spec.weight_decay)
+    groups: list[nn.Parameter] | list[dict] = params
+    if head is not None and spec.backbone_lr_mult != 1:  # the backbone learns more slowly
+        groups = finetune.parameter_groups(net, head, base_lr, spec.backbone_lr_mult)
+    optimizer = create_optimizer(spec.solver, groups, base_lr, spec.momentum, spec.weight_decay)
     scheduler = create_scheduler(optimizer, spec.lr, schedule.total_iterations)
     dtype = autocast_dtype(spec.precision, device)
     scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
