@@ -13,6 +13,9 @@ from trainyard.jobs.context import open_context
 from trainyard.jobs.resources import Pools
 from trainyard.settings import Settings
 
+# Fixtures several test folders share: the loopback weights server and weight files.
+pytest_plugins = ["tests.weights.fixtures"]
+
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:

@@ -15,17 +15,19 @@ import pytest
 from tests.import_graph import cycles, dependency_edges, imports_of, layer_of, modules, upward_imports
 
 PACKAGE = Path(__file__).parent.parent / "src" / "trainyard"
-EVERY_LAYER = {"core", "datasets", "networks", "artifact", "training", "inference", "jobs", "web", "cli", "settings",
-               "cluster"}
+EVERY_LAYER = {"core", "datasets", "networks", "weights", "artifact", "training", "inference", "jobs", "web", "cli",
+               "settings", "cluster"}
 
 # layer -> trainyard layers it must not import. Nothing below cli imports cli. cli may import web:
 # `trainyard serve` is the one command that starts the web app (inside the command, not at import).
 FORBIDDEN = {
     "core": EVERY_LAYER - {"core"},
     "settings": EVERY_LAYER - {"core", "settings"},
-    "datasets": {"jobs", "web", "cli", "artifact", "training", "inference", "cluster"},
-    "networks": {"jobs", "web", "cli", "training", "inference", "datasets", "artifact", "cluster"},
-    "artifact": {"jobs", "web", "cli", "training", "inference", "cluster"},
+    "datasets": {"jobs", "web", "cli", "artifact", "training", "inference", "weights", "cluster"},
+    "networks": {"jobs", "web", "cli", "training", "inference", "datasets", "artifact", "weights", "cluster"},
+    # the weights store: published and own pretrained weights, below training and the jobs
+    "weights": {"jobs", "web", "cli", "artifact", "training", "inference", "datasets", "cluster"},
+    "artifact": {"jobs", "web", "cli", "training", "inference", "weights", "cluster"},
     "training": {"jobs", "web", "cli", "inference", "cluster"},
     "inference": {"jobs", "web", "cli", "training", "cluster"},
     "jobs": {"web", "cli"},
@@ -39,6 +41,7 @@ FORBIDDEN_THIRD_PARTY = {
     "core": {"torch", "sqlalchemy", "fastapi", "numpy"},
     "datasets": {"sqlalchemy", "fastapi", "starlette"},
     "networks": {"sqlalchemy", "fastapi", "starlette"},
+    "weights": {"sqlalchemy", "fastapi", "starlette", "uvicorn"},
     "artifact": {"sqlalchemy", "fastapi", "starlette", "uvicorn"},
     "training": {"sqlalchemy", "fastapi", "starlette", "uvicorn"},
     "cluster": {"torch", "sqlalchemy", "fastapi", "starlette"},

@@ -38,6 +38,7 @@ class Settings(BaseSettings):
     # local: jobs run on this machine. ray: training jobs run as workers on the Ray cluster at
     # Ray's own RAY_ADDRESS (trainyard.cluster); TRAINYARD_HOME must then be shared by every node.
     cluster: Literal["local", "ray"] = "local"
+    weights_url: str = ""  # a mirror of torchvision's weight files (default: download.pytorch.org)
     fake_gpus: int = 0  # FOR TESTS: pretend this many GPUs exist (jobs on them train on the CPU)
 
     @field_validator("data_roots", mode="before")
@@ -56,6 +57,10 @@ class Settings(BaseSettings):
     @property
     def jobs_dir(self) -> Path:
         return self.home / "jobs"
+
+    @property
+    def weights_dir(self) -> Path:
+        return self.home / "weights"
 
     @property
     def uploads_dir(self) -> Path:

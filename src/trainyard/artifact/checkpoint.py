@@ -9,8 +9,9 @@ booleans and None, so ``torch.load(..., weights_only=True)`` reads it without ru
     network_source  the custom network file's source, or None (standard nets rebuild by name)
     classes         class names in label order
     image_size      the int passed to build(num_classes, in_channels, image_size)
-    preprocess      {width, height, channels, resize, mean_mode, crop, mean, scale}: how an image
-                    becomes input (see preprocess.py); mean is float32 (H, W, C) 0..255
+    preprocess      {width, height, channels, resize, mean_mode, crop, mean, scale, std}: how an
+                    image becomes input (see preprocess.py); mean is float32 (H, W, C) 0..255;
+                    std (per channel, or None) divides after the mean, for weights that expect it
     optimizer, scheduler, scaler   their state_dicts (scaler None without fp16)
     rng             {seed, torch (CPU state), cuda (a state per device)}; with several processes
                     rank 0's, with cuda for its own device only (cuda_device), plus ``ranks``:
@@ -20,6 +21,7 @@ booleans and None, so ``torch.load(..., weights_only=True)`` reads it without ru
     train_images, base_lr          what a resume checks and converts (training/resume.py)
     metrics         {name: [[epoch, value], ...]}, best {epoch, val_accuracy} or None
     trainable       parameter names left trainable (freeze_backbone), or None for all
+    head            the classifier's tensor names when fine-tuning (their own LR group), or None
     spec            the job's spec as a dict
 
 Files are ``JOB/checkpoints/epoch-0003.pt`` (`checkpoint_name`).

@@ -4,7 +4,9 @@ Convention (stored in checkpoints as ``scale: "0..1"``): a uint8 image (H, W, C)
 (C, H, W) tensor in 0..1, is cropped to ``crop`` x ``crop`` (random in training, central
 otherwise), augmented (training only, on 0..1 values), and then has the dataset mean, also in
 0..1 units, subtracted: the mean image (centre-cropped like the images), its per-channel
-average ("pixel") or nothing ("none").
+average ("pixel") or nothing ("none"). A network fine-tuned from published weights also divides
+by their per-channel ``std`` (its mean is then the weights' mean, stored as a constant image
+with mean mode "pixel"), so its input is what the weights were trained on.
 
 `normalize_batch` is the tensor part. The batch loader calls it for every batch (training
 passes its random crop and augmentation in, training/augment.py) and `prepare_images` calls it
@@ -64,6 +66,13 @@ def check_crop(crop: int, h: int, w: int) -> None:
         raise ValueError(f"crop size {crop} must be between 1 and the image size {h}x{w}")
 
 
+def std_tensor(std: Sequence[float] | None, device: torch.device | str = "cpu") -> torch.Tensor | None:
+    """The per-channel std to divide by, (1, C, 1, 1), or None when the input is not scaled."""
+    if not std:
+        return None
+    return torch.tensor([float(s) for s in std], dtype=torch.float32, device=device).view(1, -1, 1, 1)
+
+
 def normalize_batch(
     images: torch.Tensor,
     mean: torch.Tensor | None,
@@ -72,6 +81,7 @@ def normalize_batch(
     random_crop: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
     augment: Callable[[torch.Tensor], torch.Tensor] | None = None,
     channels_last: bool = False,
+    std: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """uint8 (N, H, W, C) images on their device -> float (N, C, h, w) network input.
 
@@ -88,6 +98,8 @@ def normalize_batch(
         x = augment(x)
     if mean is not None:
         x = x - mean
+    if std is not None:  # from `std_tensor`
+        x = x / std
     return x.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
@@ -104,6 +116,11 @@ def input_mean(preprocess: dict, device: torch.device | str = "cpu") -> torch.Te
     return mean_tensor(preprocess.get("mean"), preprocess.get("mean_mode", "none"), preprocess.get("crop"), device)
 
 
+def input_std(preprocess: dict, device: torch.device | str = "cpu") -> torch.Tensor | None:
+    """`std_tensor` of a checkpoint's ``preprocess`` entry (None for most models)."""
+    return std_tensor(preprocess.get("std"), device)
+
+
 def resize_for_input(image: Image.Image, preprocess: dict) -> np.ndarray:
     """An image at the dataset's stored size, (H, W, C) uint8, converted and resized as the
     dataset build did (an image already at that size is used as is)."""
@@ -113,24 +130,24 @@ def resize_for_input(image: Image.Image, preprocess: dict) -> np.ndarray:
 
 
 def prepare_images(images: Sequence[Image.Image], preprocess: dict, mean: torch.Tensor | None,
-                   device: torch.device | str = "cpu") -> Prepared:
+                   device: torch.device | str = "cpu", std: torch.Tensor | None = None) -> Prepared:
     """PIL images -> the network input a checkpoint expects, plus the pixels it shows.
 
     ``preprocess`` is a checkpoint's ``preprocess`` entry (width, height, channels, resize,
     mean_mode, crop, mean); ``mean`` is its `input_mean` (callers that keep a model loaded
-    compute it once).
+    compute it once), ``std`` its `input_std`.
     """
     if preprocess.get("scale", SCALE) != SCALE:
         raise ValueError(f"unsupported input scale {preprocess.get('scale')!r}; expected {SCALE!r}")
     batch = torch.from_numpy(np.stack([resize_for_input(image, preprocess) for image in images]))
-    return prepare_pixels(batch, preprocess.get("crop"), mean, device)
+    return prepare_pixels(batch, preprocess.get("crop"), mean, device, std)
 
 
 def prepare_pixels(batch: torch.Tensor, crop: int | None, mean: torch.Tensor | None,
-                   device: torch.device | str = "cpu") -> Prepared:
+                   device: torch.device | str = "cpu", std: torch.Tensor | None = None) -> Prepared:
     """Stored-size uint8 (N, H, W, C) images (resized ones, or a dataset split's) -> network input,
     through `normalize_batch` exactly as a validation batch goes."""
-    inputs = normalize_batch(batch.to(device), mean, crop)
+    inputs = normalize_batch(batch.to(device), mean, crop, std=std)
     shown = batch.permute(0, 3, 1, 2)
     if crop:
         shown = center_crop_batch(shown, crop)
@@ -141,7 +158,8 @@ def preprocess_images(
     images: Sequence[Image.Image], preprocess: dict, device: torch.device | str = "cpu"
 ) -> torch.Tensor:
     """PIL images -> the (N, C, h, w) float batch a checkpoint's network expects."""
-    return prepare_images(images, preprocess, input_mean(preprocess, device), device).inputs
+    return prepare_images(images, preprocess, input_mean(preprocess, device), device,
+                          input_std(preprocess, device)).inputs
 
 
 def input_shape(preprocess: dict) -> tuple[int, int, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from trainyard.cli import datasets, export, inference, jobs, system, train
+from trainyard.cli import datasets, export, inference, jobs, system, train, weights
 from trainyard.cli.errors import UserErrorGroup
 from trainyard.core.errors import UserError
 from trainyard.settings import LOCAL_HOSTS, get_settings
@@ -14,6 +14,7 @@ app = typer.Typer(help="trainyard: turn a folder of images into a trained, deplo
                   cls=UserErrorGroup)
 app.add_typer(datasets.app, name="dataset")
 app.add_typer(jobs.app, name="jobs")
+app.add_typer(weights.app, name="weights")
 train.register(app)
 export.register(app)
 inference.register(app)

@@ -62,8 +62,11 @@ def train(
     max_restarts: int = typer.Option(
         0, help="cluster mode: resume from the last checkpoint up to K times after a lost worker or node"),
     precision: str = typer.Option("auto", help="auto | fp32 | bf16 | fp16"),
-    pretrained: str | None = typer.Option(None, help="JOB[:EPOCH] or a weights file"),
+    pretrained: str | None = typer.Option(
+        None, help="imagenet (the network's published weights), a weights store entry, JOB[:EPOCH] or a weights file"),
     freeze_backbone: bool = typer.Option(False, help="with --pretrained: train only the classifier"),
+    backbone_lr_mult: float = typer.Option(
+        1.0, help="with --pretrained: the backbone's LR as a fraction of the classifier's, e.g. 0.1"),
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of training here"),
     as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),
 ) -> None:
@@ -81,7 +84,8 @@ def train(
     settings = dict(epochs=epochs, accumulation=accumulation, solver=solver, lr=lr_fields,
                     momentum=momentum, weight_decay=weight_decay, snapshot_interval=snapshot_interval,
                     val_interval=val_interval, seed=seed, crop=crop, mean=mean, precision=precision,
-                    freeze_backbone=freeze_backbone, processes=processes, scale_lr=scale_lr,
+                    freeze_backbone=freeze_backbone, backbone_lr_mult=backbone_lr_mult, processes=processes,
+                    scale_lr=scale_lr,
                     nnodes=nnodes, node_rank=node_rank, master=master)
     networks = _names(network)
     request = TrainRequest(

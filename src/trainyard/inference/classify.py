@@ -38,12 +38,12 @@ def resize_for(loaded: LoadedModel, image: Image.Image) -> np.ndarray:
 
 def prepare(loaded: LoadedModel, images: Sequence[Image.Image]) -> Prepared:
     """Images -> network input, as validation prepared them."""
-    return prepare_images(images, loaded.preprocess, loaded.mean, loaded.device)
+    return prepare_images(images, loaded.preprocess, loaded.mean, loaded.device, loaded.std)
 
 
 def prepare_pixels(loaded: LoadedModel, batch: torch.Tensor) -> Prepared:
     """Stored-size uint8 (N, H, W, C) images (a dataset split's) -> network input."""
-    return _prepare_pixels(batch, loaded.preprocess.get("crop"), loaded.mean, loaded.device)
+    return _prepare_pixels(batch, loaded.preprocess.get("crop"), loaded.mean, loaded.device, loaded.std)
 
 
 def logits_of(output) -> torch.Tensor:

@@ -146,10 +146,12 @@ def preprocess_document(checkpoint: dict) -> dict:
         "noise": "fill/half_crop padding: numpy.random.default_rng(noise_seed).integers(0, 255, "
                  "(height, width, channels), uint8), a fresh generator per image",
         "mean_mode": mean_mode, "crop": prep.get("crop"), "scale": prep.get("scale", SCALE),
+        "std": list(prep["std"]) if prep.get("std") else None,
         "image_size": checkpoint["image_size"],
         "input": {"name": onnx_export.INPUT_NAME, "layout": "NCHW", "dtype": "float32",
                   "shape": ["batch", channels, h, w],
-                  "formula": "pixel / 255 - mean / 255 (mean per mean_mode, centre-cropped like the image)"},
+                  "formula": "(pixel / 255 - mean / 255) / std (mean per mean_mode, centre-cropped "
+                             "like the image; std per channel, 1 when null)"},
         "output": {"name": onnx_export.OUTPUT_NAME, "shape": ["batch", len(checkpoint["classes"])],
                    "meaning": "logits: apply a softmax for probabilities"},
     }

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from trainyard.artifact.checkpoint import CheckpointError, build_model_from_checkpoint, load_checkpoint
-from trainyard.artifact.preprocess import input_mean
+from trainyard.artifact.preprocess import input_mean, input_std
 from trainyard.inference import ort_runtime
 from trainyard.inference.snapshots import InferenceError, NotFound, NotReady, model_checkpoint
 
@@ -40,6 +40,7 @@ class LoadedModel:
     device: torch.device
     mean: torch.Tensor | None  # (1, C, h, w) or (1, C, 1, 1) in 0..1 units, on ``device``
     spec: dict = field(default_factory=dict)
+    std: torch.Tensor | None = None  # (1, C, 1, 1): the pretrained weights' scaling, if any
     # Forward passes hold this: visualisation hooks on the shared modules must see only their own
     # pass, and one pass at a time already uses every CPU core.
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -95,4 +96,5 @@ def _load(path: Path, device: torch.device) -> LoadedModel:
     mean = input_mean(prep, device)
     return LoadedModel(path=path, model=model, classes=list(checkpoint["classes"]), preprocess=prep,
                        epoch=checkpoint["epoch"], network=checkpoint["network"] or "custom",
-                       device=device, mean=mean, spec=checkpoint.get("spec") or {})
+                       device=device, mean=mean, spec=checkpoint.get("spec") or {},
+                       std=input_std(prep, device))

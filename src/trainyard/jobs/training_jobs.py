@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -24,6 +25,9 @@ from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
 from trainyard.jobs.store import Job
+
+if TYPE_CHECKING:  # the store's catalogue reads the network registry, which imports torch
+    from trainyard.weights.store import WeightsStore
 
 
 class TrainRequest(BaseModel):
@@ -39,7 +43,9 @@ class TrainRequest(BaseModel):
     batch_sizes: list[int] = Field(default_factory=list)
     gpus: int | None = Field(None, ge=1)
     gpu_ids: list[int] | None = None
-    pretrained: str | None = None  # JOB[:EPOCH], or a weights file inside the data roots
+    # JOB[:EPOCH], "imagenet" (each network's published weights), a weights store entry, or a
+    # weights file inside the data roots
+    pretrained: str | None = None
     max_restarts: int = Field(0, ge=0)  # cluster mode: resumes after a lost worker or node
     settings: dict = Field(default_factory=dict)  # any other ModelSpec field: epochs, solver, lr, ...
 
@@ -49,11 +55,17 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
     # The spec checks network names against the registry, which imports torch: paid here, on
     # the first job created, not by every process that imports this module.
     from trainyard.training.spec import ModelSpec
+    from trainyard.weights import finetune
+    from trainyard.weights.store import WeightsStore
 
+    store = WeightsStore.from_settings(ctx.settings)
+    request = _network_of_pretrained(ctx, store, request)
     if not request.networks and not request.network_source:
         raise JobError("choose a standard network or give a custom network's source")
     needs = _needs(ctx, request)
-    pretrained = resolve_pretrained(ctx, request.pretrained) if request.pretrained else None
+    value = request.pretrained
+    from_store = value is not None and not _is_job(ctx, value) and finetune.is_store_name(store, value)
+    pretrained = resolve_pretrained(ctx, value) if value and not from_store else None
     planned = []
     for dataset_id, network, lr, batch in _combinations(request):
         dataset = _dataset(ctx, dataset_id)
@@ -65,6 +77,8 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
                       batch_size=batch if batch is not None else fields.get("batch_size"),
                       cluster=cluster_placement(needs),
                       max_restarts=request.max_restarts or fields.get("max_restarts", 0))
+        if from_store and value is not None:
+            fields.update(_store_weights(store, value, network))
         try:
             planned.append((ModelSpec.model_validate(fields), dataset))
         except ValidationError as exc:
@@ -170,6 +184,37 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
                                         "max_restarts": spec.get("max_restarts", 0) if placement else 0})
         ctx.store.update_job(job_id, needs=needs)
     return ctx.manager.resume(job_id, foreground=foreground)
+
+
+def _network_of_pretrained(ctx: Context, store: WeightsStore, request: TrainRequest) -> TrainRequest:
+    """Without a network, fine-tuning a previous model or store weights trains their network
+    (DIGITS's "previous networks" and "pretrained networks" tabs)."""
+    from trainyard.weights import finetune
+
+    value = request.pretrained
+    if request.networks or request.network_source or not value:
+        return request
+    if _is_job(ctx, value):
+        spec = read_json(ctx.manager.folder(value.partition(":")[0]).spec)
+        return request.model_copy(update={"networks": [spec["network"]] if spec.get("network") else [],
+                                          "network_source": spec.get("network_source")})
+    if value != "imagenet" and finetune.is_store_name(store, value):
+        return request.model_copy(update={"networks": [store.resolve(value)["network"]]})
+    return request
+
+
+def _is_job(ctx: Context, value: str) -> bool:
+    return ctx.store.get_job(value.partition(":")[0]) is not None
+
+
+def _store_weights(store: WeightsStore, value: str, network: str | None) -> dict:
+    """The spec fields for fine-tuning ``network`` from store weights: refused now, not in the job,
+    when the entry is for another network or its file is not in the store."""
+    from trainyard.weights import finetune
+
+    found = finetune.resolve_for_network(store, value, network)
+    norm = {"mean": found["mean"], "std": found["std"]} if found["mean"] and found["std"] else None
+    return {"pretrained": found["path"], "pretrained_entry": found["entry"], "input_norm": norm}
 
 
 def resolve_pretrained(ctx: Context, value: str) -> str:

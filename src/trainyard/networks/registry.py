@@ -37,6 +37,21 @@ class UnknownNetwork(UnknownName):
 
 _NETWORKS: Registry[Builder] = Registry("network", error=UnknownNetwork)
 _SOURCES: dict[str, Callable[[], str]] = {}
+# prefix -> resolve(name) -> (info, builder, source): whole families named on demand (timm:...)
+_RESOLVERS: dict[str, Callable[[str], tuple[NetworkInfo, Builder, Callable[[], str]]]] = {}
+
+
+def register_resolver(prefix: str, resolve: Callable[[str], tuple[NetworkInfo, Builder, Callable[[], str]]]) -> None:
+    """Names starting with ``prefix`` are looked up by ``resolve`` (UnknownNetwork if none)."""
+    _RESOLVERS[prefix] = resolve
+
+
+def _resolved(name: str) -> tuple[NetworkInfo, Builder, Callable[[], str]]:
+    for prefix, resolve in _RESOLVERS.items():
+        if isinstance(name, str) and name.startswith(prefix):
+            return resolve(name)
+    families = [f"{prefix}<model>" for prefix in _RESOLVERS]
+    raise UnknownNetwork("network", name, _NETWORKS.names() + families)
 
 
 def register_network(
@@ -78,8 +93,11 @@ def list_networks() -> list[NetworkInfo]:
 
 
 def get_network(name: str) -> NetworkInfo:
-    """The NetworkInfo for `name`; UnknownNetwork (a NotFound, so a ValueError) if there is none."""
-    return _NETWORKS.info(name)
+    """The NetworkInfo for `name` (registered, or resolved such as ``timm:<model>``);
+    UnknownNetwork (a NotFound, so a ValueError) if there is none."""
+    if name in _NETWORKS:
+        return _NETWORKS.info(name)
+    return _resolved(name)[0]
 
 
 def create_network(
@@ -89,13 +107,14 @@ def create_network(
     info = get_network(name)
     if num_classes < 1 or in_channels < 1:
         raise ValueError(f"num_classes and in_channels must be >= 1, got {num_classes}, {in_channels}")
-    return _NETWORKS.get(name)(num_classes, in_channels, image_size or info.image_size)
+    build = _NETWORKS.get(name) if name in _NETWORKS else _resolved(name)[1]
+    return build(num_classes, in_channels, image_size or info.image_size)
 
 
 def network_source(name: str) -> str:
     """Python source of a custom-network file equivalent to the standard network `name`."""
     get_network(name)
-    return _SOURCES[name]()
+    return _SOURCES[name]() if name in _SOURCES else _resolved(name)[2]()
 
 
 def _module_source(module_name: str) -> str:

@@ -12,8 +12,8 @@ from functools import partial
 
 from torch import nn
 
-from . import alexnet, googlenet, lenet
-from .registry import register_network
+from . import alexnet, googlenet, lenet, timm_networks
+from .registry import register_network, register_resolver
 
 register_network(
     "lenet",
@@ -136,3 +136,9 @@ for _name, _fn, _title, _conv, _size, _batch, _min, _desc in _TORCHVISION:
         source=partial(_torchvision_source, _fn, _title, _conv),
         source_module="torchvision.models",
     )(partial(_build_torchvision, _fn, _conv))
+
+register_resolver(timm_networks.PREFIX, timm_networks.resolve)
+
+# Standard network name -> torchvision builder: the weights catalogue reads torchvision's weight
+# enums through it (weights/catalogue.py).
+TORCHVISION_FUNCTIONS = {name: fn for name, fn, *_ in _TORCHVISION}

@@ -213,11 +213,13 @@ def training_batch(
     settings: AugmentSettings | None,
     generator: torch.Generator | None = None,
     channels_last: bool = False,
+    std: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """uint8 (N, H, W, C) -> network input as `normalize_batch` makes it, with a random crop and
-    the augmentation of ``settings``, drawing from ``generator``."""
+    the augmentation of ``settings``, drawing from ``generator`` (``std``: the pretrained
+    weights' scaling, if any)."""
     augment = None
     if settings is not None and not is_identity(settings):
         augment = partial(augment_batch, settings=settings, generator=generator)
     return normalize_batch(images, mean, crop, random_crop=partial(random_crop_batch, generator=generator),
-                           augment=augment, channels_last=channels_last)
+                           augment=augment, channels_last=channels_last, std=std)

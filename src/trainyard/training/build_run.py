@@ -22,7 +22,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from trainyard.artifact import network
 from trainyard.artifact.checkpoint import load_checkpoint
-from trainyard.artifact.preprocess import SCALE, mean_tensor
+from trainyard.artifact.preprocess import SCALE, mean_tensor, std_tensor
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
 from trainyard.datasets.storage import SplitReader, open_split, split_names
@@ -36,6 +36,7 @@ from trainyard.training.resume import resume_run
 from trainyard.training.solvers import create_optimizer
 from trainyard.training.spec import ModelSpec
 from trainyard.training.state import Run, Stepper, TrainingError
+from trainyard.weights import finetune, fit
 
 
 def pick_device(d: Dist = SINGLE) -> torch.device:
@@ -114,7 +115,7 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     image_size = check_geometry(spec, height, width)
 
     input_size = (spec.crop, spec.crop) if spec.crop else (height, width)
-    net, trainable = _build_network(spec, ckpt, len(classes), channels, image_size, input_size, events)
+    net, trainable, head = _build_network(spec, ckpt, len(classes), channels, image_size, input_size, events)
     channels_last = spec.channels_last and device.type == "cuda"
     net.to(device)
     if channels_last:
@@ -126,12 +127,19 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
         torch.manual_seed(distributed.rank_seed(seed, d.rank))  # own dropout masks per rank
 
     batch_size = spec.default_batch_size()
-    mean_mode = spec.mean if mean is not None else "none"
-    if mean is None and spec.mean != "none":
-        events.log(f"the dataset has no mean.npy: mean {spec.mean!r} falls back to none", "warning")
+    std = None
+    if spec.input_norm is not None:  # the weights' normalisation replaces the dataset mean
+        mean, std = _weights_normalisation(spec, channels, height, width)
+        mean_mode = "pixel"
+        events.log(f"input normalised as the pretrained weights expect: mean "
+                   f"{[round(v / 255, 4) for v in mean[0, 0].tolist()]}, std {std}")
+    else:
+        mean_mode = spec.mean if mean is not None else "none"
+        if mean is None and spec.mean != "none":
+            events.log(f"the dataset has no mean.npy: mean {spec.mean!r} falls back to none", "warning")
     mean_t = mean_tensor(mean, mean_mode, spec.crop, device)
     loader_args = dict(mean=mean_t, crop=spec.crop, seed=seed, channels_last=channels_last,
-                       rank=d.rank, world_size=d.world_size)
+                       rank=d.rank, world_size=d.world_size, std=std_tensor(std, device))
     train_loader = BatchLoader(train_split, batch_size, device, train=True, augment=spec.augment, **loader_args)
     val_loader = BatchLoader(val_split, batch_size, device, **loader_args) if val_split else None
     if not len(train_loader):
@@ -140,7 +148,10 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
                         spec.snapshot_interval)
 
     base_lr = spec.lr.base_lr * (d.world_size if spec.scale_lr else 1)
-    optimizer = create_optimizer(spec.solver, params, base_lr, spec.momentum, spec.weight_decay)
+    groups: list[nn.Parameter] | list[dict] = params
+    if head is not None and spec.backbone_lr_mult != 1:  # the backbone learns more slowly
+        groups = finetune.parameter_groups(net, head, base_lr, spec.backbone_lr_mult)
+    optimizer = create_optimizer(spec.solver, groups, base_lr, spec.momentum, spec.weight_decay)
     scheduler = create_scheduler(optimizer, spec.lr, schedule.total_iterations)
     dtype = autocast_dtype(spec.precision, device)
     scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
@@ -149,9 +160,9 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     preprocess = {"width": width, "height": height, "channels": channels,
                   "resize": info.get("resize") or "squash", "mean_mode": mean_mode, "crop": spec.crop,
                   "mean": torch.from_numpy(mean.astype(np.float32)) if mean is not None else None,
-                  "scale": SCALE}
+                  "scale": SCALE, "std": std}
     run = Run(spec, Path(job_dir), events, device, net, net, stepper, train_loader, val_loader,
-              schedule, classes, image_size, preprocess, seed, trainable, dist=d, base_lr=base_lr)
+              schedule, classes, image_size, preprocess, seed, trainable, head, dist=d, base_lr=base_lr)
     if ckpt:
         resume_run(run, ckpt)
     _wrap(run)
@@ -178,24 +189,52 @@ def _compiled(module: nn.Module) -> nn.Module:
     return cast(nn.Module, torch.compile(module))
 
 
+def _weights_normalisation(spec: ModelSpec, channels: int, height: int, width: int) -> tuple[np.ndarray, list[float]]:
+    """(the weights' mean as a constant (H, W, C) image in 0..255, their std) for this dataset."""
+    assert spec.input_norm is not None
+    mean, std = finetune.channel_normalisation(spec.input_norm.mean, spec.input_norm.std, channels)
+    image = np.empty((height, width, channels), np.float32)
+    image[:] = np.asarray(mean, np.float32) * np.float32(255.0)
+    return image, std
+
+
 def _build_network(spec: ModelSpec, ckpt: dict | None, num_classes: int, channels: int, image_size: int,
-                   input_size: tuple[int, int], events: EventWriter) -> tuple[nn.Module, list[str] | None]:
-    """The network with its starting weights (checkpoint, pretrained or fresh), frozen as asked."""
+                   input_size: tuple[int, int], events: EventWriter
+                   ) -> tuple[nn.Module, list[str] | None, list[str] | None]:
+    """(network with its starting weights, trainable names or None, head names or None):
+    from a checkpoint, pretrained weights or fresh, frozen as asked."""
     net = network.create_model(spec.network, spec.network_source, num_classes, channels, image_size, input_size)
     if ckpt:
         net.load_state_dict(ckpt["model"])
-        trainable = ckpt["trainable"]
+        trainable, head = ckpt["trainable"], ckpt.get("head")
+    elif spec.pretrained_entry:
+        trainable, head = _load_store_weights(spec, net, image_size, events)
     else:
-        trainable = _load_pretrained(spec, net, num_classes, events)
+        trainable, head = _load_pretrained(spec, net, num_classes, events)
     if trainable is not None:
         network.freeze_except(net, trainable)
-    return net, trainable
+    return net, trainable, head
 
 
-def _load_pretrained(spec: ModelSpec, net: nn.Module, num_classes: int, events: EventWriter) -> list[str] | None:
-    """Start from pretrained weights; return the trainable names if the backbone is frozen."""
+def _load_store_weights(spec: ModelSpec, net: nn.Module, image_size: int, events: EventWriter):
+    """Store weights: the whole backbone must fit; the classifier starts fresh for our classes."""
+    assert spec.pretrained and spec.network  # the spec checks pretrained_entry comes with both
+    try:
+        head = fit.load_backbone(net, fit.read_state_dict(spec.pretrained), spec.network, image_size)
+    except ValueError as e:  # weights that are not, or do not fit: the job's one-line error
+        raise TrainingError(str(e)) from None
+    events.log(f"pretrained: the backbone of {spec.pretrained_entry}; new classifier {', '.join(head)}")
+    params = {name for name, _ in net.named_parameters()}
+    trainable = [name for name in head if name in params] if spec.freeze_backbone else None
+    if trainable is not None:
+        events.log(f"freeze_backbone: training only {', '.join(trainable)}")
+    return trainable, head
+
+
+def _load_pretrained(spec: ModelSpec, net: nn.Module, num_classes: int, events: EventWriter):
+    """Start from pretrained weights; return (trainable names if the backbone is frozen, head)."""
     if not spec.pretrained:
-        return None
+        return None, None
     try:
         report = network.load_pretrained(net, spec.pretrained)
     except network.PretrainedError as e:
@@ -206,9 +245,9 @@ def _load_pretrained(spec: ModelSpec, net: nn.Module, num_classes: int, events: 
                    + ", ".join(report.mismatched), "warning")
     if report.missing:
         events.log("pretrained: not in the file, freshly initialised: " + ", ".join(report.missing), "warning")
+    head = network.trainable_after_finetune(net, report, num_classes)
     if not spec.freeze_backbone:
-        return None
-    trainable = network.trainable_after_finetune(net, report, num_classes)
-    events.log(f"freeze_backbone: training only {', '.join(trainable) or 'nothing'}")
-    return trainable
+        return None, head
+    events.log(f"freeze_backbone: training only {', '.join(head) or 'nothing'}")
+    return head, head
 

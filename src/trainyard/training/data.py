@@ -61,6 +61,7 @@ class BatchLoader:
         prefetch: int = 3,
         workers: int | None = None,
         channels_last: bool = False,
+        std: torch.Tensor | None = None,
     ):
         if batch_size < 1:
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
@@ -68,6 +69,7 @@ class BatchLoader:
         self.batch_size = batch_size
         self.device = torch.device(device)
         self.mean = mean.to(self.device) if mean is not None else None
+        self.std = std.to(self.device) if std is not None else None  # pretrained weights' scaling
         self.crop = crop
         self.train = train
         self.augment = augment
@@ -160,9 +162,10 @@ class BatchLoader:
         images = images.to(self.device, non_blocking=True)
         labels = labels.to(self.device, non_blocking=True)
         if not self.train:
-            return normalize_batch(images, self.mean, self.crop, channels_last=self.channels_last), labels
+            return normalize_batch(images, self.mean, self.crop, channels_last=self.channels_last,
+                                   std=self.std), labels
         seed = np.random.SeedSequence([self.seed, epoch, index, self.rank]).generate_state(1)[0]
         generator = self._generator
         generator.manual_seed(int(seed))
-        x = training_batch(images, self.mean, self.crop, self.augment, generator, self.channels_last)
+        x = training_batch(images, self.mean, self.crop, self.augment, generator, self.channels_last, self.std)
         return x, labels

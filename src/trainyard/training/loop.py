@@ -238,6 +238,7 @@ def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = No
         "metrics": run.metrics,
         "best": run.best,
         "trainable": run.trainable,
+        "head": run.head,
         "spec": run.spec.model_dump(mode="json"),
     }
 

@@ -32,6 +32,21 @@ class ClusterPlacement(BaseModel):
     device: Literal["cpu", "gpu"] = "cpu"
 
 
+class InputNorm(BaseModel):
+    """The per-channel mean and std (0..1 units) that pretrained weights expect their input in."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mean: list[float] = Field(min_length=1, max_length=4)
+    std: list[float] = Field(min_length=1, max_length=4)
+
+    @model_validator(mode="after")
+    def _same_channels(self) -> InputNorm:
+        if len(self.mean) != len(self.std) or min(self.std) <= 0:
+            raise ValueError("input_norm needs one mean and one positive std per channel")
+        return self
+
+
 class ModelSpec(BaseModel):
     """What to train: a network, on a dataset, with a solver and an LR policy, for so long."""
 
@@ -69,7 +84,12 @@ class ModelSpec(BaseModel):
     channels_last: bool = True  # GPU only
 
     pretrained: str | None = None  # a checkpoint, or a .safetensors / .pt / .pth weights file
+    # Store weights (trainyard.weights): the entry's name; its backbone must fit the network
+    # exactly, the classifier is made anew, and inputs are normalised as the weights expect.
+    pretrained_entry: str | None = None
+    input_norm: InputNorm | None = None
     freeze_backbone: bool = False
+    backbone_lr_mult: float = Field(1.0, gt=0, le=1)  # the backbone's LR as a fraction of the head's
     # Data parallelism (DDP, training/distributed.py). batch_size is per process (per GPU), so
     # the global batch is batch_size x processes x nnodes. On GPUs one process runs per leased
     # GPU; ``processes`` sets how many run on the CPU (gloo) of each node.
@@ -110,6 +130,10 @@ class ModelSpec(BaseModel):
             raise ValueError("network_source is empty")
         if self.freeze_backbone and not self.pretrained:
             raise ValueError("freeze_backbone needs pretrained weights to keep (set pretrained)")
+        if self.backbone_lr_mult != 1 and not self.pretrained:
+            raise ValueError("backbone_lr_mult needs pretrained weights (set pretrained)")
+        if self.pretrained_entry and not (self.pretrained and self.network):
+            raise ValueError("pretrained_entry needs pretrained (its file) and a standard or timm network")
         if self.solver == "nesterov" and self.momentum <= 0:
             raise ValueError("the nesterov solver needs a momentum above 0")
         if self.node_rank >= self.nnodes:

@@ -87,6 +87,7 @@ class Run:
     preprocess: dict
     seed: int
     trainable: list[str] | None = None  # None: every parameter trains
+    head: list[str] | None = None  # the classifier's tensors when fine-tuning (its own LR group)
     batches: int = 0  # global batches done (the resume point)
     metrics: dict[str, list] = field(default_factory=dict)
     best: dict | None = None

@@ -24,15 +24,19 @@ from trainyard.web.routers import (
     inference_pages,
     jobs,
     models,
+    network_search,
     networks,
     pages,
     system,
+    weights,
+    weights_pages,
 )
 from trainyard.web.uploads import RequestSizeLimit
 
 STATIC = Path(__file__).parent / "static"
-ROUTERS = [jobs.router, datasets.router, models.router, networks.router, system.router,
-           inference.router, export.router, pages.router, inference_pages.router, docs.router]
+ROUTERS = [jobs.router, datasets.router, models.router, networks.router, network_search.router,
+           system.router, inference.router, export.router, pages.router, inference_pages.router,
+           weights.router, weights_pages.router, docs.router]
 
 
 def create_app(settings: Settings | None = None, *, pools: Pools | None = None,

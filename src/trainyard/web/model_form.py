@@ -18,7 +18,7 @@ from trainyard.training.lr_policies import LRSettings, list_lr_policies
 from trainyard.training.solvers import list_solvers
 
 PLAIN_FIELDS = ("epochs", "batch_size", "accumulation", "solver", "momentum", "weight_decay",
-                "snapshot_interval", "val_interval", "seed", "crop", "mean", "precision")
+                "snapshot_interval", "val_interval", "seed", "crop", "mean", "precision", "backbone_lr_mult")
 
 
 def as_text(value) -> str:
@@ -58,6 +58,7 @@ def form_values(ctx: Context, spec: dict | None = None, needs: dict | None = Non
     values["name"] = spec.get("name") if spec.get("id") else ""
     values["datasets"] = [spec["dataset_id"]] if spec.get("dataset_id") else []
     values["networks"] = [spec["network"]] if spec.get("network") else []
+    values["timm_networks"] = [n for n in values["networks"] if n.startswith("timm:")]  # found by search
     values["network_source"] = spec.get("network_source") or ""
     values["base_lr"] = as_text(spec["lr"].get("base_lr"))
     values["lr"] = {k: as_text(v) for k, v in {**LRSettings().model_dump(), **spec["lr"]}.items()}
@@ -66,7 +67,10 @@ def form_values(ctx: Context, spec: dict | None = None, needs: dict | None = Non
     values["freeze_backbone"] = bool(spec.get("freeze_backbone"))
     values["scale_lr"] = bool(spec.get("scale_lr"))
     values.update(_gpu_values(needs or {}))
-    values.update(_pretrained_values(ctx, spec.get("pretrained")))
+    entry = spec.get("pretrained_entry")  # store weights: the pretrained networks tab
+    values.update(_pretrained_values(ctx, None if entry else spec.get("pretrained")))
+    values["store_entry"] = entry or ""
+    values["network_mode"] = "custom" if spec.get("network_source") else "pretrained" if entry else "standard"
     return values
 
 

@@ -10,7 +10,9 @@ Each image goes through exactly the server's preprocessing, recorded in preproce
 loaded as 8-bit "L" or "RGB" (EXIF orientation applied, transparency composited on white,
 16-bit scaled), resized with DIGITS's geometry for the dataset's resize mode (squash, crop,
 fill or half_crop; the padding noise of fill and half_crop comes from a fixed seed, so an
-image always gets the same input), centre-cropped, scaled to 0..1 and minus the mean in 0..1.
+image always gets the same input), centre-cropped, scaled to 0..1 and minus the mean in 0..1
+(then divided by the per-channel std of the pretrained weights the model was fine-tuned from,
+when preprocess.json has one).
 The network's logits go through a softmax; the top predictions are printed per image, or as
 one JSON document with --json: {"results": [{"image": ..., "predictions": [[label, p], ...]}]}.
 """
@@ -172,6 +174,8 @@ def preprocess(images: list[Image.Image], prep: dict, mean: np.ndarray | None) -
     x = x.astype(np.float32) * np.float32(1.0 / 255.0)
     if mean is not None:
         x = x - mean
+    if prep.get("std"):  # weights fine-tuned from published ones expect their scaling too
+        x = x / np.asarray(prep["std"], dtype=np.float32).reshape(1, -1, 1, 1)
     return np.ascontiguousarray(x, dtype=np.float32)
 
 

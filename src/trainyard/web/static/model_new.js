@@ -159,14 +159,28 @@ def build(num_classes, in_channels, image_size):
     return f.pretrained_file.value.trim() || null;
   }
 
+  // The previous- and pretrained-networks tabs name weights; the server trains their network.
+  function tabPretrained(mode) {
+    if (mode === "previous") {
+      if (!f.previous_job.value) throw new Error("Choose a previous model.");
+      const epoch = f.previous_epoch.value.trim();
+      return epoch ? `${f.previous_job.value}:${epoch}` : f.previous_job.value;
+    }
+    const entry = checked("store_entry")[0];
+    if (!entry) throw new Error("Choose pretrained weights (pull or import them on the Weights page).");
+    return entry.value;
+  }
+
   function request() {
-    const custom = f.network_mode.value === "custom";
+    const mode = f.network_mode.value;
+    const custom = mode === "custom";
     const settings = {
       epochs: number("epochs", "Training epochs"), accumulation: number("accumulation", "Batch accumulation", { integer: true }),
       solver: f.solver.value, lr: lrSettings(), momentum: number("momentum", "Momentum"),
       weight_decay: number("weight_decay", "Weight decay"), snapshot_interval: number("snapshot_interval", "Snapshot interval"),
       val_interval: number("val_interval", "Validation interval"), mean: f.mean.value, precision: f.precision.value,
       augment: augment(), freeze_backbone: f.freeze_backbone.checked,
+      backbone_lr_mult: number("backbone_lr_mult", "Backbone learning rate"),
     };
     if (f.scale_lr && f.scale_lr.checked) settings.scale_lr = true;
     const seed = number("seed", "Random seed", { integer: true, optional: true });
@@ -175,10 +189,10 @@ def build(num_classes, in_channels, image_size):
     if (crop !== undefined) settings.crop = crop;
     const body = {
       name: f.name.value.trim(), datasets: checked("dataset").map((b) => b.value),
-      networks: custom ? [] : checked("network").map((b) => b.value),
+      networks: mode === "standard" ? checked("network").map((b) => b.value) : [],
       network_source: custom ? editor.getValue() : null,
       base_lrs: numbers("base_lr", "Base learning rate"), batch_sizes: numbers("batch_size", "Batch size", true),
-      pretrained: pretrained(), settings,
+      pretrained: mode === "previous" || mode === "pretrained" ? tabPretrained(mode) : pretrained(), settings,
     };
     if (f.gpu_mode) {
       const mode = form.querySelector('input[name="gpu_mode"]:checked');
@@ -204,9 +218,11 @@ def build(num_classes, in_channels, image_size):
     let lrs, batches;
     try { lrs = numbers("base_lr", "Base learning rate"); batches = numbers("batch_size", "Batch size", true); }
     catch (err) { out.textContent = err.message; return; }
-    const custom = f.network_mode.value === "custom";
+    const mode = f.network_mode.value;
+    const networks = { custom: 1, standard: checked("network").length, previous: f.previous_job.value ? 1 : 0,
+                       pretrained: checked("store_entry").length }[mode];
     const parts = [
-      [checked("dataset").length, "dataset"], [custom ? 1 : checked("network").length, "network"],
+      [checked("dataset").length, "dataset"], [networks, "network"],
       [Math.max(lrs.length, 1), "learning rate"], [Math.max(batches.length, 1), "batch size"],
     ];
     const jobs = parts.reduce((n, [k]) => n * k, 1);
@@ -237,7 +253,9 @@ def build(num_classes, in_channels, image_size):
     try {
       body = request();
       if (!body.datasets.length) throw new tyForm.FieldError($("datasets-fieldset"), "Choose a dataset.");
-      if (!body.networks.length && !body.network_source) throw new tyForm.FieldError($("network-fieldset"), "Choose a network.");
+      if (!body.networks.length && !body.network_source && !body.pretrained) {
+        throw new tyForm.FieldError($("network-fieldset"), "Choose a network.");
+      }
       if (!body.name) throw new tyForm.FieldError(f.name, "Give the model a name.");
     } catch (err) { showError(err); return; }
     $("create-button").disabled = true;
@@ -272,4 +290,6 @@ def build(num_classes, in_channels, image_size):
     if (/pretrained|model job/.test(text)) return new tyForm.FieldError($("pretrained-fieldset"), text);
     return err;
   }
+  // For model_new_networks.js: timm rows found by search draw and count like the others.
+  window.tyModelForm = { visualize, updateSweep };
 })();

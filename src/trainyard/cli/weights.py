@@ -1,0 +1,83 @@
+"""``trainyard weights list | pull | import | remove``: the pretrained weights store.
+
+A UserError from the store (a hash mismatch, weights for another network, ...) ends the command
+with exit code 2 and its one line, in cli/errors.py like every command's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TransferSpeedColumn,
+)
+
+from trainyard.cli.output import emit_json, err, fail
+from trainyard.settings import get_settings
+
+app = typer.Typer(help="Pretrained weights: list, pull (download), import, remove.", no_args_is_help=True)
+
+
+def _store():
+    from trainyard.weights.store import (
+        WeightsStore,  # loads torch: only for these commands
+    )
+
+    return WeightsStore.from_settings(get_settings())
+
+
+@app.command("list")
+def list_(search: str = typer.Argument("", help="only names containing this"),
+          source: str | None = typer.Option(None, help="torchvision | timm | user"),
+          present: bool = typer.Option(False, "--present", help="only weights in the store"),
+          as_json: bool = typer.Option(False, "--json")) -> None:
+    """The weights torchvision and timm publish, and your own, with what is in the store."""
+    if source not in (None, "torchvision", "timm", "user"):
+        fail(f"--source {source!r} should be torchvision, timm or user", code=2)
+    rows = _store().list(search, source, present)
+    if as_json:
+        emit_json({"weights": rows})
+        return
+    for row in rows:
+        top1 = next((v for k, v in row["accuracy"].items() if k.endswith("acc@1")), None)
+        size = f"{row['size_mb']:.0f} MB" if row["size_mb"] else ""
+        typer.echo(f"{'*' if row['present'] else ' '} {row['name']:<48} {row['network']:<28} "
+                   f"{size:>8} {f'top-1 {top1:.1f}%' if top1 else ''}")
+    err.print(f"{len(rows)} entries; * = in the store ({get_settings().weights_dir})")
+
+
+@app.command()
+def pull(name: str = typer.Argument(..., help="e.g. resnet18.imagenet or timm:resnet10t.c3_in1k"),
+         as_json: bool = typer.Option(False, "--json")) -> None:
+    """Download published weights (resumes a partial download, checks the published hash)."""
+    columns = (TextColumn(name), BarColumn(), DownloadColumn(), TransferSpeedColumn())
+    with Progress(*columns, console=err, disable=as_json) as bar:
+        task = bar.add_task(name, total=None)
+        row = _store().pull(name, lambda done, total: bar.update(task, completed=done, total=total))
+    _report(row, as_json, "pulled")
+
+
+@app.command("import")
+def import_(name: str = typer.Argument(..., help="a published entry, or a new name for your own weights"),
+            file: Path = typer.Argument(..., help="the weights file (.pth, .pt, .safetensors, a checkpoint)"),
+            network: str | None = typer.Option(None, help="the network your own weights are for"),
+            as_json: bool = typer.Option(False, "--json")) -> None:
+    """Add a file copied by hand: a published entry's (hash-checked), or your own weights."""
+    _report(_store().import_file(name, file, network), as_json, "imported")
+
+
+@app.command()
+def remove(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Delete weights from the store."""
+    _report(_store().remove(name), as_json, "removed")
+
+
+def _report(row: dict, as_json: bool, verb: str) -> None:
+    if as_json:
+        emit_json(row)
+    else:
+        err.print(f"{verb} {row['name']} ({row['network']})" + (f": {row['path']}" if row["path"] else ""))

@@ -1,0 +1,102 @@
+"""Every timm model as a network: ``timm:<model>`` for any name ``timm.list_models()`` gives.
+
+Not copied into the registry (timm has well over a thousand): the registry asks `resolve` for
+names with the ``timm:`` prefix, and the answer is built from timm's own metadata (its default
+pretrained config gives the input size). Models are always built with ``pretrained=False``;
+weights come from the store (trainyard.weights). `search` serves the form's searchable list.
+"""
+
+from __future__ import annotations
+
+import difflib
+from functools import cache, partial
+
+from torch import nn
+
+from trainyard.core.errors import NotFound
+
+from .registry import NetworkInfo, UnknownNetwork
+
+PREFIX = "timm:"
+DEFAULT_BATCH = 32
+MIN_IMAGE_SIZE = 32
+
+
+class UnknownTimmModel(UnknownNetwork):
+    """A ``timm:`` name timm does not have; the message suggests close ones (not all of them)."""
+
+    def __init__(self, model: str, close: list[str]):
+        self.name, self.valid = PREFIX + model, [PREFIX + c for c in close]
+        hint = f"; did you mean {', '.join(self.valid)}?" if close else "; see GET /api/networks/search"
+        NotFound.__init__(self, f"unknown timm model {model!r}{hint}")
+
+
+@cache
+def model_names() -> tuple[str, ...]:
+    """timm's model names, sorted (importing timm takes a few seconds: done once, on demand)."""
+    import timm
+
+    return tuple(timm.list_models())
+
+
+def search(query: str = "", limit: int = 50) -> list[str]:
+    """``timm:`` names containing every word of ``query``, shortest (most basic) first."""
+    words = query.lower().removeprefix(PREFIX).split()
+    found = [n for n in model_names() if all(w in n for w in words)]
+    return [PREFIX + n for n in sorted(found, key=lambda n: (len(n), n))[:limit]]
+
+
+def _config(model: str):
+    from timm.models import get_pretrained_cfg
+
+    return get_pretrained_cfg(model)
+
+
+@cache
+def resolve(name: str):
+    """(NetworkInfo, builder, source function) for ``timm:<model>``; UnknownNetwork otherwise."""
+    model = name.removeprefix(PREFIX)
+    if model not in set(model_names()):
+        raise UnknownTimmModel(model, difflib.get_close_matches(model, model_names(), n=3, cutoff=0.6))
+    cfg = _config(model)
+    size = int(cfg.input_size[-1]) if cfg else 224
+    fixed = bool(cfg and cfg.fixed_input_size)
+    info = NetworkInfo(
+        name=name, description=f"{model} from timm (pytorch-image-models)"
+        + (f", {size}x{size} input" if fixed else ""),
+        image_size=size, batch_size=DEFAULT_BATCH, source_module="timm",
+        min_image_size=size if fixed else MIN_IMAGE_SIZE)
+    return info, partial(build, model), partial(source, model)
+
+
+def build(model: str, num_classes: int, in_channels: int, image_size: int) -> nn.Module:
+    """A randomly initialised timm model for the dataset's classes, channels and size."""
+    import timm
+
+    try:  # transformers take the image size; convolutional networks do not need it
+        return timm.create_model(model, pretrained=False, num_classes=num_classes,
+                                 in_chans=in_channels, img_size=image_size)
+    except TypeError:
+        return timm.create_model(model, pretrained=False, num_classes=num_classes, in_chans=in_channels)
+
+
+_SOURCE = '''"""{model} from timm (pytorch-image-models), random initialisation, as a custom network.
+
+Edit freely: trainyard calls build(num_classes, in_channels, image_size) and trains the module.
+"""
+
+import timm
+
+
+def build(num_classes, in_channels, image_size):
+    try:  # transformers take the image size; convolutional networks do not need it
+        return timm.create_model("{model}", pretrained=False, num_classes=num_classes,
+                                 in_chans=in_channels, img_size=image_size)
+    except TypeError:
+        return timm.create_model("{model}", pretrained=False, num_classes=num_classes,
+                                 in_chans=in_channels)
+'''
+
+
+def source(model: str) -> str:
+    return _SOURCE.format(model=model)

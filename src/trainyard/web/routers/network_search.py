@@ -1,0 +1,36 @@
+"""/api/networks/search and /api/networks/{name}: the whole timm zoo, searched, not tabled.
+
+Hundreds of names cannot each be built for a parameter count up front, so the form searches
+names here and asks for one network's details (parameters, input size) when it is picked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+
+from fastapi import APIRouter, Query
+
+from trainyard.web.deps import Ctx
+
+router = APIRouter(prefix="/api/networks", tags=["networks"])
+
+
+@router.get("/search")
+async def search(q: str = "", limit: int = Query(50, ge=1, le=2000)) -> dict:
+    """``timm:`` names containing every word of ``q``, shortest first."""
+    from trainyard.networks import timm_networks  # imports torch and timm: on first use
+
+    names = await asyncio.to_thread(timm_networks.search, q, limit)
+    return {"networks": names}
+
+
+@router.get("/{name}")
+async def network_details(ctx: Ctx, name: str) -> dict:
+    """One network (standard or ``timm:``) with its parameter count, computed now (and cached)."""
+    from trainyard.jobs.precheck import cache_for
+    from trainyard.networks import registry
+
+    info = await asyncio.to_thread(registry.get_network, name)  # UnknownNetwork: a 404
+    params = await asyncio.to_thread(cache_for(ctx).parameter_count, info.name)
+    return {**asdict(info), "params": params}

@@ -1,0 +1,89 @@
+"""/api/weights: the pretrained weights store (list, pull with live progress, import, remove)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fastapi import APIRouter, File, Form, Request, UploadFile
+
+from trainyard.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from trainyard.weights.pulls import Pulls
+
+router = APIRouter(prefix="/api/weights", tags=["weights"])
+SOURCES = ("torchvision", "timm", "user")
+
+
+def pulls(request: Request) -> Pulls:
+    """The app's store and its background pulls, made on first use."""
+    # The store's catalogue reads the network registry, which imports torch: loaded on first use.
+    from trainyard.weights.pulls import Pulls
+    from trainyard.weights.store import WeightsStore
+
+    state = request.app.state
+    if getattr(state, "weight_pulls", None) is None:
+        state.weight_pulls = Pulls(WeightsStore.from_settings(state.ctx.settings))
+    return state.weight_pulls
+
+
+async def _call(function, *args):
+    # The store reads big files and may import timm: off the event loop. Its UserErrors become
+    # their 4xx in web/errors.py.
+    return await asyncio.to_thread(function, *args)
+
+
+@router.get("")
+async def list_weights(request: Request, search: str = "", source: str | None = None,
+                       present: bool = False, limit: int = 100) -> dict:
+    """Entries whose name contains ``search``; ``limit`` 0 returns them all."""
+    if source is not None and source not in SOURCES:
+        raise InvalidInput(f"source should be one of {', '.join(SOURCES)}")
+    p = pulls(request)
+    rows = await _call(p.store.list, search, source, present)
+    shown = rows[:limit] if limit > 0 else rows
+    return {"weights": [{**row, "pull": p.status(row["name"])} for row in shown], "total": len(rows)}
+
+
+@router.get("/{name}")
+async def get_weights(request: Request, name: str) -> dict:
+    p = pulls(request)
+    row = await _call(p.store.resolve, name)
+    return {**row, "pull": p.status(row["name"])}
+
+
+@router.post("/{name}/pull", status_code=202)
+async def pull_weights(request: Request, name: str) -> dict:
+    """Start downloading a published entry; GET /api/weights/{name} shows its progress."""
+    p = pulls(request)
+    row = await _call(p.store.resolve, name)
+    if row["source"] == "user":
+        raise InvalidInput(f"{row['name']} is your own entry: it has nothing to pull")
+    return {**row, "pull": p.start(row["name"])}
+
+
+@router.post("", status_code=201)
+async def import_weights(request: Request, name: str = Form(...), network: str | None = Form(None),
+                         file: UploadFile = File(...)) -> dict:
+    """Add an uploaded file: a published entry's (hash-checked) or your own for ``network``."""
+    p = pulls(request)
+    with tempfile.TemporaryDirectory(dir=_uploads(request)) as folder:
+        path = Path(folder) / Path(file.filename or "weights.pth").name
+        with open(path, "wb") as out:
+            await asyncio.to_thread(shutil.copyfileobj, file.file, out)
+        return await _call(p.store.import_file, name, path, network or None)
+
+
+@router.delete("/{name}")
+async def remove_weights(request: Request, name: str) -> dict:
+    return await _call(pulls(request).store.remove, name)
+
+
+def _uploads(request: Request) -> Path:
+    folder = request.app.state.ctx.settings.uploads_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -1,0 +1,16 @@
+"""The weights page: the store, searchable, with pulls and imports (static/weights.js)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from trainyard.web.deps import Ctx
+from trainyard.web.routers.pages import render
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/weights", response_class=HTMLResponse)
+def weights_page(request: Request, ctx: Ctx):
+    return render(request, "weights.html", folder=ctx.settings.weights_dir)

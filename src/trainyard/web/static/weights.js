@@ -1,0 +1,106 @@
+// The weights page: search the store, pull with live progress, import and remove.
+"use strict";
+(() => {
+  const body = document.querySelector("#weights-table tbody");
+  const search = document.getElementById("weights-search");
+  const source = document.getElementById("weights-source");
+  const present = document.getElementById("weights-present");
+  const count = document.getElementById("weights-count");
+  const polling = new Set();
+
+  const size = (row) => (row.size_mb ? `${row.size_mb.toFixed(1)} MB` : "");
+  const top1 = (row) => {
+    const key = Object.keys(row.accuracy || {}).find((k) => k.endsWith("acc@1"));
+    return key && typeof row.accuracy[key] === "number" ? `${row.accuracy[key].toFixed(1)}%` : "";
+  };
+
+  function storeCell(row) {
+    const cell = document.createElement("td");
+    const pull = row.pull;
+    if (pull && pull.state === "running") {
+      const pct = pull.total ? (100 * pull.done) / pull.total : 0;
+      cell.innerHTML = `<div class="progress"><div style="width:${pct}%"></div></div>
+        <span class="small muted">${(pull.done / 2 ** 20).toFixed(1)} MB${pull.total ? ` of ${(pull.total / 2 ** 20).toFixed(1)}` : ""}</span>`;
+      return cell;
+    }
+    const button = document.createElement("button");
+    if (row.present) {
+      button.textContent = "Remove";
+      button.className = "danger";
+      button.onclick = () => act(row, "DELETE", `/api/weights/${encodeURIComponent(row.name)}`);
+    } else if (row.source !== "user") {
+      button.textContent = "Pull";
+      button.onclick = () => act(row, "POST", `/api/weights/${encodeURIComponent(row.name)}/pull`);
+    }
+    if (button.textContent) cell.append(button);
+    if (pull && pull.state === "failed") {
+      const error = document.createElement("div");
+      error.className = "error-text small";
+      error.textContent = pull.error;
+      cell.append(error);
+    }
+    return cell;
+  }
+
+  function render(row, tr = document.createElement("tr")) {
+    tr.replaceChildren();
+    tr.dataset.name = row.name;
+    for (const text of [row.name, row.network, row.input_size.slice(1).join("x"), top1(row), size(row)]) {
+      const td = document.createElement("td");
+      td.textContent = text;
+      tr.append(td);
+    }
+    tr.append(storeCell(row));
+    if (row.pull && row.pull.state === "running") watch(row.name, tr);
+    return tr;
+  }
+
+  async function act(row, method, url) {
+    try {
+      const updated = await ty.api(method, url);
+      render(updated, body.querySelector(`tr[data-name="${CSS.escape(row.name)}"]`));
+    } catch (error) {
+      alert(error.message);
+    }
+  }
+
+  function watch(name, tr) {
+    if (polling.has(name)) return;
+    polling.add(name);
+    const tick = async () => {
+      const row = await ty.api("GET", `/api/weights/${encodeURIComponent(name)}`);
+      polling.delete(name);
+      render(row, tr);  // re-renders, and watches again while it runs
+    };
+    setTimeout(tick, 500);
+  }
+
+  let timer = null;
+  async function refresh() {
+    const query = new URLSearchParams({ search: search.value.trim(), limit: "100" });
+    if (source.value) query.set("source", source.value);
+    if (present.checked) query.set("present", "true");
+    const data = await ty.api("GET", `/api/weights?${query}`);
+    body.replaceChildren(...data.weights.map((row) => render(row)));
+    count.textContent = data.total > data.weights.length
+      ? `${data.weights.length} of ${data.total} shown: search to narrow them down`
+      : `${data.total} entries`;
+  }
+  for (const input of [search, source, present]) {
+    input.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 250); });
+  }
+
+  document.getElementById("weights-import").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const error = document.getElementById("weights-import-error");
+    error.textContent = "";
+    try {
+      const row = await ty.api("POST", "/api/weights", new FormData(event.target));
+      search.value = row.name;
+      await refresh();
+    } catch (e) {
+      error.textContent = e.message;
+    }
+  });
+  refresh();
+})();

@@ -1,0 +1,120 @@
+"""Do these weights suit this network? And loading them for fine-tuning.
+
+Weights are read only as safetensors or with ``torch.load(weights_only=True)``. A network's
+classifier ("head") is found by building it on the meta device with an odd class count and
+taking the tensors whose first dimension is that count: this works for any standard, timm or
+custom network, auxiliary classifiers included. Every other tensor (the backbone) must be in the
+weights with the same shape, or the weights belong to another architecture. Fine-tuning copies
+the backbone, adapts the first convolution to the dataset's channels and leaves the head fresh
+for the dataset's classes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from trainyard.core.errors import InvalidInput
+from trainyard.networks import create_network
+
+_PROBE_CLASSES = 7919  # a prime no backbone width equals: marks the classifier's tensors
+_IGNORED = ("num_batches_tracked",)  # older torchvision files lack these BatchNorm counters
+_WRAPPER_PREFIXES = ("module.", "_orig_mod.")  # DDP / DataParallel and torch.compile
+
+
+class WeightsMismatch(InvalidInput):
+    """Weights that belong to another architecture."""
+
+
+def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
+    """Tensors of a .safetensors file, a state dict file or a trainyard checkpoint."""
+    path = Path(path)
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            return load_file(str(path), device="cpu")
+        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as exc:  # not a tensor file, or unpickling refused
+        raise InvalidInput(f"{path.name} is not a weights file ({type(exc).__name__})") from None
+    for key in ("model", "state_dict", "model_state_dict"):
+        if isinstance(obj, dict) and isinstance(obj.get(key), dict):
+            obj = obj[key]
+            break
+    if not isinstance(obj, dict) or not any(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise InvalidInput(f"{path.name} is not a weights file (it holds no tensors by name)")
+    return {_strip(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
+
+
+def _strip(name: str) -> str:
+    for prefix in _WRAPPER_PREFIXES:
+        while name.startswith(prefix):
+            name = name[len(prefix):]
+    return name
+
+
+@lru_cache(maxsize=16)
+def network_layout(network: str, image_size: int) -> tuple[dict[str, tuple], frozenset[str]]:
+    """(name -> shape of every tensor, names of the classifier's tensors) for a 3-channel build."""
+    with torch.device("meta"):
+        model = create_network(network, _PROBE_CLASSES, 3, image_size)
+    shapes = {k: tuple(v.shape) for k, v in model.state_dict().items() if not k.endswith(_IGNORED)}
+    head = frozenset(k for k, s in shapes.items() if s and s[0] == _PROBE_CLASSES)
+    return shapes, head
+
+
+def check_fits(state: dict[str, torch.Tensor], network: str, image_size: int, what: str) -> int:
+    """Raise WeightsMismatch unless ``state`` holds ``network``'s backbone; return its class count."""
+    shapes, head = network_layout(network, image_size)
+    wrong = [k for k, shape in shapes.items()
+             if k not in head and (k not in state or not _same_but_channels(tuple(state[k].shape), shape))]
+    if wrong:
+        first = wrong[0]
+        found = tuple(state[first].shape) if first in state else "missing"
+        raise WeightsMismatch(
+            f"{what} does not fit network {network}: {len(wrong)} of {len(shapes) - len(head)} "
+            f"backbone tensors are missing or shaped differently (first: {first}, expected "
+            f"{list(shapes[first])}, found {found}); were they made for another architecture?")
+    heads = [state[k].shape[0] for k in head if k in state and state[k].ndim]
+    return int(heads[0]) if heads else 0
+
+
+def _same_but_channels(found: tuple, expected: tuple) -> bool:
+    # A first convolution trained on grey images fits an RGB build, and back (adapt_channels).
+    if len(found) == 4 == len(expected):
+        return found[0] == expected[0] and found[2:] == expected[2:]
+    return found == expected
+
+
+def adapt_channels(weight: torch.Tensor, channels: int) -> torch.Tensor:
+    """A first-convolution weight (out, 3, kh, kw) for ``channels`` inputs, as timm does: summed
+    for one channel, tiled and rescaled for more, so the response to a grey image is unchanged."""
+    if channels == 1:
+        return weight.sum(dim=1, keepdim=True)
+    repeat = math.ceil(channels / weight.shape[1])
+    return weight.repeat(1, repeat, 1, 1)[:, :channels] * (weight.shape[1] / channels)
+
+
+def load_backbone(model: nn.Module, state: dict[str, torch.Tensor], network: str, image_size: int) -> list[str]:
+    """Copy every backbone tensor of ``state`` into ``model``; return the head's parameter names
+    (left freshly initialised for the dataset's classes)."""
+    _, head = network_layout(network, image_size)
+    target = model.state_dict()
+    matched = {}
+    for name, tensor in target.items():
+        if name in head or name not in state:
+            continue
+        source = state[name]
+        if source.shape != tensor.shape and source.ndim == 4 and source.shape[0] == tensor.shape[0]:
+            source = adapt_channels(source, tensor.shape[1])  # the dataset's channel count
+        if source.shape != tensor.shape:
+            raise WeightsMismatch(f"the weights do not fit network {network} at {name}: "
+                                  f"{list(source.shape)} against {list(tensor.shape)}")
+        matched[name] = source
+    model.load_state_dict(matched, strict=False)
+    return sorted(head)

@@ -1,0 +1,61 @@
+"""Pulls running in the background of the server, with their live progress for the page.
+
+The server starts a pull in a thread (downloading is waiting on the network, and the files are
+published weights, not user code) and the page polls ``status``. One pull per entry at a time;
+the store's lock keeps a CLI pull of the same entry out too.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict, dataclass
+
+from trainyard.core.errors import UserError
+from trainyard.weights.store import WeightsStore
+
+
+@dataclass
+class PullState:
+    state: str = "running"  # running | done | failed
+    done: int = 0  # bytes
+    total: int | None = None
+    error: str | None = None
+    started: float = 0.0
+
+
+class Pulls:
+    """Background pulls of one store, by entry name."""
+
+    def __init__(self, store: WeightsStore):
+        self.store = store
+        self._states: dict[str, PullState] = {}
+        self._lock = threading.Lock()
+
+    def start(self, name: str) -> dict | None:
+        """Start pulling ``name`` (its canonical name) unless a pull of it is running."""
+        with self._lock:
+            current = self._states.get(name)
+            if current is None or current.state != "running":
+                self._states[name] = PullState(started=time.time())
+                threading.Thread(target=self._run, args=(name,), daemon=True,
+                                 name=f"pull {name}").start()
+        return self.status(name)
+
+    def status(self, name: str) -> dict | None:
+        state = self._states.get(name)
+        return asdict(state) if state else None
+
+    def _run(self, name: str) -> None:
+        state = self._states[name]
+
+        def progress(done: int, total: int | None) -> None:
+            state.done, state.total = done, total
+
+        try:
+            self.store.pull(name, progress)
+            state.state = "done"
+        except UserError as exc:
+            state.state, state.error = "failed", str(exc)
+        except Exception as exc:  # a defect: still shown on the page rather than lost in a thread
+            state.state, state.error = "failed", f"{type(exc).__name__}: {exc}"

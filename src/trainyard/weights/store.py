@@ -1,0 +1,237 @@
+"""The weights store in ``TRAINYARD_HOME/weights``: one folder per entry.
+
+A folder holds the weights file (under its published name, or ``weights.safetensors`` for a
+user's own) and ``entry.json``, written last: an entry is present exactly when its entry.json
+is. Published entries come from the catalogue; a user's own entries name the network they fit.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import re
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+from trainyard.core.errors import Conflict, InvalidInput, NotFound
+from trainyard.core.files import read_json, write_json_atomic
+from trainyard.weights import catalogue, fit
+from trainyard.weights.catalogue import WeightsEntry
+from trainyard.weights.download import Progress, check_hash, download
+
+ENTRY_FILE = "entry.json"
+OWN_FILENAME = "weights.safetensors"
+_OWN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+class WeightsStore:
+    """Published and own weights under one folder; every method takes entry names."""
+
+    def __init__(self, folder: str | Path, mirror: str = ""):
+        self.folder = Path(folder)
+        self.mirror = mirror  # TRAINYARD_WEIGHTS_URL: where torchvision's files are fetched
+
+    @classmethod
+    def from_settings(cls, settings) -> WeightsStore:
+        return cls(settings.weights_dir, settings.weights_url)
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def folder_of(self, name: str) -> Path:
+        return self.folder / name.replace(":", "+")  # ':' is not portable in file names
+
+    def record(self, name: str) -> dict | None:
+        """The stored entry.json of ``name`` (its canonical name, not an alias), or None."""
+        path = self.folder_of(name) / ENTRY_FILE
+        return read_json(path) if path.is_file() else None
+
+    def own_entries(self) -> list[dict]:
+        """Stored entries that are not in the catalogue (the user's own weights)."""
+        found = [read_json(p) for p in sorted(self.folder.glob(f"*/{ENTRY_FILE}"))]
+        return [r for r in found if r.get("source") == "user"]
+
+    def describe(self, entry: WeightsEntry | dict) -> dict:
+        """An entry as the API and CLI show it: catalogue fields plus ``present`` and ``path``."""
+        data = entry.to_dict() if isinstance(entry, WeightsEntry) else dict(entry)
+        stored = self.record(data["name"])
+        data["present"] = stored is not None
+        data["path"] = str(self.folder_of(data["name"]) / data["filename"]) if stored else None
+        if stored:
+            data["sha256"] = stored.get("sha256") or data.get("sha256")
+            data["size_mb"] = stored.get("size_mb") or data.get("size_mb")
+        return data
+
+    def list(self, search: str = "", source: str | None = None, present: bool = False) -> list[dict]:
+        """Catalogue and own entries whose name contains ``search`` (case-insensitive)."""
+        needle = search.lower()
+        own = [] if source not in (None, "user") else self.own_entries()
+        published: list[WeightsEntry] = [] if source == "user" else catalogue.catalogue(source)
+        rows = [self.describe(e) for e in published if needle in e.name.lower()]
+        rows += [self.describe(e) for e in own if needle in e["name"].lower()]
+        return [r for r in rows if r["present"]] if present else rows
+
+    def resolve(self, name: str) -> dict:
+        """The entry called ``name`` (an alias such as ``resnet18.imagenet`` works), described."""
+        entry = catalogue.find_entry(name)
+        if entry is not None:
+            return self.describe(entry)
+        stored = self.record(name)
+        if stored is None:
+            raise NotFound(f"no weights entry {name!r}; see `trainyard weights list`")
+        return self.describe(stored)
+
+    def weights_path(self, name: str) -> tuple[Path, dict]:
+        """The file and record of a present entry; NotFound says how to get it."""
+        described = self.resolve(name)
+        if not described["present"]:
+            raise NotFound(f"the weights {described['name']} are not in the store: run "
+                           f"`trainyard weights pull {described['name']}` on a machine with "
+                           "internet, or import the file (`trainyard weights import NAME FILE`)")
+        return Path(described["path"]), described
+
+    # ---- changing ------------------------------------------------------------------------
+
+    def pull(self, name: str, on_progress: Progress | None = None) -> dict:
+        """Download a published entry (resuming a partial file), check it, and store it."""
+        entry = self._published(name)
+        url = catalogue.download_url(entry, self.mirror)
+        if url is None:
+            raise InvalidInput(f"{entry.name} has no download address; import the file instead")
+        if self.record(entry.name) is not None:
+            return self.describe(entry)  # already here and checked when it came
+        folder = self.folder_of(entry.name)
+        with self._lock(entry.name):
+            path = folder / entry.filename
+            sha = download(url, path, sha256=entry.sha256, on_progress=on_progress)
+            self._check_or_remove(path, entry)
+            return self._finish(entry.to_dict(), path, sha, origin=url)
+
+    def import_file(self, name: str, file: str | Path, network: str | None = None) -> dict:
+        """Store a file copied by hand: a published entry's (hash-checked), or the user's own
+        weights for ``network`` under a new name."""
+        file = Path(file)
+        if not file.is_file():
+            raise NotFound(f"{file} is not a file")
+        entry = catalogue.find_entry(name)
+        if entry is not None:
+            return self._import_published(entry, file, network)
+        return self._import_own(name, file, network)
+
+    def remove(self, name: str) -> dict:
+        """Delete a stored entry's files; the catalogue keeps listing a published one."""
+        described = self.resolve(name)
+        folder = self.folder_of(described["name"])
+        if not folder.is_dir():
+            raise NotFound(f"the weights {described['name']} are not in the store")
+        with self._lock(described["name"]):
+            shutil.rmtree(folder)
+        return {**described, "present": False, "path": None}
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    def _published(self, name: str) -> WeightsEntry:
+        entry = catalogue.find_entry(name)
+        if entry is None:
+            own = self.record(name)
+            if own is not None:
+                raise InvalidInput(f"{name} is your own entry: it has nothing to pull")
+            raise NotFound(f"no published weights called {name!r}; see `trainyard weights list`")
+        return entry
+
+    def _import_published(self, entry: WeightsEntry, file: Path, network: str | None) -> dict:
+        if network and network != entry.network:
+            raise InvalidInput(f"{entry.name} holds weights for {entry.network}, not {network}")
+        sha = check_hash(file, entry.sha256, file.name)
+        self._check(file, entry.to_dict())
+        folder = self.folder_of(entry.name)
+        with self._lock(entry.name):
+            path = folder / entry.filename
+            _copy_atomic(file, path)
+            return self._finish(entry.to_dict(), path, sha, origin=f"import of {file.name}")
+
+    def _import_own(self, name: str, file: Path, network: str | None) -> dict:
+        if not _OWN_NAME.match(name):
+            raise InvalidInput(f"{name!r} is not a published entry; a name for your own weights "
+                               "uses letters, digits, '.', '_' and '-' (no ':')")
+        if not network:
+            raise InvalidInput(f"{name} is not a published entry: say which network the weights "
+                               "are for (--network NET)")
+        info = _network_info(network)
+        record = {"name": name, "network": info.name, "source": "user", "filename": OWN_FILENAME,
+                  "url": None, "accuracy": {}, "num_classes": 0, "aliases": [],
+                  "input_size": [3, info.image_size, info.image_size], **_normalisation(file)}
+        state = fit.read_state_dict(file)
+        record["num_classes"] = fit.check_fits(state, info.name, info.image_size, file.name)
+        folder = self.folder_of(name)
+        with self._lock(name):
+            path = folder / OWN_FILENAME
+            _save_safetensors(state, path)
+            return self._finish(record, path, check_hash(path, None, path.name), origin=f"import of {file.name}")
+
+    def _check(self, path: Path, record: dict) -> None:
+        state = fit.read_state_dict(path)
+        fit.check_fits(state, record["network"], int(record["input_size"][-1]), path.name)
+
+    def _check_or_remove(self, path: Path, entry: WeightsEntry) -> None:
+        try:
+            self._check(path, entry.to_dict())
+        except InvalidInput:
+            path.unlink(missing_ok=True)  # never leave a file that is not these weights
+            raise
+
+    def _finish(self, record: dict, path: Path, sha: str, origin: str) -> dict:
+        size_mb = round(path.stat().st_size / 2**20, 3)
+        write_json_atomic(path.parent / ENTRY_FILE, {**record, "sha256": sha, "size_mb": size_mb,
+                                                     "origin": origin})
+        return self.describe(record)
+
+    @contextmanager
+    def _lock(self, name: str):
+        """One change at a time per entry (a pull in the server and one from the CLI, say)."""
+        folder = self.folder_of(name)
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / f".{folder.name}.lock", "w") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise Conflict(f"{name} is being downloaded or changed right now; try again when "
+                               "that has finished") from None
+            yield
+
+
+def _network_info(network: str):
+    from trainyard.networks import get_network
+
+    try:
+        return get_network(network)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def _normalisation(file: Path) -> dict:
+    """A trainyard checkpoint's input normalisation (weights fine-tuned from ImageNet keep it)."""
+    import torch
+
+    if file.suffix == ".safetensors":
+        return {"mean": None, "std": None}
+    try:
+        prep = torch.load(file, map_location="cpu", weights_only=True, mmap=True).get("preprocess") or {}
+    except Exception:
+        return {"mean": None, "std": None}
+    return {"mean": prep.get("norm_mean"), "std": prep.get("norm_std")}
+
+
+def _save_safetensors(state: dict, path: Path) -> None:
+    from safetensors.torch import save_file
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    # Copies: safetensors refuses tensors that share memory (tied weights, mmap'd views).
+    save_file({k: v.detach().clone().contiguous() for k, v in state.items()}, str(part))
+    part.replace(path)
+
+
+def _copy_atomic(source: Path, dest: Path) -> None:
+    part = dest.with_name(dest.name + ".part")
+    shutil.copyfile(source, part)
+    part.replace(dest)

@@ -1,0 +1,73 @@
+"""The weights page and the new-model form's timm search and pretrained-networks tab, in chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.request
+
+import pytest
+import torch
+
+from trainyard.networks import create_network
+
+pytestmark = pytest.mark.browser
+
+
+def api(server, method: str, path: str, body: dict | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(server.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture(scope="module")
+def dataset(live_server) -> dict:
+    job = api(live_server, "POST", "/api/datasets", {"name": "grey", "train_folder": str(live_server.folder),
+                                                     "width": 28, "height": 28, "channels": 1})
+    deadline = time.monotonic() + 90
+    while job["status"] not in ("done", "failed", "aborted") and time.monotonic() < deadline:
+        time.sleep(0.2)
+        job = api(live_server, "GET", f"/api/jobs/{job['id']}")
+    assert job["status"] == "done", job
+    return job
+
+
+def test_import_on_the_weights_page(live_server, page, tmp_path):
+    weights = tmp_path / "lenet.pt"
+    torch.save(create_network("lenet", 2, 1, 28).state_dict(), weights)
+    page.goto(f"{live_server.url}/weights")
+    page.fill("#weights-search", "resnet18.imagenet1k")
+    page.locator("#weights-table tr[data-name='resnet18.imagenet1k_v1']").wait_for()
+    assert "69.8%" in page.inner_text("#weights-table tr[data-name='resnet18.imagenet1k_v1']")
+    page.fill("#weights-import input[name=name]", "grey-lenet")
+    page.fill("#weights-import input[name=network]", "lenet")
+    page.set_input_files("#weights-import input[name=file]", str(weights))
+    page.click("#weights-import button[type=submit]")
+    row = page.locator("#weights-table tr[data-name='grey-lenet']")
+    row.wait_for()
+    assert "Remove" in row.inner_text()
+
+
+def test_form_finds_timm_networks_and_fine_tunes_from_the_store(live_server, dataset, page):
+    page.goto(f"{live_server.url}/models/new?dataset={dataset['id']}")
+    page.fill("#timm-search", "test_resnet")
+    row = page.locator("#timm-results tr[data-network='timm:test_resnet']")
+    row.wait_for()
+    row.locator("input[type=checkbox]").check()
+    row.locator("td.params").filter(has_text=re.compile(r"\d{3},\d{3}")).wait_for()  # counted on demand
+    page.locator("#sweep-count").filter(has_text="Creates 1 job").wait_for()
+
+    page.click("button.tab[data-tab=pretrained]")
+    page.locator("#store-entries input[value='grey-lenet']").check()
+    page.fill("input[name=name]", "from the store")
+    page.fill("input[name=epochs]", "1")
+    page.fill("input[name=backbone_lr_mult]", "0.1")
+    page.click("#create-button")
+    page.wait_for_url(re.compile(r"/models/[\w-]+$"))
+    job_id = page.url.rsplit("/", 1)[1]
+    spec = json.loads((live_server.settings.jobs_dir / job_id / "spec.json").read_text())
+    assert spec["network"] == "lenet" and spec["pretrained_entry"] == "grey-lenet"
+    assert spec["backbone_lr_mult"] == 0.1
