@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from trainyard import __version__
+from trainyard.inference.workers import POOL
 from trainyard.jobs.context import open_context
 from trainyard.jobs.resources import Pools
 from trainyard.jobs.scheduler import Scheduler
@@ -36,6 +37,7 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
         yield
         if run_scheduler:
             await app.state.scheduler.stop()
+        POOL.close()  # the custom networks' model workers
 
     app = FastAPI(title="trainyard", version=__version__, lifespan=lifespan,
                   description="Turn a folder of images into a trained, deployable network.")

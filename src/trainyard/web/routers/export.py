@@ -27,7 +27,8 @@ router = APIRouter(prefix="/api", tags=["models"])
 def download_model(ctx: Ctx, model_id: str, epoch: float | None = None) -> FileResponse:
     """The model's deployable archive (ONNX, safetensors, scripts) for one snapshot epoch."""
     get_job_of_kind(ctx, model_id, "model")
-    path = cached_export(ctx.manager.folder(model_id).path, epoch)  # CheckpointError: 404
+    # isolated: building a custom network runs user code, which never runs in the server.
+    path = cached_export(ctx.manager.folder(model_id).path, epoch, isolated=True)  # CheckpointError: 404
     filename = f"{_stem(path)}.tar.gz"
     return FileResponse(path, media_type="application/gzip", filename=filename)
 

@@ -1,7 +1,8 @@
 """/api/models/{id}/...: classify images (top-k, layer views, Grad-CAM), classify many,
 top-N per class and evaluate, with their results.
 
-Single images are answered in the request, from a cached loaded model (see inference/loader.py).
+Single images are answered in the request, from a cached loaded model (see inference/loader.py),
+or for a custom network from its worker process (inference/workers.py).
 Classify-many, top-N and evaluate run as jobs (kinds ``classify-many`` and ``evaluate``); their
 results are read back here while they run and after.
 """
@@ -18,10 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.paths import resolve_inside
-from trainyard.datasets.images import ImageError, load_image
-from trainyard.inference.classify import decode
-from trainyard.inference.loader import InferenceError, LoadedModel, load_model, model_checkpoint
-from trainyard.inference.responses import classify_named, model_doc
+from trainyard.inference.loader import model_checkpoint
+from trainyard.inference.workers import classify_checkpoint
 from trainyard.jobs.inference_jobs import create_inference_job, inference_jobs
 from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
@@ -40,12 +39,6 @@ CLASSIFY_BODY = {"requestBody": {"content": {
         "images": {"type": "array", "items": {"type": "string", "format": "binary"}}}}},
     "application/json": {"schema": {"type": "object", "properties": {
         "paths": {"type": "array", "items": {"type": "string"}}}}}}}}
-
-
-def loaded_model(ctx, model_id: str, epoch: float | None) -> LoadedModel:
-    """The model job's checkpoint for ``epoch`` (None: latest), loaded or from the cache."""
-    _, path = model_checkpoint(ctx.manager.folder(model_id).path, epoch)
-    return load_model(path)
 
 
 async def _images_of(ctx, request: Request) -> list[tuple[str, bytes | Path]]:
@@ -78,13 +71,6 @@ def _allowed_file(ctx, path: str) -> Path:
     return resolved
 
 
-def _pil(loaded: LoadedModel, name: str, source: bytes | Path):
-    try:
-        return decode(source, loaded) if isinstance(source, bytes) else load_image(source, loaded.preprocess["channels"])
-    except (InferenceError, ImageError) as exc:
-        raise InferenceError(f"{name} is not a usable image: {str(exc).removeprefix('not a usable image: ')}") from None
-
-
 @router.post("/{model_id}/classify", openapi_extra=CLASSIFY_BODY)
 async def classify(ctx: Ctx, request: Request, model_id: str, epoch: float | None = None,
                    top: int = Query(5, ge=1, le=100), visualize: bool = False, saliency: bool = False) -> dict:
@@ -95,10 +81,10 @@ async def classify(ctx: Ctx, request: Request, model_id: str, epoch: float | Non
     sources = await _images_of(ctx, request)
 
     def work() -> dict:
-        loaded = loaded_model(ctx, model_id, epoch)
-        images = [(name, _pil(loaded, name, source)) for name, source in sources]
-        results = classify_named(loaded, images, top=top, layers=visualize, saliency=saliency or visualize)
-        return {"model": model_id, **model_doc(loaded), "results": results}
+        # A custom network's source is user code: it runs in a worker, never in the server.
+        _, path = model_checkpoint(ctx.manager.folder(model_id).path, epoch)
+        doc = classify_checkpoint(path, sources, top=top, layers=visualize, saliency=saliency or visualize)
+        return {"model": model_id, **doc}
 
     return await asyncio.get_running_loop().run_in_executor(INFERENCE, work)
 
