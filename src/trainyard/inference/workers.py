@@ -94,9 +94,10 @@ class ModelWorker:
                 assert self.proc.stdin is not None
                 self.proc.stdin.write((json.dumps({"images": images, **options}) + "\n").encode())
                 self.proc.stdin.flush()
-            except (BrokenPipeError, OSError):
+            except OSError:  # a broken pipe: the worker is gone
+                message = self._died("answer")
                 self.stop()
-                raise WorkerUnavailable(self._died("answer")) from None
+                raise WorkerUnavailable(message) from None
             doc = self._receive(REQUEST_TIMEOUT_S, "answer")
             self.used = time.monotonic()
         if "answer" not in doc:
@@ -116,8 +117,9 @@ class ModelWorker:
                                         "its worker was stopped, try again or fix network.py")
             chunk = os.read(fd, 1 << 20)
             if not chunk:
+                message = self._died(what)
                 self.stop()
-                raise WorkerUnavailable(self._died(what))
+                raise WorkerUnavailable(message)
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:
