@@ -101,7 +101,8 @@ def test_classify_builds_a_custom_network_in_a_worker_never_in_the_server(server
     assert [p[0] for p in first.json()["results"][0]["predictions"]] in (CLASSES, CLASSES[::-1])
     views = classify(server, model, visualize="true")
     assert views.status_code == 200, views.text
-    assert [layer["type"] for layer in views.json()["results"][0]["visualization"]["layers"]][:2] == ["Input", "Flatten"]
+    layers = views.json()["results"][0]["visualization"]["layers"]
+    assert [layer["type"] for layer in layers][:2] == ["Input", "Flatten"]
     lines = written(pid_file)
     assert len(lines) == 1  # one worker per loaded model, reused by the second request
     pid, token = lines[0]
@@ -119,7 +120,8 @@ def test_a_network_that_kills_its_process_does_not_kill_the_server(server, tmp_p
 def test_a_network_that_hangs_is_stopped_with_a_clear_503(server, tmp_path, monkeypatch):
     monkeypatch.setattr(workers, "LOAD_TIMEOUT_S", 2.0)
     pid_file = tmp_path / "pids.txt"
-    model = custom_model(server, pid_payload(pid_file).replace("    return nn", "    __import__('time').sleep(600)\n    return nn"))
+    sleeper = pid_payload(pid_file).replace("    return nn", "    __import__('time').sleep(600)\n    return nn")
+    model = custom_model(server, sleeper)
     started = time.monotonic()
     response = classify(server, model)
     assert response.status_code == 503
