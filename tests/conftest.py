@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -12,6 +13,9 @@ from PIL import Image
 from trainyard.jobs.context import open_context
 from trainyard.jobs.resources import Pools
 from trainyard.settings import Settings
+
+# TestClient sends "Host: testserver"; the server answers only to the names it is bound to.
+os.environ.setdefault("TRAINYARD_ALLOWED_HOSTS", "testserver")
 
 
 @pytest.fixture

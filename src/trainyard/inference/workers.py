@@ -26,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
+from trainyard.core.environment import child_environment
 from trainyard.core.errors import UserError
 from trainyard.inference.loader import UserCode, load_model
 from trainyard.inference.responses import answer
@@ -35,7 +36,6 @@ LOAD_TIMEOUT_S = 60.0  # the user's build() and loading the weights
 REQUEST_TIMEOUT_S = 60.0  # one classify request (up to 64 images, with layer views)
 IDLE_S = 600.0  # a worker unused this long is stopped
 MAX_WORKERS = 4
-SECRET_VARIABLES = ("TRAINYARD_AUTH_TOKEN",)  # user code must not read the server's secrets
 
 
 class WorkerError(UserError):
@@ -54,9 +54,7 @@ class WorkerUnavailable(UserError):
 
 def worker_env() -> dict[str, str]:
     """The environment of a process that runs user code: no secrets, no GPU."""
-    env = {k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES}
-    env["CUDA_VISIBLE_DEVICES"] = ""  # the server's own classify runs on the CPU too
-    return env
+    return child_environment(CUDA_VISIBLE_DEVICES="")  # the server's own classify runs on the CPU too
 
 
 class ModelWorker:

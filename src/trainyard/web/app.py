@@ -17,6 +17,8 @@ from trainyard.settings import Settings
 from trainyard.web.auth import TokenAuthMiddleware
 from trainyard.web.errors import install_error_handlers
 from trainyard.web.routers import datasets, export, inference, inference_pages, jobs, models, networks, pages, system
+from trainyard.web.security import SameOriginMiddleware
+from trainyard.web.sessions import LoginLimiter
 from trainyard.web.uploads import RequestSizeLimit
 
 STATIC = Path(__file__).parent / "static"
@@ -48,6 +50,9 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
     app.add_middleware(RequestSizeLimit, max_bytes=(2 * ctx.settings.max_upload_mb + 1) * 2**20)
     if ctx.settings.auth_token:
         app.add_middleware(TokenAuthMiddleware, token=ctx.settings.auth_token)
+    app.state.login_limiter = LoginLimiter()
+    # Added last, so it runs first: a foreign Host or a cross-site write gets no further.
+    app.add_middleware(SameOriginMiddleware, settings=ctx.settings)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     for router in ROUTERS:
         app.include_router(router)
