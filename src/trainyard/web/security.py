@@ -64,7 +64,7 @@ def _machine_names() -> set[str]:
     hostname = socket.gethostname()
     names = {hostname.lower(), socket.getfqdn().lower()}
     try:
-        names |= {_bracketed(info[4][0]) for info in socket.getaddrinfo(hostname, None)}
+        names |= {_bracketed(str(info[4][0])) for info in socket.getaddrinfo(hostname, None)}
     except OSError:  # a host name that does not resolve
         pass
     return names
