@@ -63,7 +63,9 @@ def browser():
 @pytest.fixture
 def page(browser):
     """A fresh page; JavaScript errors on it fail the test."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    # Playwright's wait_for_function evaluates strings, which the pages' Content-Security-Policy
+    # forbids; tests/browser/test_xss.py checks the policy itself in a context that keeps it.
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
     page = context.new_page()
     page.set_default_timeout(30_000)
     errors: list[str] = []
