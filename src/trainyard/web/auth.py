@@ -21,7 +21,9 @@ OPEN_PREFIXES = ("/static/",)
 
 
 def token_matches(given: str | None, token: str) -> bool:
-    return given is not None and given != "" and hmac.compare_digest(given.encode(), token.encode())
+    if not given:
+        return False
+    return hmac.compare_digest(given.encode(), token.encode())
 
 
 def authenticated(request: Request, token: str) -> bool:

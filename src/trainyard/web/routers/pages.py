@@ -131,10 +131,10 @@ def login(request: Request, token: Annotated[str, Form()], next: Annotated[str, 
     limiter = request.app.state.login_limiter
     client = request.client.host if request.client else "unknown"
     if not limiter.allowed(client):
-        response = render(request, "login.html", next=next,
-                          error="Too many wrong tokens: wait a minute, then try again.")
-        response.status_code = 429
-        return response
+        refused = render(request, "login.html", next=next,
+                         error="Too many wrong tokens: wait a minute, then try again.")
+        refused.status_code = 429
+        return refused
     if not expected or not token_matches(token, expected):
         limiter.failed(client)
         return render(request, "login.html", next=next, error="That token is not right.")
