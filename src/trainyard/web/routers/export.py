@@ -15,6 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
 from trainyard.inference.export import cached_export
+from trainyard.inference.export_isolated import export_in_child
 from trainyard.jobs.imported_models import import_model_archive
 from trainyard.jobs.job_documents import job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
@@ -27,8 +28,8 @@ router = APIRouter(prefix="/api", tags=["models"])
 def download_model(ctx: Ctx, model_id: str, epoch: float | None = None) -> FileResponse:
     """The model's deployable archive (ONNX, safetensors, scripts) for one snapshot epoch."""
     get_job_of_kind(ctx, model_id, "model")
-    # isolated: building a custom network runs user code, which never runs in the server.
-    path = cached_export(ctx.manager.folder(model_id).path, epoch, isolated=True)  # CheckpointError: 404
+    # Built in a child process: a custom network is user code, which never runs in the server.
+    path = cached_export(ctx.manager.folder(model_id).path, epoch, build=export_in_child)  # CheckpointError: 404
     filename = f"{_stem(path)}.tar.gz"
     return FileResponse(path, media_type="application/gzip", filename=filename)
 
