@@ -1,10 +1,9 @@
 """Child process of check_network_isolated: check and inspect one network, answer in JSON.
 
-Reads {"source" or "network", "num_classes", "in_channels", "image_size", "filename"} on stdin
-and writes one JSON line on stdout: {"ok": true, "layers": [...], "params": N, "state": {name:
-shape}, ...} or
-{"ok": false, "error": message, "line": n}. Anything the user's code prints goes to stderr, so
-it cannot corrupt the answer.
+Reads {"source" or "network", "num_classes", "in_channels", "image_size", "input_size" (height,
+width; optional), "filename"} on stdin and writes one JSON line on stdout:
+{"ok": true, "layers": [...], "params": N, "state": {name: shape}, ...} or {"ok": false, "error": message, "line": n}.
+Anything the user's code prints goes to stderr, so it cannot corrupt the answer.
 
     python -m trainyard.networks.check < request.json
 """
@@ -23,6 +22,7 @@ def run_check(request: dict) -> dict:
 
     num_classes, in_channels = int(request["num_classes"]), int(request["in_channels"])
     filename = request.get("filename") or "network.py"
+    input_size = tuple(request["input_size"]) if request.get("input_size") else None
     try:
         if request.get("network"):
             name = request["network"]
@@ -32,8 +32,8 @@ def run_check(request: dict) -> dict:
             size = int(request["image_size"])
             build = load_network_source(request["source"], filename)
             make = lambda: build(num_classes, in_channels, size)  # noqa: E731
-        model = check_model(make, num_classes, in_channels, size, filename=filename)
-        report = inspect_network(model, (in_channels, size, size))
+        model = check_model(make, num_classes, in_channels, size, filename=filename, input_size=input_size)
+        report = inspect_network(model, (in_channels, *(input_size or (size, size))))
         # What a caller needs to match weights to the network without building it itself.
         report["state"] = {name: list(t.shape) for name, t in model.state_dict().items()}
     except NetworkError as exc:

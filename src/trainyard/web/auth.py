@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, RedirectResponse
 
 from trainyard.web.sessions import COOKIE, valid_session
 
-OPEN_PATHS = ("/login",)  # exactly these paths, plus everything under OPEN_PREFIXES
+OPEN_PATHS = ("/login", "/favicon.ico")  # exactly these paths, plus everything under OPEN_PREFIXES
 OPEN_PREFIXES = ("/static/",)
 
 
