@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from trainyard.settings import Settings
 
 # Fixtures several test folders share: the loopback weights server and weight files.
 pytest_plugins = ["tests.weights.fixtures"]
+# TestClient sends "Host: testserver"; the server answers only to the names it is bound to.
+os.environ.setdefault("TRAINYARD_ALLOWED_HOSTS", "testserver")
 
 
 @pytest.fixture

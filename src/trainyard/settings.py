@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+MIN_TOKEN_LENGTH = 12  # a token is the only lock on a server others can reach: no short ones
 
 
 class Settings(BaseSettings):
@@ -31,6 +32,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 5000
     auth_token: str = ""
+    # Names the server answers to besides localhost, 127.0.0.1, [::1] and ``host`` (a reverse
+    # proxy's name, say); "*" accepts any Host header. Separated by commas.
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
     max_upload_mb: int = 2048
     dataset_builds: int = 2  # dataset builds at once
     cpu_jobs: int = 1  # trainings on the CPU at once (when no GPU is asked for)
@@ -47,6 +51,23 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             parts = value.replace(",", ":").split(":")
             return [p.strip() for p in parts if p.strip()]
+        return value
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value):
+        if isinstance(value, str):
+            return [p.strip() for p in value.split(",") if p.strip()]
+        return value
+
+    @field_validator("auth_token", mode="after")
+    @classmethod
+    def _long_token(cls, value: str) -> str:
+        # The message never repeats the token (validation messages carry only this text).
+        if value and len(value) < MIN_TOKEN_LENGTH:
+            raise ValueError(f"TRAINYARD_AUTH_TOKEN must be at least {MIN_TOKEN_LENGTH} characters "
+                             f"(it has {len(value)}); make one with: python -c \"import secrets; "
+                             "print(secrets.token_urlsafe(24))\"")
         return value
 
     @field_validator("home", mode="after")

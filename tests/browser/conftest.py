@@ -86,7 +86,9 @@ def offline(context, blocked: list[str]) -> None:
 
 def open_page(browser, viewport: dict | None = None):
     """(context, page, JavaScript errors, blocked requests) for a fresh offline page."""
-    context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900})
+    # Playwright's wait_for_function evaluates strings, which the pages' Content-Security-Policy
+    # forbids; tests/browser/test_xss.py checks the policy itself in a context that keeps it.
+    context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900}, bypass_csp=True)
     blocked: list[str] = []
     offline(context, blocked)
     page = context.new_page()

@@ -437,6 +437,23 @@ def test_preview_refuses_folders_outside_the_roots(client, tmp_path, make_images
     assert "TRAINYARD_DATA_ROOTS" in response.json()["detail"]
 
 
+@pytest.mark.parametrize("link", ["file", "folder"])
+def test_preview_never_follows_a_link_out_of_the_data_roots(client, settings, tmp_path, link):
+    """As the dataset builder does: a symlink to outside the folder is skipped, not read."""
+    secret = tmp_path / "outside" / "secret.png"
+    secret.parent.mkdir()
+    Image.fromarray(np.full((8, 8, 3), (250, 0, 250), np.uint8)).save(secret)
+    folder = settings.data_roots[0] / "linked"
+    folder.mkdir(parents=True)
+    if link == "file":
+        (folder / "a.png").symlink_to(secret)
+    else:
+        (folder / "cls").symlink_to(secret.parent, target_is_directory=True)
+    response = client.post("/api/datasets/preview", data={"width": 8, "height": 8, "folder": str(folder)})
+    assert response.status_code == 404, "the outside image's pixels were returned"
+    assert "no image" in response.json()["detail"]
+
+
 def test_preview_errors_are_clear(client, sample_jpeg):
     bad_mode = client.post("/api/datasets/preview", files={"image": ("a.jpg", sample_jpeg, "image/jpeg")},
                            data={"resize": "stretch"})

@@ -35,6 +35,8 @@ def serve(host: str = typer.Option(None, help="address to bind (default 127.0.0.
     if host not in LOCAL_HOSTS and not settings.auth_token:
         raise UserError(f"refusing to bind {host}: anyone who reaches it could run jobs and read your "
                         "images. Set TRAINYARD_AUTH_TOKEN to serve beyond localhost.")
+    # The app checks Host headers against the name it is really bound to.
+    settings = settings.model_copy(update={"host": host, "port": port})
     app_ = create_app(settings)
     typer.echo(f"trainyard on http://{host}:{port}  (home {settings.home})", err=True)
     uvicorn.run(app_, host=host, port=port, log_level="warning")

@@ -6,6 +6,7 @@ Nothing here opens an image; unreadable files are found later, when the build de
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,11 @@ def _walk_images(folder: Path, root: Path, skipped: list[Skipped] | None) -> lis
     ``root`` must be resolved. Links that point outside it are reported in ``skipped`` (when
     given); each real folder is visited once, so link loops end.
     """
-    found: list[Path] = []
+    return sorted(iter_images(folder, root, skipped))
+
+
+def iter_images(folder: Path, root: Path, skipped: list[Skipped] | None = None) -> Iterator[Path]:
+    """`_walk_images` lazily, in walk order: what a dataset build would read, for a preview."""
     seen: set[Path] = set()
     stack = [folder]
     while stack:
@@ -59,6 +64,7 @@ def _walk_images(folder: Path, root: Path, skipped: list[Skipped] | None) -> lis
             if skipped is not None:
                 skipped.append(Skipped(str(current), f"cannot list folder: {e.strerror or e}"))
             continue
+        subfolders = []
         for entry in entries:
             if _hidden(entry.name):
                 continue
@@ -68,10 +74,10 @@ def _walk_images(folder: Path, root: Path, skipped: list[Skipped] | None) -> lis
                     skipped.append(Skipped(str(path), "symbolic link to outside the folder"))
                 continue
             if entry.is_dir():
-                stack.append(path)
+                subfolders.append(path)
             elif entry.is_file() and path.suffix.lower() in IMAGE_EXTENSIONS:
-                found.append(path)
-    return sorted(found)
+                yield path
+        stack.extend(reversed(subfolders))  # visited in name order, like os.walk
 
 
 def _class_dirs(root: Path, skipped: list[Skipped] | None) -> dict[str, Path]:

@@ -8,8 +8,9 @@ never read, and nothing is unpickled.
 
 When network.py is exactly the source of the standard network named in info.json, the model is
 recorded as that standard network (no code from the archive runs). Otherwise network.py is a
-custom network: it is first built and run in a child process (a file that hangs or crashes
-cannot harm the caller), then the weights must fit it exactly.
+custom network, kept as data: it is built and run only in a child process (a file that hangs,
+crashes or misbehaves cannot touch the caller), which reports its state dict's shapes; the
+weights must fit them exactly. The network runs again only in job and model-worker processes.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from trainyard.networks import UnknownNetwork, check_network_isolated, network_s
 REQUIRED = ("weights.safetensors", "network.py", "labels.txt", "mean.npy", "preprocess.json")
 MAX_ARCHIVE_BYTES = 8 * 2**30  # unpacked; the largest torchvision networks are ~0.6 GB twice
 MAX_MEMBERS = 100
+CHECK_TIMEOUT_S = 60.0  # building and running a custom network.py once, in its child process
 
 
 class ArchiveImportError(UserError):
@@ -56,10 +58,11 @@ def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike) -
     network, source = pick_network((root / "network.py").read_text(encoding="utf-8"), info.get("network"))
     image_size = prep.pop("image_size")
     weights = read_weights(root / "weights.safetensors")
-    model = _build(network, source, len(classes), prep["channels"], image_size)
-    _load_exactly(model, weights)
+    expected = _state_shapes(network, source, len(classes), prep["channels"], image_size)
+    _check_exactly(expected, weights)
     return {
-        "format": FORMAT, "model": model.state_dict(), "network": network, "network_source": source,
+        "format": FORMAT, "model": {name: weights[name] for name in expected},
+        "network": network, "network_source": source,
         "classes": classes, "image_size": image_size, "preprocess": {**prep, "mean": mean},
         "epoch": _number(info.get("epoch"), 0), "metrics": _history(info.get("history")),
         "best": info.get("best"), "optimizer": None, "scheduler": None, "scaler": None,
@@ -150,29 +153,33 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
         raise ArchiveImportError(f"weights.safetensors cannot be read: {exc}") from None
 
 
-def _build(network: str | None, source: str | None, num_classes: int, channels: int,
-           image_size: int) -> torch.nn.Module:
-    if source is not None:
-        # The user's code runs in a child first: a hang or crash stays there.
-        report = check_network_isolated(source, num_classes, channels, image_size)
-        if not report.get("ok"):
-            raise ArchiveImportError(f"network.py does not build: {report.get('error')}")
-    return create_model(network, source, num_classes, channels, image_size)
+def _state_shapes(network: str | None, source: str | None, num_classes: int, channels: int,
+                  image_size: int) -> dict[str, tuple[int, ...]]:
+    """{name: shape} of the network's state dict, in its order.
+
+    A custom network.py is user code: it is built and run only in a child process, which
+    answers with the shapes (as data); this process never executes it.
+    """
+    if source is None:
+        model = create_model(network, None, num_classes, channels, image_size)
+        return {name: tuple(t.shape) for name, t in model.state_dict().items()}
+    report = check_network_isolated(source, num_classes, channels, image_size, timeout=CHECK_TIMEOUT_S)
+    if not report.get("ok"):
+        raise ArchiveImportError(f"network.py does not build: {report.get('error')}")
+    return {name: tuple(shape) for name, shape in report["state"].items()}
 
 
-def _load_exactly(model: torch.nn.Module, weights: dict[str, torch.Tensor]) -> None:
-    """Load every tensor, or explain which names and shapes do not fit the network."""
-    target = model.state_dict()
-    missing = sorted(set(target) - set(weights))
-    extra = sorted(set(weights) - set(target))
-    wrong = sorted(k for k in set(target) & set(weights) if target[k].shape != weights[k].shape)
+def _check_exactly(expected: dict[str, tuple[int, ...]], weights: dict[str, torch.Tensor]) -> None:
+    """Every tensor fits, or explain which names and shapes do not fit the network."""
+    missing = sorted(set(expected) - set(weights))
+    extra = sorted(set(weights) - set(expected))
+    wrong = sorted(k for k in set(expected) & set(weights) if expected[k] != tuple(weights[k].shape))
     if missing or extra or wrong:
         parts = [f"{label}: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
                  for label, names in (("missing", missing), ("unexpected", extra), ("wrong shape", wrong))
                  if names]
         raise ArchiveImportError("weights.safetensors does not fit network.py built for "
                                  "labels.txt's classes: " + "; ".join(parts))
-    model.load_state_dict(weights)
 
 
 def _history(doc) -> dict[str, list[list[float]]]:

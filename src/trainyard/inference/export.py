@@ -26,6 +26,7 @@ import os
 import re
 import sys
 import tarfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import resources
@@ -85,13 +86,18 @@ def export_model(job_dir: str | os.PathLike, epoch: float | None, output: str | 
                         [f"{top}/{name}" for name, _, _ in members], check)
 
 
-def cached_export(job_dir: str | os.PathLike, epoch: float | None = None) -> Path:
-    """The archive of ``epoch`` kept in the job folder, built on first use (or when stale)."""
+def cached_export(job_dir: str | os.PathLike, epoch: float | None = None, *,
+                  build: Callable[[Path, float, Path], object] | None = None) -> Path:
+    """The archive of ``epoch`` kept in the job folder, built on first use (or when stale).
+
+    ``build(job_dir, epoch, output)`` writes it (export_model by default; the server passes
+    export_isolated.export_in_child, since the network may be user code).
+    """
     checkpoint_path = checkpoint_for_epoch(job_dir, epoch)
     path = Path(job_dir) / EXPORTS_DIR / f"{checkpoint_path.stem}-trainyard-{trainyard.__version__}.tar.gz"
     # A resumed job may write an epoch's checkpoint again: an older archive is then stale.
     if not path.is_file() or path.stat().st_mtime < checkpoint_path.stat().st_mtime:
-        export_model(job_dir, _epoch_of(checkpoint_path), path)
+        (build or export_model)(Path(job_dir), _epoch_of(checkpoint_path), path)
     return path
 
 

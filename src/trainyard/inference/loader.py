@@ -4,6 +4,9 @@ A `LoadedModel` holds the network (eval mode), its class names and the preproces
 checkpoint records, plus the mean already shaped for the network. The cache key is the file's
 path, modification time and size: a rewritten checkpoint (a resumed job writes the same epoch
 again) is loaded afresh, an unchanged one is never read twice.
+
+``user_code=False`` (the server) refuses to build a custom network: `UserCode` is raised, and
+the caller serves the checkpoint from a worker process instead (inference/workers.py).
 """
 
 from __future__ import annotations
@@ -25,6 +28,10 @@ from trainyard.inference.snapshots import InferenceError, NotFound, NotReady, mo
 __all__ = ["InferenceError", "LoadedModel", "NotFound", "NotReady", "load_model", "model_checkpoint"]
 
 CACHE_SIZE = 4  # GoogLeNet is ~25 MB of weights; a few models stay warm
+
+
+class UserCode(Exception):
+    """A custom network's checkpoint, asked for by a process that must not run user source."""
 
 
 @dataclass
@@ -64,8 +71,12 @@ _cache: OrderedDict[tuple, LoadedModel] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> LoadedModel:
-    """The model of checkpoint ``path``, from the cache when the file has not changed."""
+def load_model(path: str | os.PathLike, device: str | torch.device = "cpu", *,
+               user_code: bool = True) -> LoadedModel:
+    """The model of checkpoint ``path``, from the cache when the file has not changed.
+
+    With ``user_code=False`` a custom network is never built here: `UserCode` is raised.
+    """
     path = Path(path).resolve()
     try:
         stat = path.stat()
@@ -75,8 +86,10 @@ def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> L
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
+            if _cache[key].network == "custom" and not user_code:
+                raise UserCode(str(path))
             return _cache[key]
-    loaded = _load(path, torch.device(device))
+    loaded = _load(path, torch.device(device), user_code)
     with _cache_lock:
         _cache[key] = loaded
         while len(_cache) > CACHE_SIZE:
@@ -84,13 +97,15 @@ def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> L
     return loaded
 
 
-def _load(path: Path, device: torch.device) -> LoadedModel:
+def _load(path: Path, device: torch.device, user_code: bool) -> LoadedModel:
     try:
         checkpoint = load_checkpoint(path)
     except CheckpointError as exc:
         raise InferenceError(str(exc)) from None
     except Exception as exc:  # not a torch file, or one weights_only refuses to unpickle
         raise InferenceError(f"{path.name} is not a readable checkpoint: {exc}") from None
+    if checkpoint.get("network_source") is not None and not user_code:
+        raise UserCode(str(path))
     model = build_model_from_checkpoint(checkpoint).to(device)
     prep = checkpoint["preprocess"]
     mean = input_mean(prep, device)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
+from trainyard.datasets.images import ImageError, load_image
 from trainyard.inference.classify import (
     MAX_TOP,
+    decode,
     prepare,
     probabilities,
     top_predictions,
@@ -64,3 +67,24 @@ def model_doc(loaded: LoadedModel) -> dict:
     return {"epoch": loaded.epoch, "network": loaded.network, "classes": loaded.classes,
             "input": {"width": p["width"], "height": p["height"], "channels": p["channels"],
                       "resize": p["resize"], "crop": p.get("crop"), "mean": p.get("mean_mode")}}
+
+
+def answer(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | Path]], *, top: int = 5,
+           layers: bool = False, saliency: bool = False) -> dict:
+    """A classify response for (name, uploaded bytes or a checked path) images: model and results.
+
+    The same in the server (standard networks) and in a model worker (custom ones).
+    """
+    images = [(name, _pil(loaded, name, source)) for name, source in sources]
+    return {**model_doc(loaded), "results": classify_named(loaded, images, top=top, layers=layers,
+                                                           saliency=saliency)}
+
+
+def _pil(loaded: LoadedModel, name: str, source: bytes | Path) -> Image.Image:
+    try:
+        if isinstance(source, bytes):
+            return decode(source, loaded)
+        return load_image(source, loaded.preprocess["channels"])
+    except (InferenceError, ImageError) as exc:
+        reason = str(exc).removeprefix("not a usable image: ")
+        raise InferenceError(f"{name} is not a usable image: {reason}") from None

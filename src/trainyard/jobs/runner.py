@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 
+from trainyard.core.environment import child_environment
 from trainyard.core.events import read_events
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
@@ -23,9 +24,9 @@ from trainyard.core.status import Status
 
 def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None) -> subprocess.Popen:
     """Run ``command`` for a job, its output going to the job folder's output.txt."""
-    env = dict(os.environ)
     # A job sees only the GPUs it leased; a CPU job sees none, so it cannot grab one by accident.
-    env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in gpu_ids or [])
+    # It runs user code (custom networks), so it never sees the server's token.
+    env = child_environment(CUDA_VISIBLE_DEVICES=",".join(str(i) for i in gpu_ids or []))
     env.setdefault("PYTHONUNBUFFERED", "1")
     output = open(folder.path / "output.txt", "ab")
     try:

@@ -2,7 +2,7 @@
 
 Reads {"source" or "network", "num_classes", "in_channels", "image_size", "input_size" (height,
 width; optional), "filename"} on stdin and writes one JSON line on stdout:
-{"ok": true, "layers": [...], "params": N, ...} or {"ok": false, "error": message, "line": n}.
+{"ok": true, "layers": [...], "params": N, "state": {name: shape}, ...} or {"ok": false, "error": message, "line": n}.
 Anything the user's code prints goes to stderr, so it cannot corrupt the answer.
 
     python -m trainyard.networks.check < request.json
@@ -34,6 +34,8 @@ def run_check(request: dict) -> dict:
             make = lambda: build(num_classes, in_channels, size)  # noqa: E731
         model = check_model(make, num_classes, in_channels, size, filename=filename, input_size=input_size)
         report = inspect_network(model, (in_channels, *(input_size or (size, size))))
+        # What a caller needs to match weights to the network without building it itself.
+        report["state"] = {name: list(t.shape) for name, t in model.state_dict().items()}
     except NetworkError as exc:
         return {"ok": False, "error": exc.message, "line": exc.lineno}
     except Exception as exc:  # inspection or an unknown name: still an answer, not a crash

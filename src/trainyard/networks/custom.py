@@ -21,6 +21,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from trainyard.core.environment import child_environment
 from trainyard.core.errors import InvalidInput
 
 from .layer_errors import LayerWatch
@@ -163,7 +164,7 @@ def check_network_isolated(
                "num_classes": num_classes, "in_channels": in_channels, "image_size": image_size}
     # Hide GPUs: a check must not take memory from trainings; start_new_session lets us kill
     # everything the user's code may have started.
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    env = child_environment(CUDA_VISIBLE_DEVICES="")  # nor the server's secrets
     proc = subprocess.Popen(
         [sys.executable, "-m", "trainyard.networks.check"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from trainyard import __version__
+from trainyard.inference.workers import POOL
 from trainyard.jobs.context import open_context
 from trainyard.jobs.resources import Pools
 from trainyard.jobs.scheduler import Scheduler
@@ -31,6 +32,8 @@ from trainyard.web.routers import (
     weights,
     weights_pages,
 )
+from trainyard.web.security import SameOriginMiddleware
+from trainyard.web.sessions import LoginLimiter
 from trainyard.web.uploads import RequestSizeLimit
 
 STATIC = Path(__file__).parent / "static"
@@ -59,6 +62,7 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
         yield
         if run_scheduler:
             await app.state.scheduler.stop()
+        POOL.close()  # the custom networks' model workers
 
     # docs_url/redoc_url off: routers/docs.py serves /docs from vendored assets (no CDN).
     app = FastAPI(title="trainyard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
@@ -70,6 +74,9 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
     app.add_middleware(RequestSizeLimit, max_bytes=(2 * ctx.settings.max_upload_mb + 1) * 2**20)
     if ctx.settings.auth_token:
         app.add_middleware(TokenAuthMiddleware, token=ctx.settings.auth_token)
+    app.state.login_limiter = LoginLimiter()
+    # Added last, so it runs first: a foreign Host or a cross-site write gets no further.
+    app.add_middleware(SameOriginMiddleware, settings=ctx.settings)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     for router in ROUTERS:
         app.include_router(router)

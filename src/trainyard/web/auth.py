@@ -1,7 +1,8 @@
-"""Optional token authentication: a bearer header, or a login form that sets a cookie.
+"""Optional token authentication: a bearer header, or a login form that sets a session cookie.
 
 With no TRAINYARD_AUTH_TOKEN the server only binds to localhost (see cli serve), and every
-request passes. With a token, every page and API call needs it.
+request passes. With a token, every page and API call needs it: as ``Authorization: Bearer``,
+or the signed session cookie the login form sets (sessions.py; the cookie never holds the token).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse
 
-COOKIE = "trainyard_token"
+from trainyard.web.sessions import COOKIE, valid_session
+
 OPEN_PATHS = ("/login", "/favicon.ico")  # exactly these paths, plus everything under OPEN_PREFIXES
 OPEN_PREFIXES = ("/static/",)
 
@@ -24,11 +26,12 @@ def token_matches(given: str | None, token: str) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
-def request_token(request: Request) -> str | None:
+def authenticated(request: Request, token: str) -> bool:
+    """A bearer header with the token, or a valid session cookie."""
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
-        return header[7:].strip()
-    return request.cookies.get(COOKIE)
+        return token_matches(header[7:].strip(), token)
+    return valid_session(request.cookies.get(COOKIE), token)
 
 
 class TokenAuthMiddleware(BaseHTTPMiddleware):
@@ -38,7 +41,7 @@ class TokenAuthMiddleware(BaseHTTPMiddleware):
 
     async def dispatch(self, request: Request, call_next):
         path = request.url.path
-        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or token_matches(request_token(request), self.token):
+        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or authenticated(request, self.token):
             return await call_next(request)
         if path.startswith("/api") or path in ("/docs", "/openapi.json"):
             return JSONResponse({"detail": "authentication required: send 'Authorization: Bearer <token>'"},

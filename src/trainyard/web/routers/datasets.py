@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Annotated
@@ -18,7 +17,7 @@ from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.datasets.images import ImageError, png_bytes
 from trainyard.datasets.preview import preview_resize
-from trainyard.datasets.sources import IMAGE_EXTENSIONS
+from trainyard.datasets.sources import iter_images
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import SPLITS, open_split
 from trainyard.jobs.dataset_jobs import append_dataset_job, create_dataset_job
@@ -163,15 +162,8 @@ PREVIEW_TRIES = 20  # a folder's first few image files are tried: one of them ma
 def _folder_images(ctx, folder: str):
     """The first image files under a folder inside the data roots (for the resize preview)."""
     root = resolve_inside(folder, ctx.settings.allowed_roots)
-
-    def walk():
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames.sort()
-            for name in sorted(filenames):
-                if os.path.splitext(name)[1].lower() in IMAGE_EXTENSIONS:
-                    yield os.path.join(dirpath, name)
-
-    paths = list(itertools.islice(walk(), PREVIEW_TRIES))
+    # The dataset builder's walk: a link out of the folder is skipped, never followed.
+    paths = [str(p) for p in itertools.islice(iter_images(root, root), PREVIEW_TRIES)]
     if not paths:
         raise NotFound(f"no image found under {folder}")
     return paths

@@ -26,9 +26,12 @@ router = APIRouter(prefix="/api", tags=["models"])
 def download_model(ctx: Ctx, model_id: str, epoch: float | None = None) -> FileResponse:
     """The model's deployable archive (ONNX, safetensors, scripts) for one snapshot epoch."""
     get_job_of_kind(ctx, model_id, "model")
-    from trainyard.inference.export import cached_export  # torch: on first use, not at start-up
+    # torch: on first use, not at start-up. Built in a child process: a custom network is user
+    # code, which never runs in the server.
+    from trainyard.inference.export import cached_export
+    from trainyard.inference.export_isolated import export_in_child
 
-    path = cached_export(ctx.manager.folder(model_id).path, epoch)  # CheckpointError: 404
+    path = cached_export(ctx.manager.folder(model_id).path, epoch, build=export_in_child)  # CheckpointError: 404
     filename = f"{_stem(path)}.tar.gz"
     return FileResponse(path, media_type="application/gzip", filename=filename)
 

@@ -18,8 +18,9 @@ from trainyard.core.files import read_json
 from trainyard.datasets.resize import RESIZE_MODES
 from trainyard.jobs.job_documents import job_detail, list_briefs
 from trainyard.web import job_page, listing, model_form
-from trainyard.web.auth import COOKIE, token_matches
+from trainyard.web.auth import token_matches
 from trainyard.web.deps import Ctx, get_job_of_kind
+from trainyard.web.sessions import COOKIE, MAX_AGE_S, new_session
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent.parent / "templates")
@@ -126,9 +127,19 @@ def login_form(request: Request, next: str = "/", error: str | None = None):
 @router.post("/login")
 def login(request: Request, token: Annotated[str, Form()], next: Annotated[str, Form()] = "/"):
     expected = request.app.state.ctx.settings.auth_token
+    limiter = request.app.state.login_limiter
+    client = request.client.host if request.client else "unknown"
+    if not limiter.allowed(client):
+        refused = render(request, "login.html", next=next,
+                         error="Too many wrong tokens: wait a minute, then try again.")
+        refused.status_code = 429
+        return refused
     if not expected or not token_matches(token, expected):
+        limiter.failed(client)
         return render(request, "login.html", next=next, error="That token is not right.")
     target = next if next.startswith("/") and not next.startswith("//") else "/"
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+    # A random session id signed with the token: the cookie gives nobody the token itself.
+    response.set_cookie(COOKIE, new_session(expected), max_age=MAX_AGE_S, httponly=True,
+                        samesite="strict", secure=request.url.scheme == "https")
     return response

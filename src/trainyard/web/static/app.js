@@ -45,9 +45,18 @@ const ty = {
     if (m < 60) return `${m}m ${String(s).padStart(2, "0")}s`;
     return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, "0")}m`;
   },
+  // For text put into HTML strings, inside elements and inside quoted attributes alike: a name
+  // like `x" onload="..."` must stay text. Prefer textContent/setAttribute where it is easy.
   escape(text) {
-    const div = document.createElement("div");
-    div.textContent = text == null ? "" : String(text);
-    return div.innerHTML;
+    const entities = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+    return (text == null ? "" : String(text)).replace(/[&<>"']/g, (c) => entities[c]);
+  },
+  // Content-Security-Policy forbids inline handlers (onsubmit="..."): forms that are driven by
+  // script carry data-no-submit instead.
+  noSubmit(root = document) {
+    for (const form of root.querySelectorAll("form[data-no-submit]")) {
+      form.addEventListener("submit", (e) => e.preventDefault());
+    }
   },
 };
+document.addEventListener("DOMContentLoaded", () => ty.noSubmit());

@@ -94,10 +94,10 @@ const tyClassify = {
   },
   layerRow(layer) {
     const shape = layer.output_shape ? layer.output_shape.join("×") : "–";
-    const weights = layer.weights ? `${layer.weight_image ? `<img class="mosaic" src="${layer.weight_image}" alt="weights" onload="tyClassify.enlarge(this)">` : ""}${tyClassify.stats(layer.weights)}` : `<span class="muted small">no weights</span>`;
+    const weights = layer.weights ? `${layer.weight_image ? `<img class="mosaic" src="${layer.weight_image}" alt="weights">` : ""}${tyClassify.stats(layer.weights)}` : `<span class="muted small">no weights</span>`;
     const shown = layer.activation_image && layer.output_shape && layer.maps_shown < layer.output_shape[0]
       ? `<div class="small muted">first ${layer.maps_shown} of ${layer.output_shape[0]} maps</div>` : "";
-    const acts = `${layer.activation_image ? `<img class="mosaic" src="${layer.activation_image}" alt="activations" onload="tyClassify.enlarge(this)">` : ""}${shown}${tyClassify.stats(layer.activations)}`;
+    const acts = `${layer.activation_image ? `<img class="mosaic" src="${layer.activation_image}" alt="activations">` : ""}${shown}${tyClassify.stats(layer.activations)}`;
     return `<tr><td class="layer-name"><strong>${ty.escape(layer.name)}</strong><div class="small">${ty.escape(layer.type)}</div>
       <div class="small muted">${shape}</div><div class="small muted">${layer.params.toLocaleString()} params</div></td>
       <td class="vis">${weights}</td><td class="vis">${acts}</td></tr>`;
@@ -148,7 +148,11 @@ const tyClassify = {
     $("one-layers-panel").hidden = !layers;
     if (layers) {
       $("one-layer-count").textContent = `${layers.length - 1} layers in network order`;
-      $("one-layers").tBodies[0].innerHTML = layers.map(tyClassify.layerRow).join("");
+      const body = $("one-layers").tBodies[0];
+      body.innerHTML = layers.map(tyClassify.layerRow).join("");
+      for (const img of body.querySelectorAll("img.mosaic")) {
+        if (img.complete) tyClassify.enlarge(img); else img.addEventListener("load", () => tyClassify.enlarge(img));
+      }
     }
   }
 

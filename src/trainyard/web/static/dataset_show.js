@@ -75,9 +75,18 @@
     const query = new URLSearchParams({ split, offset, limit: pageSize });
     if (label !== "") query.set("label", label);
     const page = await ty.api("GET", `/api/datasets/${jobId}/images?${query}`);
-    grid.innerHTML = page.images.map((image) => `
-      <figure><img loading="lazy" src="/api/datasets/${jobId}/images/${split}/${image.index}.png"
-        alt="${ty.escape(classes[image.label])}"><figcaption>${ty.escape(classes[image.label])}</figcaption></figure>`).join("");
+    // Built as DOM nodes: class names are folder names, which may hold quotes or markup.
+    grid.replaceChildren(...page.images.map((image) => {
+      const figure = document.createElement("figure");
+      const img = document.createElement("img");
+      img.loading = "lazy";
+      img.src = `/api/datasets/${encodeURIComponent(jobId)}/images/${encodeURIComponent(split)}/${image.index}.png`;
+      img.setAttribute("alt", classes[image.label]);
+      const caption = document.createElement("figcaption");
+      caption.textContent = classes[image.label];
+      figure.append(img, caption);
+      return figure;
+    }));
     const last = Math.min(offset + pageSize, page.total);
     document.getElementById("explore-page").textContent = page.total ? `${offset + 1}-${last} of ${page.total}` : "no images";
     document.getElementById("explore-prev").disabled = offset === 0;

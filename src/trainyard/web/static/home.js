@@ -14,6 +14,10 @@
     htmx.trigger(tables, "refresh");
   }
 
+  // The tables refresh every 2 s while the page is visible (here, not in an hx-trigger filter:
+  // the Content-Security-Policy forbids the eval htmx needs for those).
+  setInterval(() => { if (document.visibilityState === "visible") htmx.trigger(tables, "refresh"); }, 2000);
+
   let typing = null;
   form.addEventListener("input", (e) => {
     clearTimeout(typing);

@@ -1,0 +1,185 @@
+"""User code never runs in the server process: classify, download and import of custom networks.
+
+Each payload network is a small MLP whose build() first does something hostile: writes its
+process id (and whether it can see the server's token) to a file, calls os._exit, or sleeps.
+The test process is the server (TestClient), so its pid must never appear in the file, the
+server must keep answering, and a hang must end in a 503 that says what happened.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from safetensors.torch import save
+from torch import nn
+
+from trainyard.artifact.checkpoint import save_checkpoint
+from trainyard.core.paths import checkpoint_name
+from trainyard.inference import archive_import, workers
+
+SIZE, CHANNELS, CLASSES = 8, 3, ["a", "b"]
+TOKEN = "a-server-secret-that-user-code-must-not-see"
+
+BUILD = """
+import os
+from torch import nn
+
+
+def build(num_classes, in_channels, image_size):
+{hostile}
+    return nn.Sequential(nn.Flatten(), nn.Linear(in_channels * image_size * image_size, num_classes))
+"""
+
+
+def payload(hostile: str) -> str:
+    return BUILD.format(hostile="\n".join("    " + line for line in hostile.splitlines()))
+
+
+def pid_payload(pid_file: Path) -> str:
+    return payload(f"with open({str(pid_file)!r}, 'a') as f:\n"
+                   "    f.write(f\"{os.getpid()} {os.environ.get('TRAINYARD_AUTH_TOKEN')}\\n\")")
+
+
+def benign_state() -> dict[str, torch.Tensor]:
+    """The payloads' weights, made here without running any payload."""
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Flatten(), nn.Linear(CHANNELS * SIZE * SIZE, len(CLASSES))).state_dict()
+
+
+PREPROCESS = {"width": SIZE, "height": SIZE, "channels": CHANNELS, "resize": "squash",
+              "mean_mode": "none", "crop": None, "scale": "0..1"}
+
+
+@pytest.fixture
+def server(settings, client_for, monkeypatch):
+    monkeypatch.setenv("TRAINYARD_AUTH_TOKEN", TOKEN)  # the token the server's environment holds
+    with client_for(settings, run_scheduler=False) as client:
+        client.headers["Authorization"] = f"Bearer {TOKEN}"
+        yield client
+    workers.POOL.close()
+
+
+def custom_model(client, source: str) -> str:
+    """A done model job whose one checkpoint holds ``source`` as its custom network."""
+    manager = client.app.state.ctx.manager
+    job = manager.create("model", "payload", {"kind": "model"}, needs={"pool": "cpu"})
+    save_checkpoint(manager.folder(job.id).path / "checkpoints" / checkpoint_name(1), {
+        "model": benign_state(), "network": None, "network_source": source, "classes": CLASSES,
+        "image_size": SIZE, "epoch": 1, "spec": {}, "preprocess": {**PREPROCESS, "mean": None}})
+    return job.id
+
+
+def png() -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(np.full((SIZE, SIZE, 3), 128, np.uint8)).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def classify(client, model_id: str, **params):
+    return client.post(f"/api/models/{model_id}/classify", params=params,
+                       files={"images": ("x.png", png(), "image/png")})
+
+
+def written(pid_file: Path) -> list[list[str]]:
+    return [line.split() for line in pid_file.read_text().splitlines()] if pid_file.exists() else []
+
+
+def test_classify_builds_a_custom_network_in_a_worker_never_in_the_server(server, tmp_path):
+    pid_file = tmp_path / "pids.txt"
+    model = custom_model(server, pid_payload(pid_file))
+    first = classify(server, model)
+    assert first.status_code == 200, first.text
+    assert [p[0] for p in first.json()["results"][0]["predictions"]] in (CLASSES, CLASSES[::-1])
+    views = classify(server, model, visualize="true")
+    assert views.status_code == 200, views.text
+    layers = views.json()["results"][0]["visualization"]["layers"]
+    assert [layer["type"] for layer in layers][:2] == ["Input", "Flatten"]
+    lines = written(pid_file)
+    assert len(lines) == 1  # one worker per loaded model, reused by the second request
+    pid, token = lines[0]
+    assert int(pid) != os.getpid() and token == "None"  # not the server, and no server secret
+
+
+def test_a_network_that_kills_its_process_does_not_kill_the_server(server, tmp_path):
+    model = custom_model(server, payload("os._exit(3)"))
+    response = classify(server, model)
+    assert response.status_code == 503
+    assert "exited (code 3)" in response.json()["detail"]
+    assert server.get("/api/jobs").status_code == 200
+
+
+def test_a_network_that_hangs_is_stopped_with_a_clear_503(server, tmp_path, monkeypatch):
+    monkeypatch.setattr(workers, "LOAD_TIMEOUT_S", 2.0)
+    pid_file = tmp_path / "pids.txt"
+    sleeper = pid_payload(pid_file).replace("    return nn", "    __import__('time').sleep(600)\n    return nn")
+    model = custom_model(server, sleeper)
+    started = time.monotonic()
+    response = classify(server, model)
+    assert response.status_code == 503
+    assert "did not build the network within 2 s" in response.json()["detail"]
+    assert time.monotonic() - started < workers.START_TIMEOUT_S
+    pid = int(written(pid_file)[0][0])
+    assert pid != os.getpid()
+    with pytest.raises(ProcessLookupError):  # the sleeping worker was killed, not left behind
+        os.kill(pid, 0)
+
+
+def test_download_exports_a_custom_network_outside_the_server(server, tmp_path):
+    pid_file = tmp_path / "pids.txt"
+    model = custom_model(server, pid_payload(pid_file))
+    response = server.get(f"/api/models/{model}/download")
+    assert response.status_code == 200, response.text
+    assert written(pid_file) and all(int(pid) != os.getpid() for pid, _ in written(pid_file))
+
+
+def model_archive(source: str) -> bytes:
+    """A downloaded-model archive, made by hand, whose network.py is ``source``."""
+    mean = io.BytesIO()
+    np.save(mean, np.zeros((SIZE, SIZE, CHANNELS), np.float32))
+    return _tar({"network.py": source.encode(), "weights.safetensors": save(benign_state()),
+                 "labels.txt": "".join(f"{c}\n" for c in CLASSES).encode(), "mean.npy": mean.getvalue(),
+                 "preprocess.json": json.dumps({**PREPROCESS, "image_size": SIZE}).encode()})
+
+
+def import_archive(client, source: str):
+    return client.post("/api/models/import", files={"file": ("m.tar.gz", model_archive(source), "application/gzip")})
+
+
+def test_import_checks_network_py_only_outside_the_server(server, tmp_path):
+    pid_file = tmp_path / "pids.txt"
+    response = import_archive(server, pid_payload(pid_file))
+    assert response.status_code == 201, response.text
+    assert written(pid_file) and all(int(pid) != os.getpid() for pid, _ in written(pid_file))
+    answered = classify(server, response.json()["id"])  # the imported model answers from a worker
+    assert answered.status_code == 200, answered.text
+    assert all(int(pid) != os.getpid() for pid, _ in written(pid_file))
+
+
+@pytest.mark.parametrize("hostile, reason", [("os._exit(3)", "crashed (exit code 3)"),
+                                             ("__import__('time').sleep(600)", "timed out after 2 s")])
+def test_import_of_a_hostile_network_is_refused_and_the_server_lives(server, monkeypatch, hostile, reason):
+    if "sleep" in hostile:  # else the whole check (starting Python, importing torch) may take longer
+        monkeypatch.setattr(archive_import, "CHECK_TIMEOUT_S", 2.0)
+    response = import_archive(server, payload(hostile))
+    assert response.status_code == 400
+    assert "network.py does not build" in response.json()["detail"] and reason in response.json()["detail"]
+    assert server.get("/api/jobs").json()["jobs"] == []
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"model/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
