@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.shared_memory import SharedMemory
 
@@ -49,7 +50,7 @@ def init_worker() -> None:
     warnings.simplefilter("ignore", Image.DecompressionBombWarning)
 
 
-def process_chunk(geometry: Geometry, items: list[tuple[str, tuple[int, ...]]],
+def process_chunk(geometry: Geometry, items: Sequence[tuple[str, tuple[int, ...]]],
                   shm_name: str | None = None, offset: int = 0) -> list[Outcome]:
     """Load and resize each (path, noise seed). Module level, so spawn can pickle it.
 
@@ -71,9 +72,10 @@ def process_chunk(geometry: Geometry, items: list[tuple[str, tuple[int, ...]]],
             continue
         encoded = None if geometry.encoding == "none" else encode_image(pixels, geometry.encoding)
         if ring is not None:
-            ring[j] = pixels
-            pixels = None
-        out.append((pixels, encoded, None))
+            ring[j] = pixels  # the parent reads it from shared memory: don't pickle it back
+            out.append((None, encoded, None))
+        else:
+            out.append((pixels, encoded, None))
     return out
 
 

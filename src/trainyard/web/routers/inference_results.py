@@ -22,6 +22,7 @@ from trainyard.datasets.images import ImageError, load_image, to_pil
 from trainyard.datasets.storage import open_split
 from trainyard.inference import results
 from trainyard.jobs.job_documents import job_detail
+from trainyard.jobs.store import Job
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.uploads import save_upload
 
@@ -56,7 +57,7 @@ def read_json_bytes(body: bytes) -> dict:
     return value
 
 
-def job_folder(ctx, model_id: str, job_id: str, kind: str) -> tuple[object, Path, dict]:
+def job_folder(ctx, model_id: str, job_id: str, kind: str) -> tuple[Job, Path, dict]:
     """(job, folder, spec) of an inference job of this model; 404 otherwise."""
     job = get_job_of_kind(ctx, job_id, kind)
     folder = ctx.manager.folder(job.id)

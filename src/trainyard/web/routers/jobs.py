@@ -78,7 +78,7 @@ async def job_events(ctx: Ctx, request: Request, job_id: str,
     get_job_of_kind(ctx, job_id)
     # A browser reconnects to the same URL (with its ``after``) and adds Last-Event-ID: the later
     # of the two wins, so nothing is sent twice.
-    seen = int(last_event_id) if (last_event_id or "").isdigit() else -1
+    seen = int(last_event_id) if last_event_id and last_event_id.isdigit() else -1
     start = max(seen, after if after is not None else -1)
     tail = EventTail(ctx.manager.folder(job_id).events, start_id=start + 1)
     return StreamingResponse(_stream(ctx, request, job_id, tail), media_type="text/event-stream",
