@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker, validates
 
 from trainyard.core.status import Status
+from trainyard.jobs.schema_upgrade import add_missing_columns
 
 STATUS_VALUES = frozenset(s.value for s in Status)
 
@@ -67,6 +68,8 @@ class Job(Base):
     created_at: Mapped[float] = mapped_column(Float, default=time.time, index=True)
     started_at: Mapped[float | None] = mapped_column(Float, default=None)
     finished_at: Mapped[float | None] = mapped_column(Float, default=None)
+    # Set on every write: listings refresh only what changed since their last look.
+    updated_at: Mapped[float] = mapped_column(Float, default=time.time, index=True)
 
     @validates("status")
     def _typed_status(self, key: str, value: Status | str) -> Status:
@@ -113,6 +116,8 @@ class Store:
         if is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         Base.metadata.create_all(self.engine)
+        # Databases made before a column existed gain it here (create_all never alters a table).
+        add_missing_columns(self.engine, Base.metadata.tables[Job.__tablename__])
         self.session = sessionmaker(self.engine, expire_on_commit=False)
 
     # -- jobs --------------------------------------------------------------------------------
@@ -156,6 +161,7 @@ class Store:
                 s.add(StatusChange(job_id=job_id, status=new_status, detail=fields.get("status_detail")))
             for key, value in fields.items():
                 setattr(job, key, value)
+            job.updated_at = time.time()
             return job
 
     def history(self, job_id: str) -> list[StatusChange]:
