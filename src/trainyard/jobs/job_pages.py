@@ -109,19 +109,23 @@ def job_page(store: Store, query: PageQuery) -> JobPage:
     pages = max(1, -(-matched // query.per_page))
     page = min(max(query.page, 1), pages)
     direction = (lambda col: col.desc()) if query.order == "desc" else (lambda col: col.asc())
+    # The ids of the page first (sorting narrow rows is several times faster than sorting whole
+    # ones with their JSON), then those rows.
     if query.group:
-        ranked = select(JOBS, func.row_number().over(
+        ranked = select(JOBS.c.id, JOBS.c.group, JOBS.c.parent_id, JOBS.c.status, func.row_number().over(
             order_by=[direction(k) for k in _sort_keys(JOBS.c, query.sort)]).label("rn")
         ).where(*conditions).subquery()
         grouped = select(ranked, func.min(ranked.c.rn).over(
             partition_by=_group_key(ranked.c, query.group)).label("first")).subquery()
-        statement = select(grouped).order_by(grouped.c.first, grouped.c.rn)
+        statement = select(grouped.c.id).order_by(grouped.c.first, grouped.c.rn)
     else:
-        statement = select(JOBS).where(*conditions).order_by(
+        statement = select(JOBS.c.id).where(*conditions).order_by(
             *[direction(k) for k in _sort_keys(JOBS.c, query.sort)])
     statement = statement.limit(query.per_page).offset((page - 1) * query.per_page)
     with store.session() as s:
-        jobs = [job_brief(row) for row in s.execute(statement)]
+        ids = list(s.scalars(statement))
+        rows = {row.id: row for row in s.execute(select(JOBS).where(JOBS.c.id.in_(ids)))}
+    jobs = [job_brief(rows[i]) for i in ids if i in rows]
     return JobPage(jobs, matched, total, page, pages, query.per_page)
 
 

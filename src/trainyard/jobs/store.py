@@ -13,6 +13,7 @@ from sqlalchemy import (
     JSON,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -46,6 +47,8 @@ def _status_column() -> SAEnum:
 
 class Job(Base):
     __tablename__ = "jobs"
+    # A listing of one kind, newest first (the home page's tables), reads this index in order.
+    __table_args__ = (Index("ix_jobs_kind_created", "kind", "created_at", "id"),)
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     kind: Mapped[str] = mapped_column(String(20), index=True)
