@@ -43,6 +43,6 @@ def test_home_pages_filters_and_redraws_only_on_change(live_server, store, page)
     page.on("response", lambda r: answers.append(r.status) if "/partials/jobs" in r.url else None)
     page.wait_for_timeout(4500)  # two refreshes with nothing changed: nothing redrawn
     assert answers and set(answers) == {204}
-    store.update_job("pg003", status=Status.FAILED, error="changed behind the page")
-    page.locator("#models-table tr[data-job=pg003] .status-failed").wait_for(timeout=10_000)
+    store.update_job("pg055", status=Status.FAILED, error="changed behind the page")
+    page.locator("#models-table tr[data-job=pg055] .status-failed").wait_for(timeout=10_000)
     assert 200 in answers

@@ -72,7 +72,7 @@ class Job(Base):
     started_at: Mapped[float | None] = mapped_column(Float, default=None)
     finished_at: Mapped[float | None] = mapped_column(Float, default=None)
     # Set on every write: listings refresh only what changed since their last look.
-    updated_at: Mapped[float] = mapped_column(Float, default=time.time, index=True)
+    updated_at: Mapped[float | None] = mapped_column(Float, default=time.time, index=True)
 
     @validates("status")
     def _typed_status(self, key: str, value: Status | str) -> Status:
