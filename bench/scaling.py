@@ -18,6 +18,7 @@ batch B must reach the same losses; their images/second is printed for informati
 
     python bench/scaling.py                      # every GPU, googlenet and resnet50
     python bench/scaling.py --networks googlenet --steps 40 --counts 1,2,4 --json out.json
+    python bench/scaling.py --cluster ray        # the same job locally and through Ray (scaling_cluster.py)
 """
 
 from __future__ import annotations
@@ -184,6 +185,7 @@ def main() -> None:
     parser.add_argument("--no-ddp-one", dest="ddp_one", action="store_false",
                         help="skip the 1-GPU run through torch.distributed.run")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
+    parser.add_argument("--cluster", choices=["ray"], help="compare a local run with one through Ray")
     parser.add_argument("--keep", type=Path, help="work in this folder (kept) instead of a temporary one")
     args = parser.parse_args()
 
@@ -194,9 +196,14 @@ def main() -> None:
         root = args.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         gpus = torch.cuda.device_count()
-        rows = gpu_mode(args, root, gpus) if gpus else cpu_mode(args, root)
+        if args.cluster:
+            from scaling_cluster import cluster_mode
+
+            rows = cluster_mode(args, root, gpus, run_job, throughput, write_dataset)
+        else:
+            rows = gpu_mode(args, root, gpus) if gpus else cpu_mode(args, root)
     print_table(rows)
-    if gpus:
+    if gpus and not args.cluster:
         low = [r for r in rows if r["efficiency"] < 0.9]
         print(f"efficiency >= 0.9 at every count: {'yes' if not low else 'NO: ' + str(low)}")
     print(f"({time.time() - started:.0f} s; {gpus} GPU(s): {torch.cuda.get_device_name(0) if gpus else 'none'})")

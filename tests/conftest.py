@@ -134,7 +134,28 @@ def cli_env(settings) -> dict[str, str]:
     """Environment that points the CLI (which reads TRAINYARD_* itself) at the test's folders."""
     return {"TRAINYARD_HOME": str(settings.home),
             "TRAINYARD_DATA_ROOTS": ",".join(str(r) for r in settings.data_roots),
+            "TRAINYARD_DATABASE_URL": settings.database_url,
             "TRAINYARD_AUTH_TOKEN": ""}
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL server for the whole session (tests/postgres_server.py); skips without one.
+
+    ``postgres.new_database()`` gives each test a fresh database's URL.
+    """
+    from tests.postgres_server import PostgresServer, Unavailable
+
+    try:
+        import psycopg  # noqa: F401  (the ``postgres`` extra)
+    except ImportError:
+        pytest.skip("psycopg is not installed (pip install 'trainyard[postgres]')")
+    try:
+        server = PostgresServer().start()
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    yield server
+    server.stop()
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects, so `-m gpu` sees the gpu mark added here

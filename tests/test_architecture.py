@@ -15,21 +15,24 @@ import pytest
 from tests.import_graph import cycles, dependency_edges, imports_of, layer_of, modules, upward_imports
 
 PACKAGE = Path(__file__).parent.parent / "src" / "trainyard"
-EVERY_LAYER = {"core", "datasets", "networks", "artifact", "training", "inference", "jobs", "web", "cli", "settings"}
+EVERY_LAYER = {"core", "datasets", "networks", "artifact", "training", "inference", "jobs", "web", "cli", "settings",
+               "cluster"}
 
 # layer -> trainyard layers it must not import. Nothing below cli imports cli. cli may import web:
 # `trainyard serve` is the one command that starts the web app (inside the command, not at import).
 FORBIDDEN = {
     "core": EVERY_LAYER - {"core"},
     "settings": EVERY_LAYER - {"core", "settings"},
-    "datasets": {"jobs", "web", "cli", "artifact", "training", "inference"},
-    "networks": {"jobs", "web", "cli", "training", "inference", "datasets", "artifact"},
-    "artifact": {"jobs", "web", "cli", "training", "inference"},
-    "training": {"jobs", "web", "cli", "inference"},
-    "inference": {"jobs", "web", "cli", "training"},
+    "datasets": {"jobs", "web", "cli", "artifact", "training", "inference", "cluster"},
+    "networks": {"jobs", "web", "cli", "training", "inference", "datasets", "artifact", "cluster"},
+    "artifact": {"jobs", "web", "cli", "training", "inference", "cluster"},
+    "training": {"jobs", "web", "cli", "inference", "cluster"},
+    "inference": {"jobs", "web", "cli", "training", "cluster"},
     "jobs": {"web", "cli"},
     "web": {"cli"},
     "cli": set(),
+    # the cluster launcher starts the training entry point as a process; it never imports it
+    "cluster": EVERY_LAYER - {"core", "cluster"},
 }
 # third-party modules a layer must not import (the training process loads no web or database code)
 FORBIDDEN_THIRD_PARTY = {
@@ -38,7 +41,12 @@ FORBIDDEN_THIRD_PARTY = {
     "networks": {"sqlalchemy", "fastapi", "starlette"},
     "artifact": {"sqlalchemy", "fastapi", "starlette", "uvicorn"},
     "training": {"sqlalchemy", "fastapi", "starlette", "uvicorn"},
+    "cluster": {"torch", "sqlalchemy", "fastapi", "starlette"},
 }
+# ray is an optional extra (trainyard[cluster]): only the cluster layer imports it (lazily).
+for _layer in FORBIDDEN:
+    if _layer != "cluster":
+        FORBIDDEN_THIRD_PARTY.setdefault(_layer, set()).add("ray")
 # settings is read by every process, so besides the standard library it loads only config libraries
 SETTINGS_THIRD_PARTY = {"pydantic", "pydantic_settings"}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     dataset_builds: int = 2  # dataset builds at once
     cpu_jobs: int = 1  # trainings on the CPU at once (when no GPU is asked for)
     abort_grace_s: float = 10.0  # SIGTERM, then SIGKILL after this long
+    # local: jobs run on this machine. ray: training jobs run as workers on the Ray cluster at
+    # Ray's own RAY_ADDRESS (trainyard.cluster); TRAINYARD_HOME must then be shared by every node.
+    cluster: Literal["local", "ray"] = "local"
     fake_gpus: int = 0  # FOR TESTS: pretend this many GPUs exist (jobs on them train on the CPU)
 
     @field_validator("data_roots", mode="before")

@@ -60,14 +60,62 @@ def browser():
             chromium.close()
 
 
-@pytest.fixture
-def page(browser):
-    """A fresh page; JavaScript errors on it fail the test."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+@pytest.fixture(scope="session")
+def trained_server(trained):
+    """The real app (scheduler on) over the session's shared trained model (tests/trained_model.py:
+    one 28x28 RGB dataset of 3 colours, one LeNet), on a free port."""
+    from trainyard.web.app import create_app
+
+    app = create_app(trained.settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
+    with serving(app) as url:
+        yield SimpleNamespace(url=url, trained=trained, app=app)
+
+
+def offline(context, blocked: list[str]) -> None:
+    """Let the page reach the local server only, as on a machine without internet."""
+    def route(route):
+        url = route.request.url
+        if url.startswith(("http://127.0.0.1:", "http://localhost:")):
+            route.continue_()
+        else:
+            blocked.append(url)
+            route.abort()
+
+    context.route("**/*", route)
+
+
+def open_page(browser, viewport: dict | None = None):
+    """(context, page, JavaScript errors, blocked requests) for a fresh offline page."""
+    context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900})
+    blocked: list[str] = []
+    offline(context, blocked)
     page = context.new_page()
     page.set_default_timeout(30_000)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.blocked = blocked
+    return context, page, errors
+
+
+@pytest.fixture
+def new_page(browser):
+    """``new_page()``: (context, page, JavaScript errors) for more pages in one test."""
+    return lambda viewport=None: open_page(browser, viewport)
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page that reaches only the local server; JavaScript errors on it fail the test."""
+    context, page, errors = open_page(browser)
+    yield page
+    context.close()
+    assert errors == [], f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture
+def phone(browser):
+    """Like ``page``, at a phone's 390x844 viewport."""
+    context, page, errors = open_page(browser, {"width": 390, "height": 844})
     yield page
     context.close()
     assert errors == [], f"JavaScript errors on the page: {errors}"

@@ -7,22 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.live_server import serving
 from tests.trained_model import CROP, colour_image
-from trainyard.jobs.resources import Pools
 
 pytestmark = pytest.mark.browser
 SCREENSHOTS = Path(os.environ.get("TRAINYARD_SCREENSHOTS", "/tmp/trainyard-screenshots"))
 
 
 @pytest.fixture(scope="module")
-def server(trained):
-    """The real app (with its scheduler) over the shared trained model's home, on a free port."""
-    from trainyard.web.app import create_app
-
-    app = create_app(trained.settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
-    with serving(app) as url:
-        yield url, trained
+def server(trained_server):
+    """The session's one server over the shared trained model (tests/browser/conftest.py)."""
+    return trained_server.url, trained_server.trained
 
 
 def test_classify_one_image_with_visualizations(server, page, tmp_path):

@@ -98,7 +98,7 @@ def test_train_watch_abort_and_clone(live_server, dataset, page, tmp_path):
 
     page.click("#clone-button")
     page.wait_for_url(re.compile(rf"/models/new\?clone={job_id}$"))
-    assert page.input_value("input[name=name]") == "browser lenet"
+    assert page.input_value("input[name=name]") == "browser lenet-2"
     assert page.input_value("input[name=epochs]") == "400"
     assert page.input_value("input[name=batch_size]") == "4"
     assert page.input_value("input[name=snapshot_interval]") == "50"
@@ -134,7 +134,7 @@ def test_visualize_shows_layers_and_build_errors_with_their_line(live_server, da
     # "Customize" copies a standard network's source into the editor; GoogLeNet draws branches.
     page.click("button[data-tab=standard]")
     page.click("a.customize[data-network=googlenet]")
-    page.wait_for_function("document.querySelector('.CodeMirror').CodeMirror.getValue().includes('def build')")
+    page.wait_for_function("document.querySelector('.CodeMirror').CodeMirror.getValue().includes('Inception')")
     assert page.is_visible(".CodeMirror")
     page.uncheck(f"#ds-{dataset['id']}")  # GoogLeNet needs more than 28x28: no dataset = 224x224
     page.click("#visualize-custom")

@@ -36,6 +36,15 @@ def test_repo_examples_are_the_packaged_ones(name):
         f"examples/classification/{name} should link to src/trainyard/examples/classification/{name}")
 
 
+def test_use_archive_says_which_file_is_missing_without_a_traceback(tmp_path):
+    archive = tmp_path / "model.tar.gz"
+    archive.write_bytes(b"not checked before the images are")
+    result = run_isolated([str(PACKAGED_SCRIPTS / "use_archive.py"), str(archive), str(tmp_path / "nope.png")],
+                          tmp_path, check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"no such file: {tmp_path / 'nope.png'}"
+
+
 def test_the_script_environment_cannot_import_trainyard(tmp_path):
     result = run_isolated(["-c", "import trainyard"], tmp_path, check=False)
     assert result.returncode != 0 and "No module named 'trainyard'" in result.stderr

@@ -16,7 +16,7 @@ from tests.trained_model import CROP, colour_image
 from trainyard.inference.classify import prepare, probabilities
 from trainyard.inference.gradcam import colormap, gradcam, overlay_png
 from trainyard.inference.loader import load_model, model_checkpoint
-from trainyard.inference.visualize import BINS, tensor_stats, tile, visualize
+from trainyard.inference.visualize import BINS, tensor_stats, tile, visualize, weight_mosaic
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +99,11 @@ def test_statistics_of_constant_and_non_finite_values():
     assert stats["mean"] == 1.0 and stats["std"] == 0.0 and stats["count"] == 4
     assert sum(stats["histogram"]["counts"]) == 2
     assert tensor_stats(np.array([np.nan], np.float32))["mean"] is None
+
+
+def test_one_channel_filters_make_a_near_square_grid_not_a_strip():
+    image = png(weight_mosaic(torch.randn(20, 1, 5, 5), rgb=False))  # LeNet's first layer, grayscale
+    assert image.size == (5 * 6 - 1, 4 * 6 - 1)  # all 20 filters: 5 columns, 4 rows
 
 
 def test_tile_layout():

@@ -1,11 +1,14 @@
 """Dataset jobs from user input: lists cannot reach images outside the data roots."""
 
+import pytest
+
 from tests.conftest import make_image_folder
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.jobs.dataset_jobs import create_dataset_job
 from trainyard.jobs.job_documents import job_detail
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # about roots, not the store
 def test_a_list_naming_images_outside_the_roots_skips_them(ctx, settings, tmp_path):
     inside = make_image_folder(settings.data_roots[0] / "inside", {"cat": 4, "dog": 4})
     outside = make_image_folder(tmp_path / "outside", {"cat": 2, "dog": 2})

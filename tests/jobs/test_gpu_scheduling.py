@@ -61,6 +61,10 @@ def gpu_ctx(settings):
     return open_context(settings, pools=Pools(2, 1, fake_gpus(4)))
 
 
+# Slow tests that exercise processes more than the store run once (on SQLite): a quick suite.
+sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
+
 def make(ctx, kind, **needs):
     return ctx.manager.create(kind, kind, {}, needs={"pool": "gpu", **needs})
 
@@ -119,6 +123,7 @@ print(ctx.manager.run_foreground(job.id).status, flush=True)
 """
 
 
+@sqlite_only  # on PostgreSQL, test_leases and test_shared_store race real processes instead
 def test_a_foreground_command_and_the_server_never_share_a_gpu(settings, cli_env):
     env = {**os.environ, **cli_env, "TRAINYARD_FAKE_GPUS": "4", "PYTHONPATH": str(REPO)}
     settings = settings.model_copy(update={"fake_gpus": 4})
@@ -179,6 +184,7 @@ def wait_training(ctx, job, what="metric"):
 
 
 @needs_cpu_only
+@sqlite_only
 def test_abort_stops_every_rank_and_resume_continues_on_another_gpu_count(gpu_ctx, dataset):
     ctx = gpu_ctx
     job = tick_until(ctx, model_job(ctx, dataset, count=2).id, {"running"})
@@ -201,6 +207,7 @@ def test_abort_stops_every_rank_and_resume_continues_on_another_gpu_count(gpu_ct
 
 
 @needs_cpu_only
+@sqlite_only
 def test_a_killed_rank_fails_the_job_within_a_bounded_time(gpu_ctx, dataset):
     ctx = gpu_ctx
     job = tick_until(ctx, model_job(ctx, dataset, epochs=400, count=2).id, {"running"})

@@ -1,4 +1,5 @@
-"""Leases: never the same resource twice, also between processes sharing the database."""
+"""Leases: never the same resource twice, also between processes sharing the database (SQLite
+or PostgreSQL: ``database_url`` comes from tests/jobs/conftest.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from trainyard.jobs.store import Store
 FOUR_GPUS = [GPU(i, "Fake GPU", 16 * 2**30) for i in range(4)]
 
 
-def test_next_free_gpus_and_exact_sets(tmp_path):
-    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+def test_next_free_gpus_and_exact_sets(database_url):
+    store = Store(database_url)
     pools = Pools(2, 1, FOUR_GPUS)
     assert pools.acquire(store, "a", {"pool": "gpu", "count": 2}) == ["gpu:0", "gpu:1"]
     assert pools.acquire(store, "b", {"pool": "gpu", "ids": [1, 2]}) is None  # 1 is held
@@ -22,26 +23,29 @@ def test_next_free_gpus_and_exact_sets(tmp_path):
     assert store.leases() == {"gpu:0": "c", "gpu:1": "c", "gpu:2": "b"}
 
 
-def test_dataset_pool_has_two_slots(tmp_path):
-    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+def test_dataset_pool_has_two_slots(database_url):
+    store = Store(database_url)
     pools = Pools(2, 1, [])
     assert pools.acquire(store, "a", {"pool": "dataset"}) == ["dataset:0"]
     assert pools.acquire(store, "b", {"pool": "dataset"}) == ["dataset:1"]
     assert pools.acquire(store, "c", {"pool": "dataset"}) is None
 
 
-def _race(url: str, job_id: str, start, results) -> None:
+def _race(url: str, job_id: str, resources: list[str], start, results) -> None:
     store = Store(url)
     start.wait()
-    results.put((job_id, store.try_lease(job_id, ["gpu:0", "gpu:1"])))
+    results.put((job_id, store.try_lease(job_id, resources)))
 
 
-def test_two_processes_never_lease_the_same_gpu(tmp_path):
-    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+def test_two_processes_never_lease_the_same_gpu(database_url):
+    url = database_url
     Store(url)  # create the tables once
     context = multiprocessing.get_context("spawn")
     start, results = context.Event(), context.Queue()
-    procs = [context.Process(target=_race, args=(url, f"job{i}", start, results)) for i in range(4)]
+    # Half ask in the other order: on PostgreSQL that must not deadlock.
+    orders = [["gpu:0", "gpu:1"], ["gpu:1", "gpu:0"]]
+    procs = [context.Process(target=_race, args=(url, f"job{i}", orders[i % 2], start, results))
+             for i in range(4)]
     for p in procs:
         p.start()
     start.set()

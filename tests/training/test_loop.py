@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -45,6 +46,12 @@ def test_learns_a_learnable_set_and_reports_everything(dataset, tmp_path):
     assert all((tmp_path / "checkpoints" / checkpoint_name(c["epoch"])).is_file() for c in checkpoints)
     summaries = list(read_events(tmp_path / "events.jsonl", {"summary"}))
     assert [s["epoch"] for s in summaries] == [1, 2, 3] and summaries[-1]["best"] == result["best"]
+    # For people: a log line per epoch with its figures, and a final line.
+    lines = (tmp_path / "log.txt").read_text().splitlines()
+    epochs = [line for line in lines if "] epoch " in line]
+    assert len(epochs) == 3 and "epoch 3/3: train loss " in epochs[-1]
+    assert re.search(r"val loss [\d.]+, val accuracy [\d.]+ %, LR 0.05, [\d,]+ images/s, [\d.]+ s$", epochs[-1])
+    assert re.search(r"finished 3 epochs in \d+s; best validation accuracy [\d.]+ % at epoch \d$", lines[-1])
 
 
 def test_same_seed_same_metrics(dataset, tmp_path):

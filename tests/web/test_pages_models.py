@@ -148,7 +148,7 @@ def test_clone_fills_the_form_with_the_jobs_settings(app, client):
     job = add_model(ctx, ds, "original", status="aborted", spec=spec, needs={"pool": "gpu", "ids": [1]})
     html = client.get(f"/models/new?clone={job.id}").text
     assert f'href="/models/{job.id}">original</a>' in html
-    assert 'name="name" value="original"' in html
+    assert 'name="name" value="original-2"' in html  # a new name, proposed
     assert f'value="{ds.id}" id="ds-{ds.id}" checked' in html
     assert 'value="lenet" id="net-lenet" checked' in html
     for field, value in (("epochs", "12"), ("batch_size", "16"), ("accumulation", "2"), ("seed", "7"),
@@ -195,7 +195,7 @@ def test_model_page_shows_actions_snapshots_and_settings(app, client, settings):
     assert f'href="/models/new?clone={job.id}"' in html
     for button in ("abort-button", "resume-button", "delete-button"):
         assert f'id="{button}"' in html
-    assert "lr.base_lr" in html and "0.02" in html
+    assert "<h3>Solver</h3>" in html and "<span>Base learning rate</span><span>0.02</span>" in html
     assert 'id="chart-main"' in html and 'id="chart-lr"' in html and 'id="hardware"' in html
     assert "/static/vendor/uplot/uPlot.iife.min.js" in html
     assert client.get(f"/models/{ds.id}").status_code == 404  # a dataset is not a model

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from trainyard.cli import datasets, export, inference, jobs, train
+from trainyard.cli import datasets, export, inference, jobs, system, train
 from trainyard.cli.errors import UserErrorGroup
 from trainyard.core.errors import UserError
 from trainyard.settings import LOCAL_HOSTS, get_settings
@@ -17,6 +17,7 @@ app.add_typer(jobs.app, name="jobs")
 train.register(app)
 export.register(app)
 inference.register(app)
+system.register(app)
 
 
 @app.command()

@@ -59,6 +59,8 @@ def train(
     nnodes: int = typer.Option(1, help="machines taking part in this one job (run this command on each)"),
     node_rank: int = typer.Option(0, help="this machine's place among --nnodes, 0 to N-1"),
     master: str | None = typer.Option(None, help="HOST:PORT where node 0 meets the others (with --nnodes)"),
+    max_restarts: int = typer.Option(
+        0, help="cluster mode: resume from the last checkpoint up to K times after a lost worker or node"),
     precision: str = typer.Option("auto", help="auto | fp32 | bf16 | fp16"),
     pretrained: str | None = typer.Option(None, help="JOB[:EPOCH] or a weights file"),
     freeze_backbone: bool = typer.Option(False, help="with --pretrained: train only the classifier"),
@@ -87,6 +89,7 @@ def train(
             datasets=_names(dataset), networks=networks, network_source=source,
             base_lrs=_numbers(lr, what="--lr"), batch_sizes=_numbers(batch_size, int, "--batch-size"),
             gpus=gpus, gpu_ids=_numbers(gpu_ids, int, "--gpu-ids") or None, pretrained=pretrained,
+            max_restarts=max_restarts,
             settings={k: v for k, v in settings.items() if v is not None})
     ctx = cli_context()
     jobs = create_model_jobs(ctx, request, foreground=not submit)

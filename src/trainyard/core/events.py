@@ -6,11 +6,14 @@ duplicates points. Types in use:
 
 - ``log``: ``message``, ``level`` (also written to log.txt for people)
 - ``progress``: ``done``, ``total``, ``phase`` and optionally ``eta`` (seconds)
-- ``status``: ``status`` (running | done | failed | aborted), ``error`` (message or null)
+- ``status``: ``status`` (running | done | failed | aborted), ``error`` (message or null); a
+  cluster job's launcher also writes ``waiting`` with a ``detail`` ("waiting for 8 GPUs on the
+  cluster (5 free)"), which the job manager folds into the job's status
 - ``metric``: ``epoch`` (fractional), ``name``, ``value`` (and optionally more fields)
 - ``checkpoint``: ``epoch``, ``path``
 - ``summary``: the figures so far, for the job's page: a dataset build's per-class ``counts``;
-  a model's ``epoch``, ``best`` and ``val_accuracy`` at each validation or snapshot point
+  a model's ``epoch``, ``best`` and ``val_accuracy`` at each validation or snapshot point; a
+  cluster job's ``workers`` (rank, node id, host, device), once Ray has placed them
 - ``result``: a job-kind specific summary (a dataset's counts, a model's best epoch, ...)
 """
 

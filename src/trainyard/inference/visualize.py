@@ -90,9 +90,10 @@ def feature_mosaic(maps: torch.Tensor) -> tuple[str, int]:
 def weight_mosaic(weight: torch.Tensor, rgb: bool) -> str | None:
     """A convolution's (out, in, kh, kw) weights as a mosaic.
 
-    RGB filters (a first layer on colour images) are drawn in colour, one tile per filter; 1x1
-    convolutions as their (out, in) weight matrix; others as a grid of kernels with a row per
-    output filter and a column per input channel (at most 8 x 8).
+    RGB filters (a first layer on colour images) are drawn in colour, one tile per filter, and
+    one-channel filters (a first layer on grayscale images) one grey tile each, both in a
+    near-square grid; 1x1 convolutions as their (out, in) weight matrix; others as a grid of
+    kernels with a row per output filter and a column per input channel (at most 8 x 8).
     """
     w = weight.detach().float().cpu()
     if w.ndim != 4:
@@ -102,6 +103,8 @@ def weight_mosaic(weight: torch.Tensor, rgb: bool) -> str | None:
         return png_data_uri(to_uint8(w[:MAX_MATRIX, :MAX_MATRIX, 0, 0].numpy()))
     if rgb and in_ch == 3:
         return png_data_uri(tile(to_uint8(w[:MAX_TILES].permute(0, 2, 3, 1).numpy())))
+    if in_ch == 1:  # a column of 8 would be a thin strip: every filter, square, like the maps
+        return png_data_uri(tile(to_uint8(w[:MAX_TILES, 0].numpy())))
     rows, cols = min(out_ch, 8), min(in_ch, 8)
     kernels = w[:rows, :cols].reshape(rows * cols, kh, kw).numpy()
     return png_data_uri(tile(to_uint8(kernels), cols))

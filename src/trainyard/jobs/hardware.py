@@ -1,5 +1,6 @@
 """Live hardware figures for the job page and /api/system: per-GPU NVML readings and the CPU and
-memory use of a job's process tree (psutil). No torch here: the server reads these every second
+memory use of a job's process tree (psutil); for a cluster job, each worker's figures from its
+own node (trainyard.cluster.nodes). No torch here: the server reads these every second
 or two, for every open job page.
 
 `GpuMonitor` takes the NVML module as an argument (pynvml by default), so tests hand it a fake
@@ -167,6 +168,7 @@ class Hardware:
         running = job.status == Status.RUNNING
         resources = (job.summary or {}).get("resources", []) if running else []
         gpu_ids = [int(r.split(":")[1]) for r in resources if r.startswith("gpu:")]
+        workers = (job.summary or {}).get("workers") or []
         return {
             "id": job.id,
             "status": job.status,
@@ -178,5 +180,17 @@ class Hardware:
             "gpus": self.gpus.sample(gpu_ids) if gpu_ids else [],
             "cpu": self.processes.sample(job.pid) if running else None,
             "system": self.system(),
+            "workers": self.workers(workers) if running and workers else [],
             "time": time.time(),
         }
+
+    @staticmethod
+    def workers(workers: list[dict]) -> list[dict]:
+        """A cluster job's workers, each with its CPU and GPU figures read on its own node."""
+        from trainyard.cluster.connect import ClusterUnavailable
+        from trainyard.cluster.nodes import worker_figures  # ray, lazily: cluster jobs only
+
+        try:
+            return worker_figures(workers)
+        except ClusterUnavailable:
+            return [{**w, "cpu": None, "gpus": []} for w in workers]

@@ -43,12 +43,17 @@ class ModelKind(JobKind):
 
     def command(self, folder: JobFolder, gpu_ids: list[int]) -> list[str]:
         spec = _spec(folder)
+        if spec.get("cluster"):  # Ray places the ranks (trainyard.cluster), in place of torchrun
+            return python_module_command(CLUSTER_LAUNCHER, folder)
         processes = len(gpu_ids) if gpu_ids else int(spec.get("processes") or 1)
         nnodes = int(spec.get("nnodes") or 1)
         if processes == 1 and nnodes == 1:
             return python_module_command(self.module, folder)
         return distributed_command(self.module, folder, processes, nnodes,
                                    int(spec.get("node_rank") or 0), spec.get("master"))
+
+
+CLUSTER_LAUNCHER = "trainyard.cluster.launcher"
 
 
 def distributed_command(module: str, folder: JobFolder, processes: int, nnodes: int = 1,
@@ -141,6 +146,7 @@ def describe_model(job: Job, folder: JobFolder) -> dict:
         "snapshots": snapshots,
         "metrics": metrics,
         "best": {"epoch": best[0], "val_accuracy": best[1]} if best else None,
+        "workers": (job.summary or {}).get("workers", []),  # cluster mode: where each rank runs
         "spec": spec,
     }
 

@@ -5,12 +5,18 @@ One manager runs in the server (ticked by the scheduler) and one in each foregro
 Each job has an owner (``owner_pid``): the process that watches it. A job whose owner died (a
 server restart, a killed CLI) is adopted by the next manager that ticks, so no job is left
 "running" forever and no lease is held by a dead job.
+
+Several managers may share one database (two servers on PostgreSQL, or a server and CLIs on
+SQLite), each acting on what it read at the start of its tick. So every change of a job's
+status is a compare-and-set on the status and owner it read (``Store.update_job_if``): of two
+managers starting the same queued job, or adopting the same orphan, exactly one wins.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -29,6 +35,14 @@ from trainyard.jobs.store import Job, Store
 from trainyard.settings import Settings
 
 ACTIVE = [Status.QUEUED, Status.WAITING, Status.RUNNING]
+# What a running job's own events may set: a cluster launcher waits for Ray to place its ranks.
+LIVE_STATUSES = (Status.WAITING, Status.RUNNING)
+
+
+def launched(job: Job) -> bool:
+    """Has the job's process started? A cluster job's launcher runs while the job waits for
+    the cluster (status waiting, with its pid), so ``waiting`` alone does not tell."""
+    return job.status == Status.RUNNING or (job.status == Status.WAITING and job.pid is not None)
 
 
 class JobError(UserError):
@@ -49,8 +63,11 @@ class JobManager:
         self.store = store
         self.pools = pools
         self.pid = os.getpid()
+        self.host = socket.gethostname()
+        self.owner = {"owner_pid": self.pid, "owner_host": self.host}  # this manager, in a job row
         self._children: dict[str, subprocess.Popen] = {}
         self._tails: dict[str, EventTail] = {}
+        self._stopping: set[str] = set()  # jobs being terminated by this process
         # The server ticks in one thread while request handlers abort in others.
         self._lock = threading.RLock()
 
@@ -69,8 +86,8 @@ class JobManager:
         folder.path.mkdir(parents=True)
         write_json_atomic(folder.spec, {**spec, "id": job_id})
         job = Job(id=job_id, kind=kind, name=name, status=Status.QUEUED, parent_id=parent_id,
-                  group=group, needs=needs, summary={}, owner_pid=self.pid if foreground else None,
-                  created_at=time.time())
+                  group=group, needs=needs, summary={}, created_at=time.time(),
+                  **(self.owner if foreground else {}))
         return self.store.add_job(job)
 
     def get(self, job_id: str) -> Job:
@@ -90,11 +107,11 @@ class JobManager:
 
     def _tick(self, only: str | None) -> None:
         for job in self.store.list_jobs(statuses=ACTIVE, oldest_first=True):
-            if job.status == Status.RUNNING:
+            if launched(job):
                 self._watch(job)
             elif (only is None and job.owner_pid is None) or job.id == only:
                 self._try_start(job)
-            elif job.owner_pid not in (None, self.pid) and not runner.process_alive(job.owner_pid):
+            elif job.owner_pid is not None and not self._mine(job) and not self._owner_alive(job):
                 self._finish(job, Status.ABORTED, "the command that created this job exited before it started")
 
     def _try_start(self, job: Job) -> None:
@@ -108,7 +125,7 @@ class JobManager:
         if waiting_for.startswith("failed:"):
             self._finish(job, Status.FAILED, waiting_for.removeprefix("failed:").strip())
         elif job.status != Status.WAITING or job.status_detail != waiting_for:
-            self.store.update_job(job.id, status=Status.WAITING, status_detail=waiting_for)
+            self.store.update_job_if(job, status=Status.WAITING, status_detail=waiting_for)
 
     def _missing_input(self, job: Job) -> str | None:
         """Why the job cannot start yet ('failed: ...' if it never will), or None if it can."""
@@ -131,38 +148,69 @@ class JobManager:
         return "waiting for a free dataset-build slot" if pool == "dataset" else "waiting for a free CPU slot"
 
     def _start(self, job: Job, resources: list[str]) -> None:
+        # Claim the job before launching anything: another manager may be starting it right now.
+        if not self.store.update_job_if(job, status=Status.RUNNING, status_detail=None, pid=None,
+                                        **self.owner, started_at=time.time(), error=None,
+                                        summary={**job.summary, "resources": resources}):
+            self.store.release(job.id, resources)  # only ours: the winner holds others
+            return
         folder = self.folder(job.id)
         gpu_ids = Pools.gpu_ids(resources)
         try:
             proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids)
         except OSError as exc:
-            self._finish(job, Status.FAILED, f"could not start the job: {exc}")
+            self._finish(self.get(job.id), Status.FAILED, f"could not start the job: {exc}")
             return
         self._children[job.id] = proc
         self._tails[job.id] = EventTail(folder.events, next_id=0)
-        self.store.update_job(job.id, status=Status.RUNNING, status_detail=None, pid=proc.pid,
-                              owner_pid=self.pid, started_at=time.time(), error=None,
-                              summary={**job.summary, "resources": resources})
+        if job.needs.get("pool") == "cluster":  # it waits on for Ray to place it; its launcher says why
+            self.store.update_job(job.id, status=Status.WAITING, status_detail="connecting to the Ray cluster",
+                                  pid=proc.pid)
+        else:
+            self.store.update_job(job.id, pid=proc.pid)  # an abort asked for meanwhile: see _watch
 
     # -- watching ------------------------------------------------------------------------------
     def _watch(self, job: Job) -> None:
-        if job.owner_pid != self.pid:
-            if runner.process_alive(job.owner_pid):
+        if not self._mine(job):
+            if self._owner_alive(job):
                 return  # someone else watches it
-            self.store.update_job(job.id, owner_pid=self.pid)  # adopt an orphan
+            if not self.store.update_job_if(job, **self.owner):  # adopt an orphan
+                return  # another manager adopted it first
+            job = self.get(job.id)
         self._read_progress(job)
         proc = self._children.get(job.id)
         if proc is not None:
             returncode = proc.poll()
             if returncode is None:
+                self._stop_if_asked(job)
                 return
         elif runner.process_alive(job.pid, job.started_at):
+            self._stop_if_asked(job)
             return
         else:
             returncode = None
         self._read_progress(job)
         status, error = runner.final_status(self.folder(job.id), returncode, self._abort_requested(job.id))
         self._finish(job, status, error)
+
+    def _stop_if_asked(self, job: Job) -> None:
+        """Stop a job whose abort was asked for where it could not be signalled (another machine).
+
+        In a thread: the SIGKILL comes a grace period later, and ticks must go on meanwhile.
+        """
+        if job.abort_requested and job.id not in self._stopping:
+            self._stopping.add(job.id)
+            threading.Thread(target=runner.terminate_group, daemon=True,
+                             args=(job.pid, self.settings.abort_grace_s, self._children.get(job.id))).start()
+
+    def _mine(self, job: Job) -> bool:
+        return job.owner_pid == self.pid and job.owner_host in (None, self.host)
+
+    def _owner_alive(self, job: Job) -> bool:
+        """Whether the job's watcher runs; one on another machine cannot be checked, so is trusted."""
+        if job.owner_host not in (None, self.host):
+            return True
+        return runner.process_alive(job.owner_pid)
 
     def _abort_requested(self, job_id: str) -> bool:
         job = self.store.get_job(job_id)
@@ -172,42 +220,58 @@ class JobManager:
         """Fold new events into the job row: progress, ETA and the summary a listing shows."""
         tail = self._tails.setdefault(job.id, EventTail(self.folder(job.id).events))
         progress, eta, summary = None, job.eta, dict(job.summary)
+        live = None
         for _, event in tail.read_new():
-            if event["type"] == "progress" and event.get("total"):
+            if event["type"] == "status" and event.get("status") in LIVE_STATUSES:
+                if event.get("time", 0) >= (job.started_at or 0) - 1:  # not a replay of an earlier run
+                    live = (event["status"], event.get("detail"))
+            elif event["type"] == "progress" and event.get("total"):
                 progress = min(1.0, event["done"] / event["total"])
                 eta = event.get("eta")
             elif event["type"] in ("summary", "result"):
                 summary.update({k: v for k, v in event.items() if k not in ("type", "time")})
+        if live is not None and live != (job.status, job.status_detail):
+            self.store.update_job(job.id, status=live[0], status_detail=live[1])
         if progress is not None or summary != job.summary:
             self.store.update_job(job.id, progress=progress if progress is not None else job.progress,
                                   eta=eta, summary=summary)
 
-    def _finish(self, job: Job, status: Status, error: str | None) -> None:
-        self._children.pop(job.id, None)
-        self._tails.pop(job.id, None)
+    def _finish(self, job: Job, status: Status, error: str | None) -> bool:
+        """End the job, unless another manager changed it since ``job`` was read (then False)."""
         fields = dict(status=status.value, error=error, finished_at=time.time(), status_detail=None,
                       eta=None, abort_requested=False)
         if status == Status.DONE:
             fields["progress"] = 1.0
-        self.store.update_job(job.id, **fields)
+        if not self.store.update_job_if(job, **fields):
+            return False
+        self._children.pop(job.id, None)
+        self._tails.pop(job.id, None)
+        self._stopping.discard(job.id)
         self.store.release(job.id)
         on_end = get_kind(job.kind).on_end
         if on_end is not None:
             on_end(self.folder(job.id), self.settings.uploads_dir)
+        return True
 
     # -- user actions --------------------------------------------------------------------------
     def abort(self, job_id: str) -> Job:
         job = self.get(job_id)
         if job.status.is_final:
             raise JobConflict(f"job {job_id} has already ended ({job.status})")
-        if job.status != Status.RUNNING:
+        if not launched(job):
             with self._lock:
-                self._finish(job, Status.ABORTED, None)
-            return self.get(job_id)
+                if self._finish(job, Status.ABORTED, None):
+                    return self.get(job_id)
+            job = self.get(job_id)  # a manager started it meanwhile: abort it running
+            if job.status.is_final:
+                return job
         self.store.update_job(job_id, abort_requested=True)
-        assert job.pid is not None  # set in the same update that marks a job running
-        runner.terminate_group(job.pid, self.settings.abort_grace_s, self._children.get(job_id))
-        if job.owner_pid == self.pid or not runner.process_alive(job.owner_pid):
+        # Only a process on this machine can be signalled from here; else its starter sees the
+        # request (after its launch, or in its next tick on another machine).
+        if job.pid and job.owner_host in (None, self.host):
+            self._stopping.add(job_id)
+            runner.terminate_group(job.pid, self.settings.abort_grace_s, self._children.get(job_id))
+        if self._mine(job) or not self._owner_alive(job):
             with self._lock:
                 self._watch(self.get(job_id))
         return self.get(job_id)
@@ -220,9 +284,9 @@ class JobManager:
         if (job.summary or {}).get("imported"):
             raise JobError(f"model {job_id} was imported from an archive; fine-tune from it instead "
                            f"(--pretrained {job_id})")
-        self.store.update_job(job_id, status=Status.QUEUED, error=None, finished_at=None,
-                              owner_pid=self.pid if foreground else None,
-                              status_detail="resuming from the last checkpoint")
+        self.store.update_job_if(job, status=Status.QUEUED, error=None, finished_at=None, pid=None,
+                                 **(self.owner if foreground else {"owner_pid": None, "owner_host": None}),
+                                 status_detail="resuming from the last checkpoint")
         return self.get(job_id)
 
     def delete(self, job_id: str) -> None:

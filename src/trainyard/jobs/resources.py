@@ -131,6 +131,8 @@ class Pools:
     def acquire(self, store: Store, job_id: str, needs: dict) -> list[str] | None:
         """Lease what the job needs; return the resource names, or None if they are busy."""
         pool = needs.get("pool", "cpu")
+        if pool == "cluster":
+            return []  # Ray owns the cluster's resources: the launcher waits for them there
         taken = store.leases()
         if pool == "gpu":
             if needs.get("ids"):

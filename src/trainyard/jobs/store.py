@@ -1,13 +1,16 @@
 """The job store: jobs, their status history and resource leases, in SQLAlchemy.
 
-SQLite (WAL mode) by default; a PostgreSQL URL works too. The database indexes jobs; every blob
-(specs, events, checkpoints, images) lives in the job's folder.
+SQLite by default; PostgreSQL when several servers share one store (jobs/database.py sets up
+either). The database indexes jobs; every blob (specs, events, checkpoints, images) lives in the
+job's folder. Changes that more than one process may attempt at once (starting a queued job,
+adopting an orphan) are compare-and-set updates (``update_job_if``), atomic on both databases.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from typing import cast
 
 from sqlalchemy import (
     JSON,
@@ -17,19 +20,20 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
-    create_engine,
     delete,
-    event,
     select,
+    update,
 )
 from sqlalchemy import (
     Enum as SAEnum,
 )
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker, validates
 
 from trainyard.core.status import Status
-from trainyard.jobs.schema_upgrade import add_missing_columns
+from trainyard.jobs.database import create_tables, open_engine
+from trainyard.jobs.schema_upgrade import upgrade_table
 
 STATUS_VALUES = frozenset(s.value for s in Status)
 
@@ -52,12 +56,13 @@ class Job(Base):
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     kind: Mapped[str] = mapped_column(String(20), index=True)
-    name: Mapped[str] = mapped_column(String(200))
+    # Text, not String(N): PostgreSQL enforces a length where SQLite never did, and names are free.
+    name: Mapped[str] = mapped_column(Text)
     status: Mapped[Status] = mapped_column(_status_column(), index=True, default=Status.QUEUED)
     status_detail: Mapped[str | None] = mapped_column(Text, default=None)
     error: Mapped[str | None] = mapped_column(Text, default=None)
     parent_id: Mapped[str | None] = mapped_column(String(40), index=True, default=None)
-    group: Mapped[str | None] = mapped_column(String(200), default=None)
+    group: Mapped[str | None] = mapped_column(Text, default=None)
     # What the job needs to run, e.g. {"pool": "gpu", "count": 2} or {"pool": "gpu", "ids": [0]}.
     needs: Mapped[dict] = mapped_column(JSON, default=dict)
     # Small facts for listings, kept current by whoever watches the job (progress, best, ...).
@@ -68,6 +73,9 @@ class Job(Base):
     abort_requested: Mapped[bool] = mapped_column(default=False)
     # The process responsible for watching the job: the server, or a foreground CLI.
     owner_pid: Mapped[int | None] = mapped_column(Integer, default=None)
+    # Its machine: servers on several machines may share a PostgreSQL store, and a pid means
+    # something only on its own machine. None: this machine (rows from before it was recorded).
+    owner_host: Mapped[str | None] = mapped_column(Text, default=None)
     created_at: Mapped[float] = mapped_column(Float, default=time.time, index=True)
     started_at: Mapped[float | None] = mapped_column(Float, default=None)
     finished_at: Mapped[float | None] = mapped_column(Float, default=None)
@@ -100,27 +108,18 @@ class Lease(Base):
     acquired_at: Mapped[float] = mapped_column(Float, default=time.time)
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA busy_timeout=30000")  # the CLI and the server share the file
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()
+def _same(column, value):
+    return column.is_(None) if value is None else column == value
 
 
 class Store:
     """Every read and write of the database goes through here."""
 
     def __init__(self, url: str):
-        is_sqlite = url.startswith("sqlite")
-        self.engine = create_engine(
-            url, connect_args={"check_same_thread": False, "timeout": 30} if is_sqlite else {}
-        )
-        if is_sqlite:
-            event.listen(self.engine, "connect", _sqlite_pragmas)
-        Base.metadata.create_all(self.engine)
-        # Databases made before a column existed gain it here (create_all never alters a table).
-        add_missing_columns(self.engine, Base.metadata.tables[Job.__tablename__])
+        self.engine = open_engine(url)
+        create_tables(self.engine, Base.metadata)
+        # Indexes and updated_at values that databases made before them lack.
+        upgrade_table(self.engine, Base.metadata.tables[Job.__tablename__])
         self.session = sessionmaker(self.engine, expire_on_commit=False)
 
     # -- jobs --------------------------------------------------------------------------------
@@ -167,6 +166,27 @@ class Store:
             job.updated_at = time.time()
             return job
 
+    def update_job_if(self, job: Job, **fields) -> bool:
+        """Set fields only if the job's status and owner are still what ``job`` (a read) says.
+
+        One UPDATE ... WHERE, so of several processes acting on the same read exactly one wins
+        (PostgreSQL re-checks the WHERE after waiting for a concurrent writer's row lock; SQLite
+        writes one at a time). False when another process changed the job first.
+        """
+        if fields.get("status") is not None:
+            fields["status"] = Status(fields["status"])
+        query = (update(Job).where(Job.id == job.id, Job.status == job.status,
+                                   _same(Job.owner_pid, job.owner_pid), _same(Job.owner_host, job.owner_host))
+                 .values(**fields, updated_at=time.time()).execution_options(synchronize_session=False))
+        with self.session.begin() as s:
+            result = cast(CursorResult, s.execute(query))
+            if result.rowcount != 1:
+                return False
+            new_status = fields.get("status")
+            if new_status is not None and new_status != job.status:
+                s.add(StatusChange(job_id=job.id, status=new_status, detail=fields.get("status_detail")))
+        return True
+
     def history(self, job_id: str) -> list[StatusChange]:
         query = select(StatusChange).where(StatusChange.job_id == job_id).order_by(StatusChange.id)
         with self.session() as s:
@@ -180,18 +200,27 @@ class Store:
 
     # -- leases ------------------------------------------------------------------------------
     def try_lease(self, job_id: str, resources: list[str]) -> bool:
-        """Lease all of ``resources`` to the job in one transaction, or none of them."""
+        """Lease all of ``resources`` to the job in one transaction, or none of them.
+
+        Inserted in sorted order: on PostgreSQL a competing insert of the same key waits for the
+        first transaction, so two jobs taking [0, 1] and [1, 0] would deadlock.
+        """
         try:
             with self.session.begin() as s:
-                for resource in resources:
+                for resource in sorted(resources):
                     s.add(Lease(resource=resource, job_id=job_id))
+                    s.flush()  # one INSERT each, in this order
             return True
         except IntegrityError:
             return False
 
-    def release(self, job_id: str) -> None:
+    def release(self, job_id: str, resources: list[str] | None = None) -> None:
+        """Free the job's leases: all of them, or just ``resources``."""
+        query = delete(Lease).where(Lease.job_id == job_id)
+        if resources is not None:
+            query = query.where(Lease.resource.in_(resources))
         with self.session.begin() as s:
-            s.execute(delete(Lease).where(Lease.job_id == job_id))
+            s.execute(query)
 
     def leases(self) -> dict[str, str]:
         """Map of leased resource -> job id."""

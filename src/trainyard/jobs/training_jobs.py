@@ -4,7 +4,9 @@ The CLI's ``trainyard train`` and ``POST /api/models`` both describe what to tra
 ``TrainRequest``; every job spec is validated before any job is created, so a sweep with one bad
 value creates nothing. Each job asks for its devices (``needs``): the next N free GPUs, an exact
 set, or a CPU slot (where ``processes`` data-parallel processes run); the batch size is per GPU
-or process, so the global batch is that times the process count.
+or process, so the global batch is that times the process count. In cluster mode
+(TRAINYARD_CLUSTER=ray) a job needs no local lease: it asks the cluster for N GPU or CPU workers
+(``{"pool": "cluster", ...}``, mirrored in the spec's ``cluster``), and Ray places them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
+from trainyard.jobs.precheck import check_all
 from trainyard.jobs.store import Job
 from trainyard.training.spec import ModelSpec
 
@@ -39,6 +42,7 @@ class TrainRequest(BaseModel):
     gpus: int | None = Field(None, ge=1)
     gpu_ids: list[int] | None = None
     pretrained: str | None = None  # JOB[:EPOCH], or a weights file inside the data roots
+    max_restarts: int = Field(0, ge=0)  # cluster mode: resumes after a lost worker or node
     settings: dict = Field(default_factory=dict)  # any other ModelSpec field: epochs, solver, lr, ...
 
 
@@ -56,11 +60,15 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
         fields.update(name=_job_name(request, dataset, network, lr, batch), dataset_id=dataset.id,
                       dataset_dir=str(ctx.manager.folder(dataset.id).dataset), pretrained=pretrained,
                       network=network, network_source=None if network else request.network_source,
-                      batch_size=batch if batch is not None else fields.get("batch_size"))
+                      batch_size=batch if batch is not None else fields.get("batch_size"),
+                      cluster=cluster_placement(needs),
+                      max_restarts=request.max_restarts or fields.get("max_restarts", 0))
         try:
             planned.append((ModelSpec.model_validate(fields), dataset))
         except ValidationError as exc:
             raise JobError(validation_message(exc)) from exc
+    if not foreground:  # a job run at once reports the same problem at once; queued ones would not
+        check_all(ctx, [spec for spec, _ in planned])
     group = request.name if len(planned) > 1 else None
     return [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
                                parent_id=dataset.id, group=group, foreground=foreground)
@@ -103,7 +111,10 @@ def _needs(ctx: Context, request: TrainRequest) -> dict:
 
 
 def devices_needed(ctx: Context, gpus: int | None, gpu_ids: list[int] | None, processes: int = 1) -> dict:
-    """A model job's ``needs``: exact GPUs, N next free GPUs, or the CPU (also for processes > 1)."""
+    """A model job's ``needs``: exact GPUs, N next free GPUs, or the CPU (also for processes > 1);
+    in cluster mode N GPU or CPU workers on the cluster."""
+    if ctx.settings.cluster == "ray":
+        return _cluster_needs(gpus, gpu_ids, processes)
     if processes > 1:
         if gpus or gpu_ids:
             raise JobError("processes > 1 runs data-parallel processes on the CPU; on GPUs one "
@@ -114,6 +125,28 @@ def devices_needed(ctx: Context, gpus: int | None, gpu_ids: list[int] | None, pr
     if gpus:
         return {"pool": "gpu", "count": gpus}
     return {"pool": "gpu", "count": 1} if ctx.pools.gpus else {"pool": "cpu"}
+
+
+def _cluster_needs(gpus: int | None, gpu_ids: list[int] | None, processes: int) -> dict:
+    if gpu_ids:
+        raise JobError("GPU ids name GPUs of one machine; on the cluster ask for a number of GPUs (--gpus N)")
+    if processes > 1 and gpus:
+        raise JobError("processes > 1 runs data-parallel processes on CPUs; on GPUs one process runs "
+                       "per GPU: ask for GPUs alone")
+    if gpus:
+        return {"pool": "cluster", "device": "gpu", "count": gpus}
+    if processes > 1:
+        return {"pool": "cluster", "device": "cpu", "count": processes}
+    from trainyard.cluster.nodes import cluster_has_gpus  # ray, lazily: cluster mode only
+
+    return {"pool": "cluster", "device": "gpu" if cluster_has_gpus() else "cpu", "count": 1}
+
+
+def cluster_placement(needs: dict) -> dict | None:
+    """The spec's ``cluster`` (what the launcher asks Ray for) from a job's ``needs``."""
+    if needs.get("pool") != "cluster":
+        return None
+    return {"workers": needs["count"], "device": needs["device"]}
 
 
 def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_ids: list[int] | None = None,
@@ -128,7 +161,9 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
         ctx.pools.check(needs)
         folder = ctx.manager.folder(job_id)
         spec = read_json(folder.spec)
-        write_json_atomic(folder.spec, {**spec, "processes": processes or 1})
+        placement = cluster_placement(needs)
+        write_json_atomic(folder.spec, {**spec, "processes": processes or 1, "cluster": placement,
+                                        "max_restarts": spec.get("max_restarts", 0) if placement else 0})
         ctx.store.update_job(job_id, needs=needs)
     return ctx.manager.resume(job_id, foreground=foreground)
 

@@ -1,9 +1,9 @@
 """Child process of check_network_isolated: check and inspect one network, answer in JSON.
 
-Reads {"source" or "network", "num_classes", "in_channels", "image_size", "filename"} on stdin
-and writes one JSON line on stdout: {"ok": true, "layers": [...], "params": N, ...} or
-{"ok": false, "error": message, "line": n}. Anything the user's code prints goes to stderr, so
-it cannot corrupt the answer.
+Reads {"source" or "network", "num_classes", "in_channels", "image_size", "input_size" (height,
+width; optional), "filename"} on stdin and writes one JSON line on stdout:
+{"ok": true, "layers": [...], "params": N, ...} or {"ok": false, "error": message, "line": n}.
+Anything the user's code prints goes to stderr, so it cannot corrupt the answer.
 
     python -m trainyard.networks.check < request.json
 """
@@ -22,6 +22,7 @@ def run_check(request: dict) -> dict:
 
     num_classes, in_channels = int(request["num_classes"]), int(request["in_channels"])
     filename = request.get("filename") or "network.py"
+    input_size = tuple(request["input_size"]) if request.get("input_size") else None
     try:
         if request.get("network"):
             name = request["network"]
@@ -31,8 +32,8 @@ def run_check(request: dict) -> dict:
             size = int(request["image_size"])
             build = load_network_source(request["source"], filename)
             make = lambda: build(num_classes, in_channels, size)  # noqa: E731
-        model = check_model(make, num_classes, in_channels, size, filename=filename)
-        report = inspect_network(model, (in_channels, size, size))
+        model = check_model(make, num_classes, in_channels, size, filename=filename, input_size=input_size)
+        report = inspect_network(model, (in_channels, *(input_size or (size, size))))
     except NetworkError as exc:
         return {"ok": False, "error": exc.message, "line": exc.lineno}
     except Exception as exc:  # inspection or an unknown name: still an answer, not a crash

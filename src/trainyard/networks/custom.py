@@ -23,6 +23,7 @@ from torch import nn
 
 from trainyard.core.errors import InvalidInput
 
+from .layer_errors import LayerWatch
 from .loss import main_output
 
 MODULE_NAME = "trainyard_custom_network"  # the module a custom network file runs as
@@ -77,9 +78,13 @@ def check_network(
 
 def check_model(
     make: Callable[[], nn.Module], num_classes: int, in_channels: int, image_size: int,
-    batch: int = 2, filename: str = "network.py",
+    batch: int = 2, filename: str = "network.py", input_size: tuple[int, int] | None = None,
 ) -> nn.Module:
-    """Build with `make()`, then run a training-mode and an eval-mode forward pass on CPU."""
+    """Build with `make()`, then run a training-mode and an eval-mode forward pass on CPU.
+
+    The input is `input_size` (height, width) when the images are not square, else image_size
+    square. A failed forward pass names the layer it failed in (layer_errors.py).
+    """
     try:
         model = make()
     except _USER_ERRORS as exc:
@@ -87,15 +92,16 @@ def check_model(
     if not isinstance(model, nn.Module):
         raise NetworkError(f"build() must return a torch.nn.Module, not {type(model).__name__}",
                            None, filename)
-    x = torch.rand(batch, in_channels, image_size, image_size)
-    with torch.no_grad():
+    x = torch.rand(batch, in_channels, *(input_size or (image_size, image_size)))
+    with torch.no_grad(), LayerWatch(model) as watch:
         # Training mode first: it also exercises auxiliary heads that eval mode skips.
         for training in (True, False):
             model.train(training)
+            watch.reset()
             try:
                 outputs = model(x)
             except _USER_ERRORS as exc:
-                raise _user_error(exc, filename, "forward() failed") from None
+                raise _user_error(exc, filename, "forward() failed", watch.explain(exc)) from None
             _check_outputs(outputs, batch, num_classes, training, filename)
     return model
 
@@ -121,14 +127,18 @@ def _check_outputs(outputs, batch: int, num_classes: int, training: bool, filena
                 f"num_classes={num_classes} outputs", None, filename)
 
 
-def _user_error(exc: BaseException, filename: str, context: str = "") -> NetworkError:
-    """A NetworkError pointing at the deepest line of the user's file in `exc`'s traceback."""
+def _user_error(exc: BaseException, filename: str, context: str = "",
+                detail: str | None = None) -> NetworkError:
+    """A NetworkError pointing at the deepest line of the user's file in `exc`'s traceback;
+    ``detail`` (such as the failed layer) replaces the exception's own text."""
     lineno = None
     for frame, line in traceback.walk_tb(exc.__traceback__):
         if frame.f_code.co_filename == filename:
             lineno = line
     if isinstance(exc, SyntaxError) and exc.filename == filename:
         lineno = exc.lineno
+    if detail is not None:
+        return NetworkError(f"line {lineno}: {detail}" if lineno is not None else detail, lineno, filename)
     detail = f"{type(exc).__name__}: {exc}"
     if lineno is not None:
         return NetworkError(f"line {lineno}: {detail}", lineno, filename)
@@ -139,15 +149,17 @@ def _user_error(exc: BaseException, filename: str, context: str = "") -> Network
 def check_network_isolated(
     source: str | None, num_classes: int, in_channels: int, image_size: int | None,
     timeout: float = 60, *, network: str | None = None, filename: str = "network.py",
+    input_size: tuple[int, int] | None = None,
 ) -> dict:
     """Check and inspect a custom `source` (or the standard `network`) in a child process.
 
     Returns {"ok": True, "layers": [...], "params": N, ...} (see inspect_network) or
-    {"ok": False, "error": message, "line": n or None}. Never raises for problems in the network.
+    {"ok": False, "error": message, "line": n or None}, plus "transient": True when the check
+    itself timed out or crashed (worth trying again). Never raises for problems in the network.
     """
     if (source is None) == (network is None):
         raise ValueError("give exactly one of source or network")
-    request = {"source": source, "network": network, "filename": filename,
+    request = {"source": source, "network": network, "filename": filename, "input_size": input_size,
                "num_classes": num_classes, "in_channels": in_channels, "image_size": image_size}
     # Hide GPUs: a check must not take memory from trainings; start_new_session lets us kill
     # everything the user's code may have started.
@@ -161,13 +173,14 @@ def check_network_isolated(
         stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        return {"ok": False, "error": f"network check timed out after {timeout:g} s", "line": None}
+        return {"ok": False, "error": f"network check timed out after {timeout:g} s", "line": None,
+                "transient": True}
     try:
         return json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         tail = stderr.strip()[-500:]
         error = f"network check crashed (exit code {proc.returncode})" + (f": {tail}" if tail else "")
-        return {"ok": False, "error": error, "line": None}
+        return {"ok": False, "error": error, "line": None, "transient": True}
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

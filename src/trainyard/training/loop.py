@@ -34,6 +34,7 @@ from trainyard.training.build_run import prepare
 from trainyard.training.checkpoint_writer import CheckpointWriter
 from trainyard.training.data import BatchLoader
 from trainyard.training.distributed import SINGLE, Dist
+from trainyard.training.epoch_log import EpochLog
 from trainyard.training.event_points import Point
 from trainyard.training.spec import ModelSpec
 from trainyard.training.state import (
@@ -259,10 +260,10 @@ def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,
     _log_start(run, resume)
     schedule = run.schedule
     events.progress(done=run.batches // schedule.accumulation, total=schedule.total_iterations, phase="train")
-    batch_size = run.train_loader.batch_size
+    batch_size, log = run.train_loader.batch_size, EpochLog(run)
     reporter = Reporter(run, should_stop)
     try:
-        _train_batches(run, reporter)
+        _train_batches(run, reporter, log.epoch)
     except torch.OutOfMemoryError:
         raise TrainingError(f"out of GPU memory at batch size {batch_size}; try a smaller batch "
                             f"size (e.g. {max(1, batch_size // 2)})") from None
@@ -273,10 +274,11 @@ def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,
     last = run.metrics.get("val_accuracy", [[None, None]])[-1][1]
     result = {"epoch": final, "best": run.best, "val_accuracy": last}
     events.emit("result", **result)
+    log.done(result)
     return result
 
 
-def _train_batches(run: Run, reporter: Reporter) -> None:
+def _train_batches(run: Run, reporter: Reporter, after_epoch: Callable[[float], None]) -> None:
     """Train from the run's position (``run.batches``) to the end of the schedule."""
     schedule, loader = run.schedule, run.train_loader
     per_epoch = schedule.batches_per_epoch
@@ -288,6 +290,7 @@ def _train_batches(run: Run, reporter: Reporter) -> None:
         train_one_epoch(run.model, loader, run.stepper, reporter.meter, epoch, start=start,
                         stop=stop, after_step=reporter)
         batches = epoch * per_epoch + stop
+        after_epoch(schedule.epoch_of(batches))
 
 
 def _log_start(run: Run, resume: Path | dict | None) -> None:

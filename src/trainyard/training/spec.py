@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from trainyard.core.errors import InvalidInput
+from trainyard.core.errors import InvalidInput, validation_message
 from trainyard.core.files import read_json
 from trainyard.networks import get_network
 from trainyard.training.augment import AugmentSettings
@@ -21,6 +21,15 @@ from trainyard.training.lr_policies import LRSettings
 from trainyard.training.solvers import get_solver
 
 SPEC_VERSION = 1
+
+
+class ClusterPlacement(BaseModel):
+    """Cluster mode (trainyard.cluster): ``workers`` ranks placed by Ray, one GPU or CPU each."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workers: int = Field(1, ge=1)
+    device: Literal["cpu", "gpu"] = "cpu"
 
 
 class ModelSpec(BaseModel):
@@ -69,6 +78,10 @@ class ModelSpec(BaseModel):
     nnodes: int = Field(1, ge=1)  # machines taking part; each runs this job with its node_rank
     node_rank: int = Field(0, ge=0)
     master: str | None = None  # HOST:PORT of node 0's rendezvous; needed when nnodes > 1
+    # Cluster mode: where Ray places the ranks (None: this machine), and how often a job that
+    # lost a worker or node resumes from its last checkpoint before it fails.
+    cluster: ClusterPlacement | None = None
+    max_restarts: int = Field(0, ge=0)
 
     @field_validator("version")
     @classmethod
@@ -103,6 +116,10 @@ class ModelSpec(BaseModel):
             raise ValueError(f"node_rank {self.node_rank} is not below nnodes {self.nnodes}")
         if self.nnodes > 1 and not self.master:
             raise ValueError("a job on several nodes needs master (HOST:PORT of node 0)")
+        if self.cluster is not None and self.nnodes > 1:
+            raise ValueError("on a cluster, Ray places the processes: leave nnodes at 1")
+        if self.max_restarts and self.cluster is None:
+            raise ValueError("max_restarts applies to cluster jobs (TRAINYARD_CLUSTER=ray)")
         return self
 
     @field_validator("master")
@@ -131,14 +148,5 @@ def load_spec(path: str | os.PathLike) -> ModelSpec:
     try:
         return ModelSpec.model_validate(read_json(path))
     except ValidationError as e:
-        raise SpecError(f"invalid model spec {path}: {format_errors(e)}") from None
+        raise SpecError(f"invalid model spec {path}: {validation_message(e)}") from None
 
-
-def format_errors(error: ValidationError) -> str:
-    """Pydantic's errors as one line a person can read: 'epochs: must be > 0; ...'."""
-    parts = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"])
-        message = item["msg"].removeprefix("Value error, ")
-        parts.append(f"{where}: {message}" if where else message)
-    return "; ".join(parts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -15,12 +16,23 @@ from trainyard.jobs.scheduler import Scheduler
 from trainyard.settings import Settings
 from trainyard.web.auth import TokenAuthMiddleware
 from trainyard.web.errors import install_error_handlers
-from trainyard.web.routers import datasets, export, inference, inference_pages, jobs, models, networks, pages, system
+from trainyard.web.routers import (
+    datasets,
+    docs,
+    export,
+    inference,
+    inference_pages,
+    jobs,
+    models,
+    networks,
+    pages,
+    system,
+)
 from trainyard.web.uploads import RequestSizeLimit
 
 STATIC = Path(__file__).parent / "static"
 ROUTERS = [jobs.router, datasets.router, models.router, networks.router, system.router,
-           inference.router, export.router, pages.router, inference_pages.router]
+           inference.router, export.router, pages.router, inference_pages.router, docs.router]
 
 
 def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
@@ -33,11 +45,13 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
         if run_scheduler:
             app.state.scheduler = Scheduler(ctx.manager)
             app.state.scheduler.start()
+            threading.Thread(target=networks.warm, args=(ctx,), name="warm-networks", daemon=True).start()
         yield
         if run_scheduler:
             await app.state.scheduler.stop()
 
-    app = FastAPI(title="trainyard", version=__version__, lifespan=lifespan,
+    # docs_url/redoc_url off: routers/docs.py serves /docs from vendored assets (no CDN).
+    app = FastAPI(title="trainyard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Turn a folder of images into a trained, deployable network.")
     app.state.ctx = ctx
     app.state.scheduler = None

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse
 
 COOKIE = "trainyard_token"
-OPEN_PATHS = ("/login",)  # exactly these paths, plus everything under OPEN_PREFIXES
+OPEN_PATHS = ("/login", "/favicon.ico")  # exactly these paths, plus everything under OPEN_PREFIXES
 OPEN_PREFIXES = ("/static/",)
 
 

@@ -103,6 +103,22 @@ def dataset_choices(briefs: list[dict]) -> list[dict]:
     return out
 
 
+def default_dataset(datasets: list[dict]) -> list[str]:
+    """The dataset a new model most likely trains on: the newest built one, else the newest."""
+    built = [d for d in datasets if d["status"] == "done"]
+    return [(built or datasets)[0]["id"]] if datasets else []
+
+
+def next_name(name: str, taken: set[str]) -> str:
+    """A clone's proposed name: "digits-lenet" -> "digits-lenet-2" (-3, ... if that is taken)."""
+    stem, _, number = name.rpartition("-")
+    base, n = (stem, int(number)) if stem and number.isdigit() else (name, 1)
+    while True:
+        n += 1
+        if f"{base}-{n}" not in taken:
+            return f"{base}-{n}"
+
+
 def previous_models(briefs: list[dict]) -> list[dict]:
     """Model jobs whose checkpoints can start a new training (fine-tuning)."""
     return [{"id": j["id"], "name": j["name"], "status": j["status"],

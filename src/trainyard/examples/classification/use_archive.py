@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 import tarfile
 import time
@@ -60,6 +61,10 @@ def arguments(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = arguments(argv)
+    # A mistyped path is a one-line message, not a traceback from deep inside Pillow.
+    missing = [path for path in (args.archive, *args.images) if not os.path.isfile(path)]
+    if missing:
+        raise SystemExit(f"no such file: {', '.join(missing)}")
     files = read_members(args.archive)
     example = load_example(files["example.py"])
     labels = example.parse_labels(files["labels.txt"].decode("utf-8"))
@@ -67,7 +72,10 @@ def main(argv=None) -> int:
     prep = json.loads(files["preprocess.json"])
     classifier = example.Classifier(files["model.onnx"], labels, mean, prep, cpu=args.cpu)
     start = time.perf_counter()
-    results = classifier.classify(args.images, max(1, args.batch_size), args.top)
+    try:
+        results = classifier.classify(args.images, max(1, args.batch_size), args.top)
+    except OSError as exc:  # unreadable or not an image (PIL's UnidentifiedImageError is an OSError)
+        raise SystemExit(f"cannot read an image: {exc}") from None
     example.print_results(results, args.json, time.perf_counter() - start)
     return 0
 

@@ -4,32 +4,36 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import asdict
-from functools import cache
+from typing import Annotated
 
-import torch
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field, model_validator
 
 from trainyard.core.errors import InvalidInput
+from trainyard.jobs.context import Context
+from trainyard.jobs.precheck import cache_for
 from trainyard.networks import registry
-from trainyard.networks.custom import check_network_isolated
+from trainyard.web.deps import Ctx
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])
 
 
-@cache
-def parameter_count(name: str, num_classes: int = 10) -> int:
-    """Parameters of a standard network; built on the meta device, so it costs no memory."""
-    with torch.device("meta"):
-        model = registry.create_network(name, num_classes, 3)
-    return sum(p.numel() for p in model.parameters())
-
-
 @router.get("")
-def list_networks() -> dict:
-    return {"networks": [{**asdict(info), "params": parameter_count(info.name)}
-                         for info in registry.list_networks()]}
+def list_networks(ctx: Ctx, num_classes: Annotated[int, Query(ge=1, le=100_000)] = 10,
+                  in_channels: Annotated[int, Query(ge=1, le=4)] = 3) -> dict:
+    """The standard networks, with their parameter counts for ``num_classes`` and ``in_channels``
+    (the new-model form asks for its dataset's, so they match what Visualize says)."""
+    counts = cache_for(ctx)
+    return {"networks": [{**asdict(info), "params": counts.parameter_count(info.name, num_classes, in_channels)}
+                         for info in registry.list_networks()],
+            "num_classes": num_classes, "in_channels": in_channels}
+
+
+def warm(ctx: Context) -> None:
+    """Count the default parameters once at start-up (in a thread), so no page waits for it."""
+    for info in registry.list_networks():
+        cache_for(ctx).parameter_count(info.name)
 
 
 @router.get("/{name}/source", response_class=PlainTextResponse)
@@ -53,7 +57,7 @@ class InspectRequest(BaseModel):
 
 
 @router.post("/inspect")
-async def inspect(request: InspectRequest) -> dict:
+async def inspect(ctx: Ctx, request: InspectRequest) -> dict:
     """Build the network in a separate process and list its layers with output shapes.
 
     A network that does not build answers ``{"ok": false, "error": ..., "line": N}``.
@@ -61,5 +65,5 @@ async def inspect(request: InspectRequest) -> dict:
     if request.source is not None and request.image_size is None:
         raise InvalidInput("a custom network needs image_size")
     return await asyncio.to_thread(
-        check_network_isolated, request.source, request.num_classes, request.in_channels,
-        request.image_size, network=request.network)
+        cache_for(ctx).check, source=request.source, network=request.network, num_classes=request.num_classes,
+        in_channels=request.in_channels, image_size=request.image_size)

@@ -19,7 +19,7 @@ from trainyard.core.files import read_json
 from trainyard.datasets.resize import RESIZE_MODES
 from trainyard.jobs import job_pages
 from trainyard.jobs.job_documents import job_detail, list_briefs
-from trainyard.web import listing, model_form
+from trainyard.web import job_page, listing, model_form
 from trainyard.web.auth import COOKIE, token_matches
 from trainyard.web.deps import Ctx, get_job_of_kind
 
@@ -75,6 +75,12 @@ def _job_tables(ctx, query: listing.Query) -> dict:
             "status_filters": listing.STATUS_FILTERS, "groups": listing.GROUPS}
 
 
+@router.get("/system", response_class=HTMLResponse)
+def system_page(request: Request, ctx: Ctx):
+    """The devices and, in cluster mode, the cluster's nodes (system.js reads /api/system)."""
+    return render(request, "system.html", backend=ctx.settings.cluster)
+
+
 # -- datasets ------------------------------------------------------------------------------------
 
 @router.get("/datasets/new", response_class=HTMLResponse)
@@ -106,11 +112,13 @@ def new_model(request: Request, ctx: Ctx, dataset: str | None = None, clone: str
     source = get_job_of_kind(ctx, clone, "model") if clone else None
     values = model_form.form_values(ctx, _read_spec(ctx, source.id) if source else None,
                                     source.needs if source else None)
-    if dataset and not values["datasets"]:
-        values["datasets"] = [dataset]
     briefs = list_briefs(ctx.store)
-    return render(request, "model_new.html", form=values, clone=source,
-                  **model_form.choices(ctx, briefs))
+    offered = model_form.choices(ctx, briefs)
+    if not values["datasets"]:
+        values["datasets"] = [dataset] if dataset else model_form.default_dataset(offered["datasets"])
+    if source:
+        values["name"] = model_form.next_name(source.name, {j["name"] for j in briefs})
+    return render(request, "model_new.html", form=values, clone=source, **offered)
 
 
 @router.get("/models/{model_id}", response_class=HTMLResponse)
@@ -118,21 +126,12 @@ def show_model(request: Request, ctx: Ctx, model_id: str):
     job = job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model"))
     dataset = ctx.store.get_job(job["dataset"]) if job["dataset"] else None
     gpu_labels = {f"gpu:{g.index}": g.label for g in ctx.pools.gpus}
+    resources = [gpu_labels.get(r, r) for r in (job["summary"] or {}).get("resources", [])]
+    extra = {"Hardware": [("Devices", ", ".join(resources))]} if resources else None
     return render(request, "model_show.html", job=job, spec=job["spec"], dataset=dataset,
-                  gpu_labels=gpu_labels, settings_rows=_settings_rows(job["spec"]))
-
-
-def _settings_rows(spec: dict) -> list[tuple[str, str]]:
-    """The spec as (name, value) rows; nested settings (lr, augment) flattened as lr.gamma."""
-    rows = []
-    for key, value in spec.items():
-        if key in ("network_source", "kind", "version"):
-            continue
-        if isinstance(value, dict):
-            rows += [(f"{key}.{k}", model_form.as_text(v)) for k, v in value.items()]
-        else:
-            rows.append((key, model_form.as_text(value) if value is not None else "default"))
-    return rows
+                  settings_groups=job_page.settings_groups(job["spec"], extra),
+                  timeline=job_page.timeline(job["history"], job["finished_at"]),
+                  actions=job_page.actions(job))
 
 
 # -- login ---------------------------------------------------------------------------------------

@@ -14,7 +14,9 @@ const ty = {
     const data = text ? (() => { try { return JSON.parse(text); } catch { return text; } })() : null;
     if (!response.ok) {
       const detail = data && data.detail ? data.detail : text || response.statusText;
-      throw new Error(typeof detail === "string" ? detail : JSON.stringify(detail));
+      const error = new Error(typeof detail === "string" ? detail : JSON.stringify(detail));
+      error.status = response.status;
+      throw error;
     }
     return data;
   },

@@ -67,16 +67,30 @@ const tyClassify = {
         if (tyClassify.onProgress) tyClassify.onProgress(event);
       },
       status(event) {
-        $("job-status").textContent = event.status;
         if (event.error) $("job-error").textContent = event.error;
+        tyClassify.showStatus(root, event.status);
       },
-      end(event) { if (root.dataset.status !== event.status) window.location.reload(); },
+      end(event) { tyClassify.showStatus(root, event.status); },
     });
   },
-  // Small mosaics (5x5 filters, 4x4 maps) drawn at a whole multiple of their size, about 240 px.
+  // The job's own final event draws the results in place (onEnd), without reloading the page.
+  showStatus(root, status) {
+    const badge = document.getElementById("job-status");
+    badge.textContent = status;
+    badge.className = `status status-${status}`;
+    if (!["done", "failed", "aborted"].includes(status) || root.dataset.shown === status) return;
+    root.dataset.shown = status;
+    root.dataset.status = status;
+    document.getElementById("abort-button").hidden = true;
+    const progress = document.querySelector("section[id$='-progress']");
+    if (progress && status === "done") progress.hidden = true;
+    if (tyClassify.onEnd) tyClassify.onEnd(status);
+  },
+  // Small mosaics (5x5 filters, 4x4 maps) drawn at a whole multiple of their size, about 240 px
+  // on their longer side (a tall mosaic must not become a strip thousands of pixels long).
   enlarge(img) {
-    const w = img.naturalWidth;
-    if (w) img.style.width = `${Math.min(480, w * Math.max(1, Math.floor(240 / w)))}px`;
+    const w = img.naturalWidth, h = img.naturalHeight;
+    if (w) img.style.width = `${Math.min(480, w * Math.max(1, Math.floor(240 / Math.max(w, h))))}px`;
   },
   layerRow(layer) {
     const shape = layer.output_shape ? layer.output_shape.join("×") : "–";
@@ -156,6 +170,28 @@ const tyClassify = {
       $(errorId).textContent = e.message;
     }
   }
+
+  // "Earlier runs" as they are now, not as they were when the page was made: refreshed when the
+  // page is shown (the back button restores it as it was) and every 2 s while a run is active.
+  async function refreshRuns() {
+    const table = $("inference-jobs");
+    if (!table) return;
+    let active = false;
+    try {
+      for (const j of (await ty.api("GET", `/api/models/${modelId}/inference`)).jobs) {
+        const row = table.querySelector(`tr[data-job="${j.id}"]`);
+        if (!row) continue;
+        row.querySelector(".status").textContent = j.status;
+        row.querySelector(".status").className = `status status-${j.status}`;
+        const summary = j.summary || {};
+        if (summary.images != null) row.querySelector(".images").textContent = summary.images;
+        if (summary.accuracy != null) row.querySelector(".accuracy").textContent = `${(100 * summary.accuracy).toFixed(2)}%`;
+        active = active || ["queued", "waiting", "running"].includes(j.status);
+      }
+    } catch (e) { return; }
+    if (active) setTimeout(refreshRuns, 2000);
+  }
+  window.addEventListener("pageshow", refreshRuns);
 
   $("one-form").addEventListener("submit", classifyOne);
   $("many-form").addEventListener("submit", () => startJob(`/api/models/${modelId}/classify-many`, manyForm(), "many-error"));

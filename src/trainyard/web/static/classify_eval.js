@@ -24,7 +24,11 @@
       : `<p class="empty">No image was misclassified.</p>`;
   }
 
+  function load() {
+    ty.api("GET", `/api/models/${model}/evaluations/${job}`).then((doc) => { if (doc.evaluation) show(doc.evaluation); })
+      .catch((e) => { $("job-error").textContent = e.message; });
+  }
+  tyClassify.onEnd = (status) => { if (status === "done") load(); };
   tyClassify.watch(root);
-  ty.api("GET", `/api/models/${model}/evaluations/${job}`).then((doc) => { if (doc.evaluation) show(doc.evaluation); })
-    .catch((e) => { $("job-error").textContent = e.message; });
+  load();
 })();

@@ -50,10 +50,11 @@
   tyClassify.onProgress = () => {  // refresh the first page now and then while rows arrive
     if (offset === 0 && Date.now() - lastRefresh > 2000) { lastRefresh = Date.now(); loadRows(); }
   };
+  function loadSummary() {
+    return ty.api("GET", api).then((doc) => { if (doc.summary) showSummary(doc.summary); });
+  }
+  tyClassify.onEnd = () => { loadRows(); loadSummary(); };
   tyClassify.watch(root);
   loadRows();
-  ty.api("GET", api).then((doc) => {
-    if (doc.summary) showSummary(doc.summary);
-    if (window.location.hash === "#top-n") showTab("topn");
-  });
+  loadSummary().then(() => { if (window.location.hash === "#top-n") showTab("topn"); });
 })();

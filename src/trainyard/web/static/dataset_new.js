@@ -23,7 +23,7 @@
     for (const name of ["width", "height", "channels", "resize"]) data.append(name, form.elements[name].value);
     if (previewFile && previewFile.files.length) data.append("image", previewFile.files[0]);
     else if (form.elements.train_folder.value) data.append("folder", form.elements.train_folder.value);
-    else return;
+    else { preview.hidden = true; document.getElementById("preview-note").textContent = ""; return; }
     try {
       const response = await fetch("/api/datasets/preview", { method: "POST", body: data });
       if (!response.ok) throw new Error((await response.json()).detail);
@@ -62,6 +62,9 @@
     }
     return spec;
   }
+
+  // An error is about what was submitted: once a field changes it no longer applies.
+  form.addEventListener("input", () => { document.getElementById("form-error").textContent = ""; });
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();

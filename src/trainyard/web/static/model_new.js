@@ -28,7 +28,7 @@ def build(num_classes, in_channels, image_size):
   });
   if (!editor.getValue().trim()) editor.setValue(EXAMPLE);
   let errorLine = null;
-  editor.on("change", () => { clearErrorLine(); updateSweep(); });
+  editor.on("change", () => { clearErrorLine(); tyForm.clear(form, $("network-source")); updateSweep(); });
 
   function showTab(name) {
     f.network_mode.value = name;
@@ -51,14 +51,7 @@ def build(num_classes, in_channels, image_size):
     });
   }
 
-  ty.api("GET", "/api/networks").then((doc) => {
-    for (const n of doc.networks) {
-      const cell = form.querySelector(`td.params[data-network="${n.name}"]`);
-      if (cell) cell.textContent = n.params.toLocaleString("en");
-      const row = form.querySelector(`tr[data-network="${n.name}"]`);
-      if (row) row.dataset.batch = n.batch_size;
-    }
-  }).catch(() => {});
+  tyNetworkTable.watch(form, () => geometry());
 
   // -- visualize ---------------------------------------------------------------------------------
   function firstDataset() {
@@ -77,7 +70,7 @@ def build(num_classes, in_channels, image_size):
 
   async function visualize(body, title) {
     $("network-view").hidden = false;
-    $("network-view-title").textContent = `${title}: building…`;
+    $("network-view-title").innerHTML = `<span class="spinner" aria-hidden="true"></span> ${ty.escape(title)}: building…`;
     $("network-error").textContent = "";
     $("network-diagram").innerHTML = "";
     clearErrorLine();
@@ -121,11 +114,11 @@ def build(num_classes, in_channels, image_size):
     const text = f[name].value.trim();
     if (!text) {
       if (optional) return undefined;
-      throw new Error(`${label} is empty`);
+      throw new tyForm.FieldError(f[name], `${label} is empty`);
     }
     const value = Number(text);
     if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
-      throw new Error(`${label}: "${text}" is not ${integer ? "a whole number" : "a number"}`);
+      throw new tyForm.FieldError(f[name], `${label}: "${text}" is not ${integer ? "a whole number" : "a number"}`);
     }
     return value;
   }
@@ -133,7 +126,7 @@ def build(num_classes, in_channels, image_size):
     return f[name].value.split(",").map((t) => t.trim()).filter(Boolean).map((t) => {
       const value = Number(t);
       if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
-        throw new Error(`${label}: "${t}" is not ${integer ? "a whole number" : "a number"}`);
+        throw new tyForm.FieldError(f[name], `${label}: "${t}" is not ${integer ? "a whole number" : "a number"}`);
       }
       return value;
     });
@@ -191,7 +184,7 @@ def build(num_classes, in_channels, image_size):
       const mode = form.querySelector('input[name="gpu_mode"]:checked');
       if (mode && mode.value === "ids") {
         body.gpu_ids = checked("gpu_id").map((b) => Number(b.value));
-        if (!body.gpu_ids.length) throw new Error("Tick the GPUs to train on, or choose the next free ones.");
+        if (!body.gpu_ids.length) throw new tyForm.FieldError($("gpu-fieldset"), "Tick the GPUs to train on, or choose the next free ones.");
       } else {
         body.gpus = number("gpu_count", "Number of GPUs", { integer: true });
       }
@@ -226,56 +219,8 @@ def build(num_classes, in_channels, image_size):
     $("create-button").textContent = jobs > 1 ? `Create ${jobs} jobs` : "Create";
   }
 
-  // -- learning-rate preview ---------------------------------------------------------------------
-  const curve = new tyCharts.Table(["lr"]);
-  const curveChart = tyCharts.lineChart($("lr-preview"), {
-    table: curve, height: 150, series: [{ name: "lr", label: "learning rate", color: "#c53030", scale: "lr", digits: 3 }],
-    scales: { lr: { auto: true } }, axes: [{ scale: "lr", label: "learning rate", values: tyCharts.significantTicks }],
-  });
-
-  function iterations() {
-    const d = firstDataset();
-    const row = checked("network")[0] && checked("network")[0].closest("tr");
-    const batch = numbers("batch_size", "Batch size", true)[0] || (row && +row.dataset.batch) || 32;
-    const accumulation = Math.max(1, parseInt(f.accumulation.value, 10) || 1);
-    if (!d || !+d.train) return null;
-    return Math.max(1, Math.ceil((Number(f.epochs.value) || 1) * Math.ceil(+d.train / batch) / accumulation));
-  }
-
-  const previewCurve = debounce(async () => {
-    let lr, total;
-    try {
-      lr = { ...lrSettings(), base_lr: numbers("base_lr", "Base learning rate")[0] || 0.01 };
-      total = iterations();
-    } catch (err) { $("lr-preview-note").textContent = err.message; return; }
-    const epochs = Number(f.epochs.value) || 1;
-    try {
-      const doc = await ty.api("POST", "/api/solvers/lr-curve", { lr, iterations: total || 1000, points: 300 });
-      curve.cols = [doc.points.map((p) => (p[0] * epochs) / 100), doc.points.map((p) => p[1])];
-      curveChart.setData(curve.cols);
-      $("lr-preview").dataset.points = curve.cols[0].length;
-      $("lr-preview-note").textContent = total ? `${total.toLocaleString("en")} iterations in all`
-        : "Choose a dataset for the exact number of iterations (1,000 assumed).";
-    } catch (err) { $("lr-preview-note").textContent = err.message; }
-  }, 200);
-
-  function debounce(fn, ms) {
-    let timer = null;
-    return () => { clearTimeout(timer); timer = setTimeout(fn, ms); };
-  }
-
-  function showPolicyParams(applyDefaults) {
-    const option = f.lr_policy.selectedOptions[0];
-    const uses = option.dataset.uses.split(",");
-    for (const span of form.querySelectorAll(".policy-param")) span.hidden = !uses.includes(span.dataset.param);
-    if (applyDefaults) {
-      for (const [name, value] of Object.entries(JSON.parse(option.dataset.defaults || "{}"))) {
-        if (f[name]) f[name].value = Array.isArray(value) ? value.join(", ") : value;
-      }
-    }
-  }
-  f.lr_policy.addEventListener("change", () => showPolicyParams(true));
-  showPolicyParams(false);
+  // -- learning-rate preview (lr_preview.js) ------------------------------------------------------
+  const previewCurve = tyLrPreview.attach(form, { lrSettings, numbers, firstDataset, checked });
 
   form.addEventListener("input", () => { updateSweep(); previewCurve(); });
   form.addEventListener("change", () => { updateSweep(); previewCurve(); });
@@ -283,24 +228,48 @@ def build(num_classes, in_channels, image_size):
   previewCurve();
 
   // -- submit ------------------------------------------------------------------------------------
+  tyForm.watch(form);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
-    const error = $("form-error");
-    error.textContent = "";
+    $("form-error").textContent = "";
+    tyForm.clear(form);
     let body;
     try {
       body = request();
-      if (!body.name) throw new Error("Give the model a name.");
-      if (!body.datasets.length) throw new Error("Choose a dataset.");
-      if (!body.networks.length && !body.network_source) throw new Error("Choose a network.");
-    } catch (err) { error.textContent = err.message; return; }
+      if (!body.datasets.length) throw new tyForm.FieldError($("datasets-fieldset"), "Choose a dataset.");
+      if (!body.networks.length && !body.network_source) throw new tyForm.FieldError($("network-fieldset"), "Choose a network.");
+      if (!body.name) throw new tyForm.FieldError(f.name, "Give the model a name.");
+    } catch (err) { showError(err); return; }
     $("create-button").disabled = true;
     try {
       const doc = await ty.api("POST", "/api/models", body);
       window.location.href = doc.jobs.length === 1 ? `/models/${doc.jobs[0].id}` : "/?group=sweep";
     } catch (err) {
-      error.textContent = err.message;
+      showError(serverError(err));
       $("create-button").disabled = false;
     }
   });
+
+  function showError(err) {
+    if (err instanceof tyForm.FieldError) tyForm.show(err.field, err.message);
+    else { $("form-error").textContent = err.message; $("form-error").scrollIntoView({ block: "center" }); }
+  }
+
+  // The server's refusals, at the field they are about: a network that does not run on the
+  // dataset (its line marked in the editor), a crop, a pretrained model.
+  function serverError(err) {
+    const text = err.message;
+    if (/^(network |the custom network )/.test(text)) {
+      const line = /line (\d+):/.exec(text);
+      if (line && f.network_mode.value === "custom") markErrorLine(Number(line[1]));
+      return new tyForm.FieldError($("network-fieldset"), text);
+    }
+    if (/^crop /.test(text)) return new tyForm.FieldError(f.crop, text);
+    // A setting the server's validation refused: "epochs: ...", "lr.gamma: ...", "augment.noise_std: ...".
+    const field = /^(?:lr\.|augment\.)?(\w+):/.exec(text);
+    const name = field && field[1];
+    if (name && f[name] && f[name].tagName) return new tyForm.FieldError(f[name], text);
+    if (/pretrained|model job/.test(text)) return new tyForm.FieldError($("pretrained-fieldset"), text);
+    return err;
+  }
 })();

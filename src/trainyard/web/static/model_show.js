@@ -6,7 +6,6 @@
   const jobId = root.dataset.job;
   const $ = (id) => document.getElementById(id);
   const ACTIVE = ["queued", "waiting", "running"];
-  const RESUMABLE = ["aborted", "failed"];
   let status = root.dataset.status;
 
   // -- charts ------------------------------------------------------------------------------------
@@ -113,13 +112,50 @@
     badge.className = `status status-${next}`;
     if (error !== undefined) $("job-error").textContent = error || "";
     if (detail !== undefined) $("status-detail").textContent = detail || "";
-    $("abort-button").hidden = !ACTIVE.includes(next);
-    $("resume-button").hidden = !RESUMABLE.includes(next);
+    showActions();
     if (ACTIVE.includes(next) && !wasActive) { connect(); poll(); }
-    if (!ACTIVE.includes(next)) {  // an ended job holds no GPU and runs no process
-      $("hardware-gpus").innerHTML = "";
-      $("hardware-cpu").innerHTML = `<p class="muted small">The job has ended; figures appear while it runs.</p>`;
-    }
+    if (!ACTIVE.includes(next)) showEnded();
+    if (next !== shownTimeline) refreshTimeline(next);
+  }
+
+  // Only what can work: Classify needs a snapshot; Resume continues from the last checkpoint, so
+  // a job that failed before writing one would fail again at once. A failed job's main action
+  // is to clone it and change what made it fail.
+  function showActions() {
+    const hasSnapshot = snapshots.size > 0;
+    $("abort-button").hidden = !ACTIVE.includes(status);
+    $("resume-button").hidden = !(status === "aborted" || (status === "failed" && hasSnapshot));
+    $("classify-link").hidden = !hasSnapshot;
+    const clone = $("clone-button");
+    clone.textContent = status === "failed" ? "Clone and edit" : "Clone";
+    clone.classList.toggle("secondary", status !== "failed");
+  }
+
+  function showEnded() {  // an ended job holds no GPU and runs no process: no live figures
+    clearTimeout(polling);
+    $("hardware-gpus").innerHTML = "";
+    $("hardware-system").textContent = "";
+    $("hardware-time").textContent = "";
+    $("hardware-cpu").innerHTML = `<p class="muted small">The job has ended; figures appear while it runs.</p>`;
+  }
+
+  // The status timeline, redrawn from the API when the status changes.
+  let shownTimeline = status;
+  async function refreshTimeline(next) {
+    shownTimeline = next;
+    try {
+      const job = await ty.api("GET", `/api/jobs/${jobId}`);
+      const rows = job.history.map((h, i) => {
+        const end = i + 1 < job.history.length ? job.history[i + 1].time
+          : (job.finished_at && h.time >= job.finished_at ? null : Date.now() / 1000);
+        return `<tr><th><span class="status status-${h.status}">${h.status}</span></th>
+          <td>${new Date(h.time * 1000).toLocaleString()}</td><td>${end == null ? "" : ty.duration(end - h.time)}</td>
+          <td class="muted">${ty.escape(h.detail || "")}</td></tr>`;
+      });
+      $("timeline-table").innerHTML = rows.join("");
+      $("run-time").innerHTML = job.elapsed == null ? "Not started yet."
+        : `Run time: <strong>${ty.duration(job.elapsed)}</strong>${job.finished_at ? "" : " so far"}`;
+    } catch (err) { /* the page keeps the timeline it has */ }
   }
 
   function addSnapshot(epoch) {
@@ -132,6 +168,7 @@
       <a href="/models/${jobId}/classify?epoch=${key}">Classify</a>`;
     $("snapshot-list").prepend(li);
     $("snapshot-empty").hidden = true;
+    showActions();
   }
 
   async function action(button, method, url, after) {
@@ -172,6 +209,14 @@
       ${meter("CPU", cpu.percent / sys.cpu_count, `<span id="hw-cpu-percent">${cpu.percent.toFixed(0)} %</span>`)}
       <div class="small">Memory <span id="hw-cpu-memory">${gib(cpu.rss)} GiB</span> (RSS) · 100 % = one of ${sys.cpu_count} cores</div>`
       : `<p class="muted small">Figures appear while the job runs.</p>`;
+    $("hardware-workers").innerHTML = (hw.workers || []).map((w) => `<div class="hw-block worker" data-rank="${w.rank}">
+      <div class="hw-title">Rank ${w.rank} · ${ty.escape(w.host || "")} · ${ty.escape(w.device)}</div>
+      ${w.cpu ? meter("CPU", w.cpu.percent / (w.cpu.cores || 1), `${w.cpu.percent.toFixed(0)} %`) +
+        `<div class="small">Memory ${gib(w.cpu.rss)} GiB (RSS) · 100 % = one of ${w.cpu.cores} cores</div>`
+        : `<p class="muted small">no figures from this worker</p>`}
+      ${(w.gpus || []).map((g) => meter(`GPU ${g.index}`, g.utilization, g.utilization == null ? "n/a" : `${g.utilization} %`) +
+        meter("Memory", g.memory_total ? (100 * g.memory_used) / g.memory_total : 0, `${gib(g.memory_used)} / ${gib(g.memory_total)} GiB`)).join("")}
+      </div>`).join("");
     $("hardware-system").textContent = `Machine: CPU ${sys.cpu_percent.toFixed(0)} %, memory ${gib(sys.memory_used)} / ${gib(sys.memory_total)} GiB`;
     $("hardware-time").textContent = `updated ${new Date(hw.time * 1000).toLocaleTimeString()}`;
   }
@@ -182,7 +227,7 @@
     let hw = null;
     try {
       hw = await ty.api("GET", `/api/jobs/${jobId}/hardware`);
-      showHardware(hw);
+      if (ACTIVE.includes(hw.status)) showHardware(hw);
       const stale = ACTIVE.includes(hw.status) && !ACTIVE.includes(status) && Date.now() - endedByEvent < 15000;
       if (hw.status !== status && !stale) setStatus(hw.status, hw.error, hw.status_detail);
       else $("status-detail").textContent = hw.status_detail || "";

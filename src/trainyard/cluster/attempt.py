@@ -1,0 +1,216 @@
+"""One attempt at running a cluster job: place its ranks, start them, watch them until they end.
+
+An attempt ends in one `Outcome`: done (every rank exited 0), aborted (we were asked to stop,
+or the ranks agreed to), failed (a rank reported an error of the training itself: no restart
+would help), lost (a training process was killed, or its actor or node went away: a restart on
+the resources that remain may help), or storage (a node cannot read the dataset or write the
+job folder). Whatever the outcome, the attempt's actors and placement group are gone when `run`
+returns, and with them every training process (they end with their actor).
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
+from trainyard.cluster.worker import RankWorker
+from trainyard.core.events import EventWriter
+from trainyard.core.paths import JobFolder
+
+ENTRY_POINT = ["python", "-m", "trainyard.training.run"]
+POLL_S = 0.5
+ANSWER_S = 10.0  # an actor silent this long is taken for lost (its node is gone or hung)
+SETTLE_S = 3.0  # after one rank ends badly, how long the others get to end by themselves
+STOP_S = 7.0  # abort: SIGTERM, this long for the ranks to agree and report, then kill
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str  # done | aborted | failed | lost | storage
+    message: str | None = None
+
+
+class Attempt:
+    def __init__(self, ray: Any, folder: JobFolder, spec: dict, placement: Placement, events: EventWriter,
+                 should_stop: Callable[[], bool], number: int = 0):
+        self.ray, self.folder, self.spec, self.placement = ray, folder, spec, placement
+        self.events, self.should_stop, self.number = events, should_stop, number
+        self.actors: list[Any] = []
+        self.infos: list[WorkerInfo] = []
+        self.pg: Any = None  # ray's PlacementGroup, once asked for
+
+    def run(self) -> Outcome:
+        from ray.exceptions import RayError
+
+        try:
+            if not self._place():
+                return Outcome("aborted")
+            try:
+                problem = self._start_actors()
+            except RayError as exc:  # an actor (or its node) died before its rank started
+                return Outcome("lost", f"a worker of this job was lost while starting: {_first_line(exc)}")
+            if problem:
+                return Outcome("storage", problem)
+            return self._watch()
+        finally:
+            self._clean_up()
+
+    # -- placing --------------------------------------------------------------------------------
+    def _place(self) -> bool:
+        """Wait for Ray to place every bundle, reporting what is missing; False if stopped first."""
+        from ray.util.placement_group import placement_group
+
+        self.pg = placement_group(self.placement.bundles(), strategy="PACK",
+                                  name=f"trainyard-{self.spec.get('id')}-{self.number}")
+        shown, checked = None, 0.0
+        while not self.ray.wait([self.pg.ready()], timeout=POLL_S)[0]:
+            if self.should_stop():
+                return False
+            if time.monotonic() - checked > 2.0:
+                checked = time.monotonic()
+                detail = self.placement.waiting_detail(self.ray.available_resources())
+                if detail != shown:
+                    self.events.emit("status", status="waiting", error=None, detail=detail)
+                    shown = detail
+        return True
+
+    def _start_actors(self) -> str | None:
+        """One actor per bundle, ranks laid out by node; storage checked; training started."""
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        remote = self.ray.remote(max_restarts=0, **self.placement.actor_options())(RankWorker)
+        actors = [remote.options(scheduling_strategy=PlacementGroupSchedulingStrategy(self.pg, i),
+                                 name=self._actor_name(i)).remote() for i in range(self.placement.workers)]
+        infos = [WorkerInfo(**doc) for doc in self.ray.get([a.where.remote() for a in actors], timeout=120)]
+        order = rank_order(infos)
+        self.actors, self.infos = [actors[i] for i in order], [infos[i] for i in order]
+        job_dir = str(self.folder.path)
+        checks = self.ray.get([a.check_storage.remote(self.spec["dataset_dir"], job_dir) for a in self.actors],
+                              timeout=60)
+        for info, problem in zip(self.infos, checks, strict=True):
+            if problem:
+                return (f"{info.node_label} {problem}: TRAINYARD_HOME must be a shared folder that "
+                        "every node sees at the same path")
+        port = self.ray.get(self.actors[0].free_port.remote(), timeout=60)
+        workers = worker_docs(self.infos, self.placement.device)
+        for doc, name in zip(workers, (self._actor_name(i) for i in order), strict=True):
+            doc["actor"] = name
+        self.events.emit("summary", workers=workers)
+        self.events.log("placed on the cluster: " + ", ".join(
+            f"rank {w['rank']} on {w['host']} ({w['device']})" for w in workers))
+        self.events.emit("status", status="running", error=None, detail=None)
+        envs = rank_environments(self.infos, port, str(self.spec.get("id") or "job"), self.placement.device)
+        self.ray.get([a.start.remote(ENTRY_POINT + [job_dir], env, job_dir,
+                                     str(self.folder.path / f"output-rank-{rank}.txt"))
+                      for rank, (a, env) in enumerate(zip(self.actors, envs, strict=True))], timeout=60)
+        return None
+
+    def _actor_name(self, index: int) -> str:
+        return f"trainyard-{self.spec.get('id')}-{self.number}-{index}"
+
+    # -- watching -------------------------------------------------------------------------------
+    def _watch(self) -> Outcome:
+        codes: dict[int, int | str] = {}  # rank -> exit code, or "lost" / "silent"
+        asked: dict[int, tuple[Any, float]] = {}  # rank -> (its pending poll, when it was asked)
+        while True:
+            if self.should_stop():  # checked every POLL_S, however slow the actors answer
+                return self._stop_all(codes)
+            codes.update(self._poll(codes, asked))
+            if len(codes) == len(self.actors) and all(c == 0 for c in codes.values()):
+                return Outcome("done")
+            if any(c != 0 for c in codes.values()):
+                return self._settle(codes)
+
+    def _poll(self, ended: dict[int, int | str], asked: dict[int, tuple[Any, float]],
+              wait_s: float = POLL_S, silent_is_lost: bool = True) -> dict[int, int | str]:
+        """Exit codes of ranks that ended, "lost" for actors that are gone and (``silent_is_lost``)
+        "silent" for those that left a poll unanswered for ANSWER_S. A poll that is not answered
+        within ``wait_s`` stays pending in ``asked`` for the next call."""
+        from ray.exceptions import RayError
+
+        now = time.monotonic()
+        for rank, actor in enumerate(self.actors):
+            if rank not in ended and rank not in asked:
+                asked[rank] = (actor.poll.remote(), now)
+        refs = {ref: rank for rank, (ref, _) in asked.items()}
+        ready, _ = self.ray.wait(list(refs), num_returns=len(refs), timeout=wait_s) if refs else ([], [])
+        out: dict[int, int | str] = {}
+        for ref in ready:
+            rank = refs[ref]
+            del asked[rank]
+            try:
+                code = self.ray.get(ref)
+            except RayError:
+                out[rank] = "lost"
+                continue
+            if code is not None:
+                out[rank] = code
+        if silent_is_lost:
+            out.update({rank: "silent" for rank, (_, since) in asked.items()
+                        if rank not in out and time.monotonic() - since > ANSWER_S})
+        time.sleep(max(0.0, wait_s - (time.monotonic() - now)))  # answered at once: ask again later
+        return out
+
+    def _settle(self, codes: dict[int, int | str]) -> Outcome:
+        """A rank ended badly: let the others end (peers fail fast), stop the rest, say why."""
+        deadline = time.monotonic() + SETTLE_S
+        asked: dict[int, tuple[Any, float]] = {}
+        while len(codes) < len(self.actors) and time.monotonic() < deadline:
+            codes.update(self._poll(codes, asked, silent_is_lost=False))
+        self._stop_ranks(set(codes), kill=False)
+        for rank, code in sorted(codes.items()):
+            if isinstance(code, str) or code < 0:
+                return Outcome("lost", self._describe_loss(rank, code))
+        if all(code == 128 + signal.SIGTERM for code in codes.values()):
+            return Outcome("aborted")
+        return Outcome("failed")
+
+    def _describe_loss(self, rank: int, code: int | str) -> str:
+        node = self.infos[rank].node_label
+        if code == "lost":
+            return f"training process rank {rank} on {node} was lost: its Ray worker or node went away"
+        if code == "silent":
+            return f"training process rank {rank} on {node} was lost: its Ray worker stopped answering"
+        try:
+            how = f"killed by {signal.Signals(-int(code)).name}"
+        except ValueError:
+            how = f"killed by signal {-int(code)}"
+        return f"training process rank {rank} on {node} was {how}"
+
+    def _stop_all(self, codes: dict[int, int | str]) -> Outcome:
+        """Abort: SIGTERM every rank, give them STOP_S to agree and report ``aborted``."""
+        self._stop_ranks(set(codes), kill=False)
+        deadline = time.monotonic() + STOP_S
+        asked: dict[int, tuple[Any, float]] = {}
+        while len(codes) < len(self.actors) and time.monotonic() < deadline:
+            codes.update(self._poll(codes, asked, silent_is_lost=False))
+        return Outcome("aborted")
+
+    def _stop_ranks(self, ended: set[int], kill: bool) -> None:
+        for rank, actor in enumerate(self.actors):
+            if rank not in ended:
+                actor.stop.remote(kill)
+
+    def _clean_up(self) -> None:
+        """Kill the actors (their training processes die with them) and free the bundles."""
+        from ray.util.placement_group import remove_placement_group
+
+        for actor in self.actors:
+            try:
+                self.ray.kill(actor, no_restart=True)
+            except Exception:
+                pass  # already gone with its node
+        if self.pg is not None:
+            try:
+                remove_placement_group(self.pg)
+            except Exception:
+                pass
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

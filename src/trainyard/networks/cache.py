@@ -1,0 +1,142 @@
+"""What does not change about a network, computed once: checks, layer listings, parameter counts.
+
+A check (build plus forward passes in a child process, see custom.py) costs seconds, mostly in
+importing torch; its answer depends only on the request (network name or source text, classes,
+channels, input size) and on the versions of torch and trainyard. So answers are kept in memory
+(one store per process: keys hold everything an answer depends on, so the caches of several
+homes share it) and, for standard networks, as small JSON files in the cache's folder, shared
+by the server and the CLI and kept across restarts; a custom source changes with every edit, so
+its answers stay in memory. Checks that timed out or crashed are not kept: they may work next
+time.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from importlib import metadata
+from pathlib import Path
+
+import torch
+
+import trainyard
+
+from .custom import check_network_isolated
+from .registry import create_network
+
+MEMORY_ENTRIES = 256
+_memory: OrderedDict[str, dict] = OrderedDict()
+_memory_lock = threading.Lock()
+_count_lock = threading.Lock()
+
+
+class NetworkCache:
+    """Cached `check_network_isolated` answers and standard-network parameter counts."""
+
+    def __init__(self, folder: Path | None = None):
+        self.folder = folder
+
+    def check(self, *, network: str | None = None, source: str | None = None, num_classes: int,
+              in_channels: int, image_size: int | None, input_size: tuple[int, int] | None = None,
+              timeout: float = 60) -> dict:
+        """`check_network_isolated`'s answer for this request, computed at most once."""
+        request = {"what": "check", "network": network, "source": source, "num_classes": num_classes,
+                   "in_channels": in_channels, "image_size": image_size,
+                   "input_size": list(input_size) if input_size else None}
+        key = _key(request)
+        answer = self._get(key)
+        if answer is None:
+            answer = check_network_isolated(source, num_classes, in_channels, image_size, timeout,
+                                            network=network, input_size=input_size)
+            if not answer.get("transient"):
+                # A custom source changes with every edit: kept in memory only, so the folder
+                # holds a bounded set (standard networks x the geometries of the datasets).
+                self._put(key, answer, to_disk=network is not None)
+        return answer
+
+    def parameter_count(self, name: str, num_classes: int = 10, in_channels: int = 3) -> int:
+        """Parameters of a standard network (our own code, so built in this process, on the
+        meta device: no memory, and no weights)."""
+        key = _key({"what": "params", "network": name, "num_classes": num_classes, "in_channels": in_channels})
+        answer = self._get(key)
+        if answer is None:
+            # One count at a time: a request arriving while the start-up warm-up counts waits
+            # for its answer instead of building the same networks beside it.
+            with _count_lock:
+                answer = self._get(key)
+                if answer is None:
+                    with torch.device("meta"):
+                        model = create_network(name, num_classes, in_channels)
+                    answer = {"params": sum(p.numel() for p in model.parameters())}
+                    self._put(key, answer)
+        return answer["params"]
+
+    def _get(self, key: str) -> dict | None:
+        with _memory_lock:
+            if key in _memory:
+                _memory.move_to_end(key)
+                return _memory[key]
+        if self.folder is None:
+            return None
+        try:
+            answer = json.loads((self.folder / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        self._remember(key, answer)
+        return answer
+
+    def _put(self, key: str, answer: dict, to_disk: bool = True) -> None:
+        self._remember(key, answer)
+        if self.folder is None or not to_disk:
+            return
+        try:  # a cache that cannot be written only costs time
+            self.folder.mkdir(parents=True, exist_ok=True)
+            temp = self.folder / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+            temp.write_text(json.dumps(answer))
+            temp.replace(self.folder / f"{key}.json")
+        except OSError:
+            pass
+
+    def _remember(self, key: str, answer: dict) -> None:
+        with _memory_lock:
+            _memory[key] = answer
+            _memory.move_to_end(key)
+            while len(_memory) > MEMORY_ENTRIES:
+                _memory.popitem(last=False)
+
+
+def _key(request: dict) -> str:
+    """A digest of the request and of the code that could change its answer."""
+    versioned = {**request, "code": _code_version()}
+    return hashlib.sha256(json.dumps(versioned, sort_keys=True).encode()).hexdigest()[:32]
+
+
+@functools.cache
+def _code_version() -> str:
+    """torch, torchvision and timm versions, and a digest of this package's own files (the
+    standard networks are defined there, and change between releases of the same number)."""
+    digest = hashlib.sha256(trainyard.__version__.encode())
+    for name in ("torch", "torchvision", "timm"):
+        try:
+            digest.update(f"{name}={metadata.version(name)}".encode())
+        except metadata.PackageNotFoundError:
+            pass
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+_caches: dict[Path | None, NetworkCache] = {}
+_caches_lock = threading.Lock()
+
+
+def network_cache(folder: Path | None) -> NetworkCache:
+    """The one cache of a folder in this process (the server's requests share it)."""
+    with _caches_lock:
+        if folder not in _caches:
+            _caches[folder] = NetworkCache(folder)
+        return _caches[folder]

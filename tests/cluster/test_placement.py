@@ -1,0 +1,135 @@
+"""Cluster mode without a cluster: what a job asks Ray for, how ranks are laid out over nodes,
+the storage check, the job's needs and spec, and clear failures when no cluster answers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.training.model_helpers import make_dataset, model_spec, statuses, write_job
+from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
+from trainyard.cluster.worker import RankWorker
+from trainyard.jobs.context import open_context
+from trainyard.jobs.manager import JobError
+from trainyard.jobs.resources import Pools
+from trainyard.jobs.training_jobs import cluster_placement, devices_needed
+from trainyard.training.spec import ModelSpec
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_pending_placement_says_what_it_waits_for():
+    assert Placement(8, "gpu").waiting_detail({"GPU": 5.0, "CPU": 64.0}) == "waiting for 8 GPUs on the cluster (5 free)"
+    assert Placement(1, "cpu").waiting_detail({}) == "waiting for 1 CPU on the cluster (0 free)"
+    assert Placement(2, "gpu").bundles() == [{"GPU": 1.0, "CPU": 1.0}] * 2
+    assert Placement.from_spec({"cluster": {"workers": 3, "device": "cpu"}}) == Placement(3, "cpu")
+
+
+def test_ranks_are_numbered_node_by_node_with_local_ranks_and_their_gpus():
+    a, b = "a" * 56, "b" * 56
+    infos = [WorkerInfo(a, "10.0.0.1", "gpu-a", ["3"]), WorkerInfo(b, "10.0.0.2", "gpu-b", ["0"]),
+             WorkerInfo(a, "10.0.0.1", "gpu-a", ["1"])]
+    ranked = [infos[i] for i in rank_order(infos)]
+    assert [i.gpu_ids for i in ranked] == [["3"], ["1"], ["0"]]  # node a's two ranks first
+    envs = rank_environments(ranked, 29500, "job1", "gpu")
+    assert [(e["RANK"], e["LOCAL_RANK"], e["LOCAL_WORLD_SIZE"], e["GROUP_RANK"]) for e in envs] == [
+        ("0", "0", "2", "0"), ("1", "1", "2", "0"), ("2", "0", "1", "1")]
+    assert {(e["MASTER_ADDR"], e["MASTER_PORT"], e["WORLD_SIZE"]) for e in envs} == {("10.0.0.1", "29500", "3")}
+    # cuda:LOCAL_RANK is the rank's own GPU: node a sees its job GPUs 3,1 in local-rank order
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["3,1", "3,1", "0"]
+    assert all(e["TORCHELASTIC_RUN_ID"] == "job1" for e in envs)  # run.py ends with its actor
+    assert rank_environments(ranked, 1, "j", "cpu")[0]["CUDA_VISIBLE_DEVICES"] == ""
+    docs = worker_docs(ranked, "gpu")
+    assert [(d["rank"], d["host"], d["device"]) for d in docs] == [(0, "gpu-a", "gpu:3"), (1, "gpu-a", "gpu:1"),
+                                                                   (2, "gpu-b", "gpu:0")]
+    assert WorkerInfo(a, "10.0.0.1", "gpu-a").node_label == "node gpu-a (aaaaaaaa)"
+
+
+def test_the_storage_check_names_what_this_node_cannot_reach(tmp_path):
+    dataset = make_dataset(tmp_path / "ds", train=4, val=2)
+    job = tmp_path / "job"
+    job.mkdir()
+    assert RankWorker.check_storage(str(dataset), str(job)) is None
+    assert list(job.iterdir()) == []  # the probe file is gone
+    problem = RankWorker.check_storage(str(tmp_path / "elsewhere"), str(job))
+    assert problem.startswith(f"cannot read the dataset {tmp_path / 'elsewhere'} (No such file")
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    assert RankWorker.check_storage(str(dataset), str(not_a_folder)).startswith(
+        f"cannot write the job folder {not_a_folder} (Not a directory")
+
+
+@pytest.fixture
+def cluster_ctx(settings):
+    return open_context(settings.model_copy(update={"cluster": "ray"}), pools=Pools(1, 1, []))
+
+
+def test_cluster_jobs_ask_the_cluster_for_workers_not_this_machine(cluster_ctx):
+    assert devices_needed(cluster_ctx, 8, None) == {"pool": "cluster", "device": "gpu", "count": 8}
+    needs = devices_needed(cluster_ctx, None, None, processes=2)
+    assert needs == {"pool": "cluster", "device": "cpu", "count": 2}
+    assert cluster_placement(needs) == {"workers": 2, "device": "cpu"}
+    assert cluster_ctx.pools.acquire(cluster_ctx.store, "job", needs) == []  # no local lease
+    with pytest.raises(JobError, match="on the cluster ask for a number of GPUs"):
+        devices_needed(cluster_ctx, None, [0, 1])
+
+
+def test_max_restarts_and_nnodes_are_checked_against_cluster_mode(tmp_path):
+    base = model_spec(tmp_path).model_dump()
+    with pytest.raises(ValueError, match="max_restarts applies to cluster jobs"):
+        ModelSpec(**{**base, "max_restarts": 1})
+    with pytest.raises(ValueError, match="Ray places the processes"):
+        ModelSpec(**{**base, "cluster": {"workers": 2}, "nnodes": 2, "master": "h:1"})
+    assert ModelSpec(**{**base, "cluster": {"workers": 2}, "max_restarts": 3}).cluster.device == "cpu"
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_without_a_reachable_cluster_the_api_answers_503_and_a_job_fails_saying_so(settings, client_for,
+                                                                                tmp_path, monkeypatch):
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()  # this test process joined the session's cluster earlier; a server joins one
+    address = f"127.0.0.1:{closed_port()}"
+    monkeypatch.setenv("RAY_ADDRESS", address)
+    with client_for(settings.model_copy(update={"cluster": "ray"}), run_scheduler=False) as client:
+        response = client.get("/api/system")
+    assert response.status_code == 503
+    assert response.json()["detail"].startswith(f"no Ray cluster reachable at RAY_ADDRESS={address}")
+    job = write_job(tmp_path / "job", model_spec(make_dataset(tmp_path / "ds", train=4, val=2),
+                                                  cluster={"workers": 2}))
+    done = subprocess.run([sys.executable, "-m", "trainyard.cluster.launcher", str(job)], timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "src")}, capture_output=True)
+    assert done.returncode == 1
+    final = statuses(job)[-1]
+    assert final["status"] == "failed" and final["error"].startswith("no Ray cluster reachable at RAY_ADDRESS")
+
+
+def test_local_mode_never_imports_ray():
+    """Every trainyard module but the cluster package, the app and a system report: no ray."""
+    code = (
+        "import pkgutil, sys, importlib, trainyard\n"
+        "for m in pkgutil.walk_packages(trainyard.__path__, 'trainyard.'):\n"
+        "    if not m.name.startswith('trainyard.cluster') and not m.name.endswith('__main__'):\n"
+        "        importlib.import_module(m.name)\n"
+        "from fastapi.testclient import TestClient\n"
+        "from trainyard.settings import Settings\n"
+        "from trainyard.web.app import create_app\n"
+        "import tempfile\n"
+        "s = Settings(home=tempfile.mkdtemp(), data_roots=[tempfile.gettempdir()])\n"
+        "with TestClient(create_app(s, run_scheduler=False)) as c:\n"
+        "    doc = c.get('/api/system').json()\n"
+        "assert doc['backend'] == 'local' and 'nodes' not in doc, doc\n"
+        "print('ray' in sys.modules)\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "TRAINYARD_CLUSTER": "local"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "False", out.stderr[-3000:]

@@ -1,0 +1,35 @@
+"""The model page's settings, timeline and actions (web/job_page.py), from plain job documents."""
+
+from __future__ import annotations
+
+from trainyard.web.job_page import actions, settings_groups, timeline
+
+
+def test_settings_are_grouped_with_labels_and_no_dict_reprs():
+    spec = {"version": 1, "name": "m", "dataset_id": "d1", "network": "lenet", "epochs": 30, "batch_size": None,
+            "lr": {"policy": "step", "base_lr": 0.01}, "augment": {"flip": "lr"}, "precision": "auto",
+            "imported": {"archive": "a.tar.gz", "job": {"id": "j1", "name": "old"}, "versions": {"torch": "2.5"},
+                         "history": [{"epoch": 1, "loss": 0.5}]}}
+    groups = {g["name"]: dict(g["rows"]) for g in settings_groups(spec, {"Hardware": [("Devices", "GPU 0")]})}
+    assert list(groups) == ["Data", "Network", "Solver", "Augmentation", "Hardware"]
+    assert groups["Solver"]["Base learning rate"] == "0.01" and groups["Solver"]["Learning-rate policy"] == "step"
+    assert groups["Solver"]["Batch size (per process)"] == "network default"
+    assert groups["Network"]["Imported · Job · Name"] == "old"
+    assert groups["Network"]["Imported · History"] == "epoch 1, loss 0.5"
+    assert groups["Hardware"] == {"Precision": "auto", "Devices": "GPU 0"}
+    assert not any("{" in text for rows in groups.values() for text in rows.values())
+
+
+def test_timeline_durations_and_the_last_status_of_an_ended_job():
+    history = [{"status": "queued", "time": 100.0}, {"status": "running", "time": 103.0},
+               {"status": "done", "time": 163.0}]
+    steps = timeline(history, finished_at=163.0, now=500.0)
+    assert [s["duration"] for s in steps] == [3.0, 60.0, None]
+    assert timeline(history[:2], finished_at=None, now=110.0)[-1]["duration"] == 7.0  # running: so far
+
+
+def test_only_actions_that_can_work_are_offered():
+    assert actions({"status": "failed", "snapshots": []}) == {"classify": False, "resume": False, "clone_first": True}
+    assert actions({"status": "failed", "snapshots": [2]}) == {"classify": True, "resume": True, "clone_first": True}
+    assert actions({"status": "aborted", "snapshots": []})["resume"] is True
+    assert actions({"status": "done", "snapshots": [3]}) == {"classify": True, "resume": False, "clone_first": False}

@@ -1,0 +1,94 @@
+"""The backend in /api/system, ``trainyard system`` and the system page; a cluster job's workers
+on its page; and ``--max-restarts`` / ``--processes`` of a cluster job as they reach its spec."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from trainyard.cli.main import app as cli
+from trainyard.core.files import read_json
+from trainyard.jobs.context import open_context
+from trainyard.jobs.resources import Pools
+from trainyard.web.app import create_app
+
+WORKERS = [{"rank": 0, "node_id": "3f2a9c1e" + "0" * 48, "host": "gpu-node-7", "ip": "10.0.0.7", "device": "gpu:2",
+            "actor": "trainyard-x-0-0"}]
+
+
+@pytest.fixture
+def client(settings):
+    app = create_app(settings, pools=Pools(dataset_slots=1, cpu_slots=1, gpus=[]), run_scheduler=False)
+    with TestClient(app) as client:
+        yield client
+
+
+def test_local_backend_in_the_api_the_cli_and_the_system_page(client, cli_env):
+    doc = client.get("/api/system").json()
+    assert doc["backend"] == "local" and "nodes" not in doc
+    html = client.get("/system").text
+    assert 'data-backend="local"' in html and "/static/system.js" in html and 'id="system-nodes"' not in html
+    result = CliRunner().invoke(cli, ["system", "--json"], env=cli_env)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["backend"] == "local" and report["cpu"]["count"] >= 1 and "nodes" not in report
+
+
+def test_a_cluster_jobs_page_lists_where_its_ranks_run(client):
+    ctx = client.app.state.ctx
+    dataset = ctx.manager.create("dataset", "d", {"name": "d"}, needs={"pool": "dataset"})
+    ctx.store.update_job(dataset.id, status="done", summary={"classes": ["a", "b"]})
+    spec = {"name": "m", "dataset_id": dataset.id, "dataset_dir": "/nowhere", "network": "lenet",
+            "cluster": {"workers": 1, "device": "gpu"}}
+    job = ctx.manager.create("model", "m", spec, needs={"pool": "cluster", "device": "gpu", "count": 1},
+                             parent_id=dataset.id)
+    ctx.store.update_job(job.id, status="done", summary={"workers": WORKERS})
+    assert client.get(f"/api/jobs/{job.id}").json()["workers"] == WORKERS
+    html = client.get(f"/models/{job.id}").text
+    section = html.split('id="workers"', 1)[1].split("</section>", 1)[0]
+    assert "gpu-node-7" in section and ">3f2a9c1e<" in section and "gpu:2" in section
+
+
+def test_cluster_job_options_reach_the_spec_and_needs(settings, cli_env):
+    ctx = open_context(settings)
+    dataset = ctx.manager.create("dataset", "d", {}, needs={"pool": "dataset"})
+    env = {**cli_env, "TRAINYARD_CLUSTER": "ray"}
+    result = CliRunner().invoke(cli, ["train", "--dataset", dataset.id, "--network", "lenet", "--submit", "--json",
+                                      "--processes", "4", "--max-restarts", "2"], env=env)
+    assert result.exit_code == 0, result.output
+    job = json.loads(result.stdout)["jobs"][0]
+    spec = read_json(ctx.manager.folder(job["id"]).spec)
+    assert (spec["cluster"], spec["max_restarts"]) == ({"workers": 4, "device": "cpu"}, 2)
+    assert ctx.store.get_job(job["id"]).needs == {"pool": "cluster", "device": "cpu", "count": 4}
+    local = CliRunner().invoke(cli, ["train", "--dataset", dataset.id, "--network", "lenet", "--submit",
+                                     "--max-restarts", "1"], env=cli_env)
+    assert local.exit_code == 2 and "max_restarts applies to cluster jobs" in local.output
+
+
+NODES = [{"id": "abcdef12" + "0" * 48, "host": "gpu-a", "ip": "10.0.0.1", "alive": True, "head": True, "cpus": 4,
+          "cpus_in_use": 1, "gpus": [{"index": 0, "name": "NVIDIA H200", "memory_total": 141 * 2**30}],
+          "gpus_in_use": 1, "memory_total": 2**36, "jobs": ["job-1"]},
+         {"id": "99887766" + "0" * 48, "host": "gpu-b", "ip": "10.0.0.2", "alive": False, "head": False, "cpus": 8,
+          "cpus_in_use": None, "gpus": [], "gpus_in_use": None, "memory_total": 2**36, "jobs": []}]
+
+
+def test_cluster_mode_reports_the_nodes_in_the_api_the_cli_and_the_page(settings, cli_env, monkeypatch):
+    import trainyard.cluster.nodes
+
+    monkeypatch.setattr(trainyard.cluster.nodes, "list_nodes", lambda: NODES)
+    app = create_app(settings.model_copy(update={"cluster": "ray"}), pools=Pools(1, 1, []), run_scheduler=False)
+    with TestClient(app) as client:
+        doc = client.get("/api/system").json()
+        html = client.get("/system").text
+    assert doc["backend"] == "ray" and doc["nodes"] == NODES
+    assert 'data-backend="ray"' in html and 'id="system-nodes"' in html
+    env = {**cli_env, "TRAINYARD_CLUSTER": "ray"}
+    result = CliRunner().invoke(cli, ["system"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "backend: ray" in result.output
+    assert "node gpu-a (abcdef12) alive: 1/4 CPUs, 1/1 GPUs in use (NVIDIA H200); jobs job-1" in result.output
+    assert "node gpu-b (99887766) DEAD" in result.output
+    assert json.loads(CliRunner().invoke(cli, ["system", "--json"], env=env).stdout)["nodes"] == NODES
