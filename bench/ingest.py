@@ -111,8 +111,17 @@ def run_build(images: Path, job: Path, workers: int | None) -> dict:
 
 
 def tree_rss(proc: psutil.Process) -> int:
+    """RSS of ``proc`` and its children; a process that exits while we look counts as 0.
+
+    ``children()`` itself raises NoSuchProcess once the parent has exited, so it sits inside
+    the try too: before, that killed the sampler thread and the peak stopped being sampled.
+    """
+    try:
+        family = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0
     total = 0
-    for p in [proc, *proc.children(recursive=True)]:
+    for p in family:
         try:
             total += p.memory_info().rss
         except psutil.Error:

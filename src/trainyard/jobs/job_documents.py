@@ -30,6 +30,7 @@ def job_brief(job: Job | Row) -> dict:
         "created_at": job.created_at,
         "started_at": job.started_at,
         "finished_at": job.finished_at,
+        "updated_at": job.updated_at,
         "parent": job.parent_id,
         "group": job.group,
         "needs": job.needs,

@@ -16,6 +16,7 @@ from sqlalchemy import (
     JSON,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -32,6 +33,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker,
 
 from trainyard.core.status import Status
 from trainyard.jobs.database import create_tables, open_engine
+from trainyard.jobs.schema_upgrade import upgrade_table
 
 STATUS_VALUES = frozenset(s.value for s in Status)
 
@@ -49,6 +51,8 @@ def _status_column() -> SAEnum:
 
 class Job(Base):
     __tablename__ = "jobs"
+    # A listing of one kind, newest first (the home page's tables), reads this index in order.
+    __table_args__ = (Index("ix_jobs_kind_created", "kind", "created_at", "id"),)
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     kind: Mapped[str] = mapped_column(String(20), index=True)
@@ -75,6 +79,8 @@ class Job(Base):
     created_at: Mapped[float] = mapped_column(Float, default=time.time, index=True)
     started_at: Mapped[float | None] = mapped_column(Float, default=None)
     finished_at: Mapped[float | None] = mapped_column(Float, default=None)
+    # Set on every write: listings refresh only what changed since their last look.
+    updated_at: Mapped[float | None] = mapped_column(Float, default=time.time, index=True)
 
     @validates("status")
     def _typed_status(self, key: str, value: Status | str) -> Status:
@@ -112,6 +118,8 @@ class Store:
     def __init__(self, url: str):
         self.engine = open_engine(url)
         create_tables(self.engine, Base.metadata)
+        # Indexes and updated_at values that databases made before them lack.
+        upgrade_table(self.engine, Base.metadata.tables[Job.__tablename__])
         self.session = sessionmaker(self.engine, expire_on_commit=False)
 
     # -- jobs --------------------------------------------------------------------------------
@@ -155,6 +163,7 @@ class Store:
                 s.add(StatusChange(job_id=job_id, status=new_status, detail=fields.get("status_detail")))
             for key, value in fields.items():
                 setattr(job, key, value)
+            job.updated_at = time.time()
             return job
 
     def update_job_if(self, job: Job, **fields) -> bool:
@@ -168,7 +177,7 @@ class Store:
             fields["status"] = Status(fields["status"])
         query = (update(Job).where(Job.id == job.id, Job.status == job.status,
                                    _same(Job.owner_pid, job.owner_pid), _same(Job.owner_host, job.owner_host))
-                 .values(**fields).execution_options(synchronize_session=False))
+                 .values(**fields, updated_at=time.time()).execution_options(synchronize_session=False))
         with self.session.begin() as s:
             result = cast(CursorResult, s.execute(query))
             if result.rowcount != 1:

@@ -25,13 +25,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainyard.artifact.checkpoint import save_checkpoint
 from trainyard.core.events import EventWriter
 from trainyard.core.jobproc import Aborted
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.networks import main_output, training_loss
 from trainyard.training import distributed
 from trainyard.training.build_run import prepare
+from trainyard.training.checkpoint_writer import CheckpointWriter
 from trainyard.training.data import BatchLoader
 from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.epoch_log import EpochLog
@@ -137,6 +137,7 @@ class Reporter:
         self.events: EventWriter = run.events
         self.should_stop = should_stop
         self.meter = LossMeter(run.device, run.dist)
+        self.checkpoints = CheckpointWriter(run.events)  # writes off the training thread
         self.started = self.mark = time.perf_counter()
         self.first = run.batches  # global batches done when this process started
         self.last = run.batches
@@ -150,6 +151,7 @@ class Reporter:
 
     def __call__(self, batches: int) -> None:
         """After every optimizer step: report, validate and snapshot when due; honour abort."""
+        self.checkpoints.announce()
         point = self.run.schedule.at(batches)
         if point is not None:
             self.read_back(point)
@@ -200,7 +202,11 @@ class Reporter:
             run.best = {"epoch": epoch, "val_accuracy": self.last_val}
 
     def snapshot(self, epoch: float, batches: int) -> Path | None:
-        """Rank 0 writes the checkpoint (with every rank's RNG state); the others wait for none."""
+        """Rank 0 writes the checkpoint (with every rank's RNG state); the others wait for none.
+
+        The write runs in the background (checkpoint_writer.py); its ``checkpoint`` event
+        follows once the file is complete.
+        """
         run = self.run
         rng = rng_state(run.seed, run.device if run.dist.enabled else None)
         if run.dist.enabled:
@@ -208,8 +214,7 @@ class Reporter:
         if not run.dist.is_main:
             return None
         path = JobFolder(run.job_dir).checkpoints / checkpoint_name(epoch)
-        save_checkpoint(path, checkpoint_state(run, epoch, batches, rng))
-        self.events.emit("checkpoint", epoch=epoch, path=str(path))
+        self.checkpoints.submit(path, epoch, checkpoint_state(run, epoch, batches, rng))
         return path
 
 
@@ -257,11 +262,15 @@ def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,
     schedule = run.schedule
     events.progress(done=run.batches // schedule.accumulation, total=schedule.total_iterations, phase="train")
     batch_size, log = run.train_loader.batch_size, EpochLog(run)
+    reporter = Reporter(run, should_stop)
     try:
-        _train_batches(run, Reporter(run, should_stop), log.epoch)
+        _train_batches(run, reporter, log.epoch)
     except torch.OutOfMemoryError:
         raise TrainingError(f"out of GPU memory at batch size {batch_size}; try a smaller batch "
                             f"size (e.g. {max(1, batch_size // 2)})") from None
+    finally:
+        # The last checkpoint is complete (and announced) before the job reports done or aborted.
+        reporter.checkpoints.wait()
     final = run.schedule.snapshot_epochs[-1]
     last = run.metrics.get("val_accuracy", [[None, None]])[-1][1]
     result = {"epoch": final, "best": run.best, "val_accuracy": last}

@@ -1,8 +1,9 @@
-"""The home page's job tables: filter, sort and group job briefs (from the database alone).
+"""The home page's job tables: the query from the address, groups and display cells of a page.
 
-Everything here works on `job_brief` dicts, which need no file reads, so the page stays fast with
-thousands of jobs. The same query (``q``, ``status``, ``sort``, ``order``, ``group``) drives the
-first render and every htmx refresh, so a refresh never undoes what the user chose.
+Filtering, sorting and the page cut happen in SQL (jobs/job_pages.py); here a page of `job_brief`
+dicts, which need no file reads, is split into groups and given its display strings. The same
+query (``q``, ``status``, ``sort``, ``order``, ``group``, the pages) drives the first render and
+every htmx refresh, so a refresh never undoes what the user chose.
 """
 
 from __future__ import annotations
@@ -14,30 +15,12 @@ from markupsafe import Markup, escape
 
 from trainyard.core import formatting
 from trainyard.core.status import Status
+from trainyard.jobs.job_pages import SORTS, PageQuery
 
-ACTIVE = ("queued", "waiting", "running")
-ENDED = ("done", "aborted", "failed")
-# Status order for sorting: what needs attention first.
-STATUS_RANK = {"running": 0, "waiting": 1, "queued": 2, "failed": 3, "aborted": 4, "done": 5}
-
-
-def _best(job: dict) -> float:
-    best = (job.get("summary") or {}).get("best") or {}
-    accuracy = best.get("val_accuracy")
-    return float(accuracy) if accuracy is not None else -1.0
-
-
-SORT_KEYS = {
-    "created": lambda j: (j["created_at"] or 0.0, j["id"]),
-    "name": lambda j: (j["name"].lower(), j["id"]),
-    "status": lambda j: (STATUS_RANK.get(j["status"], 9), -(j["created_at"] or 0.0)),
-    "progress": lambda j: (j["progress"], j["created_at"] or 0.0),
-    "elapsed": lambda j: (j["elapsed"] or 0.0, j["created_at"] or 0.0),
-    "best": lambda j: (_best(j), j["created_at"] or 0.0),
-}
 GROUPS = {"": "no grouping", "sweep": "sweep", "dataset": "dataset", "status": "status"}
 STATUS_FILTERS = {"": "any status", "active": "active (queued, waiting, running)",
                   "ended": "ended (done, aborted, failed)", **{s.value: s.value for s in Status}}
+PER_PAGE = 50  # rows per table: a page, not every job, is rendered on each refresh
 
 
 @dataclass
@@ -47,14 +30,21 @@ class Query:
     sort: str = "created"
     order: str = "desc"
     group: str = ""
+    dpage: int = 1  # the datasets table's page
+    mpage: int = 1  # the models table's page
 
     def __post_init__(self) -> None:
         # Unknown values from a hand-edited URL fall back to defaults instead of failing.
         self.q = (self.q or "").strip()
         self.status = self.status if self.status in STATUS_FILTERS else ""
-        self.sort = self.sort if self.sort in SORT_KEYS else "created"
+        self.sort = self.sort if self.sort in SORTS else "created"
         self.order = "asc" if self.order == "asc" else "desc"
         self.group = self.group if self.group in GROUPS else ""
+        self.dpage, self.mpage = max(1, self.dpage), max(1, self.mpage)
+
+    def for_kind(self, kind: str) -> PageQuery:
+        page = self.dpage if kind == "dataset" else self.mpage
+        return PageQuery(kind, self.q, self.status, self.sort, self.order, self.group, page, PER_PAGE)
 
 
 @dataclass
@@ -63,32 +53,20 @@ class Group:
     jobs: list[dict] = field(default_factory=list)
 
 
-def matches(job: dict, query: Query) -> bool:
-    if query.q:
-        needle = query.q.lower()
-        if needle not in job["name"].lower() and needle not in job["id"].lower():
-            return False
-    if query.status == "active":
-        return job["status"] in ACTIVE
-    if query.status == "ended":
-        return job["status"] in ENDED
-    return not query.status or job["status"] == query.status
-
-
-def arrange(jobs: list[dict], query: Query, names: dict[str, str]) -> list[Group]:
-    """Filter and sort ``jobs``, then split them into groups (one untitled group when not grouping).
+def arrange(jobs: list[dict], group: str, names: dict[str, str]) -> list[Group]:
+    """Split a page of jobs (already in display order, see job_pages.py) into titled groups.
 
     ``names`` maps job ids to names, to title groups by dataset.
     """
-    kept = sorted((j for j in jobs if matches(j, query)), key=SORT_KEYS[query.sort],
-                  reverse=query.order == "desc")
-    if not query.group:
-        return [Group(None, kept)]
-    groups: dict[str, Group] = {}
-    for job in kept:
-        title = _group_title(job, query.group, names)
-        groups.setdefault(title, Group(title)).jobs.append(job)
-    return list(groups.values())
+    if not group:
+        return [Group(None, jobs)]
+    groups: list[Group] = []
+    for job in jobs:
+        title = _group_title(job, group, names)
+        if not groups or groups[-1].title != title:
+            groups.append(Group(title))
+        groups[-1].jobs.append(job)
+    return groups
 
 
 def _group_title(job: dict, group: str, names: dict[str, str]) -> str:

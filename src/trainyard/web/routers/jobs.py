@@ -10,6 +10,7 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from trainyard.core.events import EventTail
 from trainyard.jobs.job_documents import job_brief, job_detail
+from trainyard.jobs.job_feed import feed
 from trainyard.jobs.runner import tail_text
 from trainyard.web.deps import Ctx, Hw, get_job_of_kind, wake_scheduler
 
@@ -20,9 +21,14 @@ KEEPALIVE_S = 15.0
 
 
 @router.get("")
-def list_jobs(ctx: Ctx, kind: str | None = None, status: str | None = None) -> dict:
+def list_jobs(ctx: Ctx, kind: str | None = None, status: str | None = None,
+              limit: int | None = Query(None, ge=1, le=1000, description="jobs per page; all if absent"),
+              cursor: str | None = Query(None, description="next_cursor of the previous page"),
+              updated_since: float | None = Query(None, description="only jobs changed after this "
+                                                  "time (as_of of an earlier answer)")) -> dict:
+    """Jobs, newest first: ``{"jobs": [...], "next_cursor", "as_of", "total"}`` (job_feed.py)."""
     statuses = status.split(",") if status else None
-    return {"jobs": [job_brief(j) for j in ctx.store.list_jobs(kind=kind, statuses=statuses)]}
+    return feed(ctx.store, kind, statuses, limit, cursor, updated_since)
 
 
 @router.get("/{job_id}")

@@ -6,16 +6,18 @@ them live (job events over SSE, hardware figures by polling the API).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from trainyard.core import formatting
 from trainyard.core.files import read_json
 from trainyard.datasets.resize import RESIZE_MODES
+from trainyard.jobs import job_pages
 from trainyard.jobs.job_documents import job_detail, list_briefs
 from trainyard.web import job_page, listing, model_form
 from trainyard.web.auth import token_matches
@@ -25,6 +27,8 @@ from trainyard.web.sessions import COOKIE, MAX_AGE_S, new_session
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent.parent / "templates")
 formatting.install(templates.env)
+VERSION_HEADER = "X-Jobs-Version"  # what the tables show; home.js sends it back as ``since``
+REDRAW_S = 30
 templates.env.filters["num"] = model_form.as_text  # epochs as 3 or 2.5, never 3.0
 
 
@@ -36,25 +40,39 @@ def render(request: Request, name: str, **context) -> HTMLResponse:
 
 @router.get("/", response_class=HTMLResponse)
 def home(request: Request, ctx: Ctx, query: Annotated[listing.Query, Depends()]):
-    return render(request, "home.html", **_job_tables(ctx, query))
+    return render(request, "home.html", version=_mark(ctx), **_job_tables(ctx, query))
 
 
 @router.get("/partials/jobs", response_class=HTMLResponse)
-def job_tables(request: Request, ctx: Ctx, query: Annotated[listing.Query, Depends()]):
-    """The home page's tables alone, refreshed by htmx every few seconds."""
-    return render(request, "_job_tables.html", **_job_tables(ctx, query))
+def job_tables(request: Request, ctx: Ctx, query: Annotated[listing.Query, Depends()],
+               since: str | None = None):
+    """The home page's tables alone, refreshed by htmx every few seconds.
+
+    ``since`` is the version (response header) of what the page shows: when no job was added,
+    changed or deleted since, the answer is an empty 204 that htmx leaves alone, so an idle
+    refresh costs two indexed queries whatever the number of jobs. Every REDRAW_S the tables
+    are drawn anyway, for the ages and elapsed times that move with the clock alone.
+    """
+    mark = _mark(ctx)
+    if since == mark:
+        return Response(status_code=204)
+    response = render(request, "_job_tables.html", **_job_tables(ctx, query))
+    response.headers[VERSION_HEADER] = mark
+    return response
+
+
+def _mark(ctx) -> str:
+    return f"{job_pages.version(ctx.store)}-{int(time.time() // REDRAW_S)}"
 
 
 def _job_tables(ctx, query: listing.Query) -> dict:
-    jobs = list_briefs(ctx.store)  # one query, no file reads
-    names = {j["id"]: j["name"] for j in jobs}
-    datasets = listing.arrange([j for j in jobs if j["kind"] == "dataset"], query, names)
-    models = listing.arrange([j for j in jobs if j["kind"] == "model"], query, names)
+    datasets, models = (job_pages.job_page(ctx.store, query.for_kind(k)) for k in ("dataset", "model"))
+    names = job_pages.names_of(ctx.store, {j["parent"] for j in datasets.jobs + models.jobs if j["parent"]})
     gpu_labels = {f"gpu:{g.index}": f"GPU {g.index}" for g in ctx.pools.gpus}
-    listing.add_cells([j for group in datasets + models for j in group.jobs], names, gpu_labels)
-    return {"datasets": datasets, "models": models, "query": query,
-            "counts": {"dataset": sum(j["kind"] == "dataset" for j in jobs),
-                       "model": sum(j["kind"] == "model" for j in jobs)},
+    listing.add_cells(datasets.jobs + models.jobs, names, gpu_labels)
+    return {"datasets": listing.arrange(datasets.jobs, query.group, names),
+            "models": listing.arrange(models.jobs, query.group, names),
+            "pages": {"dataset": datasets, "model": models}, "query": query,
             "status_filters": listing.STATUS_FILTERS, "groups": listing.GROUPS}
 
 

@@ -1,5 +1,7 @@
-// The home page: filters and sorting (sent with every htmx refresh), and selecting several jobs
-// to abort or delete. The tables are re-rendered every 2 s, so the selection lives here.
+// The home page: filters, sorting and pages (sent with every htmx refresh), and selecting several
+// jobs to abort or delete. Every 2 s htmx asks for the tables with `since`, the version of what
+// they show: the server answers 204 (nothing to swap) unless a job changed. When the tables are
+// redrawn the selection survives, because it lives here.
 "use strict";
 (function () {
   const form = document.getElementById("job-filters");
@@ -8,8 +10,9 @@
   const selected = new Set();
 
   function refresh() {
+    delete tables.dataset.version;  // a new query: draw it whatever the version
     const query = new URLSearchParams(new FormData(form));
-    for (const [key, value] of [...query]) if (!value) query.delete(key);
+    for (const [key, value] of [...query]) if (!value || ((key === "dpage" || key === "mpage") && value === "1")) query.delete(key);
     history.replaceState(null, "", query.toString() ? `/?${query}` : "/");
     htmx.trigger(tables, "refresh");
   }
@@ -17,14 +20,33 @@
   // The tables refresh every 2 s while the page is visible (here, not in an hx-trigger filter:
   // the Content-Security-Policy forbids the eval htmx needs for those).
   setInterval(() => { if (document.visibilityState === "visible") htmx.trigger(tables, "refresh"); }, 2000);
+  function firstPages() {
+    form.elements.dpage.value = "1";
+    form.elements.mpage.value = "1";
+  }
+
+  tables.addEventListener("htmx:configRequest", (e) => {
+    if (tables.dataset.version) e.detail.parameters.since = tables.dataset.version;
+  });
+  tables.addEventListener("htmx:afterRequest", (e) => {
+    const version = e.detail.xhr.getResponseHeader("X-Jobs-Version");
+    if (version) tables.dataset.version = version;
+  });
 
   let typing = null;
   form.addEventListener("input", (e) => {
     clearTimeout(typing);
+    firstPages();  // another filter: its matches start on page 1
     typing = setTimeout(refresh, e.target.name === "q" ? 250 : 0);
   });
 
   tables.addEventListener("click", (e) => {
+    const pageLink = e.target.closest(".page-link");
+    if (pageLink) {
+      form.elements[pageLink.closest(".pager").dataset.field].value = pageLink.dataset.page;
+      refresh();
+      return;
+    }
     const th = e.target.closest("th[data-sort]");
     if (!th) return;
     const sort = form.elements.sort, order = form.elements.order;
@@ -32,6 +54,7 @@
     if (sort.value === th.dataset.sort) order.value = order.value === "asc" ? "desc" : "asc";
     else order.value = th.dataset.sort === "name" || th.dataset.sort === "status" ? "asc" : "desc";
     sort.value = th.dataset.sort;
+    firstPages();
     refresh();
   });
 

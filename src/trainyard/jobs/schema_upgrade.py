@@ -1,0 +1,31 @@
+"""Bring the jobs table of a database made by an older trainyard up to what listings need.
+
+`database.create_tables` adds missing tables and nullable columns; this adds what it does not:
+indexes declared later (on columns that exist) and a value for ``updated_at`` in rows written
+before that column existed (or by a writer that leaves it out), so deltas and the listing's
+version see them. Only additions: nothing is changed or dropped.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, Table, inspect, text
+
+# Values for rows that lack one: {column: SQL expression over the row}.
+BACKFILL = {"updated_at": "COALESCE(finished_at, started_at, created_at)"}
+
+
+def upgrade_table(engine: Engine, table: Table) -> None:
+    """Create ``table``'s missing indexes and fill its BACKFILL columns where they are NULL."""
+    inspector = inspect(engine)
+    have = {c["name"] for c in inspector.get_columns(table.name)}
+    indexes = {i["name"] for i in inspector.get_indexes(table.name)}
+    for index in table.indexes:
+        if index.name not in indexes and all(c.name in have for c in index.columns):
+            index.create(engine, checkfirst=True)
+    preparer = engine.dialect.identifier_preparer
+    with engine.begin() as conn:
+        for column, value in BACKFILL.items():
+            if column in have:
+                name = preparer.quote(column)
+                conn.execute(text(f"UPDATE {preparer.quote(table.name)} SET {name} = {value} "
+                                  f"WHERE {name} IS NULL"))

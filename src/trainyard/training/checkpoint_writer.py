@@ -1,0 +1,106 @@
+"""Checkpoints off the hot path: copy the state to CPU memory, write it in a background thread.
+
+`CheckpointWriter.submit` waits for the previous write (so at most one is in flight and writes
+land in order), copies every tensor of the checkpoint to fresh CPU memory (training goes on
+changing the live ones in place) and deep-copies the containers around them (metrics lists keep
+growing), then hands the copy to a thread that writes it atomically with `save_checkpoint`
+(temp file, fsync, rename), exactly as before. A kill mid-write leaves only a temp file, which
+`checkpoint_epochs` ignores: the previous checkpoint stays the latest, intact.
+
+The ``checkpoint`` event is emitted by the training thread (EventWriter is not shared between
+threads) once the file is complete: at the next step after the write ends (`announce`), or at
+the latest when training waits for it (`wait`, called before a job reports done or aborted).
+
+Test hook (documented, not a sleep race): with ``TRAINYARD_CHECKPOINT_HOLD=DIR`` in the
+environment, a write whose file name ``NAME`` has a ``DIR/NAME.hold`` file pauses after the
+temp file is written and before the rename; it creates ``DIR/NAME.writing`` while it waits,
+and goes on once ``DIR/NAME.hold`` is removed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from trainyard.artifact.checkpoint import FORMAT
+from trainyard.core.events import EventWriter
+from trainyard.core.files import write_atomic
+
+HOLD_ENV = "TRAINYARD_CHECKPOINT_HOLD"
+
+
+def to_cpu_copy(value: Any) -> Any:
+    """``value`` with every tensor copied to new CPU memory and every dict/list/tuple rebuilt."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu", copy=True)
+    if isinstance(value, dict):
+        return {k: to_cpu_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_cpu_copy(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(to_cpu_copy(v) for v in value)
+    return value  # str, numbers, bool, None: immutable
+
+
+def _hold_if_asked(path: Path) -> None:
+    folder = os.environ.get(HOLD_ENV)
+    if not folder:
+        return
+    hold = Path(folder) / f"{path.name}.hold"
+    if not hold.exists():
+        return
+    (Path(folder) / f"{path.name}.writing").touch()
+    while hold.exists():
+        time.sleep(0.01)
+
+
+class CheckpointWriter:
+    """Writes checkpoints one at a time in a background thread; see the module docstring."""
+
+    def __init__(self, events: EventWriter):
+        self.events = events
+        self._thread: threading.Thread | None = None
+        self._pending: tuple[float, Path] | None = None  # written, not yet announced
+        self._error: BaseException | None = None
+
+    def submit(self, path: Path, epoch: float, state: dict) -> None:
+        self.wait()  # the previous write first: one in flight, files in epoch order
+        snapshot = {**to_cpu_copy(state), "format": FORMAT}
+        self._pending = (epoch, path)
+        self._thread = threading.Thread(target=self._write, args=(path, snapshot),
+                                        name="checkpoint-writer", daemon=True)
+        self._thread.start()
+
+    def _write(self, path: Path, snapshot: dict) -> None:
+        def save(f) -> None:
+            torch.save(snapshot, f)
+            f.flush()
+            _hold_if_asked(path)
+
+        try:
+            write_atomic(path, save)
+        except BaseException as exc:  # re-raised in the training thread by wait()
+            self._error = exc
+
+    def announce(self) -> None:
+        """Emit the ``checkpoint`` event of a write that has finished (cheap; call every step)."""
+        if self._thread is not None and not self._thread.is_alive():
+            self.wait()
+
+    def wait(self) -> None:
+        """Block until the write in flight is complete, announce it, re-raise its error if any."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            error, self._error, self._pending = self._error, None, None
+            raise error
+        if self._pending is not None:
+            epoch, path = self._pending
+            self._pending = None
+            self.events.emit("checkpoint", epoch=epoch, path=str(path))
