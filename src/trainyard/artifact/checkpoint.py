@@ -27,6 +27,7 @@ Files are ``JOB/checkpoints/epoch-0003.pt`` (`checkpoint_name`).
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -45,6 +46,7 @@ from trainyard.core.paths import (
 )
 
 FORMAT = "trainyard-checkpoint/1"
+MAX_EPOCH = 1e6  # far beyond any training; keeps checkpoint file names short
 
 
 class CheckpointError(NotFound):
@@ -102,6 +104,9 @@ def checkpoint_for_epoch(job_dir: str | os.PathLike, epoch: float | None = None)
         if path is None:
             raise CheckpointError("the job has no checkpoint yet")
         return path
+    # NaN, inf or 1e308 would break the file name (ValueError, or an over-long name's OSError).
+    if not math.isfinite(epoch) or not 0 <= epoch <= MAX_EPOCH:
+        raise CheckpointError(f"epoch {epoch} is not an epoch number (0..{MAX_EPOCH:g})")
     path = JobFolder(job_dir).checkpoints / checkpoint_name(epoch)
     if not path.is_file():
         have = ", ".join(f"{e:g}" for e in checkpoint_epochs(job_dir)) or "none"

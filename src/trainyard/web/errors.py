@@ -6,10 +6,13 @@ these handlers give each its status, so no router translates errors on its own.
 
 from __future__ import annotations
 
+import errno
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from sqlalchemy.exc import OperationalError
 
 from trainyard.core.errors import UserError, validation_message
 
@@ -23,7 +26,31 @@ async def invalid_values(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": validation_message(exc)}, status_code=422)
 
 
+# The server's own storage refused a write: not the client's mistake, and not a defect either.
+STORAGE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
+
+
+async def storage_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """A read-only or full home (files or SQLite database): 503 with what to fix, not a bare 500."""
+    if isinstance(exc, OSError) and exc.errno not in STORAGE_ERRNOS:
+        raise exc  # any other OSError is a defect: let it be a 500 with its traceback logged
+    if isinstance(exc, OperationalError) and not _is_storage(exc):
+        raise exc
+    reason = exc.strerror if isinstance(exc, OSError) else str(exc.orig).splitlines()[0]
+    where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
+    return JSONResponse({"detail": f"the server cannot write its files{where}: {reason}; "
+                                   "check that TRAINYARD_HOME is writable and has free space"},
+                        status_code=503, headers={"Retry-After": "30"})
+
+
+def _is_storage(exc: OperationalError) -> bool:
+    text = str(exc.orig).lower()
+    return any(word in text for word in ("readonly", "read-only", "disk", "unable to open", "full"))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(UserError, user_error)
     app.add_exception_handler(ValidationError, invalid_values)
     app.add_exception_handler(RequestValidationError, invalid_values)
+    app.add_exception_handler(OSError, storage_unavailable)
+    app.add_exception_handler(OperationalError, storage_unavailable)
