@@ -13,8 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
+from trainyard.artifact.preprocess import resize_for_input
 from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.paths import resolve_inside
 from trainyard.datasets.images import ImageError, load_image
@@ -77,11 +79,20 @@ def _allowed_file(ctx, path: str) -> Path:
     return resolved
 
 
-def _pil(loaded: LoadedModel, name: str, source: bytes | Path):
+def _pil(loaded: LoadedModel, name: str, source: bytes | Path) -> Image.Image:
+    """The image at the model's stored size. Each is shrunk as soon as it is decoded, so a
+    request of 64 large images holds one full-size image at a time, not 64 (+84 MiB each for a
+    5,000-pixel PNG); resizing an image already at that size again leaves it as it is."""
     try:
-        return decode(source, loaded) if isinstance(source, bytes) else load_image(source, loaded.preprocess["channels"])
+        if isinstance(source, bytes):
+            image = decode(source, loaded)
+        else:
+            image = load_image(source, loaded.preprocess["channels"])
     except (InferenceError, ImageError) as exc:
         raise InferenceError(f"{name} is not a usable image: {str(exc).removeprefix('not a usable image: ')}") from None
+    with image:
+        pixels = resize_for_input(image, loaded.preprocess)
+    return Image.fromarray(pixels[..., 0] if pixels.shape[2] == 1 else pixels)
 
 
 @router.post("/{model_id}/classify", openapi_extra=CLASSIFY_BODY)
