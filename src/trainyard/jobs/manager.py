@@ -24,6 +24,7 @@ from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
 from trainyard.jobs import runner
 from trainyard.jobs.kinds import get_kind
+from trainyard.jobs.leases import reclaim_stale_leases, this_process
 from trainyard.jobs.resources import Pools
 from trainyard.jobs.store import Job, Store
 from trainyard.settings import Settings
@@ -49,6 +50,7 @@ class JobManager:
         self.store = store
         self.pools = pools
         self.pid = os.getpid()
+        self.holder = this_process()  # recorded with each lease this manager takes
         self._children: dict[str, subprocess.Popen] = {}
         self._tails: dict[str, EventTail] = {}
         # The server ticks in one thread while request handlers abort in others.
@@ -88,11 +90,21 @@ class JobManager:
         with self._lock:
             self._tick(only)
 
-    def _tick(self, only: str | None) -> None:
+    def reap(self) -> None:
+        """Notice jobs and leases whose holder is gone, without starting anything.
+
+        What a CLI command that reads jobs does first: a job whose command was killed shows as
+        interrupted (and can be resumed), not "running" for good, even when no server runs.
+        """
+        with self._lock:
+            self._tick(None, start=False)
+
+    def _tick(self, only: str | None, start: bool = True) -> None:
+        reclaim_stale_leases(self.store)
         for job in self.store.list_jobs(statuses=ACTIVE, oldest_first=True):
             if job.status == Status.RUNNING:
                 self._watch(job)
-            elif (only is None and job.owner_pid is None) or job.id == only:
+            elif start and ((only is None and job.owner_pid is None) or job.id == only):
                 self._try_start(job)
             elif job.owner_pid not in (None, self.pid) and not runner.process_alive(job.owner_pid):
                 self._finish(job, Status.ABORTED, "the command that created this job exited before it started")
@@ -100,7 +112,7 @@ class JobManager:
     def _try_start(self, job: Job) -> None:
         waiting_for = self._missing_input(job)
         if waiting_for is None:
-            resources = self.pools.acquire(self.store, job.id, job.needs)
+            resources = self.pools.acquire(self.store, job.id, job.needs, holder=self.holder)
             if resources is not None:
                 self._start(job, resources)
                 return
@@ -149,7 +161,8 @@ class JobManager:
         if job.owner_pid != self.pid:
             if runner.process_alive(job.owner_pid):
                 return  # someone else watches it
-            self.store.update_job(job.id, owner_pid=self.pid)  # adopt an orphan
+            self.store.update_job(job.id, owner_pid=self.pid)  # adopt an orphan, and its leases
+            self.store.hold_leases(job.id, self.holder)
         self._read_progress(job)
         proc = self._children.get(job.id)
         if proc is not None:
@@ -162,6 +175,9 @@ class JobManager:
             returncode = None
         self._read_progress(job)
         status, error = runner.final_status(self.folder(job.id), returncode, self._abort_requested(job.id))
+        if proc is None and status == Status.FAILED and job.kind == "model":
+            # Nobody saw it end (its command or the server was killed): a checkpoint may remain.
+            error = f"interrupted: {error}; `trainyard jobs resume {job.id}` continues it from its last checkpoint"
         self._finish(job, status, error)
 
     def _abort_requested(self, job_id: str) -> bool:

@@ -19,7 +19,10 @@ from sqlalchemy import (
     create_engine,
     delete,
     event,
+    inspect,
     select,
+    text,
+    update,
 )
 from sqlalchemy import (
     Enum as SAEnum,
@@ -92,6 +95,10 @@ class Lease(Base):
     resource: Mapped[str] = mapped_column(String(40), primary_key=True)
     job_id: Mapped[str] = mapped_column(String(40), index=True)
     acquired_at: Mapped[float] = mapped_column(Float, default=time.time)
+    # The manager process that holds the lease, and when that process started (a reused pid is
+    # not the holder): any manager reclaims a lease whose holder is gone (jobs/leases.py).
+    holder_pid: Mapped[int | None] = mapped_column(Integer, default=None)
+    holder_started: Mapped[float | None] = mapped_column(Float, default=None)
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:
@@ -100,6 +107,37 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA busy_timeout=30000")  # the CLI and the server share the file
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+# Words of the errors a read-only or full disk gives (SQLite, PostgreSQL).
+_STORAGE_WORDS = ("readonly", "read-only", "disk i/o", "disk is full", "no space")
+
+
+def _drop_connection_on_storage_error(context) -> None:
+    """Treat a read-only or full disk like a lost connection, so the pool opens fresh ones.
+
+    A SQLite connection that met a read-only file stays read-only for its life; without this
+    the server kept failing writes after the disk became writable again.
+    """
+    text = str(context.original_exception).lower()
+    if any(word in text for word in _STORAGE_WORDS):
+        context.is_disconnect = True
+        context.invalidate_pool_on_disconnect = False  # only the connection that saw it
+
+
+def _add_missing_columns(engine) -> None:
+    """Columns added since a database was made (nullable ones only): create_all skips tables
+    that exist, so an older home would lack them."""
+    inspector = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        if not inspector.has_table(table.name):
+            continue
+        have = {c["name"] for c in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name not in have and column.nullable:
+                kind = column.type.compile(engine.dialect)
+                with engine.begin() as connection:
+                    connection.execute(text(f'ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}'))
 
 
 class Store:
@@ -112,7 +150,9 @@ class Store:
         )
         if is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
+        event.listen(self.engine, "handle_error", _drop_connection_on_storage_error)
         Base.metadata.create_all(self.engine)
+        _add_missing_columns(self.engine)
         self.session = sessionmaker(self.engine, expire_on_commit=False)
 
     # -- jobs --------------------------------------------------------------------------------
@@ -170,12 +210,16 @@ class Store:
             s.execute(delete(Job).where(Job.id == job_id))
 
     # -- leases ------------------------------------------------------------------------------
-    def try_lease(self, job_id: str, resources: list[str]) -> bool:
-        """Lease all of ``resources`` to the job in one transaction, or none of them."""
+    def try_lease(self, job_id: str, resources: list[str], holder: tuple[int, float] | None = None) -> bool:
+        """Lease all of ``resources`` to the job in one transaction, or none of them.
+
+        ``holder`` is (pid, start time) of the managing process (None: unknown, never reclaimed
+        for being gone)."""
+        pid, started = holder or (None, None)
         try:
             with self.session.begin() as s:
                 for resource in resources:
-                    s.add(Lease(resource=resource, job_id=job_id))
+                    s.add(Lease(resource=resource, job_id=job_id, holder_pid=pid, holder_started=started))
             return True
         except IntegrityError:
             return False
@@ -183,6 +227,20 @@ class Store:
     def release(self, job_id: str) -> None:
         with self.session.begin() as s:
             s.execute(delete(Lease).where(Lease.job_id == job_id))
+
+    def lease_rows(self) -> list[Lease]:
+        with self.session() as s:
+            return list(s.scalars(select(Lease)))
+
+    def drop_leases(self, resources: list[str]) -> None:
+        with self.session.begin() as s:
+            s.execute(delete(Lease).where(Lease.resource.in_(resources)))
+
+    def hold_leases(self, job_id: str, holder: tuple[int, float]) -> None:
+        """Make ``holder`` the holder of the job's leases (a manager adopting the job)."""
+        with self.session.begin() as s:
+            s.execute(update(Lease).where(Lease.job_id == job_id)
+                      .values(holder_pid=holder[0], holder_started=holder[1]))
 
     def leases(self) -> dict[str, str]:
         """Map of leased resource -> job id."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import asdict
 from functools import cache
 
@@ -14,8 +13,13 @@ from pydantic import BaseModel, Field, model_validator
 from trainyard.core.errors import InvalidInput
 from trainyard.networks import registry
 from trainyard.networks.custom import check_network_isolated
+from trainyard.web.bounded_pool import BoundedPool
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])
+CHECK_TIMEOUT_S = 30.0  # the child process is killed after this; a real network builds in seconds
+# Checks run in a pool of their own, never asyncio's default one, and a few at a time: each
+# is a child process building a network.
+checks = BoundedPool("trainyard-inspect", workers=2, queue=8)
 
 
 @cache
@@ -60,6 +64,5 @@ async def inspect(request: InspectRequest) -> dict:
     """
     if request.source is not None and request.image_size is None:
         raise InvalidInput("a custom network needs image_size")
-    return await asyncio.to_thread(
-        check_network_isolated, request.source, request.num_classes, request.in_channels,
-        request.image_size, network=request.network)
+    return await checks.run(check_network_isolated, request.source, request.num_classes, request.in_channels,
+                            request.image_size, network=request.network, timeout=CHECK_TIMEOUT_S)
