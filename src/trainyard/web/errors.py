@@ -36,7 +36,10 @@ async def storage_unavailable(request: Request, exc: Exception) -> JSONResponse:
         raise exc  # any other OSError is a defect: let it be a 500 with its traceback logged
     if isinstance(exc, OperationalError) and not _is_storage(exc):
         raise exc
-    reason = exc.strerror if isinstance(exc, OSError) else str(exc.orig).splitlines()[0]
+    if isinstance(exc, OSError):
+        reason = exc.strerror
+    else:
+        reason = str(getattr(exc, "orig", exc)).splitlines()[0]
     where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
     return JSONResponse({"detail": f"the server cannot write its files{where}: {reason}; "
                                    "check that TRAINYARD_HOME is writable and has free space"},
