@@ -51,9 +51,29 @@ def _is_storage(exc: OperationalError) -> bool:
     return any(word in text for word in ("readonly", "read-only", "disk", "unable to open", "full"))
 
 
+# What every 4xx here looks like, documented in place of FastAPI's list of error objects, so
+# /openapi.json tells clients (and schemathesis) the truth about 422 answers.
+ERROR_SCHEMA = {"title": "Error", "type": "object", "required": ["detail"],
+                "properties": {"detail": {"title": "Detail", "type": "string"}}}
+
+
+def document_error_shape(app: FastAPI) -> None:
+    generate = app.openapi
+
+    def openapi() -> dict:
+        schema = generate()  # FastAPI caches it; replacing the entry again is harmless
+        schemas = schema.get("components", {}).get("schemas", {})
+        if "HTTPValidationError" in schemas:
+            schemas["HTTPValidationError"] = ERROR_SCHEMA
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(UserError, user_error)
     app.add_exception_handler(ValidationError, invalid_values)
     app.add_exception_handler(RequestValidationError, invalid_values)
     app.add_exception_handler(OSError, storage_unavailable)
     app.add_exception_handler(OperationalError, storage_unavailable)
+    document_error_shape(app)
