@@ -21,7 +21,7 @@ run: $(STAMP)
 	$(BIN)/trainyard serve
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy src
 
 test: lint

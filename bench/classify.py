@@ -48,7 +48,8 @@ def photo_jpeg(size: int, seed: int = 0) -> bytes:
     coarse = Image.fromarray(rng.integers(0, 256, (5, 7, 3), dtype=np.uint8))
     smooth = np.asarray(coarse.resize((size, size), Image.Resampling.BICUBIC), dtype=np.int16)
     buf = io.BytesIO()
-    Image.fromarray(np.clip(smooth + rng.normal(0, 6, smooth.shape), 0, 255).astype(np.uint8)).save(buf, "JPEG", quality=90)
+    noisy = np.clip(smooth + rng.normal(0, 6, smooth.shape), 0, 255).astype(np.uint8)
+    Image.fromarray(noisy).save(buf, "JPEG", quality=90)
     return buf.getvalue()
 
 

@@ -87,7 +87,7 @@ def populate(ctx, total: int) -> None:
     """About one dataset per nine models, statuses mixed, summaries like real ones."""
     rng = random.Random(0)
     datasets = []
-    for i in range(max(1, total // 10)):
+    for _ in range(max(1, total // 10)):
         summary = {"classes": [f"class{k}" for k in range(10)], "images": {"train": 9000, "val": 3000},
                    "width": 256, "height": 256, "channels": 3, "skipped_total": rng.randrange(5),
                    "counts": {"train": {f"class{k}": 900 for k in range(10)}}}

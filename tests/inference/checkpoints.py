@@ -21,7 +21,8 @@ def build(num_classes, in_channels, image_size):
 """
 
 
-def write_checkpoint(path: Path, *, network: str | None = "lenet", source: str | None = None, classes=("a", "b", "c"), stored: int = 32,
+def write_checkpoint(path: Path, *, network: str | None = "lenet", source: str | None = None,
+                     classes=("a", "b", "c"), stored: int = 32,
                      crop: int | None = 28, channels: int = 3, resize: str = "fill",
                      mean_mode: str = "image", epoch: float = 1, seed: int = 0) -> Path:
     """A valid trainyard checkpoint of ``network`` with random weights and a random mean image."""

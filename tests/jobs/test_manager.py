@@ -22,7 +22,8 @@ w.status("running")
 """
 SCRIPTS = {
     "quick": "w.progress(1, 2); w.emit('summary', best=1); w.status('done')",
-    "sleep": "signal.signal(signal.SIGTERM, lambda *a: (w.status('aborted'), sys.exit(0)))\nw.progress(1, 4)\ntime.sleep(60)",
+    "sleep": ("signal.signal(signal.SIGTERM, lambda *a: (w.status('aborted'), sys.exit(0)))\n"
+              "w.progress(1, 4)\ntime.sleep(60)"),
     "stubborn": "signal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)",
     "crash": "sys.exit(3)",
     "fail": "w.status('failed', error='the input was bad'); sys.exit(1)",

@@ -64,6 +64,20 @@ def test_resume_from_a_mid_epoch_checkpoint_is_exact(dataset, tmp_path):
     assert all((final_full[k] == final_resumed[k]).all() for k in final_full)
 
 
+def test_resume_from_a_loaded_checkpoint_logs_where_it_resumes(dataset, tmp_path):
+    # Every rank of a multi-process job gets rank 0's checkpoint already loaded (a dict, no file).
+    spec = resumable_spec(dataset, epochs=1)
+    first, second = tmp_path / "first", tmp_path / "second"
+    with EventWriter(first) as events, one_thread():
+        train(spec, first, events)
+    loaded = load_checkpoint(first / "checkpoints" / checkpoint_name(0.5))
+    with EventWriter(second) as events, one_thread():
+        train(spec, second, events, resume=loaded)
+    logs = [e["message"] for e in read_events(second / "events.jsonl", {"log"})]
+    assert "resuming from the latest checkpoint at epoch 0.5" in logs
+    assert list(checkpoint_epochs(second)) == [1]
+
+
 def start_job(job_dir: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "trainyard.training.run", str(job_dir)],
                             cwd=job_dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -105,7 +105,8 @@ def test_a_model_without_snapshot_is_a_409(client, trained):
     ctx = client.app.state.ctx
     # Owned by this process, so the scheduler leaves it queued: a model with no checkpoint yet.
     job = ctx.manager.create("model", "not yet", {"name": "not yet"}, needs={"pool": "cpu"}, foreground=True)
-    response = client.post(f"/api/models/{job.id}/classify", files=uploads(("a.png", png_bytes(colour_image("red", 2)))))
+    image = png_bytes(colour_image("red", 2))
+    response = client.post(f"/api/models/{job.id}/classify", files=uploads(("a.png", image)))
     assert response.status_code == 409 and "no snapshot yet" in response.json()["detail"]
     assert client.post(f"/api/models/{job.id}/evaluate", json={"split": "val"}).status_code == 409
     assert client.get(f"/models/{job.id}/classify").status_code == 200  # the page explains it

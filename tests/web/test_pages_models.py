@@ -79,7 +79,7 @@ def test_home_lists_datasets_and_models_with_status_progress_best_and_gpus(app, 
     assert "91.25%" in html and "epoch 2" in html
     assert "GPU 0, GPU 1" in html
     assert ">3<" in html  # skipped files of the dataset
-    assert 'href="/datasets/%s">digits</a>' % ds.id in html  # the model's dataset, by name
+    assert f'href="/datasets/{ds.id}">digits</a>' in html  # the model's dataset, by name
 
 
 def test_home_filters_sorts_and_groups_and_the_refresh_keeps_the_query(app, client):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from pydantic import ValidationError
@@ -19,7 +18,7 @@ from trainyard.jobs.job_documents import job_brief, job_detail
 
 app = typer.Typer(help="Build image-classification datasets.", no_args_is_help=True)
 
-Folder = Optional[Path]
+Folder = Path | None
 
 
 def _spec(**fields) -> DatasetSpec:
@@ -67,7 +66,8 @@ def _print_counts(detail: dict) -> None:
     for split, counts in detail["counts"].items():
         err.print(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
     if detail["skipped"]:
-        err.print(f"[yellow]{len(detail['skipped'])} files skipped[/yellow] (see: trainyard dataset show {detail['id']})")
+        err.print(f"[yellow]{len(detail['skipped'])} files skipped[/yellow] "
+                  f"(see: trainyard dataset show {detail['id']})")
 
 
 @app.command()

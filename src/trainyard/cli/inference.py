@@ -13,7 +13,7 @@ import typer
 
 from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, run_in_foreground
-from trainyard.core.errors import NotFound
+from trainyard.core.errors import NotFound, UserError
 from trainyard.core.status import Status
 
 
@@ -81,7 +81,10 @@ def evaluate(
     job = run_in_foreground(ctx, job, quiet=as_json)
     if job.status != Status.DONE:
         raise typer.Exit(1)
-    doc = {"job": job.id, "model": model, **read_evaluation(ctx.manager.folder(job.id).path)}
+    evaluation = read_evaluation(ctx.manager.folder(job.id).path)
+    if evaluation is None:  # a done evaluate job wrote it; gone only if someone deleted it since
+        raise UserError(f"evaluation job {job.id} finished but its results are missing")
+    doc = {"job": job.id, "model": model, **evaluation}
     if as_json:
         emit_json(doc)
     else:

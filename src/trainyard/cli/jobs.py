@@ -26,7 +26,8 @@ def list_(kind: str | None = typer.Option(None, help="dataset | model"),
         emit_json({"jobs": jobs})
         return
     for j in jobs:
-        line = f"{j['id']}  {j['kind']:<13} {j['status']:<8} {j['progress'] * 100:5.1f}%  {age(j['created_at']):>12}  {j['name']}"
+        line = (f"{j['id']}  {j['kind']:<13} {j['status']:<8} {j['progress'] * 100:5.1f}%  "
+                f"{age(j['created_at']):>12}  {j['name']}")
         typer.echo(line + (f"  ({j['error']})" if j["error"] else ""))
 
 

@@ -77,7 +77,7 @@ def run_in_foreground(ctx: Context, job: Job, quiet: bool = False) -> Job:
             job = ctx.manager.run_foreground(job.id, on_event=bar.on_event)
         except KeyboardInterrupt:
             err.print("aborted")
-            raise typer.Exit(130)
+            raise typer.Exit(130) from None
     if job.status == Status.DONE:
         err.print(f"[green]{job.kind} {job.id} done[/green]")
     else:

@@ -31,10 +31,13 @@ def _names(text: str | None) -> list[str]:
 def train(
     dataset: str = typer.Option(..., help="dataset id (comma-separated: one job per dataset)"),
     network: str | None = typer.Option(None, help="standard network, e.g. lenet (comma-separated for several)"),
-    network_file: Path | None = typer.Option(None, help="custom network: a .py defining build(num_classes, in_channels, image_size)"),
+    network_file: Path | None = typer.Option(
+        None, help="custom network: a .py defining build(num_classes, in_channels, image_size)"),
     name: str | None = typer.Option(None, help="job name (default: network on dataset)"),
     epochs: float = typer.Option(30.0),
-    batch_size: str | None = typer.Option(None, help="B or B1,B2 (a sweep), per GPU or process: the global batch is B x their number; default: the network's"),
+    batch_size: str | None = typer.Option(
+        None, help="B or B1,B2 (a sweep), per GPU or process: the global batch is B x their number; "
+                   "default: the network's"),
     accumulation: int = typer.Option(1, help="batches per optimizer step"),
     lr: str | None = typer.Option(None, help="base learning rate, or LR1,LR2 (a sweep); default 0.01"),
     solver: str = typer.Option("sgd", help=" | ".join(solver_names())),
@@ -51,7 +54,8 @@ def train(
     gpus: int | None = typer.Option(None, help="use the next N free GPUs"),
     gpu_ids: str | None = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
     processes: int = typer.Option(1, help="data-parallel processes on the CPU (gloo), e.g. to test multi-GPU runs"),
-    scale_lr: bool = typer.Option(False, "--scale-lr", help="multiply the LR by the number of GPUs/processes (linear scaling)"),
+    scale_lr: bool = typer.Option(
+        False, "--scale-lr", help="multiply the LR by the number of GPUs/processes (linear scaling)"),
     nnodes: int = typer.Option(1, help="machines taking part in this one job (run this command on each)"),
     node_rank: int = typer.Option(0, help="this machine's place among --nnodes, 0 to N-1"),
     master: str | None = typer.Option(None, help="HOST:PORT where node 0 meets the others (with --nnodes)"),

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import IO, Any
 
 
-def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> None:
+# ``write`` may return anything (file.write returns a count): the result is ignored.
+def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) -> None:
     """Call ``write(file)`` on a temporary file beside ``path``, then rename it over ``path``.
 
     A reader sees the old file or the new one, never half of one, even if the process is killed.

@@ -13,6 +13,7 @@ import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import IO
 
@@ -57,7 +58,7 @@ def _zip_members(zf: zipfile.ZipFile) -> Iterator[_Member]:
             raise ArchiveError(f"archive member {info.filename!r} is a symbolic link")
         if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             raise ArchiveError(f"archive member {info.filename!r} is not a plain file")
-        yield _Member(info.filename, info.is_dir(), info.file_size, lambda i=info: zf.open(i))
+        yield _Member(info.filename, info.is_dir(), info.file_size, partial(zf.open, info))
 
 
 def _tar_members(tf: tarfile.TarFile) -> Iterator[_Member]:
@@ -66,10 +67,19 @@ def _tar_members(tf: tarfile.TarFile) -> Iterator[_Member]:
             raise ArchiveError(f"archive member {info.name!r} is a link")
         if not (info.isfile() or info.isdir()):
             raise ArchiveError(f"archive member {info.name!r} is a device or special file")
-        yield _Member(info.name, info.isdir(), info.size, lambda i=info: tf.extractfile(i))
+        yield _Member(info.name, info.isdir(), info.size, _tar_opener(tf, info))
 
 
-def _open_archive(archive: Path) -> tuple[object, Iterator[_Member]]:
+def _tar_opener(tf: tarfile.TarFile, info: tarfile.TarInfo) -> Callable[[], IO[bytes]]:
+    def open_member() -> IO[bytes]:
+        f = tf.extractfile(info)
+        # extractfile is None only for non-files; those were refused above and dirs are never opened
+        assert f is not None
+        return f
+    return open_member
+
+
+def _open_archive(archive: Path) -> tuple[zipfile.ZipFile | tarfile.TarFile, Iterator[_Member]]:
     if zipfile.is_zipfile(archive):
         zf = zipfile.ZipFile(archive)
         return zf, _zip_members(zf)

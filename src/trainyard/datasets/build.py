@@ -89,6 +89,7 @@ def _write_new(plan: BuildPlan, writers: dict[str, SplitWriter], pipeline: Decod
         if reason is not None:
             plan.skipped.append(Skipped(str(sample.path), reason))
         else:
+            assert pixels is not None  # the pipeline gives pixels whenever there is no reason
             writers[split].append(pixels, sample.label, encoded)
         last = i + 1 == totals[split]
         progress.update(split, i + 1, totals[split], force=last)
@@ -199,6 +200,8 @@ def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: Ev
     info = _info(spec, plan, geometry, writers)
     _check_usable(info)
     (tmp / "labels.txt").write_text("".join(f"{name}\n" for name in plan.classes), encoding="utf-8")
-    save_mean(tmp, writers["train"].mean())
+    mean = writers["train"].mean()
+    assert mean is not None  # _check_usable refused a dataset without training images
+    save_mean(tmp, mean)
     write_json_atomic(tmp / "info.json", info)
     return info

@@ -70,6 +70,8 @@ def _extract(archive: Path, scratch: Path, what: str) -> Path:
 
 def _labels(spec: DatasetSpec, job_dir: Path) -> list[str]:
     try:
+        # the spec's validator requires labels_file whenever a list is given, the only callers
+        assert spec.labels_file is not None
         return read_labels(_path(job_dir, spec.labels_file))
     except ValueError as e:
         raise DatasetError(str(e)) from None
@@ -104,6 +106,7 @@ def _train_source(spec: DatasetSpec, job_dir: Path, scratch: Path, skipped: list
     if spec.train_archive is not None:
         root = _extract(_path(job_dir, spec.train_archive), scratch, "train")
     else:
+        assert spec.train_folder is not None  # the validator requires exactly one training source
         root = _folder_source(_path(job_dir, spec.train_folder), "train")
     return scan_class_folders(root, skipped)
 

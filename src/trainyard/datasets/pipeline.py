@@ -90,10 +90,15 @@ class DecodePipeline:
             if len(pending) == self.window:
                 yield from self._collect(*pending.popleft())
             slot = k % self.window  # free: its previous chunk was consumed just above
-            future = self.pool.submit(process_chunk, self.geometry, chunk, self.shm.name, self._offset(slot))
+            future = self.pool.submit(process_chunk, self.geometry, chunk, self._block().name,
+                                      self._offset(slot))
             pending.append((future, slot))
         while pending:
             yield from self._collect(*pending.popleft())
+
+    def _block(self) -> SharedMemory:
+        assert self.shm is not None  # __enter__ creates it with the pool, the only path here
+        return self.shm
 
     def _offset(self, slot: int) -> int:
         return slot * self.size * self.geometry.image_bytes
@@ -102,6 +107,6 @@ class DecodePipeline:
         g = self.geometry
         outcomes = future.result()
         ring = np.ndarray((self.size, g.height, g.width, g.channels), np.uint8,
-                          buffer=self.shm.buf, offset=self._offset(slot))
-        for j, (pixels, encoded, reason) in enumerate(outcomes):
+                          buffer=self._block().buf, offset=self._offset(slot))
+        for j, (_pixels, encoded, reason) in enumerate(outcomes):
             yield (ring[j] if reason is None else None), encoded, reason

@@ -92,6 +92,7 @@ class SplitWriter:
         self.labels.append(int(label))
 
     def _flush_mean(self) -> None:
+        assert self._sum is not None and self._partial is not None  # called only when keeping a mean
         self._sum += self._partial
         self._partial[:] = 0
 

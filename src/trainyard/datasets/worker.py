@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.shared_memory import SharedMemory
 
@@ -68,7 +69,7 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def process_chunk(geometry: Geometry, items: list[tuple[str, tuple[int, ...]]],
+def process_chunk(geometry: Geometry, items: Sequence[tuple[str, tuple[int, ...]]],
                   shm_name: str | None = None, offset: int = 0) -> list[Outcome]:
     """Load and resize each (path, noise seed). Module level, so spawn can pickle it.
 
@@ -90,9 +91,10 @@ def process_chunk(geometry: Geometry, items: list[tuple[str, tuple[int, ...]]],
             continue
         encoded = None if geometry.encoding == "none" else encode_image(pixels, geometry.encoding)
         if ring is not None:
-            ring[j] = pixels
-            pixels = None
-        out.append((pixels, encoded, None))
+            ring[j] = pixels  # the parent reads it from shared memory: don't pickle it back
+            out.append((None, encoded, None))
+        else:
+            out.append((pixels, encoded, None))
     return out
 
 

@@ -13,7 +13,7 @@ import io
 import itertools
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -82,14 +82,16 @@ class Tally:
 class Loader:
     """Turns items into stored-size pixels (or an error message), checking paths are allowed."""
 
-    def __init__(self, loaded: LoadedModel, roots: list[str], dataset_dir: str | None, split: str | None):
+    def __init__(self, loaded: LoadedModel, roots: Sequence[str], dataset_dir: str | None, split: str | None):
         self.loaded = loaded
         self.roots = [Path(r) for r in roots]
         self.reader = open_split(Path(dataset_dir), split) if dataset_dir and split else None
 
     def __call__(self, item: Item) -> np.ndarray | str:
         if item.index is not None:
+            assert self.reader is not None  # only split sources give indexes, and they give the split
             return self.reader.read(item.index)
+        assert item.path is not None  # an item is either a stored image (index) or a file (path)
         try:
             path = resolve_inside(item.path, self.roots) if self.roots else item.path
             return resize_for(self.loaded, load_image(path, self.loaded.preprocess["channels"]))
@@ -112,7 +114,7 @@ def _decoded(items: Iterable[Item], load: Loader, ahead: int) -> Iterator[tuple[
 
 
 def classify_many(loaded: LoadedModel, items: Iterable[Item], job_dir: Path, *, total: int, top: int = 5,
-                  top_n: int = 12, batch_size: int = 64, roots: list[str] = (), dataset_dir: str | None = None,
+                  top_n: int = 12, batch_size: int = 64, roots: Sequence[str] = (), dataset_dir: str | None = None,
                   split: str | None = None, progress: Callable[[int, int], None] = lambda d, t: None,
                   should_stop: Callable[[], bool] = lambda: False) -> dict:
     """Classify ``items`` (``total`` of them), writing results.csv; return and write the summary."""

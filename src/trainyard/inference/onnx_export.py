@@ -57,6 +57,9 @@ class _FixedAdaptiveAvgPool(nn.Module):
     which is exactly ``Ph @ x @ Pw^T``; the batch stays dynamic.
     """
 
+    rows: torch.Tensor  # buffers: declared, as nn.Module's __getattr__ is typed Tensor | Module
+    cols: torch.Tensor
+
     def __init__(self, in_size: tuple[int, int], out_size: tuple[int, int]):
         super().__init__()
         self.register_buffer("rows", _averaging_matrix(in_size[0], out_size[0]))
@@ -93,10 +96,11 @@ def exportable(model: nn.Module, example: torch.Tensor) -> nn.Module:
             hook.remove()
     swaps = {}
     for name, in_size in sizes.items():
-        out = model.get_submodule(name).output_size
-        out = tuple(o if o is not None else i for o, i in zip(_pair(out), in_size))
-        if any(i % o for i, o in zip(in_size, out)):
-            swaps[name] = _FixedAdaptiveAvgPool(in_size, out)
+        pool = model.get_submodule(name)
+        assert isinstance(pool, nn.AdaptiveAvgPool2d)  # only those were recorded
+        oh, ow = (o if o is not None else i for o, i in zip(_pair(pool.output_size), in_size))
+        if in_size[0] % oh or in_size[1] % ow:
+            swaps[name] = _FixedAdaptiveAvgPool(in_size, (oh, ow))
     if not swaps:
         return model
     model = copy.deepcopy(model)
@@ -148,17 +152,21 @@ def export_onnx(model: nn.Module, input_shape: tuple[int, int, int]) -> bytes:
 
 
 def _export(model: nn.Module, example: torch.Tensor, buffer: io.BytesIO) -> None:
-    common = dict(input_names=[INPUT_NAME], output_names=[OUTPUT_NAME], opset_version=OPSET)
     try:
-        torch.onnx.export(model, (example,), buffer, dynamo=False, do_constant_folding=True,
-                          dynamic_axes={INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}}, **common)
+        # torch's stub types ``f`` as a path, but the TorchScript exporter writes to any binary file
+        torch.onnx.export(model, (example,), buffer,  # type: ignore[arg-type]
+                          input_names=[INPUT_NAME], output_names=[OUTPUT_NAME], opset_version=OPSET,
+                          dynamo=False, do_constant_folding=True,
+                          dynamic_axes={INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}})
     except (TypeError, NotImplementedError, AttributeError):
         # A PyTorch without the TorchScript exporter: torch.export's, with a dynamic batch.
         buffer.seek(0)
         buffer.truncate()
         batch = torch.export.Dim("batch")
         program = torch.onnx.export(model, (example,), dynamo=True, dynamic_shapes=({0: batch},),
-                                    **common)
+                                    input_names=[INPUT_NAME], output_names=[OUTPUT_NAME],
+                                    opset_version=OPSET)
+        assert program is not None  # dynamo=True without a file returns the program
         buffer.write(program.model_proto.SerializeToString())
 
 

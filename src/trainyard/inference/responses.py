@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from typing import Any
 
 from PIL import Image
 
@@ -43,7 +44,7 @@ def _inspect(loaded: LoadedModel, name: str, image: Image.Image, top: int, layer
         probs, cam = inspection.probs, inspection.saliency
     else:
         probs, cam = probabilities(loaded, prepared.inputs), gradcam(loaded, prepared)
-    result = {"image": name, "predictions": top_predictions(probs, loaded.classes, top)[0]}
+    result: dict[str, Any] = {"image": name, "predictions": top_predictions(probs, loaded.classes, top)[0]}
     if layers:
         result["visualization"] = {"layers": inspection.layers}
     if cam is not None:

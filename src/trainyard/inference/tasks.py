@@ -37,11 +37,15 @@ def open_source(spec: InferenceSpec, job_dir: Path, classes: list[str], events: 
         base = Path(spec.image_root) if spec.image_root else path.parent
         return list_items(path, classes, base), count_list(path), base
     if spec.split:
-        return split_items(Path(spec.dataset_dir), spec.split, classes), len(open_split(Path(spec.dataset_dir), spec.split)), None
-    root = Path(spec.folder) if spec.folder else None
+        assert spec.dataset_dir  # the spec's validator requires a dataset with a split
+        dataset = Path(spec.dataset_dir)
+        return split_items(dataset, spec.split, classes), len(open_split(dataset, spec.split)), None
     if spec.archive:
         events.log(f"unpacking {Path(spec.archive).name}")
         root = safe_extract(Path(spec.archive), job_dir / IMAGES_DIR)
+    else:
+        assert spec.folder  # the validator requires exactly one source: this is the last one
+        root = Path(spec.folder)
     return folder_items(root, classes), count_folder(root), root
 
 
@@ -63,6 +67,7 @@ def run_classify_many(spec: InferenceSpec, job_dir: Path, events: EventWriter, p
 def run_evaluate(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
                  should_stop: Callable[[], bool]) -> dict:
     loaded = _load(spec, events)
+    assert spec.dataset_dir and spec.split  # the spec's validator requires both for an evaluation
     doc = evaluate_split(loaded, Path(spec.dataset_dir), spec.split, batch_size=spec.batch_size,
                          progress=progress(events, f"evaluating {spec.split}"), should_stop=should_stop)
     doc.update(model_id=spec.model_id, dataset_id=spec.dataset_id, epoch=spec.epoch)

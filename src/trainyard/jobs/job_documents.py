@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
 
 from trainyard.core.status import Status
 from trainyard.jobs.kinds import get_kind
@@ -12,7 +12,7 @@ from trainyard.jobs.manager import JobManager
 from trainyard.jobs.store import Job, Store
 
 
-def job_brief(job: Job) -> dict:
+def job_brief(job: Job | Row) -> dict:
     """The fields every job has, from the database alone (cheap enough for long listings)."""
     now = time.time()
     started = job.started_at

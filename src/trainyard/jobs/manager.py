@@ -221,6 +221,7 @@ class JobManager:
                 self._finish(job, Status.ABORTED, None)
             return self.get(job_id)
         self.store.update_job(job_id, abort_requested=True)
+        assert job.pid is not None  # set in the same update that marks a job running
         runner.terminate_group(job.pid, self.settings.abort_grace_s, self._children.get(job_id))
         if job.owner_pid == self.pid or not runner.process_alive(job.owner_pid):
             with self._lock:

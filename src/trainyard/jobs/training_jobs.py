@@ -73,9 +73,10 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
 
 
 def _combinations(request: TrainRequest):
-    networks = request.networks or [None]
-    lrs = request.base_lrs or [None]
-    batches = request.batch_sizes or [None]
+    # None in a list means "the default" (the network's batch size, 0.01, a custom network file)
+    networks: list[str | None] = [*request.networks] or [None]
+    lrs: list[float | None] = [*request.base_lrs] or [None]
+    batches: list[int | None] = [*request.batch_sizes] or [None]
     return itertools.product(request.datasets, networks, lrs, batches)
 
 

@@ -25,7 +25,9 @@ def unwrap_model(model: nn.Module) -> nn.Module:
         if isinstance(model, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
             model = model.module
         elif type(model).__name__ == "OptimizedModule":  # torch.compile; avoids importing dynamo
-            model = model._orig_mod
+            inner = model._orig_mod
+            assert isinstance(inner, nn.Module)  # nn.Module's __getattr__ is typed Tensor | Module
+            model = inner
         else:
             return model
 

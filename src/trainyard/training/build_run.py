@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -160,14 +161,21 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
 def _wrap(run: Run) -> None:
     """The forms that run: DDP over the ranks for training, compiled if asked."""
     net, d = run.net, run.dist
-    run.eval_model = torch.compile(net) if run.spec.compile else net
+    eval_model = _compiled(net) if run.spec.compile else net
+    run.eval_model = eval_model
     if not d.enabled:
-        run.model = run.eval_model
+        run.model = eval_model
         return
     # DDP broadcasts rank 0's weights now and averages gradients in buckets during backward.
     ddp = DistributedDataParallel(net, device_ids=[run.device.index] if run.device.type == "cuda" else None)
     run.stepper.ddp = ddp
-    run.model = torch.compile(ddp) if run.spec.compile else ddp
+    run.model = _compiled(ddp) if run.spec.compile else ddp
+
+
+def _compiled(module: nn.Module) -> nn.Module:
+    # torch.compile's stub returns a plain Callable; given a Module it returns an OptimizedModule,
+    # an nn.Module subclass (unwrap_model relies on it).
+    return cast(nn.Module, torch.compile(module))
 
 
 def _build_network(spec: ModelSpec, ckpt: dict | None, num_classes: int, channels: int, image_size: int,

@@ -148,9 +148,9 @@ class BatchLoader:
                     break
             while pending:
                 ready = pending.popleft().result()
-                chunk = next(upcoming, None)
-                if chunk is not None:
-                    pending.append(pool.submit(self._read, chunk))
+                following = next(upcoming, None)
+                if following is not None:
+                    pending.append(pool.submit(self._read, following))
                 yield ready
         finally:
             # Stopped early (abort, end of a fractional epoch): drop what was read ahead.

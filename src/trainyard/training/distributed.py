@@ -164,7 +164,7 @@ class StopAgreement:
         self.flag = flag
         self.d = d
         self._value = torch.zeros(1, dtype=torch.int32)
-        self._work = None
+        self._work: dist.Work | None = None
         self._agreed = False
 
     def __call__(self) -> bool:

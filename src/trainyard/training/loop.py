@@ -281,7 +281,7 @@ def _train_batches(run: Run, reporter: Reporter) -> None:
         batches = epoch * per_epoch + stop
 
 
-def _log_start(run: Run, resume: Path | None) -> None:
+def _log_start(run: Run, resume: Path | dict | None) -> None:
     spec, loader = run.spec, run.train_loader
     params = sum(p.numel() for p in run.net.parameters())
     dtype = run.stepper.dtype
@@ -296,5 +296,7 @@ def _log_start(run: Run, resume: Path | None) -> None:
         f"({precision}); {len(loader.reader)} training images in {len(loader)} batches of "
         f"{batch}, {run.schedule.total_iterations} iterations, base LR {run.base_lr:g}, seed {run.seed}")
     if resume is not None:
-        run.events.log(f"resuming from {resume.name} at epoch "
+        # a multi-process job hands every rank rank 0's checkpoint already loaded: no file name
+        source = Path(resume).name if isinstance(resume, (str, os.PathLike)) else "the latest checkpoint"
+        run.events.log(f"resuming from {source} at epoch "
                        f"{run.schedule.epoch_of(run.batches):g}")

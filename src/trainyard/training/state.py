@@ -32,7 +32,7 @@ class Stepper:
     """The optimizer side of training: autocast, scaled backward, accumulation, step, LR schedule."""
 
     optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LRScheduler
+    scheduler: torch.optim.lr_scheduler.LambdaLR  # create_scheduler's: resume reads its lr_lambdas
     scaler: torch.amp.GradScaler | None
     device_type: str
     dtype: torch.dtype | None  # autocast dtype; None = float32

@@ -19,7 +19,9 @@ OPEN_PREFIXES = ("/static/",)
 
 
 def token_matches(given: str | None, token: str) -> bool:
-    return bool(given) and hmac.compare_digest(given.encode(), token.encode())
+    if not given:
+        return False
+    return hmac.compare_digest(given.encode(), token.encode())
 
 
 def request_token(request: Request) -> str | None:

@@ -8,6 +8,7 @@ first render and every htmx refresh, so a refresh never undoes what the user cho
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from markupsafe import Markup, escape
 
@@ -22,7 +23,8 @@ STATUS_RANK = {"running": 0, "waiting": 1, "queued": 2, "failed": 3, "aborted": 
 
 def _best(job: dict) -> float:
     best = (job.get("summary") or {}).get("best") or {}
-    return best.get("val_accuracy") if best.get("val_accuracy") is not None else -1.0
+    accuracy = best.get("val_accuracy")
+    return float(accuracy) if accuracy is not None else -1.0
 
 
 SORT_KEYS = {
@@ -120,7 +122,7 @@ def add_cells(jobs: list[dict], names: dict[str, str], gpu_labels: dict[str, str
             notes += f'<div class="small muted">{escape(job["status_detail"])}</div>'
         if job["error"]:
             notes += f'<div class="small error-text clip" title="{escape(job["error"])}">{escape(job["error"])}</div>'
-        row = {"percent": percent, "progress_text": " · ".join(text), "notes": Markup(notes),
+        row: dict[str, Any] = {"percent": percent, "progress_text": " · ".join(text), "notes": Markup(notes),
                "elapsed": duration(job["elapsed"]), "age": now_age(job["created_at"]),
                "clock": formatting.clock(job["created_at"])}
         if job["kind"] == "dataset":

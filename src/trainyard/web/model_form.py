@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from trainyard.core.paths import checkpoint_epoch
 from trainyard.jobs.context import Context
@@ -47,7 +48,7 @@ def _defaults() -> dict:
 def form_values(ctx: Context, spec: dict | None = None, needs: dict | None = None) -> dict:
     """The form's values: ModelSpec defaults, overridden by ``spec`` (a job to clone)."""
     spec = {**_defaults(), **(spec or {})}
-    values = {name: as_text(spec.get(name)) for name in PLAIN_FIELDS}
+    values: dict[str, Any] = {name: as_text(spec.get(name)) for name in PLAIN_FIELDS}
     values["name"] = spec.get("name") if spec.get("id") else ""
     values["datasets"] = [spec["dataset_id"]] if spec.get("dataset_id") else []
     values["networks"] = [spec["network"]] if spec.get("network") else []

@@ -6,7 +6,8 @@ import re
 import secrets
 from pathlib import Path
 
-from fastapi import HTTPException, UploadFile
+from fastapi import HTTPException
+from starlette.datastructures import UploadFile  # request.form()'s; fastapi's File(...) subclasses it
 
 from trainyard.core.errors import UserError
 

@@ -30,7 +30,9 @@ def read_members(archive: str) -> dict[str, bytes]:
         for member in tar:
             base = member.name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
             if member.isfile() and base in NEEDED and base not in found:
-                found[base] = tar.extractfile(member).read()
+                data = tar.extractfile(member)
+                assert data is not None  # extractfile returns a file for every regular member
+                found[base] = data.read()
     missing = [name for name in NEEDED if name not in found]
     if missing:
         raise SystemExit(f"{archive} is not a trainyard model archive (missing {', '.join(missing)})")

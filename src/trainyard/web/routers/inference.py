@@ -15,6 +15,7 @@ from pathlib import Path
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.datastructures import UploadFile
 
 from trainyard.artifact.preprocess import resize_for_input
 from trainyard.core.errors import InvalidInput, NotFound
@@ -54,11 +55,12 @@ async def _images_of(ctx, request: Request) -> list[tuple[str, bytes | Path]]:
     """(name, uploaded bytes or a checked path) of each image in a multipart or JSON request."""
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         form = await request.form(max_files=MAX_IMAGES + 1)
-        files = [f for key in ("images", "image", "file") for f in form.getlist(key) if hasattr(f, "read")]
+        files = [f for key in ("images", "image", "file") for f in form.getlist(key) if isinstance(f, UploadFile)]
         limit = ctx.settings.max_upload_mb * 2**20
         if any((f.size or 0) > limit for f in files):
             raise HTTPException(413, f"an image is larger than the limit of {ctx.settings.max_upload_mb} MiB")
-        found = [(safe_filename(f.filename, "image"), await f.read()) for f in files]
+        found: list[tuple[str, bytes | Path]] = [
+            (safe_filename(f.filename, "image"), await f.read()) for f in files]
     else:
         body = parse_json_object(await request.body())
         paths = body.get("paths")

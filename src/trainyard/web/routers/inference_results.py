@@ -21,6 +21,7 @@ from trainyard.datasets.images import ImageError, load_image, to_pil
 from trainyard.datasets.storage import open_split
 from trainyard.inference import results
 from trainyard.jobs.job_documents import job_detail
+from trainyard.jobs.store import Job
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.json_body import parse_json_object
 from trainyard.web.uploads import save_upload
@@ -46,7 +47,7 @@ async def upload_source(ctx, request: Request) -> tuple[dict, dict | None]:
     return fields, {"archive" if is_archive else "list_file": str(path)}
 
 
-def job_folder(ctx, model_id: str, job_id: str, kind: str) -> tuple[object, Path, dict]:
+def job_folder(ctx, model_id: str, job_id: str, kind: str) -> tuple[Job, Path, dict]:
     """(job, folder, spec) of an inference job of this model; 404 otherwise."""
     job = get_job_of_kind(ctx, job_id, kind)
     folder = ctx.manager.folder(job.id)
