@@ -16,7 +16,7 @@ from trainyard.networks.custom import check_network_isolated
 from trainyard.web.bounded_pool import BoundedPool
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])
-CHECK_TIMEOUT_S = 30.0  # the child process is killed after this; a real network builds in seconds
+CHECK_TIMEOUT_S = 60.0  # the child process is killed after this (as before); a real network builds in seconds
 # Checks run in a pool of their own, never asyncio's default one, and a few at a time: each
 # is a child process building a network.
 checks = BoundedPool("trainyard-inspect", workers=2, queue=8)
