@@ -32,6 +32,7 @@ the CLI and job creation find checkpoints by name without paying torch's start-u
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from torch import nn
 
 FORMAT = "trainyard-checkpoint/1"
+MAX_EPOCH = 1e6  # far beyond any training; keeps checkpoint file names short
 
 
 class CheckpointError(NotFound):
@@ -114,6 +116,9 @@ def checkpoint_for_epoch(job_dir: str | os.PathLike, epoch: float | None = None)
         if path is None:
             raise CheckpointError("the job has no checkpoint yet")
         return path
+    # NaN, inf or 1e308 would break the file name (ValueError, or an over-long name's OSError).
+    if not math.isfinite(epoch) or not 0 <= epoch <= MAX_EPOCH:
+        raise CheckpointError(f"epoch {epoch} is not an epoch number (0..{MAX_EPOCH:g})")
     path = JobFolder(job_dir).checkpoints / checkpoint_name(epoch)
     if not path.is_file():
         have = ", ".join(f"{e:g}" for e in checkpoint_epochs(job_dir)) or "none"

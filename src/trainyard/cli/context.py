@@ -6,4 +6,8 @@ from trainyard.jobs.context import Context, open_context
 
 
 def cli_context() -> Context:
-    return open_context()
+    """The store and manager, with jobs whose holder died already marked as interrupted (and
+    their leases freed), so a command never shows a dead job as running or refuses to resume it."""
+    ctx = open_context()
+    ctx.manager.reap()
+    return ctx

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from trainyard.core.errors import Forbidden, NotFound
+from trainyard.core.errors import Forbidden, InvalidInput, NotFound
 
 
 class PathNotAllowed(Forbidden):
@@ -21,8 +21,11 @@ class PathMissing(NotFound, PathNotAllowed):
 def resolve_inside(path: str | os.PathLike, roots: Iterable[Path], *, must_exist: bool = True) -> Path:
     """Resolve ``path`` (following links) and check it lies inside one of ``roots``.
 
-    Raises PathNotAllowed with a message a user can act on.
+    Raises PathNotAllowed with a message a user can act on, InvalidInput for a path no file
+    system accepts (a NUL byte, which the OS refuses with a ValueError, not an OSError).
     """
+    if "\x00" in os.fspath(path):
+        raise InvalidInput(f"{os.fspath(path)!r} contains a NUL byte; no file has such a name")
     raw = Path(path).expanduser()
     resolved = raw.resolve()
     roots = [Path(r).expanduser().resolve() for r in roots]

@@ -20,6 +20,10 @@ from typing import IO
 from trainyard.core.errors import UserError
 
 CHUNK = 1 << 20
+# Images barely compress (JPEG, PNG), so an archive that unpacks to 200 times its size is a zip
+# bomb, not a dataset; the floor leaves small archives of raw BMP or PGM images alone.
+MAX_RATIO = 200
+RATIO_FLOOR = 64 * 2**20
 # Folders some archivers add that never hold user images (macOS resource forks).
 JUNK_TOP_LEVEL = {"__MACOSX"}
 
@@ -95,11 +99,15 @@ def safe_extract(
 ) -> Path:
     """Extract ``archive`` into ``dest`` and return the root of its contents.
 
+    It may unpack to ``max_total_bytes``, and to no more than MAX_RATIO times its own size
+    (checked as bytes are written, before the disk fills).
+
     The root is the single top-level folder if the archive holds only one, else ``dest``.
     Raises ArchiveError for refused or damaged archives; ``dest`` may then hold a partial
     extraction, which the caller deletes.
     """
     archive, dest = Path(archive), Path(dest)
+    max_total_bytes = min(max_total_bytes, max(RATIO_FLOOR, MAX_RATIO * _size(archive)))
     dest.mkdir(parents=True, exist_ok=True)
     handle, members = _open_archive(archive)
     total = count = 0
@@ -124,6 +132,13 @@ def safe_extract(
     finally:
         handle.close()
     return _content_root(dest)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # missing: _open_archive says so in its own words
 
 
 def _write_member(member: _Member, target: Path, written_before: int, limit: int) -> int:

@@ -10,6 +10,7 @@ submission order, which keeps a build with a given seed reproducible.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
 import threading
 from collections import deque
@@ -51,19 +52,21 @@ class DecodePipeline:
     ``pixels`` may be a view into shared memory: use it before asking for the next result.
     """
 
-    def __init__(self, geometry: Geometry, workers: int):
+    def __init__(self, geometry: Geometry, workers: int, shm_name: str | None = None):
         self.geometry = geometry
         self.workers = workers
         self.size = chunk_size(geometry)
         self.window = 2 * workers + 1  # enough to keep every worker busy while we write
         self.pool: ProcessPoolExecutor | None = None
         self.shm: SharedMemory | None = None
+        self.shm_name = shm_name  # named after the job, so a dead build's block can be found
 
     def __enter__(self) -> DecodePipeline:
         if self.workers > 1:
             slot_bytes = self.size * self.geometry.image_bytes
-            self.shm = SharedMemory(create=True, size=self.window * slot_bytes)
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=mp_context(), initializer=init_worker)
+            self.shm = SharedMemory(name=self.shm_name, create=True, size=self.window * slot_bytes)
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=mp_context(), initializer=init_worker,
+                                            initargs=(os.getpid(),))
         return self
 
     def __exit__(self, *exc) -> None:

@@ -16,6 +16,7 @@ from trainyard.core.errors import InvalidInput
 from trainyard.datasets.resize import RESIZE
 
 MAX_SIZE = 4096
+MAX_SEED = 2**32 - 1  # what numpy's generators take without surprise
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -33,12 +34,12 @@ def parse_size(text: str) -> tuple[int, int]:
 class DatasetSpec(BaseModel):
     """What to build: image sources, target geometry, split percents and storage encoding."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     version: int = 1
     kind: Literal["dataset"] = "dataset"
     id: str | None = None  # the job id, filled in when the job is created
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=200)  # the database's name column
 
     # Train source: exactly one of a class folder, a list + labels file, or an archive.
     train_folder: str | None = None
@@ -61,7 +62,7 @@ class DatasetSpec(BaseModel):
     min_per_class: int = Field(2, ge=1)
     max_per_class: int | None = Field(None, ge=1)
     encoding: Literal["none", "png", "jpeg"] = "none"
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=MAX_SEED)
     # Append: the parent version's dataset folder, copied first.
     parent_dir: str | None = None
     dataset_version: int = Field(1, ge=1)  # 1, then +1 with each append

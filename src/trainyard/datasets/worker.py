@@ -6,7 +6,9 @@ build's own dependencies, and starts quickly.
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,13 +43,30 @@ Outcome = tuple[np.ndarray | None, bytes | None, str | None]
 _attached: dict[str, SharedMemory] = {}
 
 
-def init_worker() -> None:
+def init_worker(parent_pid: int | None = None) -> None:
     # Ctrl-C goes to the whole process group: let the parent decide, not every worker.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A forked worker inherits the job's SIGTERM handler; a worker should simply stop.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # load_image enforces the pixel limit itself; the warning would only repeat it.
     warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Have the kernel kill this worker when the build process dies, even by ``kill -9``
+    (otherwise workers sat blocked on their queue for minutes). Linux only; elsewhere the
+    pool's own pipes end the workers when the parent exits normally."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
 
 
 def process_chunk(geometry: Geometry, items: Sequence[tuple[str, tuple[int, ...]]],

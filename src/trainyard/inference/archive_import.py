@@ -58,6 +58,7 @@ def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike) -
     network, source = pick_network((root / "network.py").read_text(encoding="utf-8"), info.get("network"))
     image_size = prep.pop("image_size")
     weights = read_weights(root / "weights.safetensors")
+    check_classes_fit(weights, len(classes))  # before anything is built: labels.txt alone sizes the network
     expected = _state_shapes(network, source, len(classes), prep["channels"], image_size)
     _check_exactly(expected, weights)
     return {
@@ -117,6 +118,14 @@ def read_labels(path: Path) -> list[str]:
     if len(classes) < 2:
         raise ArchiveImportError(f"labels.txt names {len(classes)} class(es); a classifier needs two or more")
     return classes
+
+
+def check_classes_fit(weights: dict[str, torch.Tensor], num_classes: int) -> None:
+    """Refuse labels.txt whose class count no weight tensor has: a network built for 200,000
+    classes costs hundreds of MiB before the weights could say it does not fit."""
+    if not any(t.ndim >= 1 and t.shape[0] == num_classes for t in weights.values()):
+        raise ArchiveImportError(f"labels.txt names {num_classes} classes but no layer in "
+                                 "weights.safetensors has that many outputs")
 
 
 def read_mean(path: Path, prep: dict) -> torch.Tensor:

@@ -19,6 +19,7 @@ from trainyard.core.events import read_events
 from trainyard.core.files import read_json
 from trainyard.core.paths import JobFolder, checkpoint_name, is_inside
 from trainyard.core.registry import Registry
+from trainyard.datasets.leftovers import remove_build_leftovers
 from trainyard.inference.results import describe_inference
 from trainyard.jobs.runner import python_module_command
 from trainyard.jobs.store import Job
@@ -169,7 +170,13 @@ def _spec(folder: JobFolder) -> dict:
         return {}
 
 
-register_kind(JobKind("dataset", "trainyard.datasets.run", describe_dataset, on_end=remove_uploaded_archives))
+def end_dataset_job(folder: JobFolder, uploads_dir: Path) -> None:
+    """After a build ends, however it ended: its uploads, and what a killed build left behind."""
+    remove_uploaded_archives(folder, uploads_dir)
+    remove_build_leftovers(folder.path)
+
+
+register_kind(JobKind("dataset", "trainyard.datasets.run", describe_dataset, on_end=end_dataset_job))
 register_kind(ModelKind("model", "trainyard.training.run", describe_model))
 # Inference jobs of a model: classify a list, folder or archive; evaluate a split.
 for _name in ("classify-many", "evaluate"):

@@ -30,6 +30,7 @@ from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
 from trainyard.jobs import runner
 from trainyard.jobs.kinds import get_kind
+from trainyard.jobs.leases import reclaim_stale_leases, this_process
 from trainyard.jobs.resources import Pools
 from trainyard.jobs.store import Job, Store
 from trainyard.settings import Settings
@@ -65,6 +66,7 @@ class JobManager:
         self.pid = os.getpid()
         self.host = socket.gethostname()
         self.owner = {"owner_pid": self.pid, "owner_host": self.host}  # this manager, in a job row
+        self.holder = this_process()  # recorded with each lease this manager takes
         self._children: dict[str, subprocess.Popen] = {}
         self._tails: dict[str, EventTail] = {}
         self._stopping: set[str] = set()  # jobs being terminated by this process
@@ -105,11 +107,21 @@ class JobManager:
         with self._lock:
             self._tick(only)
 
-    def _tick(self, only: str | None) -> None:
+    def reap(self) -> None:
+        """Notice jobs and leases whose holder is gone, without starting anything.
+
+        What a CLI command that reads jobs does first: a job whose command was killed shows as
+        interrupted (and can be resumed), not "running" for good, even when no server runs.
+        """
+        with self._lock:
+            self._tick(None, start=False)
+
+    def _tick(self, only: str | None, start: bool = True) -> None:
+        reclaim_stale_leases(self.store)
         for job in self.store.list_jobs(statuses=ACTIVE, oldest_first=True):
             if launched(job):
                 self._watch(job)
-            elif (only is None and job.owner_pid is None) or job.id == only:
+            elif start and ((only is None and job.owner_pid is None) or job.id == only):
                 self._try_start(job)
             elif job.owner_pid is not None and not self._mine(job) and not self._owner_alive(job):
                 self._finish(job, Status.ABORTED, "the command that created this job exited before it started")
@@ -117,7 +129,7 @@ class JobManager:
     def _try_start(self, job: Job) -> None:
         waiting_for = self._missing_input(job)
         if waiting_for is None:
-            resources = self.pools.acquire(self.store, job.id, job.needs)
+            resources = self.pools.acquire(self.store, job.id, job.needs, holder=self.holder)
             if resources is not None:
                 self._start(job, resources)
                 return
@@ -174,8 +186,9 @@ class JobManager:
         if not self._mine(job):
             if self._owner_alive(job):
                 return  # someone else watches it
-            if not self.store.update_job_if(job, **self.owner):  # adopt an orphan
+            if not self.store.update_job_if(job, **self.owner):  # adopt an orphan, and its leases
                 return  # another manager adopted it first
+            self.store.hold_leases(job.id, self.holder)
             job = self.get(job.id)
         self._read_progress(job)
         proc = self._children.get(job.id)
@@ -191,6 +204,9 @@ class JobManager:
             returncode = None
         self._read_progress(job)
         status, error = runner.final_status(self.folder(job.id), returncode, self._abort_requested(job.id))
+        if proc is None and status == Status.FAILED and job.kind == "model":
+            # Nobody saw it end (its command or the server was killed): a checkpoint may remain.
+            error = f"interrupted: {error}; `trainyard jobs resume {job.id}` continues it from its last checkpoint"
         self._finish(job, status, error)
 
     def _stop_if_asked(self, job: Job) -> None:

@@ -139,8 +139,11 @@ class Pools:
         if not ids and count > len(self.gpus):
             raise NotSatisfiable(f"{count} GPUs asked for, this machine has {len(self.gpus)}")
 
-    def acquire(self, store: Store, job_id: str, needs: dict) -> list[str] | None:
-        """Lease what the job needs; return the resource names, or None if they are busy."""
+    def acquire(self, store: Store, job_id: str, needs: dict,
+                holder: tuple[int, float] | None = None) -> list[str] | None:
+        """Lease what the job needs; return the resource names, or None if they are busy.
+
+        ``holder``: (pid, start time) of the managing process, recorded with the lease."""
         pool = needs.get("pool", "cpu")
         if pool == "cluster":
             return []  # Ray owns the cluster's resources: the launcher waits for them there
@@ -160,7 +163,7 @@ class Pools:
             wanted = free[:1]
         if any(r in taken for r in wanted):
             return None
-        return wanted if store.try_lease(job_id, wanted) else None
+        return wanted if store.try_lease(job_id, wanted, holder) else None
 
     @staticmethod
     def gpu_ids(resources: list[str]) -> list[int]:

@@ -21,6 +21,7 @@ from sqlalchemy import (
     String,
     Text,
     delete,
+    event,
     select,
     update,
 )
@@ -106,10 +107,30 @@ class Lease(Base):
     resource: Mapped[str] = mapped_column(String(40), primary_key=True)
     job_id: Mapped[str] = mapped_column(String(40), index=True)
     acquired_at: Mapped[float] = mapped_column(Float, default=time.time)
+    # The manager process that holds the lease, and when that process started (a reused pid is
+    # not the holder): any manager reclaims a lease whose holder is gone (jobs/leases.py).
+    holder_pid: Mapped[int | None] = mapped_column(Integer, default=None)
+    holder_started: Mapped[float | None] = mapped_column(Float, default=None)
 
 
 def _same(column, value):
     return column.is_(None) if value is None else column == value
+
+
+# Words of the errors a read-only or full disk gives (SQLite, PostgreSQL).
+_STORAGE_WORDS = ("readonly", "read-only", "disk i/o", "disk is full", "no space")
+
+
+def _drop_connection_on_storage_error(context) -> None:
+    """Treat a read-only or full disk like a lost connection, so the pool opens fresh ones.
+
+    A SQLite connection that met a read-only file stays read-only for its life; without this
+    the server kept failing writes after the disk became writable again.
+    """
+    text = str(context.original_exception).lower()
+    if any(word in text for word in _STORAGE_WORDS):
+        context.is_disconnect = True
+        context.invalidate_pool_on_disconnect = False  # only the connection that saw it
 
 
 class Store:
@@ -117,7 +138,8 @@ class Store:
 
     def __init__(self, url: str):
         self.engine = open_engine(url)
-        create_tables(self.engine, Base.metadata)
+        event.listen(self.engine, "handle_error", _drop_connection_on_storage_error)
+        create_tables(self.engine, Base.metadata)  # also adds nullable columns older databases lack
         # Indexes and updated_at values that databases made before them lack.
         upgrade_table(self.engine, Base.metadata.tables[Job.__tablename__])
         self.session = sessionmaker(self.engine, expire_on_commit=False)
@@ -199,16 +221,18 @@ class Store:
             s.execute(delete(Job).where(Job.id == job_id))
 
     # -- leases ------------------------------------------------------------------------------
-    def try_lease(self, job_id: str, resources: list[str]) -> bool:
+    def try_lease(self, job_id: str, resources: list[str], holder: tuple[int, float] | None = None) -> bool:
         """Lease all of ``resources`` to the job in one transaction, or none of them.
 
-        Inserted in sorted order: on PostgreSQL a competing insert of the same key waits for the
-        first transaction, so two jobs taking [0, 1] and [1, 0] would deadlock.
+        ``holder`` is (pid, start time) of the managing process (None: unknown, never reclaimed
+        for being gone). Inserted in sorted order: on PostgreSQL a competing insert of the same
+        key waits for the first transaction, so two jobs taking [0, 1] and [1, 0] would deadlock.
         """
+        pid, started = holder or (None, None)
         try:
             with self.session.begin() as s:
                 for resource in sorted(resources):
-                    s.add(Lease(resource=resource, job_id=job_id))
+                    s.add(Lease(resource=resource, job_id=job_id, holder_pid=pid, holder_started=started))
                     s.flush()  # one INSERT each, in this order
             return True
         except IntegrityError:
@@ -221,6 +245,20 @@ class Store:
             query = query.where(Lease.resource.in_(resources))
         with self.session.begin() as s:
             s.execute(query)
+
+    def lease_rows(self) -> list[Lease]:
+        with self.session() as s:
+            return list(s.scalars(select(Lease)))
+
+    def drop_leases(self, resources: list[str]) -> None:
+        with self.session.begin() as s:
+            s.execute(delete(Lease).where(Lease.resource.in_(resources)))
+
+    def hold_leases(self, job_id: str, holder: tuple[int, float]) -> None:
+        """Make ``holder`` the holder of the job's leases (a manager adopting the job)."""
+        with self.session.begin() as s:
+            s.execute(update(Lease).where(Lease.job_id == job_id)
+                      .values(holder_pid=holder[0], holder_started=holder[1]))
 
     def leases(self) -> dict[str, str]:
         """Map of leased resource -> job id."""

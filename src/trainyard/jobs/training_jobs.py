@@ -18,24 +18,27 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trainyard.artifact.checkpoint import CheckpointError, checkpoint_for_epoch
-from trainyard.core.errors import validation_message
+from trainyard.core.errors import InvalidInput, validation_message
 from trainyard.core.files import read_json, write_json_atomic
 from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
+from trainyard.jobs.limits import check_processes
 from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
 from trainyard.jobs.store import Job
 
 if TYPE_CHECKING:  # the store's catalogue reads the network registry, which imports torch
     from trainyard.weights.store import WeightsStore
 
+MAX_NAME = 200  # the database's name column (training/spec.py's MAX_NAME; that module loads torch)
+
 
 class TrainRequest(BaseModel):
     """What a user asks to train. Lists make a sweep: one job per combination."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=MAX_NAME)
     datasets: list[str] = Field(min_length=1)
     networks: list[str] = Field(default_factory=list)
     network_source: str | None = None
@@ -48,6 +51,10 @@ class TrainRequest(BaseModel):
     pretrained: str | None = None
     max_restarts: int = Field(0, ge=0)  # cluster mode: resumes after a lost worker or node
     settings: dict = Field(default_factory=dict)  # any other ModelSpec field: epochs, solver, lr, ...
+
+
+class InvalidSpec(InvalidInput, JobError):
+    """A training setting out of range (HTTP 422), refused before any job is queued."""
 
 
 def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool = False) -> list[Job]:
@@ -82,7 +89,7 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
         try:
             planned.append((ModelSpec.model_validate(fields), dataset))
         except ValidationError as exc:
-            raise JobError(validation_message(exc)) from exc
+            raise InvalidSpec(validation_message(exc)) from exc
     if not foreground:  # a job run at once reports the same problem at once; queued ones would not
         from trainyard.jobs.precheck import check_all  # builds networks: imports torch
 
@@ -112,7 +119,8 @@ def _job_name(request: TrainRequest, dataset: Job, network, lr, batch) -> str:
         parts.append(f"lr={lr:g}")
     if len(request.batch_sizes) > 1:
         parts.append(f"bs={batch}")
-    return f"{request.name} [{', '.join(parts)}]" if parts else request.name
+    name = f"{request.name} [{', '.join(parts)}]" if parts else request.name
+    return name if len(name) <= MAX_NAME else name[:MAX_NAME - 1] + "…"
 
 
 def _dataset(ctx: Context, dataset_id: str) -> Job:
@@ -125,12 +133,16 @@ def _dataset(ctx: Context, dataset_id: str) -> Job:
 
 
 def _needs(ctx: Context, request: TrainRequest) -> dict:
-    return devices_needed(ctx, request.gpus, request.gpu_ids, int(request.settings.get("processes") or 1))
+    processes = request.settings.get("processes") or 1
+    if not isinstance(processes, int) or isinstance(processes, bool):
+        raise JobError(f"settings.processes should be a whole number, not {processes!r}")
+    return devices_needed(ctx, request.gpus, request.gpu_ids, processes)
 
 
 def devices_needed(ctx: Context, gpus: int | None, gpu_ids: list[int] | None, processes: int = 1) -> dict:
     """A model job's ``needs``: exact GPUs, N next free GPUs, or the CPU (also for processes > 1);
     in cluster mode N GPU or CPU workers on the cluster."""
+    check_processes(processes)
     if ctx.settings.cluster == "ray":
         return _cluster_needs(gpus, gpu_ids, processes)
     if processes > 1:

@@ -29,7 +29,7 @@ from trainyard.artifact.preprocess import check_crop, normalize_batch
 class AugmentSettings(BaseModel):
     """The augmentation panel. Ranges are symmetric: each sample draws uniformly in ±value."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     flip: Literal["none", "lr", "ud", "both"] = "none"  # each direction with probability 1/2
     quarter_turns: bool = False  # 0/90/180/270 degrees (0/180 when the images are not square)

@@ -78,7 +78,7 @@ def get_lr_policy(name: str) -> LRPolicyInfo:
 class LRSettings(BaseModel):
     """The learning-rate panel: a policy, its parameters (percentages of training) and warm-up."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     policy: str = "step"
     base_lr: float = Field(0.01, gt=0)

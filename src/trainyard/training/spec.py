@@ -21,6 +21,10 @@ from trainyard.training.lr_policies import LRSettings
 from trainyard.training.solvers import get_solver
 
 SPEC_VERSION = 1
+MAX_EPOCHS = 100_000
+MAX_SEED = 2**32 - 1  # numpy's classic seed range; torch.manual_seed refuses 1e23
+MAX_NAME = 200  # the database's name column
+MAX_PROCESSES = 1024  # per node; the job creator also caps it by the machine or cluster
 
 
 class ClusterPlacement(BaseModel):
@@ -50,12 +54,13 @@ class InputNorm(BaseModel):
 class ModelSpec(BaseModel):
     """What to train: a network, on a dataset, with a solver and an LR policy, for so long."""
 
-    model_config = ConfigDict(extra="forbid")
+    # inf or NaN in any number would pass gt/ge checks and fail only in the training process.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     version: int = SPEC_VERSION
     kind: Literal["model"] = "model"
     id: str | None = None
-    name: str = Field("model", min_length=1)
+    name: str = Field("model", min_length=1, max_length=MAX_NAME)
 
     dataset_id: str = Field(min_length=1)
     dataset_dir: str = Field(min_length=1)  # the dataset folder (info.json, train/, val/, ...)
@@ -64,7 +69,7 @@ class ModelSpec(BaseModel):
     network: str | None = None
     network_source: str | None = None
 
-    epochs: float = Field(30, gt=0)
+    epochs: float = Field(30, gt=0, le=MAX_EPOCHS)
     batch_size: int | None = Field(None, ge=1)  # None: the network's default
     accumulation: int = Field(1, ge=1)  # batches per optimizer step
     solver: str = "sgd"
@@ -73,7 +78,7 @@ class ModelSpec(BaseModel):
     weight_decay: float = Field(1e-4, ge=0)
     snapshot_interval: float = Field(1, ge=0)  # epochs; 0 = only at the end
     val_interval: float = Field(1, ge=0)  # epochs; 0 = only at the end
-    seed: int | None = Field(None, ge=0)  # None: a random seed, recorded in the log and checkpoints
+    seed: int | None = Field(None, ge=0, le=MAX_SEED)  # None: a random seed, recorded in the log and checkpoints
 
     crop: int | None = Field(None, ge=1)
     mean: Literal["image", "pixel", "none"] = "image"
@@ -93,9 +98,9 @@ class ModelSpec(BaseModel):
     # Data parallelism (DDP, training/distributed.py). batch_size is per process (per GPU), so
     # the global batch is batch_size x processes x nnodes. On GPUs one process runs per leased
     # GPU; ``processes`` sets how many run on the CPU (gloo) of each node.
-    processes: int = Field(1, ge=1)
+    processes: int = Field(1, ge=1, le=MAX_PROCESSES)
     scale_lr: bool = False  # multiply base_lr by the number of processes (the linear scaling rule)
-    nnodes: int = Field(1, ge=1)  # machines taking part; each runs this job with its node_rank
+    nnodes: int = Field(1, ge=1, le=MAX_PROCESSES)  # machines taking part; each runs this job with its node_rank
     node_rank: int = Field(0, ge=0)
     master: str | None = None  # HOST:PORT of node 0's rendezvous; needed when nnodes > 1
     # Cluster mode: where Ray places the ranks (None: this machine), and how often a job that

@@ -7,10 +7,13 @@ the user's: in cluster mode, no Ray cluster answering at RAY_ADDRESS is a 503 th
 
 from __future__ import annotations
 
+import errno
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from sqlalchemy.exc import OperationalError
 
 from trainyard.cluster.connect import ClusterUnavailable
 from trainyard.core.errors import UserError, validation_message
@@ -27,6 +30,48 @@ async def invalid_values(request: Request, exc: Exception) -> JSONResponse:
 
 async def cluster_unavailable(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc)}, status_code=503)
+# The server's own storage refused a write: not the client's mistake, and not a defect either.
+STORAGE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
+
+
+async def storage_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """A read-only or full home (files or SQLite database): 503 with what to fix, not a bare 500."""
+    if isinstance(exc, OSError) and exc.errno not in STORAGE_ERRNOS:
+        raise exc  # any other OSError is a defect: let it be a 500 with its traceback logged
+    if isinstance(exc, OperationalError) and not _is_storage(exc):
+        raise exc
+    if isinstance(exc, OSError):
+        reason = exc.strerror
+    else:
+        reason = str(getattr(exc, "orig", exc)).splitlines()[0]
+    where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
+    return JSONResponse({"detail": f"the server cannot write its files{where}: {reason}; "
+                                   "check that TRAINYARD_HOME is writable and has free space"},
+                        status_code=503, headers={"Retry-After": "30"})
+
+
+def _is_storage(exc: OperationalError) -> bool:
+    text = str(exc.orig).lower()
+    return any(word in text for word in ("readonly", "read-only", "disk", "unable to open", "full"))
+
+
+# What every 4xx here looks like, documented in place of FastAPI's list of error objects, so
+# /openapi.json tells clients (and schemathesis) the truth about 422 answers.
+ERROR_SCHEMA = {"title": "Error", "type": "object", "required": ["detail"],
+                "properties": {"detail": {"title": "Detail", "type": "string"}}}
+
+
+def document_error_shape(app: FastAPI) -> None:
+    generate = app.openapi
+
+    def openapi() -> dict:
+        schema = generate()  # FastAPI caches it; replacing the entry again is harmless
+        schemas = schema.get("components", {}).get("schemas", {})
+        if "HTTPValidationError" in schemas:
+            schemas["HTTPValidationError"] = ERROR_SCHEMA
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -34,3 +79,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ClusterUnavailable, cluster_unavailable)
     app.add_exception_handler(ValidationError, invalid_values)
     app.add_exception_handler(RequestValidationError, invalid_values)
+    app.add_exception_handler(OSError, storage_unavailable)
+    app.add_exception_handler(OperationalError, storage_unavailable)
+    document_error_shape(app)

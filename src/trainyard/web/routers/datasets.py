@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import shutil
 from pathlib import Path
 from typing import Annotated
@@ -23,6 +22,7 @@ from trainyard.datasets.storage import SPLITS, open_split
 from trainyard.jobs.dataset_jobs import append_dataset_job, create_dataset_job
 from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
+from trainyard.web.json_body import parse_json_object
 from trainyard.web.uploads import save_upload
 
 router = APIRouter(prefix="/api/datasets", tags=["datasets"])
@@ -66,12 +66,7 @@ def _create_from_upload(ctx, fields: dict, make_job) -> dict:
 
 
 async def _fields_with_uploads(ctx, spec_json: str, file: UploadFile | None, val_file: UploadFile | None) -> dict:
-    try:
-        fields = json.loads(spec_json or "{}")
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"spec is not valid JSON: {exc}") from exc
-    if not isinstance(fields, dict):
-        raise InvalidInput("spec must be a JSON object of dataset options")
+    fields = parse_json_object(spec_json, "spec (the dataset options)")
     limit = ctx.settings.max_upload_mb * 2**20
     try:
         if file is not None and file.filename:

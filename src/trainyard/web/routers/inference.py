@@ -10,7 +10,6 @@ results are read back here while they run and after.
 from __future__ import annotations
 
 import asyncio
-import json
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -24,6 +23,7 @@ from trainyard.core.paths import resolve_inside
 from trainyard.jobs.inference_jobs import create_inference_job, inference_jobs
 from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
+from trainyard.web.json_body import parse_json_object
 from trainyard.web.routers.inference_results import results_router, upload_source
 from trainyard.web.uploads import safe_filename
 
@@ -52,11 +52,10 @@ async def _images_of(ctx, request: Request) -> list[tuple[str, bytes | Path]]:
         found: list[tuple[str, bytes | Path]] = [
             (safe_filename(f.filename, "image"), await f.read()) for f in files]
     else:
-        try:
-            body = json.loads(await request.body() or b"{}")
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"the body is not JSON: {exc}") from exc
-        paths = body.get("paths") if isinstance(body, dict) else None
+        body = parse_json_object(await request.body())
+        paths = body.get("paths")
+        if not isinstance(paths, (list, type(None))):
+            raise InvalidInput("paths must be a list of image paths")
         found = [(str(p), _allowed_file(ctx, str(p))) for p in paths or []]
     if not found:
         raise InvalidInput("no image given: upload files as 'images', or send {\"paths\": [...]}")

@@ -6,7 +6,6 @@ evaluation document. Everything is read from the job folder, so it works while t
 from __future__ import annotations
 
 import io
-import json
 import tarfile
 import zipfile
 from pathlib import Path
@@ -24,6 +23,7 @@ from trainyard.inference import results
 from trainyard.jobs.job_documents import job_detail
 from trainyard.jobs.store import Job
 from trainyard.web.deps import Ctx, get_job_of_kind
+from trainyard.web.json_body import parse_json_object
 from trainyard.web.uploads import save_upload
 
 results_router = APIRouter()
@@ -35,10 +35,7 @@ async def upload_source(ctx, request: Request) -> tuple[dict, dict | None]:
     """(the request's fields, ``{"archive"|"list_file": saved path}`` of an uploaded ``file``)."""
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         body = await request.body()
-        try:
-            fields = read_json_bytes(body)
-        except ValueError as exc:
-            raise InvalidInput(f"the body is not a JSON object: {exc}") from exc
+        fields = parse_json_object(body)
         return fields, None
     form = await request.form(max_files=2)
     fields = {k: v for k, v in form.multi_items() if isinstance(v, str) and v.strip()}
@@ -48,13 +45,6 @@ async def upload_source(ctx, request: Request) -> tuple[dict, dict | None]:
     path = await save_upload(upload, ctx.settings.uploads_dir, ctx.settings.max_upload_mb * 2**20)
     is_archive = path.name.lower().endswith(ARCHIVE_SUFFIXES) or zipfile.is_zipfile(path) or tarfile.is_tarfile(path)
     return fields, {"archive" if is_archive else "list_file": str(path)}
-
-
-def read_json_bytes(body: bytes) -> dict:
-    value = json.loads(body or b"{}")
-    if not isinstance(value, dict):
-        raise ValueError("expected an object")
-    return value
 
 
 def job_folder(ctx, model_id: str, job_id: str, kind: str) -> tuple[Job, Path, dict]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
@@ -34,6 +34,8 @@ def show_model(ctx: Ctx, model_id: str) -> dict:
 
 
 class CurveRequest(BaseModel):
+    model_config = ConfigDict(allow_inf_nan=False)
+
     lr: LRSettings = Field(default_factory=LRSettings)
     iterations: int = Field(1000, ge=1, le=10_000_000, description="optimizer steps in the whole training")
     points: int = Field(200, ge=2, le=2000)

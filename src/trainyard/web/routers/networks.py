@@ -6,7 +6,6 @@ without torch and pays for it on the first request that lists or builds networks
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import asdict
 from typing import Annotated
 
@@ -16,9 +15,13 @@ from pydantic import BaseModel, Field, model_validator
 
 from trainyard.core.errors import InvalidInput
 from trainyard.jobs.context import Context
+from trainyard.web.bounded_pool import BoundedPool
 from trainyard.web.deps import Ctx
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])
+# Checks run in a pool of their own, never asyncio's default one, and a few at a time: each
+# is a child process building a network.
+checks = BoundedPool("trainyard-inspect", workers=2, queue=8)
 
 
 @router.get("")
@@ -76,6 +79,8 @@ async def inspect(ctx: Ctx, request: InspectRequest) -> dict:
         raise InvalidInput("a custom network needs image_size")
     from trainyard.jobs.precheck import cache_for
 
-    return await asyncio.to_thread(
+    # Its own bounded pool: slow checks never hold up the scheduler or other requests (the check
+    # itself kills its child process after its timeout).
+    return await checks.run(
         cache_for(ctx).check, source=request.source, network=request.network, num_classes=request.num_classes,
         in_channels=request.in_channels, image_size=request.image_size)

@@ -1,0 +1,324 @@
+"""Replay the issue-13 adversarial set against a live server on loopback and print the figures.
+
+Starts ``trainyard serve`` as a subprocess in a temporary home (so its RSS can be watched and it
+can be killed with SIGKILL), then runs bounded loops of:
+
+- malformed input: deep JSON, NaN/inf/1e308 epochs, NUL bytes in paths, huge Last-Event-ID,
+  inf and out-of-range settings, over-long names, bad multipart fields;
+- path escapes: folders and images outside the data roots, ``..``, a symlink out of a root;
+- auth variants against a second server started with a token;
+- bounded requests, with the server's peak RSS sampled: 64 large PNGs to classify, an import
+  whose labels.txt names 200,000 classes, a zip bomb, processes=100000;
+- jobs: dataset builds queued, the server killed with SIGKILL mid-way and restarted; every job
+  must be listed exactly once and end, and no lease may be left held.
+
+    python bench/adversary.py              # about two minutes on two cores
+    python bench/adversary.py --rounds 3   # repeat the malformed-input loop
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+import zipfile
+from pathlib import Path
+
+import httpx
+import numpy as np
+import psutil
+from PIL import Image
+
+from trainyard.jobs.store import Store
+
+FINAL = {"done", "failed", "aborted"}
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.requests = self.server_errors = self.escapes = self.bypasses = 0
+        self.notes: list[str] = []
+
+    def seen(self, response: httpx.Response, label: str) -> httpx.Response:
+        self.requests += 1
+        if response.status_code >= 500 and label != "read-only":
+            self.server_errors += 1
+            self.notes.append(f"5xx {response.status_code} {label}: {response.text[:120]}")
+        return response
+
+
+class Server:
+    """``trainyard serve`` in a subprocess, with its own port and environment."""
+
+    def __init__(self, home: Path, data: Path, token: str = ""):
+        self.env = {**os.environ, "TRAINYARD_HOME": str(home), "TRAINYARD_DATA_ROOTS": str(data),
+                    "TRAINYARD_AUTH_TOKEN": token, "TRAINYARD_CPU_JOBS": "1"}
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> Server:
+        code = "from trainyard.cli.main import app; app()"
+        self.proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--port", str(self.port)],
+                                     env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300  # a loaded machine takes a while to import torch
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(self.url + "/login", timeout=2)
+                return self
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        raise RuntimeError("the server did not start")
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class PeakRSS:
+    """Sample a process's resident memory every 20 ms while a block runs."""
+
+    def __init__(self, pid: int):
+        self.process, self.peak, self._stop = psutil.Process(pid), 0, threading.Event()
+
+    def __enter__(self) -> PeakRSS:
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.process.memory_info().rss)
+            time.sleep(0.02)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_images(root: Path, classes=("red", "blue"), count: int = 12) -> Path:
+    colours = {"red": (220, 30, 30), "blue": (30, 30, 220)}
+    rng = np.random.default_rng(0)
+    for name in classes:
+        (root / name).mkdir(parents=True, exist_ok=True)
+        for i in range(count):
+            pixels = np.array(colours[name]) + rng.normal(0, 10, (28, 28, 3))
+            Image.fromarray(pixels.clip(0, 255).astype(np.uint8)).save(root / name / f"{i}.png")
+    return root
+
+
+def wait_job(client: httpx.Client, job_id: str, timeout: float = 300) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = client.get(f"/api/jobs/{job_id}").json()
+        if job.get("status") in FINAL:
+            return job
+        time.sleep(0.5)
+    raise RuntimeError(f"job {job_id} did not end")
+
+
+def malformed(client: httpx.Client, tally: Tally, data: Path, dataset_id: str) -> None:
+    json_type = {"content-type": "application/json"}
+    raw = [
+        ("deep json", "/api/datasets", "[" * 100_000),
+        ("deep dict", "/api/models",
+         '{"name": "x", "datasets": ["d"], "settings": ' + '{"a":' * 5000 + "1" + "}" * 5001),
+        ("inf epochs", "/api/models", f'{{"name": "m", "datasets": ["{dataset_id}"], "networks": ["lenet"], '
+                                      '"settings": {"epochs": Infinity}}'),
+        ("nan in invalid body", "/api/models", '{"name": "", "datasets": [], "base_lrs": [NaN]}'),
+        ("nan lr curve", "/api/solvers/lr-curve", '{"lr": {"base_lr": NaN}}'),
+    ]
+    for label, path, body in raw:
+        tally.seen(client.post(path, content=body, headers=json_type), label)
+    model = {"name": "m", "datasets": [dataset_id], "networks": ["lenet"]}
+    for label, settings in [("processes", {"processes": 100_000}), ("seed", {"seed": 10**23}),
+                            ("epochs 1e308", {"epochs": 1e308})]:
+        tally.seen(client.post("/api/models", json={**model, "settings": settings}), label)
+    tally.seen(client.post("/api/models", json={**model, "name": "x" * 10_000}), "long name")
+    tally.seen(client.post("/api/datasets", json={"name": "d", "train_folder": str(data), "seed": -1}), "seed -1")
+    for epoch in ("nan", "inf", "1e308", "-1"):
+        tally.seen(client.get("/api/models/nope/download", params={"epoch": epoch}), "epoch " + epoch)
+    tally.seen(client.post("/api/datasets", json={"name": "x", "train_folder": f"{data}/a\x00b"}), "nul")
+    tally.seen(client.post("/api/datasets/preview", data={"folder": f"{data}\x00"}), "nul preview")
+    tally.seen(client.get(f"/api/jobs/{dataset_id}/events", headers={"Last-Event-ID": "9" * 5000}), "last-event-id")
+    tally.seen(client.post("/api/datasets/upload", data={"spec": "[" * 100_000},
+                           files={"file": ("a.zip", b"PK\x05\x06" + bytes(18))}), "deep spec field")
+
+
+def escapes(client: httpx.Client, tally: Tally, data: Path, outside: Path) -> None:
+    (data / "link").symlink_to(outside, target_is_directory=True)
+    attempts = [
+        ("POST", "/api/datasets", {"json": {"name": "e", "train_folder": str(outside)}}),
+        ("POST", "/api/datasets", {"json": {"name": "e", "train_folder": f"{data}/../{outside.name}"}}),
+        ("POST", "/api/datasets", {"json": {"name": "e", "train_folder": str(data / "link")}}),
+        ("POST", "/api/datasets/preview", {"data": {"folder": str(data / "link")}}),
+        ("POST", "/api/datasets/preview", {"data": {"folder": "/etc"}}),
+        ("GET", "/api/datasets/images", {"params": {"folder": "/etc"}}),
+    ]
+    for method, path, kwargs in attempts:
+        response = tally.seen(client.request(method, path, **kwargs), "escape " + path)
+        if response.status_code < 300:
+            tally.escapes += 1
+            tally.notes.append(f"escape: {method} {path} {kwargs} -> {response.status_code}")
+
+
+def auth_variants(server: Server, token: str, tally: Tally) -> None:
+    wrong = token[:-1] + ("x" if token[-1] != "x" else "y")
+    headers = [{}, {"Authorization": f"Bearer {wrong}"}, {"Authorization": "Bearer"},
+               {"Authorization": f"Basic {token}"}, {"Authorization": token}, {"Cookie": f"trainyard_token={wrong}"},
+               {"X-Forwarded-For": "127.0.0.1"}, {"Authorization": f"Bearer {token[:8]}"}]
+    paths = ["/api/jobs", "/api/system", "/api/datasets", "/openapi.json", "//api/jobs", "/api/jobs/",
+             "/static/../api/jobs", "/api/%6aobs", "/login/../api/jobs", "/API/jobs"]
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        for path in paths:
+            for header in headers:
+                response = tally.seen(client.get(path, headers=header), "auth " + path)
+                if response.status_code < 300 and "json" in response.headers.get("content-type", ""):
+                    tally.bypasses += 1
+                    tally.notes.append(f"bypass: {path} {header} -> {response.status_code}")
+        ok = client.get("/api/jobs", headers={"Authorization": f"Bearer {token}"})
+        assert ok.status_code == 200, "the right token must work"
+
+
+def _png(side: int) -> bytes:
+    """A flat-colour PNG: tens of KiB on the wire, side x side x 3 bytes once decoded (the
+    adversarial run's 83 KiB PNG that decoded to 84 MiB)."""
+    buf = io.BytesIO()
+    Image.new("RGB", (side, side), (200, 40, 40)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def bounded(client: httpx.Client, server: Server, tally: Tally, model_id: str, tmp: Path) -> int:
+    """The bounded-request cases, sampling the server's RSS; returns the peak in bytes."""
+    archive = client.get(f"/api/models/{model_id}/download")
+    tally.seen(archive, "download")
+    hostile = _many_labels(archive.content, tmp)
+    bomb = tmp / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("cat/zeros.bmp", bytes(1024 * 2**20))  # 1 GiB of zeros in ~1 MB
+    png = _png(5000)
+    with PeakRSS(server.proc.pid) as rss:
+        files = [("images", (f"{i}.png", png, "image/png")) for i in range(64)]
+        tally.seen(client.post(f"/api/models/{model_id}/classify", files=files, timeout=600), "classify 64")
+        tally.seen(client.post("/api/models/import", files={"file": ("m.tar.gz", hostile, "application/gzip")}),
+                   "import 200k labels")
+        response = tally.seen(client.post("/api/datasets/upload", files={"file": ("b.zip", bomb.read_bytes())},
+                                          data={"spec": '{"name": "bomb"}'}), "zip bomb")
+        if response.status_code == 201:
+            job = wait_job(client, response.json()["id"])
+            if job["status"] == "done":
+                tally.notes.append("zip bomb built a dataset")
+    return rss.peak
+
+
+def _many_labels(archive: bytes, tmp: Path) -> bytes:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tmp / "unpacked", filter="data")
+    [top] = list((tmp / "unpacked").iterdir())
+    (top / "labels.txt").write_text("".join(f"c{i}\n" for i in range(200_000)))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(top, arcname=top.name)
+    return buf.getvalue()
+
+
+def crash_and_recover(server: Server, tally: Tally, images: Path, builds: int) -> tuple[int, int, int]:
+    """Queue builds, SIGKILL the server, start it again: (lost, duplicated, stuck leases)."""
+    ids = []
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        for i in range(builds):
+            response = tally.seen(client.post("/api/datasets", json={"name": f"b{i}", "train_folder": str(images),
+                                                                     "width": 28, "height": 28}), "queue build")
+            ids.append(response.json()["id"])
+        time.sleep(1.5)
+    server.kill()
+    server.start()
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        for job_id in ids:
+            wait_job(client, job_id)
+        listed = [j["id"] for j in tally.seen(client.get("/api/jobs"), "list").json()["jobs"]]
+    lost = sum(job_id not in listed for job_id in ids)
+    duplicated = len(listed) - len(set(listed))
+    time.sleep(1.5)  # one more scheduler pass after the last job ended
+    store = Store(f"sqlite:///{Path(server.env['TRAINYARD_HOME']) / 'trainyard.db'}")
+    return lost, duplicated, len(store.leases())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=1, help="repeats of the malformed-input loop")
+    parser.add_argument("--builds", type=int, default=4, help="dataset builds queued before the kill -9")
+    args = parser.parse_args()
+    tally = Tally()
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        data, outside = tmp / "data", tmp / "outside"
+        images = make_images(data / "images")
+        make_images(outside)
+        server = Server(tmp / "home", data).start()
+        try:
+            with httpx.Client(base_url=server.url, timeout=120) as client:
+                dataset = tally.seen(client.post("/api/datasets", json={"name": "colours", "train_folder": str(images),
+                                                                        "width": 28, "height": 28}), "dataset")
+                dataset_id = dataset.json()["id"]
+                wait_job(client, dataset_id)
+                model = tally.seen(client.post("/api/models", json={
+                    "name": "m", "datasets": [dataset_id], "networks": ["lenet"],
+                    "settings": {"epochs": 1, "batch_size": 8}}), "model").json()["jobs"][0]["id"]
+                for _ in range(args.rounds):
+                    malformed(client, tally, data, dataset_id)
+                escapes(client, tally, data, outside)
+                wait_job(client, model)
+                peak = bounded(client, server, tally, model, tmp)
+            lost, duplicated, stuck = crash_and_recover(server, tally, images, args.builds)
+        finally:
+            server.stop()
+        _report(tally, lost, duplicated, stuck, peak)  # before the auth run, so a failure there keeps these
+        token = "adversary-" + "k" * 32
+        secured = Server(tmp / "home-token", data, token=token).start()
+        try:
+            auth_variants(secured, token, tally)
+        finally:
+            secured.stop()
+    print(f"requests (with auth variants) {tally.requests}, 5xx {tally.server_errors}, auth bypasses {tally.bypasses}")
+    for note in tally.notes:
+        print("  " + note)
+
+
+def _report(tally: Tally, lost: int, duplicated: int, stuck: int, peak: int) -> None:
+    print(f"requests          {tally.requests}")
+    print(f"5xx               {tally.server_errors}")
+    print(f"escapes           {tally.escapes}")
+    print(f"auth bypasses     {tally.bypasses}")
+    print(f"lost jobs         {lost}")
+    print(f"duplicated jobs   {duplicated}")
+    print(f"stuck leases      {stuck}")
+    print(f"peak server RSS   {peak / 2**20:.0f} MiB (64 x 5000-pixel PNGs, 200k-label import, zip bomb)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Network checks run in a bounded pool of their own with a timeout, never in asyncio's default
+pool (where eight slow checks held a new job queued for 52 s)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from fastapi.testclient import TestClient
+
+from trainyard.jobs.resources import Pools
+from trainyard.web.app import create_app
+from trainyard.web.routers import networks
+
+
+def test_checks_run_in_their_own_pool_with_a_timeout(settings, monkeypatch):
+    seen = []
+
+    def fake_check(*args, **kwargs):
+        seen.append((threading.current_thread().name, kwargs.get("timeout")))
+        return {"ok": True, "layers": []}
+
+    monkeypatch.setattr(networks, "check_network_isolated", fake_check)
+    app = create_app(settings, pools=Pools(2, 1, []), run_scheduler=False)
+    with TestClient(app) as client:
+        response = client.post("/api/networks/inspect", json={"network": "lenet"})
+    assert response.status_code == 200, response.text
+    [(thread, timeout)] = seen
+    assert thread.startswith("trainyard-inspect") and 0 < timeout <= 60
+
+
+def test_more_slow_checks_than_the_bound_are_told_to_retry(settings, monkeypatch):
+    release = threading.Event()
+    monkeypatch.setattr(networks, "check_network_isolated", lambda *a, **k: release.wait(20) and {"ok": True})
+    monkeypatch.setattr(networks, "checks", networks.BoundedPool("trainyard-inspect-test", workers=1, queue=1))
+    app = create_app(settings, pools=Pools(2, 1, []), run_scheduler=False)
+    with TestClient(app) as client, ThreadPoolExecutor(4) as pool:
+        calls = [pool.submit(client.post, "/api/networks/inspect", json={"network": "lenet"}) for _ in range(4)]
+        time.sleep(1.0)
+        release.set()
+        statuses = sorted(c.result().status_code for c in calls)
+    assert statuses == [200, 200, 429, 429]
