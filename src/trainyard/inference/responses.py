@@ -86,7 +86,10 @@ def _pil(loaded: LoadedModel, name: str, source: bytes | Path) -> Image.Image:
     request of 64 large images holds one full-size image at a time, not 64 (+84 MiB each for a
     5,000-pixel PNG); resizing an image already at that size again leaves it as it is."""
     try:
-        image = decode(source, loaded) if isinstance(source, bytes) else load_image(source, loaded.preprocess["channels"])
+        if isinstance(source, bytes):
+            image = decode(source, loaded)
+        else:
+            image = load_image(source, loaded.preprocess["channels"])
     except (InferenceError, ImageError) as exc:
         reason = str(exc).removeprefix("not a usable image: ")
         raise InferenceError(f"{name} is not a usable image: {reason}") from None
