@@ -11,6 +11,7 @@ import threading
 import time
 
 import psutil
+import pytest
 from sqlalchemy import text
 
 from tests.conftest import wait_for
@@ -67,6 +68,8 @@ def test_a_database_from_before_holders_gains_the_columns(tmp_path):
     assert store.try_lease("j2", ["gpu:1"], (1, 2.0))
 
 
+# SQLite's read-only mode (PRAGMA query_only) stands in for a read-only disk; PostgreSQL has none.
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_writes_recover_once_the_database_is_writable_again(ctx):
     """A connection that met a read-only database is dropped, not reused for good."""
     store = ctx.store

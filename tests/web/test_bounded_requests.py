@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
+from trainyard.inference import responses as inference_responses
 from trainyard.jobs.resources import Pools
 from trainyard.web.app import create_app
-from trainyard.web.routers import inference as inference_router
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_classify_holds_one_full_size_image_at_a_time(trained, monkeypatch):
     """64 uploads of a 2,000-pixel PNG: each is shrunk to the model's size as it is decoded."""
     alive: list[weakref.ref] = []
     most = [0]
-    real_decode = inference_router.decode
+    real_decode = inference_responses.decode
 
     def counting_decode(data, loaded):
         image = real_decode(data, loaded)
@@ -86,7 +86,7 @@ def test_classify_holds_one_full_size_image_at_a_time(trained, monkeypatch):
         most[0] = max(most[0], sum(ref() is not None for ref in alive))
         return image
 
-    monkeypatch.setattr(inference_router, "decode", counting_decode)
+    monkeypatch.setattr(inference_responses, "decode", counting_decode)
     app = create_app(trained.settings, run_scheduler=False)
     png = _big_png(2000)
     files = [("images", (f"{i}.png", png, "image/png")) for i in range(64)]

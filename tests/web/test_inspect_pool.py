@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi.testclient import TestClient
 
 from trainyard.jobs.resources import Pools
+from trainyard.networks import cache as network_cache
 from trainyard.web.app import create_app
 from trainyard.web.routers import networks
 
@@ -17,11 +18,11 @@ from trainyard.web.routers import networks
 def test_checks_run_in_their_own_pool_with_a_timeout(settings, monkeypatch):
     seen = []
 
-    def fake_check(*args, **kwargs):
-        seen.append((threading.current_thread().name, kwargs.get("timeout")))
+    def fake_check(source, num_classes, in_channels, image_size, timeout, **kwargs):
+        seen.append((threading.current_thread().name, timeout))
         return {"ok": True, "layers": []}
 
-    monkeypatch.setattr(networks, "check_network_isolated", fake_check)
+    monkeypatch.setattr(network_cache, "check_network_isolated", fake_check)
     app = create_app(settings, pools=Pools(2, 1, []), run_scheduler=False)
     with TestClient(app) as client:
         response = client.post("/api/networks/inspect", json={"network": "lenet"})
@@ -32,11 +33,13 @@ def test_checks_run_in_their_own_pool_with_a_timeout(settings, monkeypatch):
 
 def test_more_slow_checks_than_the_bound_are_told_to_retry(settings, monkeypatch):
     release = threading.Event()
-    monkeypatch.setattr(networks, "check_network_isolated", lambda *a, **k: release.wait(20) and {"ok": True})
+    monkeypatch.setattr(network_cache, "check_network_isolated", lambda *a, **k: release.wait(20) and {"ok": True})
     monkeypatch.setattr(networks, "checks", networks.BoundedPool("trainyard-inspect-test", workers=1, queue=1))
     app = create_app(settings, pools=Pools(2, 1, []), run_scheduler=False)
     with TestClient(app) as client, ThreadPoolExecutor(4) as pool:
-        calls = [pool.submit(client.post, "/api/networks/inspect", json={"network": "lenet"}) for _ in range(4)]
+        # A geometry no other test asks for: the answer must not come from the check cache.
+        calls = [pool.submit(client.post, "/api/networks/inspect", json={"network": "lenet", "num_classes": 7})
+                 for _ in range(4)]
         time.sleep(1.0)
         release.set()
         statuses = sorted(c.result().status_code for c in calls)

@@ -13,10 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
 
+from trainyard.jobs.precheck import cache_for
 from trainyard.jobs.resources import Pools
+from trainyard.networks import cache as network_cache
 from trainyard.networks import registry
 from trainyard.web.app import create_app
-from trainyard.web.routers import networks
 
 EXAMPLES = 4  # per operation; about 40 operations: under a minute in all
 
@@ -36,10 +37,11 @@ def api_schema(tmp_path_factory):
     app = create_app(Settings(home=tmp / "home", data_roots=[tmp / "data"]),
                      pools=Pools(dataset_slots=1, cpu_slots=1, gpus=[]), run_scheduler=False)
     monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setattr(networks, "check_network_isolated", _quick_check)
+    monkeypatch.setattr(network_cache, "check_network_isolated", _quick_check)
     # The first listing counts every network's parameters (slow once, then cached).
+    counts = cache_for(app.state.ctx)
     for info in registry.list_networks():
-        networks.parameter_count(info.name)
+        counts.parameter_count(info.name)
     yield schemathesis.openapi.from_asgi("/openapi.json", app)
     monkeypatch.undo()
 

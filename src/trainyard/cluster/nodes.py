@@ -126,3 +126,15 @@ def worker_figures(workers: list[dict]) -> list[dict]:
                 pass
         out.append({**worker, **figures})
     return out
+
+
+def connected_cpus() -> int | None:
+    """The cluster's CPUs when this process is already connected to Ray, else None: connecting
+    just to validate a request would be a side effect."""
+    try:
+        import ray
+    except ImportError:
+        return None
+    if not ray.is_initialized():
+        return None
+    return int(ray.cluster_resources().get("CPU", 0)) or None

@@ -10,27 +10,19 @@ from __future__ import annotations
 import os
 
 from trainyard.core.errors import InvalidInput
-from trainyard.training.spec import MAX_PROCESSES
+from trainyard.core.limits import MAX_PROCESSES
 
 
-def max_processes() -> int:
-    if os.environ.get("TRAINYARD_CLUSTER", "local") == "ray":
-        return _ray_cpus() or MAX_PROCESSES
+def max_processes(cluster: str = "local") -> int:
+    if cluster == "ray":
+        from trainyard.cluster.nodes import connected_cpus  # the one layer that imports ray
+
+        return connected_cpus() or MAX_PROCESSES
     return os.cpu_count() or 1
 
 
-def _ray_cpus() -> int | None:
-    try:
-        import ray
-    except ImportError:
-        return None
-    if not ray.is_initialized():
-        return None  # connecting here would be a side effect of validating a request
-    return int(ray.cluster_resources().get("CPU", 0)) or None
-
-
-def check_processes(processes: int) -> None:
-    limit = max_processes()
+def check_processes(processes: int, cluster: str = "local") -> None:
+    limit = max_processes(cluster)
     if processes > limit:
-        where = "the cluster has" if os.environ.get("TRAINYARD_CLUSTER") == "ray" else "this machine has"
+        where = "the cluster has" if cluster == "ray" else "this machine has"
         raise InvalidInput(f"processes={processes} is more than {where} CPUs for ({limit}); ask for at most {limit}")

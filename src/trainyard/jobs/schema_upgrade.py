@@ -23,9 +23,13 @@ def upgrade_table(engine: Engine, table: Table) -> None:
         if index.name not in indexes and all(c.name in have for c in index.columns):
             index.create(engine, checkfirst=True)
     preparer = engine.dialect.identifier_preparer
+    quoted_table = preparer.quote(table.name)
     with engine.begin() as conn:
         for column, value in BACKFILL.items():
-            if column in have:
-                name = preparer.quote(column)
-                conn.execute(text(f"UPDATE {preparer.quote(table.name)} SET {name} = {value} "
-                                  f"WHERE {name} IS NULL"))
+            if column not in have:
+                continue
+            name = preparer.quote(column)
+            # Looked for first: a database that is up to date is only read, so a read-only home
+            # still opens (and its requests answer 503 with a message, not a crash at start-up).
+            if conn.execute(text(f"SELECT 1 FROM {quoted_table} WHERE {name} IS NULL LIMIT 1")).first():
+                conn.execute(text(f"UPDATE {quoted_table} SET {name} = {value} WHERE {name} IS NULL"))

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from trainyard.artifact.checkpoint import CheckpointError, checkpoint_for_epoch
 from trainyard.core.errors import InvalidInput, validation_message
 from trainyard.core.files import read_json, write_json_atomic
+from trainyard.core.limits import MAX_NAME
 from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
@@ -30,7 +31,6 @@ from trainyard.jobs.store import Job
 if TYPE_CHECKING:  # the store's catalogue reads the network registry, which imports torch
     from trainyard.weights.store import WeightsStore
 
-MAX_NAME = 200  # the database's name column (training/spec.py's MAX_NAME; that module loads torch)
 
 
 class TrainRequest(BaseModel):
@@ -142,7 +142,7 @@ def _needs(ctx: Context, request: TrainRequest) -> dict:
 def devices_needed(ctx: Context, gpus: int | None, gpu_ids: list[int] | None, processes: int = 1) -> dict:
     """A model job's ``needs``: exact GPUs, N next free GPUs, or the CPU (also for processes > 1);
     in cluster mode N GPU or CPU workers on the cluster."""
-    check_processes(processes)
+    check_processes(processes, ctx.settings.cluster)
     if ctx.settings.cluster == "ray":
         return _cluster_needs(gpus, gpu_ids, processes)
     if processes > 1:

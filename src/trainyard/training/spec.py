@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trainyard.core.errors import InvalidInput, validation_message
 from trainyard.core.files import read_json
+from trainyard.core.limits import MAX_NAME, MAX_PROCESSES
 from trainyard.networks import get_network
 from trainyard.training.augment import AugmentSettings
 from trainyard.training.lr_policies import LRSettings
@@ -23,8 +24,6 @@ from trainyard.training.solvers import get_solver
 SPEC_VERSION = 1
 MAX_EPOCHS = 100_000
 MAX_SEED = 2**32 - 1  # numpy's classic seed range; torch.manual_seed refuses 1e23
-MAX_NAME = 200  # the database's name column
-MAX_PROCESSES = 1024  # per node; the job creator also caps it by the machine or cluster
 
 
 class ClusterPlacement(BaseModel):

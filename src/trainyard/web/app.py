@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -10,7 +11,6 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from trainyard import __version__
-from trainyard.inference.workers import POOL
 from trainyard.jobs.context import open_context
 from trainyard.jobs.resources import Pools
 from trainyard.jobs.scheduler import Scheduler
@@ -62,7 +62,9 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
         yield
         if run_scheduler:
             await app.state.scheduler.stop()
-        POOL.close()  # the custom networks' model workers
+        workers = sys.modules.get("trainyard.inference.workers")  # loaded (with torch) on first classify
+        if workers is not None:
+            workers.POOL.close()  # the custom networks' model workers
 
     # docs_url/redoc_url off: routers/docs.py serves /docs from vendored assets (no CDN).
     app = FastAPI(title="trainyard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
