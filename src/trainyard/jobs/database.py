@@ -10,6 +10,8 @@ looks again).
 
 from __future__ import annotations
 
+import time
+
 from sqlalchemy import Connection, Engine, MetaData, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
@@ -54,7 +56,8 @@ def open_engine(url: str) -> Engine:
 def create_tables(engine: Engine, metadata: MetaData) -> None:
     """Create missing tables; on PostgreSQL one process at a time (see the module docstring)."""
     if not is_postgres(engine):
-        for attempt in range(3):
+        attempts = 10  # each lost race means another process made a table: fewer left to make
+        for attempt in range(attempts):
             try:
                 with engine.begin() as connection:
                     metadata.create_all(connection)
@@ -62,8 +65,9 @@ def create_tables(engine: Engine, metadata: MetaData) -> None:
                 return
             except OperationalError as exc:
                 # Another process (a server and a CLI starting at once) was first: look again.
-                if not ("already exists" in str(exc) or "duplicate column" in str(exc)) or attempt == 2:
+                if not ("already exists" in str(exc) or "duplicate column" in str(exc)) or attempt == attempts - 1:
                     raise
+                time.sleep(0.02 * (attempt + 1))
     with engine.begin() as connection:
         # Released at the end of this transaction, after the tables are committed.
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK})

@@ -9,6 +9,7 @@ version see them. Only additions: nothing is changed or dropped.
 from __future__ import annotations
 
 from sqlalchemy import Engine, Table, inspect, text
+from sqlalchemy.exc import DBAPIError
 
 # Values for rows that lack one: {column: SQL expression over the row}.
 BACKFILL = {"updated_at": "COALESCE(finished_at, started_at, created_at)"}
@@ -21,7 +22,11 @@ def upgrade_table(engine: Engine, table: Table) -> None:
     indexes = {i["name"] for i in inspector.get_indexes(table.name)}
     for index in table.indexes:
         if index.name not in indexes and all(c.name in have for c in index.columns):
-            index.create(engine, checkfirst=True)
+            try:
+                index.create(engine, checkfirst=True)
+            except DBAPIError:  # another process opening the same database made it first
+                if index.name not in {i["name"] for i in inspect(engine).get_indexes(table.name)}:
+                    raise
     preparer = engine.dialect.identifier_preparer
     quoted_table = preparer.quote(table.name)
     with engine.begin() as conn:
