@@ -33,15 +33,18 @@ STATUSES = [Status.DONE, Status.DONE, Status.DONE, Status.FAILED, Status.ABORTED
 
 
 def fill(store, count: int) -> None:
-    """``count`` jobs: a dataset per 50 models, sweeps, a few running, summaries like real ones."""
+    """``count`` jobs: a dataset per 10 models, sweeps, a few running, summaries like real ones.
+
+    A dataset per 10 jobs fills both tables' first page (50 rows) at either count, so the two
+    sizes draw the same number of rows and any growth in time or bytes is the server's."""
     start = time.time() - count
     jobs = []
     for i in range(count):
-        kind = "dataset" if i % 50 == 0 else "model"
+        kind = "dataset" if i % 10 == 0 else "model"
         summary = {"best": {"epoch": 10, "val_accuracy": 50 + i % 50}, "epoch": 10} if kind == "model" else \
             {"classes": ["a", "b"], "images": {"train": 100, "val": 25}}
         jobs.append(Job(id=f"j{i:06d}", kind=kind, name=f"job {i}", status=STATUSES[i % len(STATUSES)],
-                        parent_id=f"j{i - i % 50:06d}" if kind == "model" else None,
+                        parent_id=f"j{i - i % 10:06d}" if kind == "model" else None,
                         group=f"sweep{i // 10}" if i % 3 == 0 else None, summary=summary,
                         progress=(i % 100) / 100, created_at=start + i, started_at=start + i,
                         finished_at=start + i + 60, updated_at=start + i + 60, needs={}))
@@ -64,7 +67,8 @@ def measure(count: int, rounds: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(home=Path(tmp) / "home", data_roots=[Path(tmp)])
         app = create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]), run_scheduler=False)
-        with TestClient(app) as client:
+        # TestClient's requests say "Host: 127.0.0.1", a name the server answers to by default.
+        with TestClient(app, base_url="http://127.0.0.1") as client:
             fill(app.state.ctx.store, count)
             client.get("/partials/jobs")  # warm: templates compiled, connections open
             redraw, redraw_bytes, _ = timed(client, "/partials/jobs", rounds)

@@ -6,7 +6,7 @@ number of jobs. Grouping keeps what the tables did when they sorted in Python: j
 order, each group where its first job falls, its jobs together; a window function (min of the
 row number over the group) gives that order in SQL, so groups stay whole across pages.
 
-`version` is the listing's change mark (job count and latest ``updated_at``): a refresh that
+`version` is the listing's change mark (last deletion and latest ``updated_at``): a refresh that
 brings the same mark changes nothing and can skip rendering altogether.
 """
 
@@ -20,7 +20,7 @@ from sqlalchemy import ColumnElement, case, func, or_, select
 
 from trainyard.core.status import Status
 from trainyard.jobs.job_documents import job_brief
-from trainyard.jobs.store import Job, Store
+from trainyard.jobs.store import Deletion, Job, Store
 
 JOBS = Job.__table__
 ACTIVE = (Status.QUEUED, Status.WAITING, Status.RUNNING)
@@ -139,6 +139,8 @@ def names_of(store: Store, ids: set[str]) -> dict[str, str]:
 
 def version(store: Store) -> str:
     """A mark that changes whenever any job is added, changed or deleted."""
+    # Two index ends (the newest write, the last deletion), never a count: flat in the number of jobs.
     with store.session() as s:
-        count, latest = s.execute(select(func.count(), func.max(JOBS.c.updated_at))).one()
-    return f"{count}-{latest or 0:.6f}"
+        latest = s.execute(select(func.max(JOBS.c.updated_at))).scalar_one()
+        deleted = s.execute(select(func.max(Deletion.id))).scalar_one()
+    return f"{deleted or 0}-{latest or 0:.6f}"

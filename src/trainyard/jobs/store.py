@@ -99,6 +99,17 @@ class StatusChange(Base):
     time: Mapped[float] = mapped_column(Float, default=time.time)
 
 
+class Deletion(Base):
+    """One deleted job: the listings' change mark counts these instead of the jobs, which keeps
+    an idle refresh's cost flat in the number of jobs (jobs/job_pages.py `version`)."""
+
+    __tablename__ = "job_deletions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(String(40))
+    time: Mapped[float] = mapped_column(Float, default=time.time)
+
+
 class Lease(Base):
     """One leased resource (``gpu:0``, ``dataset:1``, ...). The primary key forbids double leases."""
 
@@ -218,7 +229,8 @@ class Store:
         with self.session.begin() as s:
             s.execute(delete(StatusChange).where(StatusChange.job_id == job_id))
             s.execute(delete(Lease).where(Lease.job_id == job_id))
-            s.execute(delete(Job).where(Job.id == job_id))
+            if cast(CursorResult, s.execute(delete(Job).where(Job.id == job_id))).rowcount:
+                s.add(Deletion(job_id=job_id))
 
     # -- leases ------------------------------------------------------------------------------
     def try_lease(self, job_id: str, resources: list[str], holder: tuple[int, float] | None = None) -> bool:
