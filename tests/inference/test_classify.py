@@ -12,7 +12,9 @@ from PIL import Image
 
 from tests.inference.checkpoints import write_checkpoint
 from tests.trained_model import colour_image
-from trainyard.artifact.preprocess import preprocess_images
+from trainyard.artifact.checkpoint import load_checkpoint
+from trainyard.artifact.inputs import resize_for_input
+from trainyard.artifact.preprocess import input_mean, input_std, normalize_batch
 from trainyard.inference.classify import classify, decode, prepare, top_predictions
 from trainyard.inference.loader import (
     InferenceError,
@@ -35,8 +37,11 @@ def test_prepare_is_exactly_the_training_preprocessing(tmp_path, resize, mean_mo
     loaded = load_model(write_checkpoint(tmp_path / "m.pt", resize=resize, mean_mode=mean_mode, crop=crop))
     images = [odd_image(1), odd_image(2).convert("L")]
     prepared = prepare(loaded, images)
-    expected = preprocess_images(images, loaded.preprocess)
-    assert torch.equal(prepared.inputs, expected)
+    # What training's batch loader makes of the same stored pixels (a validation batch).
+    stored = load_checkpoint(loaded.path)["preprocess"]
+    pixels = torch.from_numpy(np.stack([resize_for_input(image, loaded.preprocess) for image in images]))
+    expected = normalize_batch(pixels, input_mean(stored), crop, std=input_std(stored))
+    assert np.array_equal(prepared.inputs, expected.numpy())
     size = crop or 32
     assert prepared.pixels.shape == (2, size, size, 3) and prepared.pixels.dtype == np.uint8
 
@@ -55,7 +60,7 @@ def test_trained_model_gets_fresh_images_right(trained):
 
 
 def test_top_predictions_shape():
-    probs = torch.tensor([[0.1, 0.7, 0.2]])
+    probs = np.array([[0.1, 0.7, 0.2]], np.float32)
     assert top_predictions(probs, ["a", "b", "c"], 2) == [[["b", pytest.approx(0.7)], ["c", pytest.approx(0.2)]]]
 
 

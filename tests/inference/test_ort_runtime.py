@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import subprocess
+import sys
 
 import numpy as np
+import pytest
 import torch
 from PIL import Image
 
 from tests.inference.checkpoints import write_checkpoint
 from tests.trained_model import colour_image
+from trainyard.artifact.inputs import prepare_pixels
+from trainyard.artifact.preprocess import mean_tensor, normalize_batch, std_tensor
 from trainyard.inference import loader, ort_runtime
-from trainyard.inference.classify import prepare, probabilities, torch_probabilities
+from trainyard.inference.classify import classify, prepare, probabilities, softmax
 from trainyard.inference.loader import load_model, model_checkpoint
+from trainyard.inference.torch_forward import torch_logits
+
+
+def torch_probabilities(loaded, inputs: np.ndarray) -> np.ndarray:
+    """PyTorch's answer for the same inputs (what a GPU, or the fallback, gives)."""
+    return softmax(torch_logits(loaded.model, inputs, "cpu"))
 
 
 def _images(count: int, seed: int) -> list[Image.Image]:
@@ -28,8 +40,8 @@ def _compare(loaded, images) -> None:
     for start in range(0, len(images), 64):
         inputs = prepare(loaded, images[start:start + 64]).inputs
         expected, got = torch_probabilities(loaded, inputs), probabilities(loaded, inputs)
-        assert torch.equal(got.argmax(1), expected.argmax(1))
-        assert float((got - expected).abs().max()) <= 1e-4
+        assert np.array_equal(got.argmax(1), expected.argmax(1))
+        assert float(np.abs(got - expected).max()) <= 1e-4
 
 
 def test_trained_model_answers_the_same_through_onnx_runtime(trained):
@@ -59,7 +71,10 @@ def test_the_export_is_cached_and_reused_by_a_later_load(tmp_path, monkeypatch):
         raise AssertionError("exported again although the cache is fresh")
 
     monkeypatch.setattr("trainyard.inference.onnx_export.export_onnx", no_export)
-    assert load_model(path).cpu_forward() is not None
+    monkeypatch.setattr("trainyard.inference.torch_forward.read_checkpoint", no_export)
+    again = load_model(path)
+    assert again.cpu_forward() is not None and again._model is None  # the checkpoint was not read
+    assert classify(again, _images(4, seed=8))[0][0][0] in again.classes
 
 
 def test_a_rewritten_checkpoint_is_exported_again(tmp_path):
@@ -86,7 +101,7 @@ def test_a_failed_export_falls_back_to_pytorch_with_the_reason_logged(tmp_path, 
         got = probabilities(loaded, inputs)
     assert loaded.cpu_forward() is None
     assert "unsupported operator Foo" in caplog.text and "PyTorch answers" in caplog.text
-    assert torch.equal(got, torch_probabilities(loaded, inputs))
+    assert np.array_equal(got, torch_probabilities(loaded, inputs))
     assert not ort_runtime.onnx_path(path).exists()
 
 
@@ -95,3 +110,38 @@ def test_the_environment_can_turn_the_onnx_path_off(tmp_path, monkeypatch):
     loaded = load_model(write_checkpoint(tmp_path / "epoch-0001.pt"))
     assert loaded.cpu_forward() is None
     assert not ort_runtime.onnx_path(loaded.path).exists()
+
+
+CLASSIFY_FROM_CACHE = """
+import json, sys
+from PIL import Image
+from trainyard.inference.classify import classify
+from trainyard.inference.loader import load_model
+loaded = load_model(sys.argv[1])
+results = classify(loaded, [Image.new("RGB", (30, 30), (200, 10, 10))])
+print(json.dumps({"results": results, "torch": "torch" in sys.modules}))
+"""
+
+
+def test_a_later_process_classifies_from_the_cache_without_importing_torch(tmp_path):
+    """A classify-many job, the CLI or the server, once the export is cached: no torch at all."""
+    path = write_checkpoint(tmp_path / "epoch-0001.pt")
+    first = load_model(path)
+    expected = classify(first, [Image.new("RGB", (30, 30), (200, 10, 10))])
+    assert ort_runtime.inputs_path(path).is_file()
+    done = subprocess.run([sys.executable, "-c", CLASSIFY_FROM_CACHE, str(path)], capture_output=True, text=True,
+                          timeout=120, check=True)
+    doc = json.loads(done.stdout.splitlines()[-1])
+    assert doc == {"results": expected, "torch": False}
+
+
+@pytest.mark.parametrize("mode", ["image", "pixel", "none"])
+def test_inference_inputs_equal_validation_batches_to_the_bit(mode):
+    """artifact/inputs.py (numpy, inference) against normalize_batch (torch, validation)."""
+    rng = np.random.default_rng(0)
+    batch = rng.integers(0, 256, (6, 40, 36, 3), dtype=np.uint8)
+    mean_image = rng.random((40, 36, 3)).astype(np.float32) * 255
+    mean, std = mean_tensor(mean_image, mode, 32), std_tensor([0.229, 0.224, 0.225])
+    expected = normalize_batch(torch.from_numpy(batch), mean, 32, std=std).numpy()
+    got = prepare_pixels(batch, 32, None if mean is None else mean.numpy(), std.numpy()).inputs
+    assert got.dtype == np.float32 and np.array_equal(got, expected)

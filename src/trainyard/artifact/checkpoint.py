@@ -81,8 +81,8 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
 
 def build_model_from_checkpoint(checkpoint: dict) -> nn.Module:
     """The checkpoint's network with its weights, in eval mode, on the CPU."""
+    from trainyard.artifact.inputs import input_shape
     from trainyard.artifact.network import create_model
-    from trainyard.artifact.preprocess import input_shape
 
     prep = checkpoint["preprocess"]
     channels, height, width = input_shape(prep)

@@ -8,29 +8,24 @@ average ("pixel") or nothing ("none"). A network fine-tuned from published weigh
 by their per-channel ``std`` (its mean is then the weights' mean, stored as a constant image
 with mean mode "pixel"), so its input is what the weights were trained on.
 
-`normalize_batch` is the tensor part. The batch loader calls it for every batch (training
-passes its random crop and augmentation in, training/augment.py) and `prepare_images` calls it
-for images given at inference time, so classifying an image on the server gives exactly what
-validation gave for the same image. `input_shape` and `mean_image` read a checkpoint's
-``preprocess`` entry for export.
+`normalize_batch` is the tensor part: the batch loader calls it for every batch (training
+passes its random crop and augmentation in, training/augment.py). Images given at inference
+time go through inputs.py, the same arithmetic in numpy (equal to validation's bit for bit),
+with the constants `input_arrays` makes here, so classifying an image gives exactly what
+validation gave for it. `mean_image` reads a checkpoint's ``preprocess`` entry for export.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from PIL import Image
 
-from trainyard.datasets.images import to_mode
-from trainyard.datasets.resize import resize_image
+from trainyard.artifact.inputs import center_window, prepare_images
 
 MEAN_MODES = ("image", "pixel", "none")
-SCALE = "0..1"
-# Noise seed for fill/half_crop padding at inference, so an image always classifies the same.
-INFERENCE_NOISE_SEED = 0
 
 
 def mean_tensor(
@@ -55,15 +50,8 @@ def mean_tensor(
 
 def center_crop_batch(x: torch.Tensor, crop: int) -> torch.Tensor:
     """The central crop x crop window (Caffe's offsets: (size - crop) // 2), as a view, any dtype."""
-    h, w = x.shape[-2:]
-    check_crop(crop, h, w)
-    top, left = (h - crop) // 2, (w - crop) // 2
-    return x[..., top : top + crop, left : left + crop]
-
-
-def check_crop(crop: int, h: int, w: int) -> None:
-    if not 0 < crop <= min(h, w):
-        raise ValueError(f"crop size {crop} must be between 1 and the image size {h}x{w}")
+    rows, cols = center_window(x.shape[-2], x.shape[-1], crop)
+    return x[..., rows, cols]
 
 
 def std_tensor(std: Sequence[float] | None, device: torch.device | str = "cpu") -> torch.Tensor | None:
@@ -103,14 +91,6 @@ def normalize_batch(
     return x.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
-@dataclass
-class Prepared:
-    """A batch ready for the network, and what it looks like to a person."""
-
-    inputs: torch.Tensor  # (N, C, h, w) float, mean subtracted, on the requested device
-    pixels: np.ndarray  # (N, h, w, C) uint8: the resized and cropped images, before the mean
-
-
 def input_mean(preprocess: dict, device: torch.device | str = "cpu") -> torch.Tensor | None:
     """`mean_tensor` of a checkpoint's ``preprocess`` entry."""
     return mean_tensor(preprocess.get("mean"), preprocess.get("mean_mode", "none"), preprocess.get("crop"), device)
@@ -121,51 +101,19 @@ def input_std(preprocess: dict, device: torch.device | str = "cpu") -> torch.Ten
     return std_tensor(preprocess.get("std"), device)
 
 
-def resize_for_input(image: Image.Image, preprocess: dict) -> np.ndarray:
-    """An image at the dataset's stored size, (H, W, C) uint8, converted and resized as the
-    dataset build did (an image already at that size is used as is)."""
-    # A fresh noise generator per image: an image gets the same input in any batch.
-    return resize_image(to_mode(image, preprocess["channels"]), preprocess["width"], preprocess["height"],
-                        preprocess["resize"], np.random.default_rng(INFERENCE_NOISE_SEED))
-
-
-def prepare_images(images: Sequence[Image.Image], preprocess: dict, mean: torch.Tensor | None,
-                   device: torch.device | str = "cpu", std: torch.Tensor | None = None) -> Prepared:
-    """PIL images -> the network input a checkpoint expects, plus the pixels it shows.
-
-    ``preprocess`` is a checkpoint's ``preprocess`` entry (width, height, channels, resize,
-    mean_mode, crop, mean); ``mean`` is its `input_mean` (callers that keep a model loaded
-    compute it once), ``std`` its `input_std`.
-    """
-    if preprocess.get("scale", SCALE) != SCALE:
-        raise ValueError(f"unsupported input scale {preprocess.get('scale')!r}; expected {SCALE!r}")
-    batch = torch.from_numpy(np.stack([resize_for_input(image, preprocess) for image in images]))
-    return prepare_pixels(batch, preprocess.get("crop"), mean, device, std)
-
-
-def prepare_pixels(batch: torch.Tensor, crop: int | None, mean: torch.Tensor | None,
-                   device: torch.device | str = "cpu", std: torch.Tensor | None = None) -> Prepared:
-    """Stored-size uint8 (N, H, W, C) images (resized ones, or a dataset split's) -> network input,
-    through `normalize_batch` exactly as a validation batch goes."""
-    inputs = normalize_batch(batch.to(device), mean, crop, std=std)
-    shown = batch.permute(0, 3, 1, 2)
-    if crop:
-        shown = center_crop_batch(shown, crop)
-    return Prepared(inputs, shown.permute(0, 2, 3, 1).contiguous().numpy())
+def input_arrays(preprocess: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The mean and std of a checkpoint's ``preprocess`` entry as inputs.py takes them: made by
+    the very functions training uses, so the constants are validation's to the last bit."""
+    mean, std = input_mean(preprocess), input_std(preprocess)
+    return (None if mean is None else mean.numpy(), None if std is None else std.numpy())
 
 
 def preprocess_images(
     images: Sequence[Image.Image], preprocess: dict, device: torch.device | str = "cpu"
 ) -> torch.Tensor:
     """PIL images -> the (N, C, h, w) float batch a checkpoint's network expects."""
-    return prepare_images(images, preprocess, input_mean(preprocess, device), device,
-                          input_std(preprocess, device)).inputs
-
-
-def input_shape(preprocess: dict) -> tuple[int, int, int]:
-    """(C, h, w) of the network input: the crop, else the stored image size."""
-    crop = preprocess.get("crop")
-    return (preprocess["channels"], crop or preprocess["height"], crop or preprocess["width"])
+    mean, std = input_arrays(preprocess)
+    return torch.from_numpy(prepare_images(images, preprocess, mean, std).inputs).to(device)
 
 
 def mean_image(preprocess: dict) -> np.ndarray:

@@ -23,8 +23,9 @@ import numpy as np
 import torch
 
 from trainyard.artifact.checkpoint import FORMAT
+from trainyard.artifact.inputs import SCALE
 from trainyard.artifact.network import create_model
-from trainyard.artifact.preprocess import MEAN_MODES, SCALE
+from trainyard.artifact.preprocess import MEAN_MODES
 from trainyard.core.errors import UserError
 from trainyard.core.files import read_json
 from trainyard.datasets.archive import ArchiveError, safe_extract

@@ -1,8 +1,9 @@
 """Classify images with a loaded model: the validation preprocessing, then the top-k classes.
 
-`prepare` is artifact/preprocess.py's `prepare_images` with the model's settings and cached mean:
-the dataset's resize mode, then `normalize_batch` (central crop, 0..1, mean subtraction), the
-very function validation batches go through; it also returns the cropped uint8 pixels for display.
+`prepare` is artifact/inputs.py's `prepare_images` with the model's settings and constants: the
+dataset's resize mode, the central crop, 0..1, the mean subtracted, as validation batches are
+(to the bit); it also returns the cropped uint8 pixels for display. Everything here is numpy:
+on a CPU the forward pass is ONNX Runtime's, and no torch is imported.
 """
 
 from __future__ import annotations
@@ -10,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import torch
 from PIL import Image
 
-from trainyard.artifact.preprocess import Prepared, prepare_images, resize_for_input
-from trainyard.artifact.preprocess import prepare_pixels as _prepare_pixels
+from trainyard.artifact import inputs
+from trainyard.artifact.inputs import Prepared
 from trainyard.datasets.images import ImageError, load_image_bytes
 from trainyard.inference.loader import InferenceError, LoadedModel
 
@@ -33,50 +33,41 @@ def decode(data: bytes, loaded: LoadedModel) -> Image.Image:
 
 def resize_for(loaded: LoadedModel, image: Image.Image) -> np.ndarray:
     """An image at the dataset's stored size, (H, W, C) uint8, resized as the dataset build did."""
-    return resize_for_input(image, loaded.preprocess)
+    return inputs.resize_for_input(image, loaded.preprocess)
 
 
 def prepare(loaded: LoadedModel, images: Sequence[Image.Image]) -> Prepared:
     """Images -> network input, as validation prepared them."""
-    return prepare_images(images, loaded.preprocess, loaded.mean, loaded.device, loaded.std)
+    return inputs.prepare_images(images, loaded.preprocess, loaded.mean, loaded.std)
 
 
-def prepare_pixels(loaded: LoadedModel, batch: torch.Tensor) -> Prepared:
+def prepare_pixels(loaded: LoadedModel, batch: np.ndarray) -> Prepared:
     """Stored-size uint8 (N, H, W, C) images (a dataset split's) -> network input."""
-    return _prepare_pixels(batch, loaded.preprocess.get("crop"), loaded.mean, loaded.device, loaded.std)
+    return inputs.prepare_pixels(batch, loaded.preprocess.get("crop"), loaded.mean, loaded.std)
 
 
-def logits_of(output) -> torch.Tensor:
-    """The class scores of a forward pass (a network may return extra heads in a tuple)."""
-    if isinstance(output, (tuple, list)):
-        output = output[0]
-    if not isinstance(output, torch.Tensor) or output.ndim != 2:
-        raise InferenceError("the network's output is not an (N, classes) tensor of scores")
-    return output
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax in float32 (the largest score subtracted first: no overflow)."""
+    shifted = logits.astype(np.float32) - logits.max(axis=1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp / exp.sum(axis=1, keepdims=True)
 
 
-def probabilities(loaded: LoadedModel, inputs: torch.Tensor) -> torch.Tensor:
-    """Softmax class probabilities (N, classes) on the CPU, float32: through ONNX Runtime for a
-    CPU model (see ort_runtime.py), through PyTorch otherwise."""
-    forward = loaded.cpu_forward() if inputs.device.type == "cpu" else None
-    if forward is None:
-        return torch_probabilities(loaded, inputs)
-    with loaded.lock:
-        logits = forward(inputs.numpy())
-    return torch.softmax(torch.from_numpy(logits).float(), dim=1)
+def probabilities(loaded: LoadedModel, prepared: np.ndarray) -> np.ndarray:
+    """Softmax class probabilities (N, classes) float32: ONNX Runtime's forward pass on a CPU
+    (see ort_runtime.py), PyTorch's on a GPU or where the export failed."""
+    return softmax(loaded.logits(prepared))
 
 
-def torch_probabilities(loaded: LoadedModel, inputs: torch.Tensor) -> torch.Tensor:
-    """`probabilities` by PyTorch's forward pass (GPU models, and the ONNX path's fallback)."""
-    with loaded.lock, torch.inference_mode():
-        logits = logits_of(loaded.model(inputs))
-    return torch.softmax(logits.float(), dim=1).cpu()
+def top_k(probs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(classes (N, k), probabilities (N, k)) best first; ties go to the lower class index."""
+    order = np.argsort(-probs, axis=1, kind="stable")[:, :k]
+    return order, np.take_along_axis(probs, order, axis=1)
 
 
-def top_predictions(probs: torch.Tensor, classes: list[str], top: int = 5) -> list[list[list]]:
+def top_predictions(probs: np.ndarray, classes: list[str], top: int = 5) -> list[list[list]]:
     """Per image ``[[label, confidence], ...]``, best first, at most ``top`` (and all classes)."""
-    k = max(1, min(top, len(classes)))
-    values, indices = probs.topk(k, dim=1)
+    indices, values = top_k(probs, max(1, min(top, len(classes))))
     return [[[classes[i], round(float(v), 6)] for v, i in zip(vs.tolist(), ix.tolist())]
             for vs, ix in zip(values, indices)]
 

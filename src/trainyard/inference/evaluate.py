@@ -13,12 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from trainyard.core.jobproc import Aborted
 from trainyard.datasets.storage import open_split
 from trainyard.inference import metrics
-from trainyard.inference.classify import prepare_pixels, probabilities
+from trainyard.inference.classify import prepare_pixels, probabilities, top_k
 from trainyard.inference.loader import InferenceError, LoadedModel
 
 EXAMPLES = 6  # images shown per confused pair
@@ -42,9 +41,8 @@ def predict_split(loaded: LoadedModel, dataset_dir: Path, split: str, *, batch_s
             raise Aborted()
         stop = min(n, start + batch_size)
         pixels = reader.read_batch(np.arange(start, stop))
-        probs = probabilities(loaded, prepare_pixels(loaded, torch.from_numpy(pixels)).inputs)
-        values, indices = probs.topk(k, dim=1)
-        top[start:stop], conf[start:stop] = indices.numpy(), values.numpy()
+        probs = probabilities(loaded, prepare_pixels(loaded, pixels).inputs)
+        top[start:stop], conf[start:stop] = top_k(probs, k)
         progress(stop, n)
     return np.asarray(reader.labels, dtype=np.int64), top, conf
 

@@ -41,12 +41,8 @@ from trainyard.artifact.checkpoint import (
     checkpoint_for_epoch,
     load_checkpoint,
 )
-from trainyard.artifact.preprocess import (
-    INFERENCE_NOISE_SEED,
-    SCALE,
-    input_shape,
-    mean_image,
-)
+from trainyard.artifact.inputs import INFERENCE_NOISE_SEED, SCALE, input_shape
+from trainyard.artifact.preprocess import mean_image
 from trainyard.core.files import write_atomic
 from trainyard.core.paths import checkpoint_epoch
 from trainyard.datasets.images import png_bytes

@@ -14,10 +14,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from trainyard.artifact.preprocess import Prepared
+from trainyard.artifact.inputs import Prepared
 from trainyard.datasets.images import png_bytes
-from trainyard.inference.classify import logits_of
 from trainyard.inference.loader import InferenceError, LoadedModel
+from trainyard.inference.torch_forward import logits_of, to_device
 
 BLEND = 0.45  # weight of the heat map over the image
 
@@ -53,7 +53,7 @@ def target_layer(loaded: LoadedModel, inputs: torch.Tensor) -> str:
 
 def gradcam(loaded: LoadedModel, prepared: Prepared, class_index: int | None = None) -> Saliency:
     """Grad-CAM for the first image of ``prepared``; ``class_index`` None explains the top class."""
-    x = prepared.inputs[:1]
+    x = to_device(prepared.inputs[:1], loaded.device)
     with loaded.lock:
         name = target_layer(loaded, x)
         captured: list[torch.Tensor] = []

@@ -1,9 +1,14 @@
 """Checkpoints loaded for inference, kept in a small LRU cache so warm requests do not reload.
 
-A `LoadedModel` holds the network (eval mode), its class names and the preprocessing the
-checkpoint records, plus the mean already shaped for the network. The cache key is the file's
-path, modification time and size: a rewritten checkpoint (a resumed job writes the same epoch
-again) is loaded afresh, an unchanged one is never read twice.
+A `LoadedModel` holds a checkpoint's class names, the preprocessing it records and that
+preprocessing's constants, and answers `logits` for prepared inputs. On a CPU the answer comes
+from ONNX Runtime (ort_runtime.py); once a snapshot's export is cached, loading it reads neither
+the checkpoint nor torch, so a classify-many job, the CLI and the server classify without
+importing torch at all. The PyTorch network is read on first need (`model`): on a GPU, for
+the layer views and Grad-CAM, or where the export fails.
+
+The cache key is the file's path, modification time and size: a rewritten checkpoint (a
+resumed job writes the same epoch again) is loaded afresh, an unchanged one is never read twice.
 
 ``user_code=False`` (the server) refuses to build a custom network: `UserCode` is raised, and
 the caller serves the checkpoint from a worker process instead (inference/workers.py).
@@ -16,14 +21,15 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-from torch import nn
+import numpy as np
 
-from trainyard.artifact.checkpoint import CheckpointError, build_model_from_checkpoint, load_checkpoint
-from trainyard.artifact.preprocess import input_mean, input_std
 from trainyard.inference import ort_runtime
 from trainyard.inference.snapshots import InferenceError, NotFound, NotReady, model_checkpoint
+
+if TYPE_CHECKING:
+    from torch import nn
 
 __all__ = ["InferenceError", "LoadedModel", "NotFound", "NotReady", "load_model", "model_checkpoint"]
 
@@ -36,43 +42,72 @@ class UserCode(Exception):
 
 @dataclass
 class LoadedModel:
-    """A checkpoint's network ready for inference, and everything needed to feed it."""
+    """A checkpoint ready for inference, and everything needed to feed it."""
 
     path: Path
-    model: nn.Module
     classes: list[str]
     preprocess: dict  # the checkpoint's preprocess entry (width, height, channels, resize, ...)
     epoch: float
     network: str  # a standard network's name, or "custom"
-    device: torch.device
-    mean: torch.Tensor | None  # (1, C, h, w) or (1, C, 1, 1) in 0..1 units, on ``device``
+    device: str  # "cpu" or "cuda"
+    mean: np.ndarray | None  # (1, C, h, w) or (1, C, 1, 1) float32 in 0..1 units (artifact/inputs.py)
+    std: np.ndarray | None = None  # (1, C, 1, 1): the pretrained weights' scaling, if any
     spec: dict = field(default_factory=dict)
-    std: torch.Tensor | None = None  # (1, C, 1, 1): the pretrained weights' scaling, if any
     # Forward passes hold this: visualisation hooks on the shared modules must see only their own
     # pass, and one pass at a time already uses every CPU core.
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     gradcam_layer: str | None = None  # found on first use (see gradcam.py)
+    _model: nn.Module | None = field(default=None, repr=False)
     _ort: ort_runtime.OrtForward | None = field(default=None, repr=False)
     _ort_tried: bool = field(default=False, repr=False)
+    _reading: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def model(self) -> nn.Module:
+        """The PyTorch network (eval mode, on ``device``), read from the checkpoint on first use."""
+        if self._model is None:
+            with self._reading:  # not ``lock``: callers holding it for a hooked pass come here
+                if self._model is None:
+                    from trainyard.inference.torch_forward import build_network, read_checkpoint
+
+                    self._model = build_network(read_checkpoint(self.path), self.device)
+        return self._model
 
     def cpu_forward(self) -> ort_runtime.OrtForward | None:
         """ONNX Runtime's forward pass of this CPU model (made on first use), or None where
         PyTorch answers: a GPU model, the runtime turned off, or an export that failed (logged)."""
         if not self._ort_tried:
-            with self.lock:
+            with self._reading:
                 if not self._ort_tried:
-                    if self.device.type == "cpu" and ort_runtime.wanted():
-                        self._ort = ort_runtime.ort_forward(self.path, self.model, self.preprocess)
+                    if self.device == "cpu" and ort_runtime.wanted():
+                        self._ort = ort_runtime.ort_forward(self.path, self.model, self.inputs())
                     self._ort_tried = True
         return self._ort
+
+    def inputs(self) -> ort_runtime.Inputs:
+        """What an export of this model caches beside it, so a later load needs no checkpoint."""
+        about = {"classes": self.classes, "epoch": self.epoch, "network": self.network, "spec": self.spec,
+                 "preprocess": self.preprocess}
+        return ort_runtime.Inputs(about, self.mean, self.std)
+
+    def logits(self, inputs: np.ndarray) -> np.ndarray:
+        """(N, classes) float32 scores of prepared (N, C, h, w) inputs."""
+        forward = self.cpu_forward()
+        if forward is None:
+            from trainyard.inference.torch_forward import torch_logits
+
+            model = self.model
+            with self.lock:
+                return torch_logits(model, inputs, self.device)
+        with self.lock:
+            return forward(inputs)
 
 
 _cache: OrderedDict[tuple, LoadedModel] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def load_model(path: str | os.PathLike, device: str | torch.device = "cpu", *,
-               user_code: bool = True) -> LoadedModel:
+def load_model(path: str | os.PathLike, device: str = "cpu", *, user_code: bool = True) -> LoadedModel:
     """The model of checkpoint ``path``, from the cache when the file has not changed.
 
     With ``user_code=False`` a custom network is never built here: `UserCode` is raised.
@@ -82,14 +117,14 @@ def load_model(path: str | os.PathLike, device: str | torch.device = "cpu", *,
         stat = path.stat()
     except FileNotFoundError:
         raise NotFound(f"checkpoint {path.name} not found") from None
-    key = (str(path), stat.st_mtime_ns, stat.st_size, str(device))
+    key = (str(path), stat.st_mtime_ns, stat.st_size, device)
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
             if _cache[key].network == "custom" and not user_code:
                 raise UserCode(str(path))
             return _cache[key]
-    loaded = _load(path, torch.device(device), user_code)
+    loaded = _load(path, device, user_code)
     with _cache_lock:
         _cache[key] = loaded
         while len(_cache) > CACHE_SIZE:
@@ -97,19 +132,29 @@ def load_model(path: str | os.PathLike, device: str | torch.device = "cpu", *,
     return loaded
 
 
-def _load(path: Path, device: torch.device, user_code: bool) -> LoadedModel:
-    try:
-        checkpoint = load_checkpoint(path)
-    except CheckpointError as exc:
-        raise InferenceError(str(exc)) from None
-    except Exception as exc:  # not a torch file, or one weights_only refuses to unpickle
-        raise InferenceError(f"{path.name} is not a readable checkpoint: {exc}") from None
-    if checkpoint.get("network_source") is not None and not user_code:
+def _load(path: Path, device: str, user_code: bool) -> LoadedModel:
+    export = ort_runtime.cached(path) if device == "cpu" else None
+    if export is not None:
+        forward, inputs = export
+        loaded = _loaded(path, device, inputs.about, inputs.mean, inputs.std)
+        loaded._ort, loaded._ort_tried = forward, True
+    else:
+        from trainyard.inference.torch_forward import build_network, constants, read_checkpoint
+
+        checkpoint = read_checkpoint(path)
+        if checkpoint.get("network_source") is not None and not user_code:
+            raise UserCode(str(path))
+        about = {"classes": list(checkpoint["classes"]), "epoch": checkpoint["epoch"],
+                 "network": checkpoint["network"] or "custom", "spec": checkpoint.get("spec") or {},
+                 "preprocess": {k: v for k, v in checkpoint["preprocess"].items() if k != "mean"}}
+        loaded = _loaded(path, device, about, *constants(checkpoint))
+        loaded._model = build_network(checkpoint, device)
+    if loaded.network == "custom" and not user_code:
         raise UserCode(str(path))
-    model = build_model_from_checkpoint(checkpoint).to(device)
-    prep = checkpoint["preprocess"]
-    mean = input_mean(prep, device)
-    return LoadedModel(path=path, model=model, classes=list(checkpoint["classes"]), preprocess=prep,
-                       epoch=checkpoint["epoch"], network=checkpoint["network"] or "custom",
-                       device=device, mean=mean, spec=checkpoint.get("spec") or {},
-                       std=input_std(prep, device))
+    return loaded
+
+
+def _loaded(path: Path, device: str, about: dict, mean: np.ndarray | None, std: np.ndarray | None) -> LoadedModel:
+    return LoadedModel(path=path, classes=list(about["classes"]), preprocess=about["preprocess"],
+                       epoch=about["epoch"], network=about["network"], device=device, mean=mean, std=std,
+                       spec=about.get("spec") or {})

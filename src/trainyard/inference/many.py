@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from trainyard.core.files import write_json_atomic
 from trainyard.core.jobproc import Aborted
@@ -26,7 +25,7 @@ from trainyard.core.paths import PathNotAllowed, resolve_inside
 from trainyard.datasets.images import ImageError, load_image
 from trainyard.datasets.storage import open_split
 from trainyard.inference import metrics
-from trainyard.inference.classify import prepare_pixels, probabilities, resize_for
+from trainyard.inference.classify import prepare_pixels, probabilities, resize_for, top_k
 from trainyard.inference.loader import LoadedModel
 from trainyard.inference.results import RESULTS_CSV, RESULTS_INDEX, SUMMARY
 from trainyard.inference.sources import Item
@@ -145,13 +144,12 @@ def _classify_batch(loaded, batch, first_row, k, out, index, tally: Tally, best:
     top = np.zeros((0, k), np.int64)
     conf = np.zeros((0, k), np.float32)
     if good:
-        prepared = prepare_pixels(loaded, torch.from_numpy(np.stack([batch[i][1] for i in good])))
+        prepared = prepare_pixels(loaded, np.stack([batch[i][1] for i in good]))
         probs = probabilities(loaded, prepared.inputs)
-        values, indices = probs.topk(k, dim=1)
-        top, conf = indices.numpy(), values.numpy()
+        top, conf = top_k(probs, k)
         items = [batch[i][0] for i in good]
         tally.add(items, top)
-        best.add(probs.numpy(), np.array(good) + first_row, [item.name for item in items])
+        best.add(probs, np.array(good) + first_row, [item.name for item in items])
     _write_rows(loaded.classes, batch, good, top, conf, first_row, k, out, index)
     return len(batch) - len(good)
 

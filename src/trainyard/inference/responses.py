@@ -11,11 +11,11 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image
 
-from trainyard.artifact.preprocess import resize_for_input
+from trainyard.artifact.inputs import resize_for_input
 from trainyard.datasets.images import ImageError, load_image
 from trainyard.inference.classify import (
     MAX_TOP,
@@ -24,9 +24,10 @@ from trainyard.inference.classify import (
     probabilities,
     top_predictions,
 )
-from trainyard.inference.gradcam import Saliency, gradcam, overlay_png
 from trainyard.inference.loader import InferenceError, LoadedModel
-from trainyard.inference.visualize import visualize
+
+if TYPE_CHECKING:
+    from trainyard.inference.gradcam import Saliency
 
 
 def classify_named(loaded: LoadedModel, images: Sequence[tuple[str, Image.Image]], *, top: int = 5,
@@ -42,6 +43,10 @@ def classify_named(loaded: LoadedModel, images: Sequence[tuple[str, Image.Image]
 
 
 def _inspect(loaded: LoadedModel, name: str, image: Image.Image, top: int, layers: bool, saliency: bool) -> dict:
+    # The views hook PyTorch modules: torch is imported for them alone, not for predictions.
+    from trainyard.inference.gradcam import gradcam
+    from trainyard.inference.visualize import visualize
+
     prepared = prepare(loaded, [image])
     if layers:
         inspection = visualize(loaded, prepared, saliency=saliency)
@@ -57,6 +62,8 @@ def _inspect(loaded: LoadedModel, name: str, image: Image.Image, top: int, layer
 
 
 def saliency_doc(cam: Saliency, pixels, classes: list[str]) -> dict:
+    from trainyard.inference.gradcam import overlay_png
+
     png = overlay_png(cam.cam, pixels)
     return {"image": "data:image/png;base64," + base64.b64encode(png).decode("ascii"),
             "class": classes[cam.class_index], "layer": cam.layer}

@@ -6,10 +6,9 @@ the spec (on the job's GPU when it has one), open the image source and write the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
-
-import torch
 
 from trainyard.core.events import EventWriter
 from trainyard.core.files import write_json_atomic
@@ -26,8 +25,16 @@ BRIEF = ("images", "classified", "errors", "labelled", "accuracy", "top5_accurac
 
 
 def job_device() -> str:
-    """The job's GPU when the runner gave it one (CUDA_VISIBLE_DEVICES), else the CPU."""
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    """The job's GPU when the runner gave it one (CUDA_VISIBLE_DEVICES), else the CPU.
+
+    The runner always sets the variable (empty for a CPU job), so this needs no torch; a job
+    started by hand without it asks torch."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda" if visible.strip() else "cpu"
 
 
 def open_source(spec: InferenceSpec, job_dir: Path, classes: list[str], events: EventWriter):

@@ -21,11 +21,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainyard.artifact.preprocess import Prepared
+from trainyard.artifact.inputs import Prepared
 from trainyard.datasets.images import png_bytes
-from trainyard.inference.classify import logits_of
 from trainyard.inference.gradcam import Saliency, saliency_from, target_layer
 from trainyard.inference.loader import InferenceError, LoadedModel
+from trainyard.inference.torch_forward import logits_of, to_device
 
 BINS = 20
 MAX_TILES = 64  # feature maps (or filters) drawn per layer
@@ -152,7 +152,7 @@ class Inspection:
     """What one visualised pass gives: the layer table, class probabilities, a saliency map."""
 
     layers: list[dict]
-    probs: torch.Tensor  # (1, classes), CPU
+    probs: np.ndarray  # (1, classes) float32
     saliency: Saliency | None
 
 
@@ -173,7 +173,7 @@ def visualize(loaded: LoadedModel, prepared: Prepared, saliency: bool = False) -
                 layers.append(describe_layer(label, module, output, rgb))
         return record
 
-    x = prepared.inputs[:1]
+    x = to_device(prepared.inputs[:1], loaded.device)
     leaves = [(n, m) for n, m in loaded.model.named_modules() if n and next(m.children(), None) is None]
     with loaded.lock:
         target = _saliency_layer(loaded, x) if saliency else None
@@ -189,4 +189,4 @@ def visualize(loaded: LoadedModel, prepared: Prepared, saliency: bool = False) -
         finally:
             for handle in handles:
                 handle.remove()
-    return Inspection(layers, torch.softmax(logits.detach().float(), dim=1).cpu(), cam)
+    return Inspection(layers, torch.softmax(logits.detach().float(), dim=1).cpu().numpy(), cam)

@@ -45,9 +45,12 @@ def serve(checkpoint: str, requests: TextIO, answers: TextIO) -> None:
         answers.write(json.dumps(doc) + "\n")
         answers.flush()
 
+    from trainyard.inference import ort_runtime
     from trainyard.inference.loader import load_model
     from trainyard.inference.responses import answer
 
+    if not ort_runtime.is_cached(Path(checkpoint)):  # torch is needed: import it within the start time
+        import trainyard.inference.torch_forward  # noqa: F401
     send({"state": "started"})
     try:
         loaded = load_model(checkpoint)

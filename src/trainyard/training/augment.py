@@ -23,7 +23,8 @@ import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainyard.artifact.preprocess import check_crop, normalize_batch
+from trainyard.artifact.inputs import check_crop
+from trainyard.artifact.preprocess import normalize_batch
 
 
 class AugmentSettings(BaseModel):

@@ -22,7 +22,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 from trainyard.artifact import network
 from trainyard.artifact.checkpoint import load_checkpoint
-from trainyard.artifact.preprocess import SCALE, mean_tensor, std_tensor
+from trainyard.artifact.inputs import SCALE
+from trainyard.artifact.preprocess import mean_tensor, std_tensor
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
 from trainyard.datasets.storage import SplitReader, open_split, split_names
