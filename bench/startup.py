@@ -129,7 +129,8 @@ def run(base: Path, args: argparse.Namespace) -> None:
     archive = base / "model.tar.gz"
     wall(trainyard("export", model, "--output", str(archive)), env)
     use_archive = str(Path(__file__).resolve().parents[1] / "src/trainyard/examples/classification/use_archive.py")
-    archive_s, _ = wall([PY, use_archive, str(archive), *images, "--json", "--cpu"], env)
+    archive_s, done = wall([PY, "-c", PEAK, PY, use_archive, str(archive), *images, "--json", "--cpu"], env)
+    archive_mib = float(done.stderr.splitlines()[-1])
     first_s, _ = wall(trainyard("classify", model, *images, "--json"), env)  # reads the checkpoint, exports
     rows.append(("CLI classify (no server, first) / use_archive", first_s, archive_s, first_s / archive_s, "-"))
     local_s, _ = wall(trainyard("classify", model, *images, "--json"), env)  # the export is cached now
@@ -147,16 +148,18 @@ def run(base: Path, args: argparse.Namespace) -> None:
 
     listing = base / "list.txt"
     listing.write_text("".join(f"{p}\n" for p in images))
-    many_s = float(wall([PY, "-c", MANY_JOB, model, str(listing)], env)[1].stdout)  # the job, as the API queues it
+    many_s, many_mib = (float(v) for v in wall([PY, "-c", MANY_JOB, model, str(listing)], env)[1].stdout.split())
     rows.append(("classify-many img/s / plain onnxruntime loop", len(images) / many_s, len(images) / archive_s,
                  archive_s / many_s, ">= 0.8"))
+    rows.append(("classify-many peak MiB / plain onnxruntime loop", many_mib, archive_mib, many_mib / archive_mib,
+                 "-"))
     report(rows, import_times(env), len(images))
 
 
 # Timed from queuing to done, as a running server sees the job: its process's start, imports and
 # model load count; the imports of this queuing process (the server's, long done) do not.
 MANY_JOB = """
-import sys, time
+import resource, sys, time
 from trainyard.jobs.context import open_context
 from trainyard.jobs.inference_jobs import create_inference_job
 ctx = open_context()
@@ -164,7 +167,16 @@ start = time.perf_counter()
 job = create_inference_job(ctx, "classify-many", sys.argv[1], list_file=sys.argv[2], foreground=True)
 job = ctx.manager.run_foreground(job.id, poll_s=0.05)
 assert job.status == "done", job.error
-print(time.perf_counter() - start)
+# The peak resident memory of the job process (this process's only child that has ended).
+print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+"""
+
+# Runs the command in argv and writes the peak resident memory (MiB) of that process to stderr.
+PEAK = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, file=sys.stderr)
+sys.exit(done.returncode)
 """
 
 
@@ -183,7 +195,7 @@ def report(rows, imports, count: int) -> None:
     print(f"{'what':<46} {'trainyard':>10} {'baseline':>10} {'ratio':>7}  aim")
     for what, ours, theirs, ratio, aim in rows:
         print(f"{what:<46} {ours:>10.2f} {theirs:>10.2f} {ratio:>7.2f}  {aim}")
-    print(f"(seconds, except classify-many in images/s; {count} images)")
+    print(f"(seconds, except classify-many in images/s and MiB; {count} images)")
     print("\nimport time (python -X importtime, cumulative):")
     for module, seconds, torch in imports:
         print(f"  {module:<26} {seconds:6.2f} s   torch imported: {'yes' if torch else 'no'}")

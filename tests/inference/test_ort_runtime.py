@@ -114,12 +114,17 @@ def test_the_environment_can_turn_the_onnx_path_off(tmp_path, monkeypatch):
 
 CLASSIFY_FROM_CACHE = """
 import json, sys
+from pathlib import Path
 from PIL import Image
 from trainyard.inference.classify import classify
 from trainyard.inference.loader import load_model
+from trainyard.inference.many import classify_many
+from trainyard.inference.sources import count_list, list_items
 loaded = load_model(sys.argv[1])
 results = classify(loaded, [Image.new("RGB", (30, 30), (200, 10, 10))])
-print(json.dumps({"results": results, "torch": "torch" in sys.modules}))
+listing, out = Path(sys.argv[2]), Path(sys.argv[3])
+many = classify_many(loaded, list_items(listing, loaded.classes, listing.parent), out, total=count_list(listing))
+print(json.dumps({"results": results, "many": many["classified"], "torch": "torch" in sys.modules}))
 """
 
 
@@ -129,10 +134,14 @@ def test_a_later_process_classifies_from_the_cache_without_importing_torch(tmp_p
     first = load_model(path)
     expected = classify(first, [Image.new("RGB", (30, 30), (200, 10, 10))])
     assert ort_runtime.inputs_path(path).is_file()
-    done = subprocess.run([sys.executable, "-c", CLASSIFY_FROM_CACHE, str(path)], capture_output=True, text=True,
-                          timeout=120, check=True)
+    for i, image in enumerate(_images(5, seed=9)):
+        image.save(tmp_path / f"{i}.png")
+    (tmp_path / "list.txt").write_text("".join(f"{i}.png\n" for i in range(5)))
+    (tmp_path / "out").mkdir()
+    done = subprocess.run([sys.executable, "-c", CLASSIFY_FROM_CACHE, str(path), str(tmp_path / "list.txt"),
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=120, check=True)
     doc = json.loads(done.stdout.splitlines()[-1])
-    assert doc == {"results": expected, "torch": False}
+    assert doc == {"results": expected, "many": 5, "torch": False}
 
 
 @pytest.mark.parametrize("mode", ["image", "pixel", "none"])
