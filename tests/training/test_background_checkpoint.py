@@ -14,7 +14,7 @@ from model_helpers import make_dataset, metrics, model_spec, one_thread, statuse
 from trainyard.artifact.checkpoint import checkpoint_epochs, load_checkpoint
 from trainyard.core.events import EventWriter, read_events
 from trainyard.core.paths import checkpoint_name
-from trainyard.training.checkpoint_writer import HOLD_ENV, to_cpu_copy
+from trainyard.training.checkpoint_writer import HOLD_ENV, CheckpointWriter, to_cpu_copy
 from trainyard.training.loop import train
 
 
@@ -25,6 +25,25 @@ def test_cpu_copy_does_not_follow_later_changes():
     live["metrics"]["loss"].append([2, 0.4])
     assert copy["model"]["w"].tolist() == [0, 0, 0]
     assert copy["metrics"]["loss"] == [[1, 0.5]]
+
+
+def test_each_checkpoint_file_keeps_its_own_values_though_the_copy_memory_is_reused(tmp_path):
+    """The second snapshot is copied into the first one's tensors (its write is over): each file
+    still holds the values of its own epoch, and a changed shape gets new memory."""
+    writer = CheckpointWriter(EventWriter(tmp_path))
+    live = {"model": {"w": torch.zeros(4), "b": torch.zeros(2)}}
+    writer.submit(tmp_path / "one.pt", 1, live)
+    writer.wait()
+    first = writer._spare[:]
+    live["model"]["w"] += 1
+    live["model"]["b"] = torch.ones(3)  # another shape
+    writer.submit(tmp_path / "two.pt", 2, live)
+    writer.wait()
+    assert writer._spare[-1] is first[-1]  # "w" went into the memory of the first snapshot's "w"
+    assert torch.load(tmp_path / "one.pt")["model"]["w"].tolist() == [0] * 4
+    second = torch.load(tmp_path / "two.pt")["model"]
+    assert second["w"].tolist() == [1] * 4 and second["b"].tolist() == [1] * 3
+    assert [e["epoch"] for e in read_events(tmp_path / "events.jsonl", {"checkpoint"})] == [1, 2]
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
