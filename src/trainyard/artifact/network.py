@@ -20,9 +20,9 @@ from torch.nn.parameter import UninitializedParameter
 
 from trainyard.core.errors import InvalidInput
 from trainyard.networks import create_network, load_network_source
+from trainyard.networks.state_dicts import NotWeights, read_state_dict
 
 CUSTOM_FILENAME = "network.py"
-_WRAPPER_PREFIXES = ("module.", "_orig_mod.")  # DDP / DataParallel and torch.compile
 
 
 def create_model(network: str | None, network_source: str | None, num_classes: int,
@@ -74,34 +74,9 @@ def read_weights(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     if not path.is_file():
         raise PretrainedError(f"pretrained weights {path} not found")
     try:
-        if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
-            return load_file(str(path), device="cpu")
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except PretrainedError:
-        raise
-    except Exception as e:  # unpickling refused, corrupt file, ...
-        raise PretrainedError(f"cannot read pretrained weights {path.name}: {e}") from None
-    return _state_dict_of(obj, path)
-
-
-def _state_dict_of(obj, path: Path) -> dict[str, torch.Tensor]:
-    # A trainyard checkpoint keeps its weights under "model"; other tools use "state_dict".
-    for key in ("model", "state_dict", "model_state_dict"):
-        if isinstance(obj, dict) and isinstance(obj.get(key), dict):
-            obj = obj[key]
-            break
-    if not isinstance(obj, dict) or not any(isinstance(v, torch.Tensor) for v in obj.values()):
-        raise PretrainedError(f"{path.name} holds no state dict of tensors")
-    return {_strip(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
-
-
-def _strip(name: str) -> str:
-    for prefix in _WRAPPER_PREFIXES:
-        while name.startswith(prefix):
-            name = name[len(prefix):]
-    return name
+        return read_state_dict(path)
+    except NotWeights as exc:
+        raise PretrainedError(f"cannot read pretrained weights: {exc}") from None
 
 
 def load_pretrained(model: nn.Module, path: str | os.PathLike) -> LoadReport:

@@ -28,6 +28,7 @@ from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
 from trainyard.datasets.storage import SplitReader, open_split, split_names
 from trainyard.networks import get_network
+from trainyard.networks.state_dicts import read_state_dict
 from trainyard.training import distributed
 from trainyard.training.data import BatchLoader
 from trainyard.training.distributed import SINGLE, Dist
@@ -221,7 +222,7 @@ def _load_store_weights(spec: ModelSpec, net: nn.Module, image_size: int, events
     """Store weights: the whole backbone must fit; the classifier starts fresh for our classes."""
     assert spec.pretrained and spec.network  # the spec checks pretrained_entry comes with both
     try:
-        head = fit.load_backbone(net, fit.read_state_dict(spec.pretrained), spec.network, image_size)
+        head = fit.load_backbone(net, read_state_dict(spec.pretrained), spec.network, image_size)
     except ValueError as e:  # weights that are not, or do not fit: the job's one-line error
         raise TrainingError(str(e)) from None
     events.log(f"pretrained: the backbone of {spec.pretrained_entry}; new classifier {', '.join(head)}")

@@ -1,6 +1,7 @@
 """Do these weights suit this network? And loading them for fine-tuning.
 
-Weights are read only as safetensors or with ``torch.load(weights_only=True)``. A network's
+Weights files are read by networks/state_dicts.py (safetensors, or ``torch.load`` with
+``weights_only=True``). A network's
 classifier ("head") is found by building it on the meta device with an odd class count and
 taking the tensors whose first dimension is that count: this works for any standard, timm or
 custom network, auxiliary classifiers included. Every other tensor (the backbone) must be in the
@@ -12,9 +13,7 @@ for the dataset's classes.
 from __future__ import annotations
 
 import math
-import os
 from functools import lru_cache
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -24,38 +23,10 @@ from trainyard.networks import create_network
 
 _PROBE_CLASSES = 7919  # a prime no backbone width equals: marks the classifier's tensors
 _IGNORED = ("num_batches_tracked",)  # older torchvision files lack these BatchNorm counters
-_WRAPPER_PREFIXES = ("module.", "_orig_mod.")  # DDP / DataParallel and torch.compile
 
 
 class WeightsMismatch(InvalidInput):
     """Weights that belong to another architecture."""
-
-
-def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
-    """Tensors of a .safetensors file, a state dict file or a trainyard checkpoint."""
-    path = Path(path)
-    try:
-        if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
-            return load_file(str(path), device="cpu")
-        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception as exc:  # not a tensor file, or unpickling refused
-        raise InvalidInput(f"{path.name} is not a weights file ({type(exc).__name__})") from None
-    for key in ("model", "state_dict", "model_state_dict"):
-        if isinstance(obj, dict) and isinstance(obj.get(key), dict):
-            obj = obj[key]
-            break
-    if not isinstance(obj, dict) or not any(isinstance(v, torch.Tensor) for v in obj.values()):
-        raise InvalidInput(f"{path.name} is not a weights file (it holds no tensors by name)")
-    return {_strip(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
-
-
-def _strip(name: str) -> str:
-    for prefix in _WRAPPER_PREFIXES:
-        while name.startswith(prefix):
-            name = name[len(prefix):]
-    return name
 
 
 @lru_cache(maxsize=16)
