@@ -28,6 +28,7 @@ class NotWeights(InvalidInput):
 def read_state_dict(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     """The tensors of a weights file by (unwrapped) name; `NotWeights` when it holds none."""
     path = Path(path)
+    obj: object  # a dict of tensors, a container of one, or anything else a file held
     try:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file
