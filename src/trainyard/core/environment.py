@@ -1,12 +1,15 @@
-"""The environment handed to processes the server starts: its secrets stay behind.
+"""The environment handed to processes the server starts (its secrets stay behind), and their end.
 
 Jobs, network checks and model workers run user code (custom networks, imported archives);
-none of them needs the server's access token, so none of them gets it.
+none of them needs the server's access token, so none of them gets it. Such a child starts its
+own session, so `kill_group` can stop everything the user's code started along with it.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 
 SECRET_VARIABLES = ("TRAINYARD_AUTH_TOKEN",)
 
@@ -16,3 +19,15 @@ def child_environment(**overrides: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key not in SECRET_VARIABLES}
     env.update(overrides)
     return env
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the process group ``proc`` leads (started with ``start_new_session``) and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipes
+        pass

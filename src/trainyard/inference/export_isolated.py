@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from trainyard.core.environment import kill_group
 from trainyard.inference.workers import WorkerError, WorkerUnavailable, worker_env
 
 EXPORT_TIMEOUT_S = 600.0  # a GoogLeNet ONNX export and its check on a busy CPU
@@ -30,7 +30,7 @@ def export_in_child(job_dir: str | os.PathLike, epoch: float, output: str | os.P
     try:
         stdout, stderr = proc.communicate(request, timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill(proc)
+        kill_group(proc)
         raise WorkerUnavailable(f"the export did not finish within {timeout:g} s and was stopped") from None
     try:
         doc = json.loads(stdout.strip().splitlines()[-1])
@@ -42,17 +42,6 @@ def export_in_child(job_dir: str | os.PathLike, epoch: float, output: str | os.P
                                 f"an answer: {tail[0][:300]}")
     if not doc.get("ok"):
         raise WorkerError(str(doc.get("error")), int(doc.get("status", 422)))
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipes
-        pass
 
 
 def main() -> None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import linecache
-import os
-import signal
 import subprocess
 import sys
 import traceback
@@ -21,7 +19,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from trainyard.core.environment import child_environment
+from trainyard.core.environment import child_environment, kill_group
 from trainyard.core.errors import InvalidInput
 
 from .layer_errors import LayerWatch
@@ -173,7 +171,7 @@ def check_network_isolated(
     try:
         stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_group(proc)
         return {"ok": False, "error": f"network check timed out after {timeout:g} s", "line": None,
                 "transient": True}
     try:
@@ -182,14 +180,3 @@ def check_network_isolated(
         tail = stderr.strip()[-500:]
         error = f"network check crashed (exit code {proc.returncode})" + (f": {tail}" if tail else "")
         return {"ok": False, "error": error, "line": None, "transient": True}
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
-        pass
