@@ -5,6 +5,7 @@ Used by the browser tests and by the benchmarks that time real HTTP requests.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -17,6 +18,15 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def api(server, method: str, path: str, body: dict | None = None) -> dict:
+    """A JSON request to ``server`` (anything with a ``url``, such as the live_server fixture)."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(server.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
 
 
 def wait_until_up(url: str, thread: threading.Thread, timeout: float = 30.0) -> None:

@@ -6,7 +6,6 @@ keep screenshots of the pages.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -16,15 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.live_server import api
+
 pytestmark = pytest.mark.browser
-
-
-def api(server, method: str, path: str, body: dict | None = None) -> dict:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(server.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
 
 
 def shot(page, name: str, tmp_path: Path) -> None:

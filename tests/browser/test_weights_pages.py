@@ -5,22 +5,14 @@ from __future__ import annotations
 import json
 import re
 import time
-import urllib.request
 
 import pytest
 import torch
 
+from tests.live_server import api
 from trainyard.networks import create_network
 
 pytestmark = pytest.mark.browser
-
-
-def api(server, method: str, path: str, body: dict | None = None) -> dict:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(server.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())
 
 
 @pytest.fixture(scope="module")
