@@ -11,6 +11,7 @@ from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
 from trainyard.core.status import Status
 from trainyard.jobs.job_documents import job_detail
+from trainyard.networks.table import FAMILIES, STANDARD
 from trainyard.training.lr_policies import lr_policy_names
 from trainyard.training.solvers import solver_names
 
@@ -30,7 +31,8 @@ def _names(text: str | None) -> list[str]:
 
 def train(
     dataset: str = typer.Option(..., help="dataset id (comma-separated: one job per dataset)"),
-    network: str | None = typer.Option(None, help="standard network, e.g. lenet (comma-separated for several)"),
+    network: str | None = typer.Option(
+        None, help=f"standard network: {' | '.join([*STANDARD.names(), *FAMILIES])} (comma-separated for several)"),
     network_file: Path | None = typer.Option(
         None, help="custom network: a .py defining build(num_classes, in_channels, image_size)"),
     name: str | None = typer.Option(None, help="job name (default: network on dataset)"),

@@ -28,7 +28,7 @@ from trainyard.jobs.limits import check_processes
 from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
 from trainyard.jobs.store import Job
 
-if TYPE_CHECKING:  # the store's catalogue reads the network registry, which imports torch
+if TYPE_CHECKING:  # the store is imported when a job is created (create_model_jobs)
     from trainyard.weights.store import WeightsStore
 
 
@@ -59,8 +59,8 @@ class InvalidSpec(InvalidInput, JobError):
 
 def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool = False) -> list[Job]:
     """Validate every combination, then create the jobs (nothing is created if one is invalid)."""
-    # The spec checks network names against the registry, which imports torch: paid here, on
-    # the first job created, not by every process that imports this module.
+    # Imported here, on the first job created, not by every process that imports this module
+    # (the server's start-up). None of them imports torch: the CLI waiting for the job stays light.
     from trainyard.training.spec import ModelSpec
     from trainyard.weights import finetune
     from trainyard.weights.store import WeightsStore

@@ -15,7 +15,7 @@ from torch import nn
 
 from trainyard.core.errors import NotFound
 
-from .registry import NetworkInfo, UnknownNetwork
+from .info import NetworkInfo, UnknownNetwork
 
 PREFIX = "timm:"
 DEFAULT_BATCH = 32

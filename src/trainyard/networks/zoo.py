@@ -1,43 +1,21 @@
-"""Registers the standard networks: DIGITS's three (our modules) and a few torchvision models.
+"""The standard networks' builders: DIGITS's three (our modules) and a few torchvision models.
 
-Torchvision models are always built with weights=None (trainyard never downloads weights).
-For 1-channel datasets their first convolution is replaced by an identical one with one input
-channel. Each torchvision entry also has a short stand-alone source file (the "Customize"
-button's starting point) that builds exactly the same model.
+What each network is (sizes, batch size, description) is in table.py, which does not import
+torch; registry.py registers these builders against it. Torchvision models are always built
+with weights=None (trainyard never downloads weights). For 1-channel datasets their first
+convolution is replaced by an identical one with one input channel. Each torchvision entry also
+has a short stand-alone source file (the "Customize" button's starting point) that builds
+exactly the same model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from functools import partial
 
 from torch import nn
 
-from . import alexnet, googlenet, lenet, timm_networks
-from .registry import register_network, register_resolver
-
-register_network(
-    "lenet",
-    image_size=28,
-    batch_size=64,
-    min_image_size=16,
-    description="LeNet (DIGITS): two convolutions, for small grayscale images like MNIST (28x28).",
-)(lenet.build)
-
-register_network(
-    "alexnet",
-    image_size=227,
-    batch_size=128,
-    min_image_size=63,
-    description="AlexNet (DIGITS/Caffe layout with LRN): 227x227 crops of 256x256 images.",
-)(alexnet.build)
-
-register_network(
-    "googlenet",
-    image_size=224,
-    batch_size=32,
-    min_image_size=32,
-    description="GoogLeNet / Inception v1 (DIGITS) with batch norm and both auxiliary classifiers; 224x224.",
-)(googlenet.build)
+from . import alexnet, googlenet, lenet
 
 
 def replace_first_conv(model: nn.Module, path: str, in_channels: int) -> None:
@@ -108,37 +86,27 @@ def _torchvision_source(fn: str, title: str, first_conv: str) -> str:
     return _SOURCE_TEMPLATE.format(title=title, first_conv=first_conv, body=body)
 
 
-# name, torchvision function, title, first conv, image size, batch size, min size, description
+# name, torchvision function, title, first conv (sizes and descriptions: table.py)
 _TORCHVISION = [
-    ("resnet18", "resnet18", "ResNet-18", "conv1", 224, 64, 32,
-     "ResNet-18 (torchvision): residual network, a fast strong baseline."),
-    ("resnet50", "resnet50", "ResNet-50", "conv1", 224, 32, 32,
-     "ResNet-50 (torchvision): deeper residual network with bottleneck blocks."),
-    ("vgg16", "vgg16", "VGG-16", "features.0", 224, 32, 32,
-     "VGG-16 (torchvision): plain 3x3 convolutions; large (138M parameters)."),
-    ("mobilenet_v3", "mobilenet_v3_large", "MobileNet V3 (large)", "features.0.0", 224, 64, 32,
-     "MobileNet V3 large (torchvision): small and fast, for mobile and embedded deployment."),
-    ("efficientnet_b0", "efficientnet_b0", "EfficientNet-B0", "features.0.0", 224, 64, 32,
-     "EfficientNet-B0 (torchvision): accurate for its size."),
-    ("convnext_tiny", "convnext_tiny", "ConvNeXt-Tiny", "features.0.0", 224, 32, 32,
-     "ConvNeXt-Tiny (torchvision): modern convolutional network."),
-    ("vit_b_16", "vit_b_16", "ViT-B/16", "conv_proj", 224, 32, 32,
-     "Vision Transformer B/16 (torchvision): image size must be a multiple of 16; needs much data."),
+    ("resnet18", "resnet18", "ResNet-18", "conv1"),
+    ("resnet50", "resnet50", "ResNet-50", "conv1"),
+    ("vgg16", "vgg16", "VGG-16", "features.0"),
+    ("mobilenet_v3", "mobilenet_v3_large", "MobileNet V3 (large)", "features.0.0"),
+    ("efficientnet_b0", "efficientnet_b0", "EfficientNet-B0", "features.0.0"),
+    ("convnext_tiny", "convnext_tiny", "ConvNeXt-Tiny", "features.0.0"),
+    ("vit_b_16", "vit_b_16", "ViT-B/16", "conv_proj"),
 ]
-
-for _name, _fn, _title, _conv, _size, _batch, _min, _desc in _TORCHVISION:
-    register_network(
-        _name,
-        image_size=_size,
-        batch_size=_batch,
-        min_image_size=_min,
-        description=_desc,
-        source=partial(_torchvision_source, _fn, _title, _conv),
-        source_module="torchvision.models",
-    )(partial(_build_torchvision, _fn, _conv))
-
-register_resolver(timm_networks.PREFIX, timm_networks.resolve)
 
 # Standard network name -> torchvision builder: the weights catalogue reads torchvision's weight
 # enums through it (weights/catalogue.py).
 TORCHVISION_FUNCTIONS = {name: fn for name, fn, *_ in _TORCHVISION}
+
+
+def builders() -> Iterator[tuple[str, Callable[[int, int, int], nn.Module], Callable[[], str] | None]]:
+    """(name, build, source) of every standard network, in the table's order; a source of None
+    means the builder's own module file is the source (DIGITS's three are self-contained)."""
+    yield "lenet", lenet.build, None
+    yield "alexnet", alexnet.build, None
+    yield "googlenet", googlenet.build, None
+    for name, fn, title, conv in _TORCHVISION:
+        yield name, partial(_build_torchvision, fn, conv), partial(_torchvision_source, fn, title, conv)

@@ -17,7 +17,7 @@ from trainyard.core.errors import InvalidInput, validation_message
 from trainyard.core.files import read_json
 from trainyard.core.limits import MAX_NAME, MAX_PROCESSES
 from trainyard.networks import get_network
-from trainyard.training.augment import AugmentSettings
+from trainyard.training.augment_settings import AugmentSettings
 from trainyard.training.lr_policies import LRSettings
 from trainyard.training.solvers import get_solver
 

@@ -35,7 +35,7 @@ def as_text(value) -> str:
 
 
 def _defaults() -> dict:
-    # The spec and the network registry import torch: the first form render pays it, not start-up.
+    # Imported on the first form render, not at start-up (the spec and the table are torch-free).
     from trainyard.training.spec import ModelSpec
 
     spec = {name: f.get_default(call_default_factory=True)
@@ -46,7 +46,7 @@ def _defaults() -> dict:
 
 
 def _augment_defaults() -> dict:
-    from trainyard.training.augment import AugmentSettings
+    from trainyard.training.augment_settings import AugmentSettings
 
     return AugmentSettings().model_dump()
 
@@ -137,12 +137,12 @@ def previous_models(briefs: list[dict]) -> list[dict]:
 
 
 def choices(ctx: Context, briefs: list[dict]) -> dict:
-    from trainyard.networks import registry
+    from trainyard.networks import list_networks  # the torch-free table
 
     leases = ctx.store.leases()
     return {
         "datasets": dataset_choices(briefs),
-        "networks": [asdict(n) for n in registry.list_networks()],
+        "networks": [asdict(n) for n in list_networks()],
         "previous": previous_models(briefs),
         "gpus": [{"index": g.index, "label": g.label, "job": leases.get(f"gpu:{g.index}")}
                  for g in ctx.pools.gpus],

@@ -8,11 +8,14 @@ job's network and its file present, or the job is refused before it is queued.
 
 from __future__ import annotations
 
-from torch import nn
+from typing import TYPE_CHECKING
 
 from trainyard.core.errors import InvalidInput
 from trainyard.weights import catalogue
 from trainyard.weights.store import WeightsStore
+
+if TYPE_CHECKING:  # the CLI resolves --pretrained with this module and must not load torch
+    from torch import nn
 
 
 def is_store_name(store: WeightsStore, value: str) -> bool:

@@ -15,8 +15,7 @@ from pathlib import Path
 
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
 from trainyard.core.files import read_json, write_json_atomic
-from trainyard.networks.state_dicts import read_state_dict
-from trainyard.weights import catalogue, fit
+from trainyard.weights import catalogue
 from trainyard.weights.catalogue import WeightsEntry
 from trainyard.weights.download import Progress, check_hash, download
 
@@ -161,6 +160,10 @@ class WeightsStore:
         record = {"name": name, "network": info.name, "source": "user", "filename": OWN_FILENAME,
                   "url": None, "accuracy": {}, "num_classes": 0, "aliases": [],
                   "input_size": [3, info.image_size, info.image_size], **_normalisation(file)}
+        # these import torch: only what reads weights pays for it
+        from trainyard.networks.state_dicts import read_state_dict
+        from trainyard.weights import fit
+
         state = read_state_dict(file)
         record["num_classes"] = fit.check_fits(state, info.name, info.image_size, file.name)
         folder = self.folder_of(name)
@@ -170,6 +173,10 @@ class WeightsStore:
             return self._finish(record, path, check_hash(path, None, path.name), origin=f"import of {file.name}")
 
     def _check(self, path: Path, record: dict) -> None:
+        # these import torch: only what reads weights pays for it
+        from trainyard.networks.state_dicts import read_state_dict
+        from trainyard.weights import fit
+
         state = read_state_dict(path)
         fit.check_fits(state, record["network"], int(record["input_size"][-1]), path.name)
 

@@ -1,0 +1,27 @@
+"""What a network is to the UI, the CLI and job specs: its NetworkInfo, and the unknown-name error.
+
+Torch-free on purpose: the table of standard networks (table.py), spec validation and the
+model form read these without building anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainyard.core.registry import UnknownName
+
+
+@dataclass(frozen=True)
+class NetworkInfo:
+    """What the UI, CLI and training need to know about a standard network."""
+
+    name: str
+    description: str
+    image_size: int  # intended square input size (after any crop)
+    batch_size: int  # default batch size (DIGITS's where DIGITS had the network)
+    source_module: str  # where the network is defined: our module or torchvision's
+    min_image_size: int = 32  # smallest square input the network accepts
+
+
+class UnknownNetwork(UnknownName):
+    """Raised for a network name that is not registered; the message lists the valid names."""
