@@ -48,14 +48,22 @@ def _run(code: str, args: list[str], home: Path, roots: Path) -> dict:
     env.pop("TRAINYARD_FAKE_GPUS", None)
     done = subprocess.run([sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{code}", *args], env=env,
                           capture_output=True, text=True, timeout=300)
-    return json.loads(done.stderr.strip().splitlines()[-1])
+    answer = json.loads(done.stderr.strip().splitlines()[-1])
+    if "--json" in args:
+        answer["stdout"] = json.loads(done.stdout)
+    return answer
 
 
-def test_jobs_list_dataset_create_and_the_server_stay_light(tmp_path):
+def test_jobs_list_dataset_create_train_and_the_server_stay_light(tmp_path):
     home, roots = tmp_path / "home", tmp_path / "data"
     folder = make_image_folder(roots / "pets")
-    created = _run(CLI, ["dataset", "create", "--name", "pets", "--train-folder", str(folder), "--size", "16x16"],
-                   home, roots)
-    assert created == {"code": 0, "heavy": []}  # the build ran (in its job process) and finished
+    created = _run(CLI, ["dataset", "create", "--name", "pets", "--train-folder", str(folder), "--size", "16x16",
+                         "--json"], home, roots)
+    assert created["code"] == 0 and created["heavy"] == []  # the build ran (in its job process) and finished
+    # The job process trains with torch; the command that created the job and waits for it does not.
+    trained = _run(CLI, ["train", "--dataset", created["stdout"]["id"], "--network", "lenet", "--epochs", "1",
+                         "--json"], home, roots)
+    assert trained["code"] == 0 and trained["heavy"] == []
+    assert trained["stdout"]["jobs"][0]["status"] == "done"
     assert _run(CLI, ["jobs", "list"], home, roots) == {"code": 0, "heavy": []}
     assert _run(SERVER, [], home, roots) == {"code": 0, "heavy": []}
