@@ -128,3 +128,29 @@ def test_progress_is_throttled_but_the_last_point_always_reported(tmp_path: Path
     points = [(e["done"], e["phase"], e["eta"]) for e in read_events(tmp_path / "events.jsonl", {"progress"})]
     # every 4th call passes a second; the 10th is the end; the ETA is the time left at this pace
     assert points == [(4, "classifying", 1.5), (8, "classifying", 0.5), (10, "classifying", 0.0)]
+
+
+EXITING = """
+import atexit, sys, threading, time
+from pathlib import Path
+from trainyard.core.jobproc import exit_process
+out = Path(sys.argv[1])
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+if sys.argv[2] == "thread":  # still writing when the job's body returned
+    threading.Thread(target=lambda: (time.sleep(0.5), (out / "thread").write_text("done"))).start()
+print("the last line of output.txt")
+exit_process(3)
+"""
+
+
+@pytest.mark.parametrize("worker", ["none", "thread"])
+def test_a_job_process_exits_with_its_code_its_output_and_exit_handlers(tmp_path: Path, worker: str):
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", EXITING, str(tmp_path), worker], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 3
+    assert done.stdout == "the last line of output.txt\n"  # buffered (a pipe) and still written
+    assert (tmp_path / "atexit").read_text() == "ran"
+    if worker == "thread":
+        assert (tmp_path / "thread").read_text() == "done"  # waited for, not cut off

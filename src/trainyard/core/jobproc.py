@@ -12,13 +12,18 @@ its body to `run_job`, which
   the user and returns `EXIT_FAILED`; a rank that does not report (its events inactive) hands
   the message to ``unreported`` instead.
 
-`Progress` is the throttled progress reporter the bodies share. Torch-free, like all of core.
+`Progress` is the throttled progress reporter the bodies share. `exit_process` ends a job process
+without the interpreter's teardown. Torch-free, like all of core.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
 import signal
+import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -149,3 +154,28 @@ def report_failed(events: EventWriter, message: str) -> None:
     with open(events.job_dir / "log.txt", "a", encoding="utf-8") as log:
         log.write(traceback.format_exc())
     events.status("failed", error=message)
+
+
+def exit_process(code: int) -> None:
+    """End this job process with ``code``, skipping the interpreter's teardown when it is safe.
+
+    Once the job has reported and closed its files, tearing down torch's modules only costs
+    time: about a second of garbage collection and deallocation, which the user waiting on the
+    job's end (the foreground CLI, the next queued job) would wait through. The exit handlers
+    still run (``atexit``, ``weakref.finalize``); with another thread still working, or a child
+    process to reap, the process exits the ordinary way, which waits for them.
+    """
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if others or _has_children():
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+def _has_children() -> bool:
+    # multiprocessing's own exit handler joins its children; only it knows them
+    children = sys.modules.get("multiprocessing")
+    return bool(children and children.active_children())

@@ -30,7 +30,7 @@ import traceback
 from pathlib import Path
 
 from trainyard.core.events import EventWriter
-from trainyard.core.jobproc import EXIT_FAILED, Aborted, StopFlag, run_job
+from trainyard.core.jobproc import EXIT_FAILED, Aborted, StopFlag, exit_process, run_job
 from trainyard.core.paths import JobFolder
 
 
@@ -196,4 +196,7 @@ def _custom_network_line(error: Exception) -> int | None:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python -m trainyard.training.run JOB_DIR")
-    sys.exit(main(sys.argv[1]))
+    code = main(sys.argv[1])
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        sys.exit(code)  # a rank under torch.distributed.run: its process group ends the usual way
+    exit_process(code)
