@@ -250,14 +250,17 @@ def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = No
 
 def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,
           resume: Path | dict | None = None, should_stop: Callable[[], bool] = lambda: False,
-          d: Dist = SINGLE) -> dict:
+          d: Dist = SINGLE, on_prepared: Callable[[], None] | None = None) -> dict:
     """Run a model job to its end; return its result (final epoch, best, last val accuracy).
 
     ``resume`` is a checkpoint of this job to continue from (a path, or the loaded dict). Raises
     TrainingError with a message for the user, or Aborted when ``should_stop()`` turned true
     (with several ranks, a `distributed.StopAgreement`, so that all stop at the same step).
+    ``on_prepared`` is called once the run is built, before the first batch.
     """
     run = prepare(spec, Path(job_dir), events, resume, d)
+    if on_prepared is not None:
+        on_prepared()
     _log_start(run, resume)
     schedule = run.schedule
     events.progress(done=run.batches // schedule.accumulation, total=schedule.total_iterations, phase="train")
