@@ -65,5 +65,10 @@ def test_jobs_list_dataset_create_train_and_the_server_stay_light(tmp_path):
                          "--json"], home, roots)
     assert trained["code"] == 0 and trained["heavy"] == []
     assert trained["stdout"]["jobs"][0]["status"] == "done"
+    # Queued, the job is checked first: the network is built in a child process, not in the CLI.
+    queued = _run(CLI, ["train", "--dataset", created["stdout"]["id"], "--network", "lenet", "--submit", "--json"],
+                  home, roots)
+    assert queued["code"] == 0 and queued["heavy"] == []
+    assert queued["stdout"]["jobs"][0]["status"] == "queued"
     assert _run(CLI, ["jobs", "list"], home, roots) == {"code": 0, "heavy": []}
     assert _run(SERVER, [], home, roots) == {"code": 0, "heavy": []}

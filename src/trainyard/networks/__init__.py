@@ -16,14 +16,15 @@ from .info import NetworkInfo, UnknownNetwork
 from .table import get_network, list_networks
 
 if TYPE_CHECKING:
-    from .custom import NetworkError, check_network, check_network_isolated, load_network_source
+    from .custom import NetworkError, check_network, load_network_source
+    from .isolated import check_network_isolated
     from .layer_report import inspect_network
     from .loss import main_output, training_loss, unwrap_model
     from .registry import create_network, network_source, register_network
 
 # name -> the module (importing torch) that defines it
 _LAZY = {
-    "NetworkError": "custom", "check_network": "custom", "check_network_isolated": "custom",
+    "NetworkError": "custom", "check_network": "custom", "check_network_isolated": "isolated",
     "load_network_source": "custom", "inspect_network": "layer_report", "main_output": "loss",
     "training_loss": "loss", "unwrap_model": "loss", "create_network": "registry",
     "network_source": "registry", "register_network": "registry",

@@ -1,13 +1,14 @@
 """What does not change about a network, computed once: checks, layer listings, parameter counts.
 
-A check (build plus forward passes in a child process, see custom.py) costs seconds, mostly in
+A check (build plus forward passes in a child process, see isolated.py) costs seconds, mostly in
 importing torch; its answer depends only on the request (network name or source text, classes,
 channels, input size) and on the versions of torch and trainyard. So answers are kept in memory
 (one store per process: keys hold everything an answer depends on, so the caches of several
 homes share it) and, for standard networks, as small JSON files in the cache's folder, shared
 by the server and the CLI and kept across restarts; a custom source changes with every edit, so
 its answers stay in memory. Checks that timed out or crashed are not kept: they may work next
-time.
+time. Importing this module loads no torch (only counting parameters does), so a process that
+finds its answers here, such as `trainyard train --submit` checking a queued job, stays light.
 """
 
 from __future__ import annotations
@@ -21,12 +22,9 @@ from collections import OrderedDict
 from importlib import metadata
 from pathlib import Path
 
-import torch
-
 import trainyard
 
-from .custom import check_network_isolated
-from .registry import create_network
+from .isolated import check_network_isolated
 
 MEMORY_ENTRIES = 256
 _memory: OrderedDict[str, dict] = OrderedDict()
@@ -69,6 +67,10 @@ class NetworkCache:
             with _count_lock:
                 answer = self._get(key)
                 if answer is None:
+                    import torch  # here: a cached answer, or a check (a child process), needs none
+
+                    from .registry import create_network
+
                     with torch.device("meta"):
                         model = create_network(name, num_classes, in_channels)
                     answer = {"params": sum(p.numel() for p in model.parameters())}

@@ -2,15 +2,13 @@
 
 Loading compiles the user's text under its own file name, so every error can be reported with a
 line number in that text ("line 7: NameError: name 'nn2' is not defined"). `check_network`
-runs the file in this process; `check_network_isolated` runs it in a child process
-(`python -m trainyard.networks.check`), so code that hangs or crashes cannot harm the server.
+runs the file in this process; isolated.py's `check_network_isolated` runs it in a child
+process (`python -m trainyard.networks.check`), so code that hangs or crashes cannot harm the server.
 """
 
 from __future__ import annotations
 
-import json
 import linecache
-import subprocess
 import sys
 import traceback
 import types
@@ -19,7 +17,6 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from trainyard.core.environment import child_environment, kill_group
 from trainyard.core.errors import InvalidInput
 
 from .layer_errors import LayerWatch
@@ -143,40 +140,3 @@ def _user_error(exc: BaseException, filename: str, context: str = "",
         return NetworkError(f"line {lineno}: {detail}", lineno, filename)
     prefix = f"{context}: " if context else ""
     return NetworkError(prefix + detail, None, filename)
-
-
-def check_network_isolated(
-    source: str | None, num_classes: int, in_channels: int, image_size: int | None,
-    timeout: float = 60, *, network: str | None = None, filename: str = "network.py",
-    input_size: tuple[int, int] | None = None,
-) -> dict:
-    """Check and inspect a custom `source` (or the standard `network`) in a child process.
-
-    Returns {"ok": True, "layers": [...], "params": N, ...} (see inspect_network) or
-    {"ok": False, "error": message, "line": n or None}, plus "transient": True when the check
-    itself timed out or crashed (worth trying again). Never raises for problems in the network.
-    """
-    if (source is None) == (network is None):
-        raise ValueError("give exactly one of source or network")
-    request = {"source": source, "network": network, "filename": filename, "input_size": input_size,
-               "num_classes": num_classes, "in_channels": in_channels, "image_size": image_size}
-    # Hide GPUs: a check must not take memory from trainings; start_new_session lets us kill
-    # everything the user's code may have started.
-    env = child_environment(CUDA_VISIBLE_DEVICES="")  # nor the server's secrets
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "trainyard.networks.check"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=env, start_new_session=True, text=True,
-    )
-    try:
-        stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        return {"ok": False, "error": f"network check timed out after {timeout:g} s", "line": None,
-                "transient": True}
-    try:
-        return json.loads(stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        tail = stderr.strip()[-500:]
-        error = f"network check crashed (exit code {proc.returncode})" + (f": {tail}" if tail else "")
-        return {"ok": False, "error": error, "line": None, "transient": True}
