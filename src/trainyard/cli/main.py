@@ -7,7 +7,11 @@ import typer
 from trainyard.cli import datasets, export, inference, jobs, system, train, weights
 from trainyard.cli.errors import UserErrorGroup
 from trainyard.core.errors import UserError
+from trainyard.core.quick_exit import skip_final_collection
 from trainyard.settings import LOCAL_HOSTS, get_settings
+
+# A command is done once it has printed its answer: not a fifth of a second later.
+skip_final_collection()
 
 app = typer.Typer(help="trainyard: turn a folder of images into a trained, deployable network.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,

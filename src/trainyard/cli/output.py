@@ -9,7 +9,6 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
@@ -32,6 +31,10 @@ class JobProgress:
     """A rich progress bar fed by a job's events (progress, log lines, metrics)."""
 
     def __init__(self, job: Job, quiet: bool = False):
+        # Here, not at the top: only commands that run a job draw a bar (a few hundredths of a
+        # second of every other command's start-up).
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
         self.quiet = quiet
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
                                  TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),

@@ -14,6 +14,7 @@ from pathlib import Path
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
 from trainyard.core.jobproc import StopFlag, run_job
+from trainyard.core.quick_exit import skip_final_collection
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m trainyard.datasets.run JOB_DIR", file=sys.stderr)
         return 2
     job_dir = Path(args[0])
+    skip_final_collection()  # the command waiting for this process sees the end sooner
     events = EventWriter(job_dir)
     # The build has no step boundary to poll at: the signal raises Aborted where it lands, and
     # build_dataset removes dataset.tmp on its way out.
