@@ -13,8 +13,8 @@ from pathlib import Path
 
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
+from trainyard.core.gc_control import imports_without_collection, skip_final_collection
 from trainyard.core.jobproc import StopFlag, run_job
-from trainyard.core.quick_exit import skip_final_collection
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _build(job_dir: Path, events: EventWriter, stop: StopFlag) -> None:
     # Imported here so that even an import failure is reported as a failed job.
-    from trainyard.datasets.build import build_dataset
+    with imports_without_collection():
+        from trainyard.datasets.build import build_dataset
 
     build_dataset(_load_spec(job_dir), job_dir, events)
 
