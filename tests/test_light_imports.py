@@ -42,11 +42,11 @@ print(json.dumps({"code": 0 if set(codes) == {200} else codes, "heavy": [m for m
 """
 
 
-def _run(code: str, args: list[str], home: Path, roots: Path) -> dict:
+def _run(code: str, args: list[str], home: Path, roots: Path, heavy: tuple[str, ...] = HEAVY) -> dict:
     env = {**os.environ, "TRAINYARD_HOME": str(home), "TRAINYARD_DATA_ROOTS": str(roots),
            "TRAINYARD_AUTH_TOKEN": ""}
     env.pop("TRAINYARD_FAKE_GPUS", None)
-    done = subprocess.run([sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{code}", *args], env=env,
+    done = subprocess.run([sys.executable, "-c", f"HEAVY = {heavy!r}\n{code}", *args], env=env,
                           capture_output=True, text=True, timeout=300)
     answer = json.loads(done.stderr.strip().splitlines()[-1])
     if "--json" in args:
@@ -72,3 +72,12 @@ def test_jobs_list_dataset_create_train_and_the_server_stay_light(tmp_path):
     assert queued["stdout"]["jobs"][0]["status"] == "queued"
     assert _run(CLI, ["jobs", "list"], home, roots) == {"code": 0, "heavy": []}
     assert _run(SERVER, [], home, roots) == {"code": 0, "heavy": []}
+
+
+def test_dataset_create_waits_for_its_build_without_numpy_or_pillow(tmp_path):
+    """The command only waits: decoding is its job process's work (issue 14, ~0.2 s of start-up)."""
+    home, roots = tmp_path / "home", tmp_path / "data"
+    folder = make_image_folder(roots / "pets")
+    created = _run(CLI, ["dataset", "create", "--name", "pets", "--train-folder", str(folder), "--size", "16x16",
+                         "--json"], home, roots, heavy=("numpy", "PIL", "rich.progress"))
+    assert created == {"code": 0, "heavy": []}

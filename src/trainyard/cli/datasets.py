@@ -11,7 +11,7 @@ from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.status import Status
-from trainyard.datasets.resize import RESIZE_MODES
+from trainyard.datasets.resize_plans import RESIZE_MODES
 from trainyard.datasets.spec import DatasetSpec, parse_size
 from trainyard.jobs.dataset_jobs import append_dataset_job, create_dataset_job
 from trainyard.jobs.job_documents import job_brief, job_detail

@@ -3,13 +3,13 @@ and a progress bar while a foreground job runs."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
@@ -31,11 +31,14 @@ def fail(message: str, code: int = 1) -> NoReturn:
 class JobProgress:
     """A rich progress bar fed by a job's events (progress, log lines, metrics)."""
 
-    def __init__(self, job: Job, quiet: bool = False):
-        self.quiet = quiet
+    def __init__(self, job: Job):
+        # Here, not at the top: only commands that draw a bar pay for it (a few hundredths of a
+        # second, which --json and every other command are spared).
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
                                  TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                                 TimeRemainingColumn(), console=err, disable=quiet)
+                                 TimeRemainingColumn(), console=err)
         self.task = self.progress.add_task(f"{job.kind} {job.name}", total=1.0, info="")
         self.metrics: dict[str, float] = {}
 
@@ -53,7 +56,7 @@ class JobProgress:
         elif kind == "metric":
             self.metrics[event["name"]] = event["value"]
             self.metrics["epoch"] = event["epoch"]
-        elif kind == "log" and event.get("level") in ("warning", "error") and not self.quiet:
+        elif kind == "log" and event.get("level") in ("warning", "error"):
             self.progress.console.print(f"[yellow]{event['level']}:[/yellow] {event['message']}")
 
     def _info(self, event: dict) -> str:
@@ -71,10 +74,11 @@ class JobProgress:
 
 
 def run_in_foreground(ctx: Context, job: Job, quiet: bool = False) -> Job:
-    """Run a job from this process with a progress bar; Ctrl-C aborts it."""
-    with JobProgress(job, quiet) as bar:
+    """Run a job from this process with a progress bar (none if ``quiet``); Ctrl-C aborts it."""
+    with contextlib.ExitStack() as stack:
+        on_event = None if quiet else stack.enter_context(JobProgress(job)).on_event
         try:
-            job = ctx.manager.run_foreground(job.id, on_event=bar.on_event)
+            job = ctx.manager.run_foreground(job.id, on_event=on_event)
         except KeyboardInterrupt:
             err.print("aborted")
             raise typer.Exit(130) from None

@@ -8,13 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TransferSpeedColumn,
-)
 
 from trainyard.cli.output import emit_json, err, fail
 from trainyard.settings import get_settings
@@ -54,6 +47,9 @@ def list_(search: str = typer.Argument("", help="only names containing this"),
 def pull(name: str = typer.Argument(..., help="e.g. resnet18.imagenet or timm:resnet10t.c3_in1k"),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """Download published weights (resumes a partial download, checks the published hash)."""
+    # Here, not at the top: every other command would pay for importing rich.progress.
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
     columns = (TextColumn(name), BarColumn(), DownloadColumn(), TransferSpeedColumn())
     with Progress(*columns, console=err, disable=as_json) as bar:
         task = bar.add_task(name, total=None)

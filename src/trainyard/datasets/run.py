@@ -13,6 +13,7 @@ from pathlib import Path
 
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
+from trainyard.core.gc_control import imports_without_collection, skip_final_collection
 from trainyard.core.jobproc import StopFlag, run_job
 
 
@@ -22,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m trainyard.datasets.run JOB_DIR", file=sys.stderr)
         return 2
     job_dir = Path(args[0])
+    skip_final_collection()  # the command waiting for this process sees the end sooner
     events = EventWriter(job_dir)
     # The build has no step boundary to poll at: the signal raises Aborted where it lands, and
     # build_dataset removes dataset.tmp on its way out.
@@ -30,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _build(job_dir: Path, events: EventWriter, stop: StopFlag) -> None:
     # Imported here so that even an import failure is reported as a failed job.
-    from trainyard.datasets.build import build_dataset
+    with imports_without_collection():
+        from trainyard.datasets.build import build_dataset
 
     build_dataset(_load_spec(job_dir), job_dir, events)
 

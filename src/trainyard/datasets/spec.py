@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trainyard.core.errors import InvalidInput
-from trainyard.datasets.resize import RESIZE
+from trainyard.datasets.resize_plans import RESIZE
 
 MAX_SIZE = 4096
 MAX_SEED = 2**32 - 1  # what numpy's generators take without surprise

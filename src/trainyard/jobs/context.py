@@ -28,6 +28,6 @@ def open_context(settings: Settings | None = None, pools: Pools | None = None) -
     if pools is None:
         # TRAINYARD_FAKE_GPUS=N: pretend GPUs, so that tests without GPUs share one inventory
         # between the server and CLI processes.
-        gpus = fake_gpus(settings.fake_gpus) if settings.fake_gpus else gpu_inventory()
+        gpus = fake_gpus(settings.fake_gpus) if settings.fake_gpus else gpu_inventory  # looked up when asked
         pools = Pools(settings.dataset_builds, settings.cpu_jobs, gpus)
     return Context(settings, store, JobManager(settings, store, pools))

@@ -331,7 +331,22 @@ class JobManager:
                 job = self.get(job_id)
                 if job.status.is_final:
                     return job
-                time.sleep(poll_s)
+                self._wait_for_exit(job_id, poll_s)
         except KeyboardInterrupt:
             self.abort(job_id)
             raise
+
+    def _wait_for_exit(self, job_id: str, seconds: float) -> None:
+        """Sleep ``seconds``, or less if the job's process (started here) exits meanwhile.
+
+        The next tick then records the end at once instead of up to a poll later: for a short
+        job (a small dataset build) that wait was a good part of what the user waited for.
+        """
+        proc = self._children.get(job_id)
+        if proc is None or proc.poll() is not None:  # not ours, or already seen to end: no busy loop
+            time.sleep(seconds)
+            return
+        try:
+            proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes.util
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from trainyard.core.errors import InvalidInput
@@ -121,9 +122,18 @@ class NotSatisfiable(InvalidInput):
 class Pools:
     """How many of each resource exist, and how to lease a job's needs from them."""
 
-    def __init__(self, dataset_slots: int, cpu_slots: int, gpus: list[GPU]):
+    def __init__(self, dataset_slots: int, cpu_slots: int, gpus: list[GPU] | Callable[[], list[GPU]]):
+        """``gpus``: the list, or a function that finds it, called when first needed."""
         self.sizes = {"dataset": dataset_slots, "cpu": cpu_slots}
-        self.gpus = gpus
+        self._gpus = gpus
+
+    @property
+    def gpus(self) -> list[GPU]:
+        # Found on first use: a command that builds a dataset or lists jobs never asks, so
+        # never waits for NVML (or ldconfig, on a machine without a driver).
+        if callable(self._gpus):
+            self._gpus = self._gpus()
+        return self._gpus
 
     def check(self, needs: dict) -> None:
         """Raise NotSatisfiable when the request could never be met on this machine."""

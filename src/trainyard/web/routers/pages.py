@@ -16,7 +16,7 @@ from fastapi.templating import Jinja2Templates
 
 from trainyard.core import formatting
 from trainyard.core.files import read_json
-from trainyard.datasets.resize import RESIZE_MODES
+from trainyard.datasets.resize_plans import RESIZE_MODES
 from trainyard.jobs import job_pages
 from trainyard.jobs.job_documents import job_detail, list_briefs
 from trainyard.web import job_page, listing, model_form
