@@ -13,8 +13,8 @@ from pathlib import Path
 
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
-from trainyard.core.gc_control import imports_without_collection, skip_final_collection
-from trainyard.core.jobproc import StopFlag, run_job
+from trainyard.core.gc_control import imports_without_collection
+from trainyard.core.jobproc import StopFlag, exit_process, run_job
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,7 +23,6 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m trainyard.datasets.run JOB_DIR", file=sys.stderr)
         return 2
     job_dir = Path(args[0])
-    skip_final_collection()  # the command waiting for this process sees the end sooner
     events = EventWriter(job_dir)
     # The build has no step boundary to poll at: the signal raises Aborted where it lands, and
     # build_dataset removes dataset.tmp on its way out.
@@ -52,4 +51,4 @@ def _load_spec(job_dir: Path):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
-from trainyard.core.jobproc import Progress, StopFlag, run_job
+from trainyard.core.jobproc import Progress, StopFlag, exit_process, run_job
 from trainyard.core.paths import JobFolder
 
 
@@ -40,4 +40,4 @@ def _run(folder: JobFolder, events: EventWriter, stop: StopFlag) -> None:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python -m trainyard.inference.run JOB_DIR")
-    sys.exit(main(sys.argv[1]))
+    exit_process(main(sys.argv[1]))

@@ -23,7 +23,6 @@ and writes to it.
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import sys
@@ -31,6 +30,7 @@ import traceback
 from pathlib import Path
 
 from trainyard.core.events import EventWriter
+from trainyard.core.gc_control import collect_from_here, pause_collection
 from trainyard.core.jobproc import EXIT_FAILED, Aborted, StopFlag, exit_process, run_job
 from trainyard.core.paths import JobFolder
 
@@ -65,10 +65,10 @@ def main(job_dir: str | Path, *, own_process: bool = False) -> int:
     """Run the model job in ``job_dir``; return the process exit code.
 
     ``own_process``: this is the job's process (not a test calling main), so it may tune the
-    garbage collector for itself (see `_collect_from_here`).
+    garbage collector for itself (core/gc_control.py).
     """
     if own_process:
-        gc.disable()  # until the run is built: importing torch and building make no garbage
+        pause_collection()  # until the run is built: importing torch and building make no garbage
     folder = JobFolder(job_dir)
     rank = int(os.environ.get("RANK", "0"))  # set by torch.distributed.run; 0 when alone
     _die_with_launcher()
@@ -94,23 +94,11 @@ def _run(folder: JobFolder, events: RankEvents, stop: StopFlag, own_process: boo
     spec, resume = _plan(folder, spec, d, events)
     try:
         train(spec, folder.path, events, resume=resume, should_stop=should_stop, d=d,
-              on_prepared=_collect_from_here if own_process else None)
+              on_prepared=collect_from_here if own_process else None)
     except Aborted:
         _close(should_stop, d)  # every rank agreed to stop: a clean end too
         raise
     _close(should_stop, d)
-
-
-def _collect_from_here() -> None:
-    """Collect garbage again, from the first batch on, skipping what was built until now.
-
-    Importing torch (and torch._dynamo, which the optimizer loads) creates over half a million
-    objects and no garbage, yet each allocation burst set off collections that walked them all:
-    ~0.7 s of a ~4 s start on 2 cores. Frozen, those objects (modules, network, optimizer) live
-    to the end of the process and the collections while training skip them.
-    """
-    gc.enable()
-    gc.freeze()
 
 
 def _close(should_stop, d) -> None:
