@@ -84,17 +84,23 @@ except SystemExit as exc:
 
 
 def test_classify_asks_a_running_server_and_answers_the_same(trained, images):
-    """With a server up, the CLI uploads the images and never imports torch itself."""
+    """With a server up and no cached export, the CLI uploads the images and never imports torch;
+    with the export cached, it classifies by itself, again without torch."""
     import os
     import subprocess
     import sys
 
     from tests.live_server import serving
+    from trainyard.inference import ort_runtime
+    from trainyard.inference.snapshots import model_checkpoint
     from trainyard.web.app import create_app
 
     paths, text_file = images
     args = ["classify", trained.model_id, *map(str, paths), "--top", "3", "--json"]
     local = run(trained, *args)
+    snapshot = model_checkpoint(trained.ctx.manager.folder(trained.model_id).path)[1]
+    for cached in (ort_runtime.onnx_path(snapshot), ort_runtime.inputs_path(snapshot)):
+        cached.unlink(missing_ok=True)  # classifying here would now import torch: LIGHT means the server answered
     with serving(create_app(trained.settings, run_scheduler=False)) as url:
         env = {**os.environ, **trained.env(), "TRAINYARD_PORT": url.rsplit(":", 1)[1]}
 
@@ -115,3 +121,7 @@ def test_classify_asks_a_running_server_and_answers_the_same(trained, images):
         assert mixed.returncode == 1
         results = json.loads(mixed.stdout)["results"]
         assert results[0]["predictions"][0][0] == "dark" and "not an image" in results[1]["error"]
+    assert ort_runtime.is_cached(snapshot)  # the server exported the snapshot once, beside it
+    here = cli(*args)  # the server is gone; the cached export answers in this process
+    assert here.returncode == 0 and here.stderr.strip().splitlines()[-1] == "LIGHT"
+    assert json.loads(here.stdout)["results"] == json.loads(local.stdout)["results"]

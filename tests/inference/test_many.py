@@ -115,6 +115,27 @@ def test_stop_between_batches_keeps_rows(loaded, pictures, tmp_path):
     assert results.row_count(tmp_path / "job") == 8
 
 
+def test_decoding_processes_give_the_rows_of_decoding_in_process(loaded, pictures, tmp_path, monkeypatch):
+    """120 lines (a pool of decoders) with unreadable, missing and refused ones among them: the
+    same rows, errors included, in the same order as decoding in this process gives."""
+    from trainyard.inference import many
+
+    good = [f"{pictures / c / f'{i}.png'} {c}" for c in CLASSES for i in range(4)]
+    bad = [f"{pictures / 'red' / 'broken.jpg'}", f"{pictures / 'missing.png'}", "/etc/hostname"]
+    lines = [(good + bad)[i % 15] for i in range(120)]
+    listing = tmp_path / "list.txt"
+    listing.write_text("\n".join(lines) + "\n")
+    roots = [str(pictures)]
+    pooled = run(loaded, list_items(listing, CLASSES, tmp_path), tmp_path / "pool", 120, roots=roots)
+    monkeypatch.setattr(many, "MIN_IMAGES_FOR_POOL", 10**9)
+    alone = run(loaded, list_items(listing, CLASSES, tmp_path), tmp_path / "alone", 120, roots=roots)
+    assert pooled == alone and pooled["errors"] == 24 and pooled["accuracy"] == 1.0
+    table = [(tmp_path / job / results.RESULTS_CSV).read_bytes() for job in ("pool", "alone")]
+    assert table[0] == table[1]
+    errors = [r["error"] for r in results.read_rows(tmp_path / "pool", 12, 3)]
+    assert "corrupt" in errors[0] and "does not exist" in errors[1] and "outside the data roots" in errors[2]
+
+
 def peak_python_memory(loaded, listing: Path, job: Path) -> int:
     tracemalloc.start()
     try:

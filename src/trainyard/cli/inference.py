@@ -1,8 +1,9 @@
 """``trainyard classify MODEL IMAGE...`` and ``trainyard evaluate MODEL``.
 
 MODEL is a model job id (its latest snapshot, or ``--epoch``) or, for classify, a checkpoint
-file. Classify asks a running server when there is one (cli/remote.py: the server keeps the
-model warm, this process then never imports torch) and runs here otherwise. Evaluate runs as a
+file. Classify runs here when the snapshot's ONNX export is cached (inference/ort_runtime.py:
+no torch, no uploads, the fastest way); otherwise it asks a running server when there is one
+(cli/remote.py: the server keeps the model warm and exports it once), and runs here otherwise. Evaluate runs as a
 foreground job recorded in the same store the server reads, so it also shows on the model's
 classify page.
 """
@@ -46,8 +47,8 @@ def classify(
     as_json: bool = typer.Option(False, "--json", help='print {"results": [...]} on stdout'),
 ) -> None:
     """Classify images: the top classes with their confidences, preprocessed as in training."""
-    served = None if _is_checkpoint_file(model) else classify_via_server(
-        get_settings(), model, images, top=top, epoch=epoch)
+    local = _is_checkpoint_file(model) or _exported(model, epoch)
+    served = None if local else classify_via_server(get_settings(), model, images, top=top, epoch=epoch)
     results, problems = (served, {}) if served is not None else _classify_here(model, images, epoch, top)
     if as_json:
         good = iter(results)
@@ -63,6 +64,20 @@ def classify(
 
 def _is_checkpoint_file(model: str) -> bool:
     return Path(model).suffix in (".pt", ".pth") and Path(model).is_file()
+
+
+def _exported(model: str, epoch: float | None) -> bool:
+    """Whether the snapshot of model job ``model`` has a fresh cached ONNX export: then this
+    process classifies without torch, sooner than uploading the images to a server would."""
+    from trainyard.inference import ort_runtime
+    from trainyard.inference.snapshots import model_checkpoint
+
+    if not model or Path(model).name != model:  # a job id, nothing that could leave the jobs folder
+        return False
+    try:
+        return ort_runtime.is_cached(model_checkpoint(get_settings().jobs_dir / model, epoch)[1])
+    except (OSError, UserError):  # no such job or snapshot: the usual path says so
+        return False
 
 
 def _classify_here(model: str, images: list[Path], epoch: float | None, top: int) -> tuple[list[dict], dict]:

@@ -21,7 +21,7 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.jobproc import Progress
 from trainyard.datasets.collect import BuildPlan, DatasetError, collect
 from trainyard.datasets.leftovers import new_shm_name
-from trainyard.datasets.pipeline import DecodePipeline
+from trainyard.datasets.pipeline import MIN_IMAGES_FOR_POOL, DecodePipeline
 from trainyard.datasets.sources import Skipped
 from trainyard.datasets.storage import SPLITS, SplitWriter, open_split, save_mean
 from trainyard.datasets.worker import Geometry
@@ -30,9 +30,6 @@ __all__ = ["DatasetError", "build_dataset"]
 
 PROGRESS_EVERY_S = 0.5
 PARENT_BATCH = 256
-# Below this many images, starting worker processes (up to a second with spawn) costs more
-# than it saves.
-MIN_IMAGES_FOR_POOL = 100
 
 
 class BuildProgress(Progress):

@@ -9,12 +9,13 @@ submission order, which keeps a build with a given seed reproducible.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import sys
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing.shared_memory import SharedMemory
 
@@ -22,6 +23,9 @@ import numpy as np
 
 from trainyard.datasets.worker import Geometry, Outcome, init_worker, process_chunk
 
+# Below this many images, starting worker processes (up to a second with spawn) costs more
+# than it saves: decode in the calling process.
+MIN_IMAGES_FOR_POOL = 100
 CHUNK_BYTES = 2 << 20  # decoded pixels per task: ~10 images of 256x256x3; the round trip is cheap
 
 # (path, noise seed) per image
@@ -79,8 +83,10 @@ class DecodePipeline:
             except BufferError:
                 pass  # a result view is still referenced (e.g. by a traceback): freed at exit
 
-    def run(self, items: Sequence[Item]) -> Iterator[Outcome]:
-        chunks = (items[i : i + self.size] for i in range(0, len(items), self.size))
+    def run(self, items: Iterable[Item]) -> Iterator[Outcome]:
+        """Outcomes of ``items`` in order; ``items`` is read lazily, a window ahead of the results."""
+        source = iter(items)
+        chunks = iter(lambda: list(itertools.islice(source, self.size)), [])
         if self.pool is None:
             for chunk in chunks:
                 yield from process_chunk(self.geometry, chunk)

@@ -60,7 +60,8 @@ class LoadedModel:
     _model: nn.Module | None = field(default=None, repr=False)
     _ort: ort_runtime.OrtForward | None = field(default=None, repr=False)
     _ort_tried: bool = field(default=False, repr=False)
-    _reading: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Reentrant: making the ONNX export (held) may read the checkpoint's network (takes it again).
+    _reading: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @property
     def model(self) -> nn.Module:
@@ -80,7 +81,7 @@ class LoadedModel:
             with self._reading:
                 if not self._ort_tried:
                     if self.device == "cpu" and ort_runtime.wanted():
-                        self._ort = ort_runtime.ort_forward(self.path, self.model, self.inputs())
+                        self._ort = ort_runtime.ort_forward(self.path, lambda: self.model, self.inputs())
                     self._ort_tried = True
         return self._ort
 
@@ -133,11 +134,9 @@ def load_model(path: str | os.PathLike, device: str = "cpu", *, user_code: bool 
 
 
 def _load(path: Path, device: str, user_code: bool) -> LoadedModel:
-    export = ort_runtime.cached(path) if device == "cpu" else None
-    if export is not None:
-        forward, inputs = export
+    inputs = ort_runtime.cached_inputs(path) if device == "cpu" else None
+    if inputs is not None:  # the export is cached: no checkpoint, no torch
         loaded = _loaded(path, device, inputs.about, inputs.mean, inputs.std)
-        loaded._ort, loaded._ort_tried = forward, True
     else:
         from trainyard.inference.torch_forward import build_network, constants, read_checkpoint
 

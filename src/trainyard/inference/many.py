@@ -1,9 +1,11 @@
 """Classify many images as a job: streamed in batches, so memory stays flat for any count.
 
-Images are decoded and resized in a few threads a little ahead of the network; each batch's
-rows go straight to results.csv (and their offsets to results.idx, see results.py). Only
-fixed-size tallies stay in memory: the confusion matrix, top-k hit counts and, per class, the
-`top_n` images with the highest probability for that class (DIGITS's "top N per category").
+Image files are decoded and resized a window ahead of the network by the dataset build's
+decode pipeline (datasets/pipeline.py: a process per core for 100 images or more, forked
+before ONNX Runtime starts its threads; in this process for fewer). Each batch's rows go
+straight to results.csv (and their offsets to results.idx, see results.py). Only fixed-size
+tallies stay in memory: the confusion matrix, top-k hit counts and, per class, the `top_n`
+images with the highest probability for that class (DIGITS's "top N per category").
 """
 
 from __future__ import annotations
@@ -14,23 +16,24 @@ import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
+from trainyard.artifact.inputs import INFERENCE_NOISE_SEED
 from trainyard.core.files import write_json_atomic
 from trainyard.core.jobproc import Aborted
-from trainyard.core.paths import PathNotAllowed, resolve_inside
-from trainyard.datasets.images import ImageError, load_image
+from trainyard.core.paths import PathNotAllowed, inside_roots, resolve_roots
+from trainyard.datasets.leftovers import new_shm_name
+from trainyard.datasets.pipeline import MIN_IMAGES_FOR_POOL, DecodePipeline
 from trainyard.datasets.storage import open_split
+from trainyard.datasets.worker import Geometry, Outcome
 from trainyard.inference import metrics
-from trainyard.inference.classify import prepare_pixels, probabilities, resize_for, top_k
+from trainyard.inference.classify import prepare_pixels, probabilities, top_k
 from trainyard.inference.loader import LoadedModel
 from trainyard.inference.results import RESULTS_CSV, RESULTS_INDEX, SUMMARY
 from trainyard.inference.sources import Item
-
-DECODE_THREADS = min(4, os.cpu_count() or 1)
 
 
 class TopN:
@@ -78,38 +81,55 @@ class Tally:
             self.top_correct += metrics.top_k_correct(labels, top[labelled])
 
 
-class Loader:
-    """Turns items into stored-size pixels (or an error message), checking paths are allowed."""
+class Sources:
+    """Where each item's pixels come from: a stored image of a dataset split (read here), or an
+    image file, its path checked against the data roots here and decoded by the pipeline."""
 
-    def __init__(self, loaded: LoadedModel, roots: Sequence[str], dataset_dir: str | None, split: str | None):
-        self.loaded = loaded
-        self.roots = [Path(r) for r in roots]
+    def __init__(self, roots: Sequence[str], dataset_dir: str | None, split: str | None):
+        self.roots = resolve_roots(roots)  # once: resolving them for every image halved the images/s
         self.reader = open_split(Path(dataset_dir), split) if dataset_dir and split else None
 
-    def __call__(self, item: Item) -> np.ndarray | str:
+    def __call__(self, item: Item) -> np.ndarray | Path | str:
+        """The stored pixels, the file to decode, or why the item cannot be classified."""
         if item.index is not None:
             assert self.reader is not None  # only split sources give indexes, and they give the split
             return self.reader.read(item.index)
         assert item.path is not None  # an item is either a stored image (index) or a file (path)
         try:
-            path = resolve_inside(item.path, self.roots) if self.roots else item.path
-            return resize_for(self.loaded, load_image(path, self.loaded.preprocess["channels"]))
-        except (ImageError, PathNotAllowed) as exc:
+            return inside_roots(item.path, self.roots) if self.roots else Path(item.path)
+        except PathNotAllowed as exc:
             return str(exc)
 
 
-def _decoded(items: Iterable[Item], load: Loader, ahead: int) -> Iterator[tuple[Item, np.ndarray | str]]:
-    """(item, pixels or error) in order, decoding up to ``ahead`` items in advance."""
-    with ThreadPoolExecutor(DECODE_THREADS) as pool:
-        pending: deque = deque()
+def _pixels(items: Iterable[Item], sources: Sources, pipeline: DecodePipeline
+            ) -> Iterator[tuple[Item, np.ndarray | str]]:
+    """(item, stored-size pixels or an error) in order. Files go to the decode pipeline, which
+    reads its input a window ahead; ``order`` keeps every item's place until its turn."""
+    order: deque[tuple[Item, np.ndarray | Path | str]] = deque()
+
+    def files() -> Iterator[tuple[str, tuple[int, ...]]]:
         for item in items:
-            pending.append((item, pool.submit(load, item)))
-            if len(pending) >= ahead:
-                first, future = pending.popleft()
-                yield first, future.result()
-        while pending:
-            first, future = pending.popleft()
-            yield first, future.result()
+            source = sources(item)
+            order.append((item, source))
+            if isinstance(source, Path):
+                yield str(source), (INFERENCE_NOISE_SEED,)  # as inputs.resize_for_input draws it
+
+    decoded: deque[Outcome] = deque()
+    outcomes = pipeline.run(files())
+    finished = False
+    while order or not finished:
+        if order and not isinstance(order[0][1], Path):
+            item, source = order.popleft()
+            yield item, cast("np.ndarray | str", source)
+        elif order and decoded:
+            pixels, _, reason = decoded.popleft()
+            # A copy: the pipeline's pixels may be a view into its ring, reused a window later.
+            yield order.popleft()[0], np.array(pixels) if pixels is not None else reason or "not decoded"
+        else:
+            outcome = next(outcomes, None)
+            finished = outcome is None
+            if outcome is not None:
+                decoded.append(outcome)
 
 
 def classify_many(loaded: LoadedModel, items: Iterable[Item], job_dir: Path, *, total: int, top: int = 5,
@@ -119,12 +139,16 @@ def classify_many(loaded: LoadedModel, items: Iterable[Item], job_dir: Path, *, 
     """Classify ``items`` (``total`` of them), writing results.csv; return and write the summary."""
     classes, k = loaded.classes, max(1, min(top, len(loaded.classes)))
     tally, best = Tally(len(classes), k), TopN(len(classes), top_n)
-    load = Loader(loaded, list(roots), dataset_dir, split)
+    sources = Sources(list(roots), dataset_dir, split)
+    p = loaded.preprocess
+    geometry = Geometry(p["width"], p["height"], p["channels"], p["resize"], encoding="none")
+    workers = (os.cpu_count() or 1) if total >= MIN_IMAGES_FOR_POOL and not split else 1
     done = errors = 0
-    with open(job_dir / RESULTS_CSV, "wb") as out, open(job_dir / RESULTS_INDEX, "wb") as index:
+    with (DecodePipeline(geometry, workers, shm_name=new_shm_name(job_dir)) as pipeline,
+          open(job_dir / RESULTS_CSV, "wb") as out, open(job_dir / RESULTS_INDEX, "wb") as index):
         header = ["row", "image", "label"] + [f"{n}_{j + 1}" for j in range(k) for n in ("prediction", "confidence")]
         out.write(_csv_lines([header + ["error"]]))
-        stream = _decoded(items, load, 2 * batch_size)
+        stream = _pixels(items, sources, pipeline)
         while batch := list(itertools.islice(stream, batch_size)):
             if should_stop():
                 raise Aborted()

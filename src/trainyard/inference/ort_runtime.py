@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,23 +78,22 @@ def inputs_path(checkpoint: Path) -> Path:
     return checkpoint.with_name(checkpoint.name + INPUTS_SUFFIX)
 
 
-def cached(checkpoint: Path) -> tuple[OrtForward, Inputs] | None:
-    """The fresh cached export of ``checkpoint`` and its inputs, or None (then the checkpoint is
-    read with torch, see `ort_forward`). Reads no checkpoint and imports no torch."""
+def cached_inputs(checkpoint: Path) -> Inputs | None:
+    """The `Inputs` of a fresh cached export of ``checkpoint``, or None (then the checkpoint is
+    read with torch). Reads no checkpoint and imports no torch; `ort_forward` then opens the
+    graph when the first images come (a job forks its image decoders before that)."""
     if not is_cached(checkpoint):
         return None
-    graph, inputs = onnx_path(checkpoint), inputs_path(checkpoint)
     try:
-        with np.load(inputs, allow_pickle=False) as saved:  # arrays and text only: nothing unpickled
-            loaded = Inputs(json.loads(str(saved["about"])), _optional(saved, "mean"), _optional(saved, "std"))
-        return OrtForward(str(graph)), loaded
+        with np.load(inputs_path(checkpoint), allow_pickle=False) as saved:  # arrays and text: nothing unpickled
+            return Inputs(json.loads(str(saved["about"])), _optional(saved, "mean"), _optional(saved, "std"))
     except Exception as exc:  # a damaged cache file: the caller reads the checkpoint instead
-        log.info("cached ONNX export %s unreadable (%s); reading the checkpoint", graph.name, exc)
+        log.info("cached inputs of %s unreadable (%s); reading the checkpoint", checkpoint.name, exc)
         return None
 
 
 def is_cached(checkpoint: Path) -> bool:
-    """Whether `cached` will try a fresh export of ``checkpoint`` (the files exist and are newer)."""
+    """Whether ``checkpoint`` has a fresh cached export (both files exist and are newer)."""
     return wanted() and _fresh(onnx_path(checkpoint), checkpoint) and _fresh(inputs_path(checkpoint), checkpoint)
 
 
@@ -113,11 +113,11 @@ def wanted() -> bool:
     return os.environ.get(RUNTIME_ENV, "onnx").strip().lower() != "torch"
 
 
-def ort_forward(checkpoint: Path, model: nn.Module, inputs: Inputs) -> OrtForward | None:
+def ort_forward(checkpoint: Path, model: Callable[[], nn.Module], inputs: Inputs) -> OrtForward | None:
     """The ONNX Runtime forward pass of a CPU model, or None (logged) where PyTorch must answer.
 
-    Exports and caches the graph, then its `Inputs` (written last: their presence says the pair
-    is whole)."""
+    Opens the cached graph when it is fresh; otherwise exports ``model()`` (read only then) and
+    caches the graph, then its `Inputs` (written last: their presence says the pair is whole)."""
     graph = onnx_path(checkpoint)
     if _fresh(graph, checkpoint):
         try:
@@ -127,7 +127,7 @@ def ort_forward(checkpoint: Path, model: nn.Module, inputs: Inputs) -> OrtForwar
         except Exception as exc:  # a damaged cache file: export again
             log.info("cached ONNX export %s unreadable (%s); exporting again", graph.name, exc)
     try:
-        forward = OrtForward(_exported(graph, model, inputs.about["preprocess"]))
+        forward = OrtForward(_exported(graph, model(), inputs.about["preprocess"]))
         _cache_inputs(checkpoint, inputs)
         return forward
     except Exception as exc:  # any failure means PyTorch answers; the reason goes to the log

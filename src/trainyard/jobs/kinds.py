@@ -176,8 +176,14 @@ def end_dataset_job(folder: JobFolder, uploads_dir: Path) -> None:
     remove_build_leftovers(folder.path)
 
 
+def end_inference_job(folder: JobFolder, uploads_dir: Path) -> None:
+    """After an inference job ends, however it ended: the decode ring a killed classify-many left
+    in shared memory (it decodes with the dataset build's pipeline, named after the job alike)."""
+    remove_build_leftovers(folder.path)
+
+
 register_kind(JobKind("dataset", "trainyard.datasets.run", describe_dataset, on_end=end_dataset_job))
 register_kind(ModelKind("model", "trainyard.training.run", describe_model))
 # Inference jobs of a model: classify a list, folder or archive; evaluate a split.
 for _name in ("classify-many", "evaluate"):
-    register_kind(JobKind(_name, "trainyard.inference.run", describe_inference))
+    register_kind(JobKind(_name, "trainyard.inference.run", describe_inference, on_end=end_inference_job))
