@@ -17,7 +17,8 @@ each row printed as a ratio (issue 14's table):
                    trains the same network on the same number of images          aim <= 1.1
   classify (CLI)   `trainyard classify MODEL <N images> --json`, without a server (first the run
                    that exports the snapshot to ONNX, then one that finds it cached) and with a
-                   running server, against the archive's use_archive.py on the same images
+                   running server, against the archive's use_archive.py on the same images (with
+                   the export cached, the CLI classifies by itself whether a server runs or not)
   classify-many    a classify-many job's images/s, queued to done, against use_archive.py's (a
                    plain onnxruntime loop over the same files, its start-up included), and the
                    peak memory of each, over --images and --dataset-images images: the first
