@@ -40,12 +40,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helpers from a checkout
 from tests.conftest import make_image_folder  # noqa: E402
-from tests.live_server import free_port  # noqa: E402
+from tests.live_server import free_port, wait_until_up  # noqa: E402
 
 PY = sys.executable
 USE_ARCHIVE = str(Path(__file__).resolve().parents[1] / "src/trainyard/examples/classification/use_archive.py")
@@ -155,7 +154,7 @@ def run(base: Path, args: argparse.Namespace) -> None:
     server = subprocess.Popen(trainyard("serve", "--port", env["TRAINYARD_PORT"]), env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_server(f"http://127.0.0.1:{env['TRAINYARD_PORT']}/api/system", server)
+        wait_until_up(f"http://127.0.0.1:{env['TRAINYARD_PORT']}/api/system", lambda: server.poll() is None, 120)
         wall(trainyard("classify", model, images[0]), env)  # the server loads the model once
         served_s, _ = wall(trainyard("classify", model, *images, "--json"), env)
     finally:
@@ -226,17 +225,6 @@ def dataset_row(folder: Path, base: Path, env: dict, args: argparse.Namespace, r
     rows.append((f"dataset create wall / build alone ({count} img)", create_s, build_s, create_s / build_s,
                  "<= 1.3"))
     return dataset
-
-
-def wait_for_server(url: str, server: subprocess.Popen, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and server.poll() is None:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit(f"the server did not answer at {url}")
 
 
 def report(rows, imports, count: int) -> None:

@@ -10,7 +10,7 @@ import socket
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
@@ -29,11 +29,12 @@ def api(server, method: str, path: str, body: dict | None = None) -> dict:
         return json.loads(response.read())
 
 
-def wait_until_up(url: str, thread: threading.Thread, timeout: float = 30.0) -> None:
+def wait_until_up(url: str, alive: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Return once ``url`` answers; RuntimeError if ``alive()`` turns false or time runs out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not thread.is_alive():
-            raise RuntimeError("the server thread exited before it answered")
+        if not alive():
+            raise RuntimeError("the server exited before it answered")
         try:
             with urllib.request.urlopen(url, timeout=2):
                 return
@@ -53,7 +54,7 @@ def serving(app) -> Iterator[str]:
     thread.start()
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until_up(url + "/api/system", thread)
+        wait_until_up(url + "/api/system", thread.is_alive)
         yield url
     finally:
         server.should_exit = True
