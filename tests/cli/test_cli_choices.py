@@ -5,7 +5,7 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from trainyard.cli.main import app
-from trainyard.datasets.resize import RESIZE_MODES
+from trainyard.datasets.resize_plans import RESIZE_MODES
 from trainyard.training.lr_policies import lr_policy_names
 from trainyard.training.solvers import solver_names
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from trainyard.datasets.resize import RESIZE_MODES, plan_resize, py2_round, resize_image
+from trainyard.datasets.resize import resize_image
+from trainyard.datasets.resize_plans import RESIZE_MODES, plan_resize, py2_round
 
 COLOR = (200, 10, 60)
 

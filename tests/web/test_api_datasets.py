@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from trainyard.datasets.resize import RESIZE_MODES
+from trainyard.datasets.resize_plans import RESIZE_MODES
 from trainyard.settings import Settings
 
 GOOD_IMAGES = 20  # the image_folder fixture: 10 cats, 10 dogs, plus two bad files

@@ -9,16 +9,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from trainyard.datasets.resize_plans import (
-    RESIZE,
-    RESIZE_MODES,
-    Plan,
-    UnknownResizeMode,
-    plan_resize,
-    py2_round,
-)
-
-__all__ = ["RESIZE", "RESIZE_MODES", "Plan", "UnknownResizeMode", "plan_resize", "py2_round", "resize_image"]
+from trainyard.datasets.resize_plans import plan_resize
 
 RESAMPLE = Image.Resampling.BILINEAR
 

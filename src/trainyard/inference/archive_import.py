@@ -29,7 +29,7 @@ from trainyard.artifact.preprocess import MEAN_MODES
 from trainyard.core.errors import UserError
 from trainyard.core.files import read_json
 from trainyard.datasets.archive import ArchiveError, safe_extract
-from trainyard.datasets.resize import RESIZE_MODES
+from trainyard.datasets.resize_plans import RESIZE_MODES
 from trainyard.networks import UnknownNetwork, check_network_isolated, network_source
 
 REQUIRED = ("weights.safetensors", "network.py", "labels.txt", "mean.npy", "preprocess.json")
