@@ -1,7 +1,7 @@
 """/api/networks: the standard networks, their source (to customise), and inspecting any network.
 
-The network registry imports torch: it is imported in the handlers, so the server starts
-without torch and pays for it on the first request that lists or builds networks.
+Listing reads the torch-free network table; a parameter count missing from the cache, a
+network's source and an inspection load torch (in the handlers, so the server starts without it).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field, model_validator
 
+from trainyard import networks
 from trainyard.core.errors import InvalidInput
 from trainyard.jobs.context import Context
 from trainyard.web.bounded_pool import BoundedPool
@@ -30,21 +31,20 @@ def list_networks(ctx: Ctx, num_classes: Annotated[int, Query(ge=1, le=100_000)]
     """The standard networks, with their parameter counts for ``num_classes`` and ``in_channels``
     (the new-model form asks for its dataset's, so they match what Visualize says)."""
     from trainyard.jobs.precheck import cache_for
-    from trainyard.networks import registry
 
     counts = cache_for(ctx)
     return {"networks": [{**asdict(info), "params": counts.parameter_count(info.name, num_classes, in_channels)}
-                         for info in registry.list_networks()],
+                         for info in networks.list_networks()],
             "num_classes": num_classes, "in_channels": in_channels}
 
 
 def warm(ctx: Context) -> None:
     """Count the default parameters once at start-up (in a thread), so no page waits for it."""
     from trainyard.jobs.precheck import cache_for
-    from trainyard.networks import registry
 
-    for info in registry.list_networks():
-        cache_for(ctx).parameter_count(info.name)
+    counts = cache_for(ctx)
+    for info in networks.list_networks():
+        counts.parameter_count(info.name)
 
 
 @router.get("/{name}/source", response_class=PlainTextResponse)
