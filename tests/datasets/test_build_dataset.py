@@ -77,11 +77,10 @@ def test_full_build(tmp_path: Path, tree, encoding: str):
 def test_parallel_build_matches_single_process(tmp_path: Path, tree, monkeypatch, start_method: str):
     import multiprocessing
 
-    import trainyard.datasets.build as build_module
     import trainyard.datasets.pipeline as pipeline_module
 
     monkeypatch.setattr(pipeline_module, "mp_context", lambda: multiprocessing.get_context(start_method))
-    monkeypatch.setattr(build_module, "MIN_IMAGES_FOR_POOL", 2)  # use the pool even for 24 images
+    monkeypatch.setattr(pipeline_module, "MIN_IMAGES_FOR_POOL", 2)  # use the pool even for 24 images
     monkeypatch.setattr(pipeline_module, "CHUNK_BYTES", 16 * 16 * 5)  # 5 images a task: several tasks
     spec = spec_for(train_folder=str(tmp_path / "images"), resize="fill", channels=1, seed=5)
     one, dir_one = build(tmp_path, spec, "one", workers=1)

@@ -118,7 +118,9 @@ def test_stop_between_batches_keeps_rows(loaded, pictures, tmp_path):
 def test_decoding_processes_give_the_rows_of_decoding_in_process(loaded, pictures, tmp_path, monkeypatch):
     """120 lines (a pool of decoders) with unreadable, missing and refused ones among them: the
     same rows, errors included, in the same order as decoding in this process gives."""
-    from trainyard.inference import many
+    from trainyard.datasets import pipeline
+
+    monkeypatch.setattr("os.cpu_count", lambda: 2)  # a pool even on a one-core machine
 
     good = [f"{pictures / c / f'{i}.png'} {c}" for c in CLASSES for i in range(4)]
     bad = [f"{pictures / 'red' / 'broken.jpg'}", f"{pictures / 'missing.png'}", "/etc/hostname"]
@@ -127,13 +129,30 @@ def test_decoding_processes_give_the_rows_of_decoding_in_process(loaded, picture
     listing.write_text("\n".join(lines) + "\n")
     roots = [str(pictures)]
     pooled = run(loaded, list_items(listing, CLASSES, tmp_path), tmp_path / "pool", 120, roots=roots)
-    monkeypatch.setattr(many, "MIN_IMAGES_FOR_POOL", 10**9)
+    monkeypatch.setattr(pipeline, "MIN_IMAGES_FOR_POOL", 10**9)
     alone = run(loaded, list_items(listing, CLASSES, tmp_path), tmp_path / "alone", 120, roots=roots)
     assert pooled == alone and pooled["errors"] == 24 and pooled["accuracy"] == 1.0
     table = [(tmp_path / job / results.RESULTS_CSV).read_bytes() for job in ("pool", "alone")]
     assert table[0] == table[1]
     errors = [r["error"] for r in results.read_rows(tmp_path / "pool", 12, 3)]
     assert "corrupt" in errors[0] and "does not exist" in errors[1] and "outside the data roots" in errors[2]
+
+
+def test_a_split_is_read_as_it_is_classified_not_ahead(loaded, trained, tmp_path):
+    """A dataset split's stored images stream batch by batch: never the whole split at once."""
+    from trainyard.inference.sources import split_items
+
+    dataset = trained.ctx.manager.folder(trained.dataset_id).path / "dataset"
+    taken, seen = [], []
+
+    def items():
+        for item in split_items(dataset, "val", CLASSES):
+            taken.append(item)
+            yield item
+
+    run(loaded, items(), tmp_path / "job", 18, dataset_dir=str(dataset), split="val", batch_size=4,
+        progress=lambda done, total: seen.append((done, len(taken))))
+    assert seen[0] == (4, 4) and seen[-1] == (18, 18)
 
 
 def peak_python_memory(loaded, listing: Path, job: Path) -> int:

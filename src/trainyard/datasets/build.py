@@ -21,7 +21,7 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.jobproc import Progress
 from trainyard.datasets.collect import BuildPlan, DatasetError, collect
 from trainyard.datasets.leftovers import new_shm_name
-from trainyard.datasets.pipeline import MIN_IMAGES_FOR_POOL, DecodePipeline
+from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.sources import Skipped
 from trainyard.datasets.storage import SPLITS, SplitWriter, open_split, save_mean
 from trainyard.datasets.worker import Geometry
@@ -185,9 +185,8 @@ def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: Ev
     progress = BuildProgress(events, total, counts=lambda: _class_counts(plan.classes, writers))
     for split, writer in writers.items():
         _copy_parent(plan, split, writer, progress)
-    workers = workers if total >= MIN_IMAGES_FOR_POOL else 1
     try:
-        with DecodePipeline(geometry, workers, shm_name=new_shm_name(tmp.parent)) as pipeline:
+        with DecodePipeline(geometry, workers, shm_name=new_shm_name(tmp.parent), count=total) as pipeline:
             _write_new(plan, writers, pipeline, spec.seed, progress)
     except BrokenProcessPool:
         raise DatasetError("an image worker process died unexpectedly (out of memory, or killed)") from None

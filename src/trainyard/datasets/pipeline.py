@@ -50,15 +50,16 @@ def chunk_size(geometry: Geometry) -> int:
 
 
 class DecodePipeline:
-    """Decode and resize images with ``workers`` processes (or in this process if 1).
+    """Decode and resize images with ``workers`` processes (or in this process if 1, or when
+    ``count``, the number of images when known, is below MIN_IMAGES_FOR_POOL).
 
     Use as a context manager; ``run`` yields ``(pixels, encoded, reason)`` per item, in order.
     ``pixels`` may be a view into shared memory: use it before asking for the next result.
     """
 
-    def __init__(self, geometry: Geometry, workers: int, shm_name: str | None = None):
+    def __init__(self, geometry: Geometry, workers: int, shm_name: str | None = None, count: int | None = None):
         self.geometry = geometry
-        self.workers = workers
+        self.workers = workers if count is None or count >= MIN_IMAGES_FOR_POOL else 1
         self.size = chunk_size(geometry)
         self.window = 2 * workers + 1  # enough to keep every worker busy while we write
         self.pool: ProcessPoolExecutor | None = None

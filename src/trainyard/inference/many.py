@@ -26,7 +26,7 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.jobproc import Aborted
 from trainyard.core.paths import PathNotAllowed, inside_roots, resolve_roots
 from trainyard.datasets.leftovers import new_shm_name
-from trainyard.datasets.pipeline import MIN_IMAGES_FOR_POOL, DecodePipeline
+from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.storage import open_split
 from trainyard.datasets.worker import Geometry, Outcome
 from trainyard.inference import metrics
@@ -142,13 +142,14 @@ def classify_many(loaded: LoadedModel, items: Iterable[Item], job_dir: Path, *, 
     sources = Sources(list(roots), dataset_dir, split)
     p = loaded.preprocess
     geometry = Geometry(p["width"], p["height"], p["channels"], p["resize"], encoding="none")
-    workers = (os.cpu_count() or 1) if total >= MIN_IMAGES_FOR_POOL and not split else 1
     done = errors = 0
-    with (DecodePipeline(geometry, workers, shm_name=new_shm_name(job_dir)) as pipeline,
+    with (DecodePipeline(geometry, os.cpu_count() or 1, shm_name=new_shm_name(job_dir), count=total) as pipeline,
           open(job_dir / RESULTS_CSV, "wb") as out, open(job_dir / RESULTS_INDEX, "wb") as index):
         header = ["row", "image", "label"] + [f"{n}_{j + 1}" for j in range(k) for n in ("prediction", "confidence")]
         out.write(_csv_lines([header + ["error"]]))
-        stream = _pixels(items, sources, pipeline)
+        # A split's images are stored pixels, read one by one: only files go through the pipeline
+        # (whose input, read a window ahead, would otherwise be the whole split at once).
+        stream = ((item, sources(item)) for item in items) if split else _pixels(items, sources, pipeline)
         while batch := list(itertools.islice(stream, batch_size)):
             if should_stop():
                 raise Aborted()

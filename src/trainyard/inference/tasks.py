@@ -27,14 +27,13 @@ BRIEF = ("images", "classified", "errors", "labelled", "accuracy", "top5_accurac
 def job_device() -> str:
     """The job's GPU when the runner gave it one (CUDA_VISIBLE_DEVICES), else the CPU.
 
-    The runner always sets the variable (empty for a CPU job), so this needs no torch; a job
-    started by hand without it asks torch."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        import torch
+    A CPU job gets the variable empty from the runner: the CPU, without importing torch. Any
+    other value asks torch, which finds no device behind a fake GPU (TRAINYARD_FAKE_GPUS)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "unset").strip() == "":
+        return "cpu"
+    import torch
 
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return "cuda" if visible.strip() else "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def open_source(spec: InferenceSpec, job_dir: Path, classes: list[str], events: EventWriter):
