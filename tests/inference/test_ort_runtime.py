@@ -154,3 +154,14 @@ def test_inference_inputs_equal_validation_batches_to_the_bit(mode):
     expected = normalize_batch(torch.from_numpy(batch), mean, 32, std=std).numpy()
     got = prepare_pixels(batch, 32, None if mean is None else mean.numpy(), std.numpy()).inputs
     assert got.dtype == np.float32 and np.array_equal(got, expected)
+
+
+def test_the_job_device_is_the_cpu_behind_an_empty_or_fake_gpu(monkeypatch):
+    """The runner's empty CUDA_VISIBLE_DEVICES means the CPU; a fake GPU ("0" on a machine
+    without one, TRAINYARD_FAKE_GPUS) is whatever torch finds behind it."""
+    from trainyard.inference.tasks import job_device
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert job_device() == "cpu"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert job_device() == ("cuda" if torch.cuda.is_available() else "cpu")
