@@ -217,7 +217,10 @@ def _network_info(network: str):
 
 
 def _normalisation(file: Path) -> dict:
-    """A trainyard checkpoint's input normalisation (weights fine-tuned from ImageNet keep it)."""
+    """The input normalisation of a trainyard checkpoint fine-tuned from published weights
+    (per channel, in 0..1): fine-tuning from it again must feed what those weights were trained
+    on. None for other files, and for checkpoints trained with the dataset's own mean."""
+    import numpy as np
     import torch
 
     if file.suffix == ".safetensors":
@@ -226,7 +229,10 @@ def _normalisation(file: Path) -> dict:
         prep = torch.load(file, map_location="cpu", weights_only=True, mmap=True).get("preprocess") or {}
     except Exception:
         return {"mean": None, "std": None}
-    return {"mean": prep.get("norm_mean"), "std": prep.get("norm_std")}
+    if not prep.get("std") or prep.get("mean") is None:  # see training/build_run.py's preprocess entry
+        return {"mean": None, "std": None}
+    image = np.asarray(prep["mean"], np.float64)  # the weights' mean as a constant (H, W, C) image, 0..255
+    return {"mean": [float(v) / 255.0 for v in image.mean(axis=(0, 1))], "std": [float(v) for v in prep["std"]]}
 
 
 def _save_safetensors(state: dict, path: Path) -> None:
