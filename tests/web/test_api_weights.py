@@ -50,6 +50,10 @@ def test_import_upload_and_its_errors(api):
     wrong = api.post("/api/weights", data={"name": "other", "network": "lenet"},
                      files={"file": ("w.safetensors", body)})
     assert wrong.status_code == 422 and "does not fit network lenet" in wrong.json()["detail"]
+    odd_name = api.post("/api/weights", data={"name": "dots", "network": "lenet"}, files={"file": ("..", b"junk")})
+    assert odd_name.status_code == 422 and "not a weights file" in odd_name.json()["detail"]  # was a 500
+    empty = api.post("/api/weights", data={"name": "empty", "network": "lenet"}, files={"file": ("w.pt", b"")})
+    assert empty.status_code == 400 and "is empty" in empty.json()["detail"]
     assert api.get("/api/weights/nothing-here").status_code == 404
     assert api.delete("/api/weights/resnet18.imagenet").status_code == 404
 

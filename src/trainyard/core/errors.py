@@ -32,6 +32,12 @@ class Conflict(UserError):
     http_status = 409
 
 
+class TooLarge(UserError):
+    """More than the server takes in one request: an upload past its size limit (HTTP 413)."""
+
+    http_status = 413
+
+
 class Forbidden(UserError):
     """Outside what this server may touch, such as a path beyond the data roots (HTTP 403)."""
 

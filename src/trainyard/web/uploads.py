@@ -6,10 +6,9 @@ import re
 import secrets
 from pathlib import Path
 
-from fastapi import HTTPException
 from starlette.datastructures import UploadFile  # request.form()'s; fastapi's File(...) subclasses it
 
-from trainyard.core.errors import UserError
+from trainyard.core.errors import TooLarge, UserError
 
 CHUNK = 1 << 20
 
@@ -34,8 +33,8 @@ async def save_upload(file: UploadFile, uploads_dir: Path, max_bytes: int) -> Pa
                 out.close()
                 path.unlink(missing_ok=True)
                 folder.rmdir()
-                raise HTTPException(413, f"upload larger than the limit of {max_bytes // 2**20} MiB "
-                                         "(TRAINYARD_MAX_UPLOAD_MB)")
+                raise TooLarge(f"upload larger than the limit of {max_bytes // 2**20} MiB "
+                               "(TRAINYARD_MAX_UPLOAD_MB)")
             out.write(chunk)
     if written == 0:
         path.unlink()

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, File, Form, HTTPException, Query, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 from fastapi.responses import FileResponse, Response
 from pydantic import ValidationError
 
@@ -73,7 +73,7 @@ async def _fields_with_uploads(ctx, spec_json: str, file: UploadFile | None, val
             fields["train_archive"] = str(await save_upload(file, ctx.settings.uploads_dir, limit))
         if val_file is not None and val_file.filename:
             fields["val_archive"] = str(await save_upload(val_file, ctx.settings.uploads_dir, limit))
-    except (HTTPException, UserError):  # too large (413) or empty
+    except UserError:  # too large (413) or empty
         _discard_uploads(fields)
         raise
     return fields

@@ -14,11 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import UploadFile
 
-from trainyard.core.errors import InvalidInput, NotFound
+from trainyard.core.errors import InvalidInput, NotFound, TooLarge
 from trainyard.core.paths import resolve_inside
 from trainyard.jobs.inference_jobs import create_inference_job, inference_jobs
 from trainyard.jobs.job_documents import job_brief, job_detail
@@ -48,7 +48,7 @@ async def _images_of(ctx, request: Request) -> list[tuple[str, bytes | Path]]:
         files = [f for key in ("images", "image", "file") for f in form.getlist(key) if isinstance(f, UploadFile)]
         limit = ctx.settings.max_upload_mb * 2**20
         if any((f.size or 0) > limit for f in files):
-            raise HTTPException(413, f"an image is larger than the limit of {ctx.settings.max_upload_mb} MiB")
+            raise TooLarge(f"an image is larger than the limit of {ctx.settings.max_upload_mb} MiB")
         found: list[tuple[str, bytes | Path]] = [
             (safe_filename(f.filename, "image"), await f.read()) for f in files]
     else:
@@ -60,7 +60,7 @@ async def _images_of(ctx, request: Request) -> list[tuple[str, bytes | Path]]:
     if not found:
         raise InvalidInput("no image given: upload files as 'images', or send {\"paths\": [...]}")
     if len(found) > MAX_IMAGES:
-        raise HTTPException(413, f"at most {MAX_IMAGES} images a request; use classify-many for more")
+        raise TooLarge(f"at most {MAX_IMAGES} images a request; use classify-many for more")
     return found
 
 

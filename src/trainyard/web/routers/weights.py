@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, File, Form, Request, UploadFile
 
 from trainyard.core.errors import InvalidInput
+from trainyard.web.uploads import save_upload
 
 if TYPE_CHECKING:
     from trainyard.weights.pulls import Pulls
@@ -70,20 +69,15 @@ async def pull_weights(request: Request, name: str) -> dict:
 async def import_weights(request: Request, name: str = Form(...), network: str | None = Form(None),
                          file: UploadFile = File(...)) -> dict:
     """Add an uploaded file: a published entry's (hash-checked) or your own for ``network``."""
-    p = pulls(request)
-    with tempfile.TemporaryDirectory(dir=_uploads(request)) as folder:
-        path = Path(folder) / Path(file.filename or "weights.pth").name
-        with open(path, "wb") as out:
-            await asyncio.to_thread(shutil.copyfileobj, file.file, out)
-        return await _call(p.store.import_file, name, path, network or None)
+    settings = request.app.state.ctx.settings
+    # save_upload: the file name made harmless, the size limit, an empty file refused
+    path = await save_upload(file, settings.uploads_dir, settings.max_upload_mb * 2**20)
+    try:
+        return await _call(pulls(request).store.import_file, name, path, network or None)
+    finally:
+        shutil.rmtree(path.parent, ignore_errors=True)  # the upload's own folder
 
 
 @router.delete("/{name}")
 async def remove_weights(request: Request, name: str) -> dict:
     return await _call(pulls(request).store.remove, name)
-
-
-def _uploads(request: Request) -> Path:
-    folder = request.app.state.ctx.settings.uploads_dir
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
