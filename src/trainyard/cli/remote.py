@@ -27,10 +27,6 @@ ANSWER_TIMEOUT_S = 600.0  # a first request may export the snapshot to ONNX befo
 def classify_via_server(settings: Settings, model_id: str, images: list[Path], *, top: int,
                         epoch: float | None) -> list[dict] | None:
     """The classify results of a running server, or None where the CLI must classify itself."""
-    try:
-        files = [(str(path), path.read_bytes()) for path in images]
-    except OSError:
-        return None  # the local path reports the unreadable file exactly as it always has
     host, port = _address(settings)
     if not _listening(host, port):
         return None
@@ -38,8 +34,12 @@ def classify_via_server(settings: Settings, model_id: str, images: list[Path], *
     server = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
     url = f"{server}/api/models/{urllib.parse.quote(model_id)}/classify?{query}"
     results: list[dict] = []
-    for start in range(0, len(files), BATCH):
-        answer = _post(url, files[start:start + BATCH], settings.auth_token)
+    for start in range(0, len(images), BATCH):  # read a request's images at a time, not all at once
+        try:
+            files = [(str(path), path.read_bytes()) for path in images[start:start + BATCH]]
+        except OSError:
+            return None  # the local path reports the unreadable file exactly as it always has
+        answer = _post(url, files, settings.auth_token)
         if answer is None:
             return None
         results += answer["results"]
