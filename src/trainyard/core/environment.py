@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 
 SECRET_VARIABLES = ("TRAINYARD_AUTH_TOKEN",)
 
@@ -31,3 +32,22 @@ def kill_group(proc: subprocess.Popen) -> None:
         proc.communicate(timeout=5)
     except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipes
         pass
+
+
+def die_with_parent(parent_pid: int | None = None, code: int = 1) -> None:
+    """Have the kernel SIGKILL this process when its parent dies, even by ``kill -9``: a decode
+    worker or a training rank left running after its job process or launcher would hold memory,
+    or a GPU, for good. Linux only (elsewhere the parent's pipes end its children when it exits
+    normally). Exits at once with ``code`` if the parent (``parent_pid``, else any but init) is
+    already gone, as it may have died before the signal was armed."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    parent = os.getppid()
+    if (parent != parent_pid) if parent_pid is not None else (parent == 1):
+        os._exit(code)

@@ -6,9 +6,7 @@ build's own dependencies, and starts quickly.
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +15,7 @@ from multiprocessing.shared_memory import SharedMemory
 import numpy as np
 from PIL import Image
 
+from trainyard.core.environment import die_with_parent
 from trainyard.datasets.images import ImageError, load_image
 from trainyard.datasets.resize import resize_image
 from trainyard.datasets.storage import encode_image
@@ -52,21 +51,6 @@ def init_worker(parent_pid: int | None = None) -> None:
     warnings.simplefilter("ignore", Image.DecompressionBombWarning)
     if parent_pid is not None:
         die_with_parent(parent_pid)
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Have the kernel kill this worker when the build process dies, even by ``kill -9``
-    (otherwise workers sat blocked on their queue for minutes). Linux only; elsewhere the
-    pool's own pipes end the workers when the parent exits normally."""
-    if sys.platform != "linux":
-        return
-    import ctypes
-
-    PR_SET_PDEATHSIG = 1
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent_pid:  # the parent died before the signal was armed
-        os._exit(1)
 
 
 def process_chunk(geometry: Geometry, items: Sequence[tuple[str, tuple[int, ...]]],

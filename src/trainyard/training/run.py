@@ -24,11 +24,11 @@ and writes to it.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import traceback
 from pathlib import Path
 
+from trainyard.core.environment import die_with_parent
 from trainyard.core.events import EventWriter
 from trainyard.core.gc_control import collect_from_here, pause_collection
 from trainyard.core.jobproc import EXIT_FAILED, Aborted, StopFlag, exit_process, run_job
@@ -71,7 +71,8 @@ def main(job_dir: str | Path, *, own_process: bool = False) -> int:
         pause_collection()  # until the run is built: importing torch and building make no garbage
     folder = JobFolder(job_dir)
     rank = int(os.environ.get("RANK", "0"))  # set by torch.distributed.run; 0 when alone
-    _die_with_launcher()
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # a rank under torch.distributed.run: end with the launcher
+        die_with_parent(code=EXIT_FAILED)
     if rank == 0:
         for stale in folder.path.glob("rank-*.error"):  # from an earlier run of this job
             stale.unlink(missing_ok=True)
@@ -140,21 +141,6 @@ def _plan(folder: JobFolder, spec, d, events: RankEvents):
         raise TrainingError("every node needs the same dataset: the ranks have "
                             f"{', '.join(map(str, counts))} training images ({spec.dataset_dir} here)")
     return spec, leader["checkpoint"]
-
-
-def _die_with_launcher() -> None:
-    """Under torch.distributed.run, end with the launcher: a rank left running after its
-    launcher was killed (an abort's SIGKILL, the OOM killer) would hold its GPU forever."""
-    if "TORCHELASTIC_RUN_ID" not in os.environ or not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() == 1:  # the launcher died before prctl took effect
-        os._exit(EXIT_FAILED)
 
 
 def _report_rank_error(folder: JobFolder, rank: int, message: str) -> None:
