@@ -19,6 +19,7 @@ from typing import Any
 from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
 from trainyard.cluster.worker import RankWorker
 from trainyard.core.events import EventWriter
+from trainyard.core.jobproc import EXIT_ABORTED, one_line
 from trainyard.core.paths import JobFolder
 
 ENTRY_POINT = ["python", "-m", "trainyard.training.run"]
@@ -52,7 +53,7 @@ class Attempt:
             try:
                 problem = self._start_actors()
             except RayError as exc:  # an actor (or its node) died before its rank started
-                return Outcome("lost", f"a worker of this job was lost while starting: {_first_line(exc)}")
+                return Outcome("lost", f"a worker of this job was lost while starting: {one_line(exc)}")
             if problem:
                 return Outcome("storage", problem)
             return self._watch()
@@ -161,11 +162,11 @@ class Attempt:
         asked: dict[int, tuple[Any, float]] = {}
         while len(codes) < len(self.actors) and time.monotonic() < deadline:
             codes.update(self._poll(codes, asked, silent_is_lost=False))
-        self._stop_ranks(set(codes), kill=False)
+        self._stop_ranks(set(codes))
         for rank, code in sorted(codes.items()):
             if isinstance(code, str) or code < 0:
                 return Outcome("lost", self._describe_loss(rank, code))
-        if all(code == 128 + signal.SIGTERM for code in codes.values()):
+        if all(code == EXIT_ABORTED for code in codes.values()):
             return Outcome("aborted")
         return Outcome("failed")
 
@@ -183,17 +184,17 @@ class Attempt:
 
     def _stop_all(self, codes: dict[int, int | str]) -> Outcome:
         """Abort: SIGTERM every rank, give them STOP_S to agree and report ``aborted``."""
-        self._stop_ranks(set(codes), kill=False)
+        self._stop_ranks(set(codes))
         deadline = time.monotonic() + STOP_S
         asked: dict[int, tuple[Any, float]] = {}
         while len(codes) < len(self.actors) and time.monotonic() < deadline:
             codes.update(self._poll(codes, asked, silent_is_lost=False))
         return Outcome("aborted")
 
-    def _stop_ranks(self, ended: set[int], kill: bool) -> None:
+    def _stop_ranks(self, ended: set[int]) -> None:
         for rank, actor in enumerate(self.actors):
             if rank not in ended:
-                actor.stop.remote(kill)
+                actor.stop.remote()
 
     def _clean_up(self) -> None:
         """Kill the actors (their training processes die with them) and free the bundles."""
@@ -209,8 +210,3 @@ class Attempt:
                 remove_placement_group(self.pg)
             except Exception:
                 pass
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

@@ -13,6 +13,8 @@ import socket
 import threading
 from typing import Any
 
+from trainyard.core.jobproc import one_line
+
 NAMESPACE = "trainyard"  # named actors (one per rank) live here, so the server can find them
 _lock = threading.Lock()
 _joining: threading.Thread | None = None  # a join that has not answered yet (never two at once)
@@ -70,9 +72,8 @@ def connect(timeout_s: float = 30.0) -> Any:
             raise ClusterUnavailable(f"the Ray cluster at RAY_ADDRESS={value} did not answer within "
                                      f"{timeout_s:.0f} s; check that it runs and that this machine can reach it")
         if failure:
-            text = str(failure[0]).strip()
             raise ClusterUnavailable(f"could not join the Ray cluster at RAY_ADDRESS={value}: "
-                                     f"{text.splitlines()[0] if text else type(failure[0]).__name__}")
+                                     f"{one_line(failure[0])}")
         return ray
 
 

@@ -15,7 +15,6 @@ over NFS. Exit codes as run.py's: 0 done, 1 failed, 143 aborted.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import traceback
 from pathlib import Path
@@ -25,26 +24,9 @@ from trainyard.cluster.connect import ClusterUnavailable, connect
 from trainyard.cluster.placement import Placement
 from trainyard.core.events import EventWriter, read_events
 from trainyard.core.files import read_json
+from trainyard.core.jobproc import EXIT_ABORTED, EXIT_FAILED, StopFlag
 from trainyard.core.paths import JobFolder
-
-EXIT_FAILED = 1
-EXIT_ABORTED = 128 + signal.SIGTERM
-FINAL = ("done", "failed", "aborted")
-
-
-class Stop:
-    """Set by SIGTERM/SIGINT (abort); attempts poll it."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._handle)
-
-    def __call__(self) -> bool:
-        return self.requested
-
-    def _handle(self, signum, frame) -> None:
-        self.requested = True
+from trainyard.core.status import FINAL_STATUSES
 
 
 def main(job_dir: str | Path) -> int:
@@ -53,8 +35,8 @@ def main(job_dir: str | Path) -> int:
         try:
             spec = read_json(folder.spec)
             ray = connect()
-            stop = Stop()  # after ray.init, which installs handlers of its own
-            outcome = run_attempts(ray, folder, spec, events, stop)
+            with StopFlag().installed() as stop:  # after ray.init, which installs handlers of its own
+                outcome = run_attempts(ray, folder, spec, events, stop)
         except ClusterUnavailable as exc:
             outcome = Outcome("failed", str(exc))
         except Exception as exc:  # a defect, or Ray failing under us: the job fails, it says why
@@ -63,7 +45,7 @@ def main(job_dir: str | Path) -> int:
         return finish(folder, events, outcome)
 
 
-def run_attempts(ray, folder: JobFolder, spec: dict, events: EventWriter, stop: Stop) -> Outcome:
+def run_attempts(ray, folder: JobFolder, spec: dict, events: EventWriter, stop: StopFlag) -> Outcome:
     placement = Placement.from_spec(spec)
     restarts = int(spec.get("max_restarts") or 0)
     number = 0
@@ -82,10 +64,10 @@ def finish(folder: JobFolder, events: EventWriter, outcome: Outcome) -> int:
     if outcome.kind == "done":
         return 0
     if outcome.kind == "aborted":
-        if last not in FINAL:
+        if last not in FINAL_STATUSES:
             events.status("aborted")
         return EXIT_ABORTED
-    if outcome.message or last not in FINAL:
+    if outcome.message or last not in FINAL_STATUSES:
         # a lost rank's node and signal say more than rank 0's "another process stopped"
         message = outcome.message or "the training processes ended without reporting a result; see output-rank-*.txt"
         events.log(message, "error")

@@ -73,10 +73,11 @@ class RankWorker:
         """The training process's exit code (negative: killed by that signal), None while it runs."""
         return self.child.poll() if self.child else None
 
-    def stop(self, kill: bool = False) -> None:
-        """SIGTERM (abort: the ranks agree to stop at a step boundary) or SIGKILL the process."""
+    def stop(self) -> None:
+        """SIGTERM the process (abort: the ranks agree to stop at a step boundary); killing is
+        ray.kill's, on the actor, which the process dies with."""
         if self.child is not None and self.child.poll() is None:
-            self.child.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            self.child.send_signal(signal.SIGTERM)
 
     def figures(self) -> dict:
         """CPU percent and memory of the training process tree, and its GPUs' NVML readings."""

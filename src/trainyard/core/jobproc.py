@@ -54,9 +54,9 @@ class StopFlag:
     with no step boundary to poll at (a dataset build inside a decode pipeline).
     """
 
-    def __init__(self, raise_at_once: bool = False) -> None:
+    def __init__(self) -> None:
         self.signal: int | None = None
-        self.raise_at_once = raise_at_once
+        self.raise_at_once = False  # run_job arms it while a body that asked for it runs
 
     def __call__(self) -> bool:
         return self.signal is not None
@@ -111,8 +111,10 @@ class Progress:
 
 
 def one_line(error: BaseException) -> str:
-    """The default message for the user: the error's text, or its type when it has none."""
-    return str(error).strip() or type(error).__name__
+    """The default message for the user: the first line of the error's text, or its type when
+    it has none."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def run_job(events: EventWriter, body: Callable[[StopFlag], Any], *, aborted_note: str = "aborted",
