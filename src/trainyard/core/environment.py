@@ -26,7 +26,7 @@ def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the process group ``proc`` leads (started with ``start_new_session``) and reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):  # already gone (some systems answer EPERM then)
         pass
     try:
         proc.communicate(timeout=5)

@@ -18,7 +18,7 @@ from trainyard.artifact.inputs import Prepared
 from trainyard.datasets.images import ImageError, load_image_bytes
 from trainyard.inference.loader import InferenceError, LoadedModel
 
-__all__ = ["Prepared", "classify", "decode", "prepare", "prepare_pixels", "resize_for"]
+__all__ = ["Prepared", "classify", "decode", "prepare", "prepare_pixels"]
 
 MAX_TOP = 100
 
@@ -29,11 +29,6 @@ def decode(data: bytes, loaded: LoadedModel) -> Image.Image:
         return load_image_bytes(data, loaded.preprocess["channels"])
     except ImageError as exc:
         raise InferenceError(f"not a usable image: {exc}") from None
-
-
-def resize_for(loaded: LoadedModel, image: Image.Image) -> np.ndarray:
-    """An image at the dataset's stored size, (H, W, C) uint8, resized as the dataset build did."""
-    return inputs.resize_for_input(image, loaded.preprocess)
 
 
 def prepare(loaded: LoadedModel, images: Sequence[Image.Image]) -> Prepared:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from PIL import Image
 
 from trainyard.artifact.inputs import resize_for_input
-from trainyard.datasets.images import ImageError, load_image
+from trainyard.datasets.images import ImageError, load_image, to_pil
 from trainyard.inference.classify import (
     MAX_TOP,
     decode,
@@ -102,4 +102,4 @@ def _pil(loaded: LoadedModel, name: str, source: bytes | Path) -> Image.Image:
         raise InferenceError(f"{name} is not a usable image: {reason}") from None
     with image:
         pixels = resize_for_input(image, loaded.preprocess)
-    return Image.fromarray(pixels[..., 0] if pixels.shape[2] == 1 else pixels)
+    return to_pil(pixels)

@@ -16,7 +16,6 @@ import base64
 import json
 import os
 import select
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainyard.core.environment import child_environment
+from trainyard.core.environment import child_environment, kill_group
 from trainyard.core.errors import UserError
 from trainyard.inference.loader import UserCode, load_model
 from trainyard.inference.responses import answer
@@ -141,17 +140,7 @@ class ModelWorker:
 
     def stop(self) -> None:
         """Kill the worker and everything it started (its own process group)."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:  # a pipe already broken by the kill
-                pass
+        kill_group(self.proc)  # also reaps it and closes its pipes
         self._stderr.close()
 
 
@@ -199,10 +188,6 @@ class WorkerPool:
             self._workers.clear()
         for worker in doomed:
             worker.stop()
-
-    def pids(self) -> list[int]:
-        with self._lock:
-            return [w.proc.pid for w in self._workers.values()]
 
     def _start_reaper(self) -> None:
         if self._reaper is None or not self._reaper.is_alive():

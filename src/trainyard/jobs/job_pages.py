@@ -28,7 +28,6 @@ ENDED = (Status.DONE, Status.ABORTED, Status.FAILED)
 # Status order for sorting: what needs attention first.
 STATUS_RANK = {"running": 0, "waiting": 1, "queued": 2, "failed": 3, "aborted": 4, "done": 5}
 SORTS = ("created", "name", "status", "progress", "elapsed", "best")
-GROUPINGS = ("", "sweep", "dataset", "status")
 
 
 @dataclass
