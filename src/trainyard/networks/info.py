@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 from trainyard.core.registry import UnknownName
 
+# Names of timm's models, as networks: "timm:<model>" (timm_networks.py; the table names the family).
+TIMM_PREFIX = "timm:"
+
 
 @dataclass(frozen=True)
 class NetworkInfo:

@@ -39,7 +39,7 @@ def register_network(name: str, *, source: Callable[[], str] | None = None) -> C
     table.STANDARD.get(name)  # UnknownNetwork: describe the network in table.py first
 
     def decorator(build: Builder) -> Builder:
-        _BUILDERS.register(name, build, info=table.STANDARD.get(name))
+        _BUILDERS.register(name, build)  # its NetworkInfo is the table's
         _SOURCES[name] = source or (lambda: _module_source(build.__module__))
         return build
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from trainyard.core.registry import Registry
 
-from .info import NetworkInfo, UnknownNetwork
+from .info import TIMM_PREFIX, NetworkInfo, UnknownNetwork
 
-TIMM_PREFIX = "timm:"  # timm_networks.PREFIX, repeated here so the table need not import timm
 FAMILIES = [f"{TIMM_PREFIX}<model>"]  # how the error message names the untabled families
 
 _TORCHVISION = "torchvision.models"

@@ -15,9 +15,8 @@ from torch import nn
 
 from trainyard.core.errors import NotFound
 
-from .info import NetworkInfo, UnknownNetwork
+from .info import TIMM_PREFIX, NetworkInfo, UnknownNetwork
 
-PREFIX = "timm:"
 DEFAULT_BATCH = 32
 MIN_IMAGE_SIZE = 32
 
@@ -26,7 +25,7 @@ class UnknownTimmModel(UnknownNetwork):
     """A ``timm:`` name timm does not have; the message suggests close ones (not all of them)."""
 
     def __init__(self, model: str, close: list[str]):
-        self.name, self.valid = PREFIX + model, [PREFIX + c for c in close]
+        self.name, self.valid = TIMM_PREFIX + model, [TIMM_PREFIX + c for c in close]
         hint = f"; did you mean {', '.join(self.valid)}?" if close else "; see GET /api/networks/search"
         NotFound.__init__(self, f"unknown timm model {model!r}{hint}")
 
@@ -41,9 +40,9 @@ def model_names() -> tuple[str, ...]:
 
 def search(query: str = "", limit: int = 50) -> list[str]:
     """``timm:`` names containing every word of ``query``, shortest (most basic) first."""
-    words = query.lower().removeprefix(PREFIX).split()
+    words = query.lower().removeprefix(TIMM_PREFIX).split()
     found = [n for n in model_names() if all(w in n for w in words)]
-    return [PREFIX + n for n in sorted(found, key=lambda n: (len(n), n))[:limit]]
+    return [TIMM_PREFIX + n for n in sorted(found, key=lambda n: (len(n), n))[:limit]]
 
 
 def _config(model: str):
@@ -55,7 +54,7 @@ def _config(model: str):
 @cache
 def resolve(name: str):
     """(NetworkInfo, builder, source function) for ``timm:<model>``; UnknownNetwork otherwise."""
-    model = name.removeprefix(PREFIX)
+    model = name.removeprefix(TIMM_PREFIX)
     if model not in set(model_names()):
         raise UnknownTimmModel(model, difflib.get_close_matches(model, model_names(), n=3, cutoff=0.6))
     cfg = _config(model)
