@@ -36,7 +36,9 @@ import numpy as np
 import psutil
 from PIL import Image
 
-from trainyard.jobs.store import Store
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helpers from a checkout
+from tests.live_server import free_port, wait_until_up  # noqa: E402
+from trainyard.jobs.store import Store  # noqa: E402
 
 FINAL = {"done", "failed", "aborted"}
 
@@ -60,7 +62,7 @@ class Server:
     def __init__(self, home: Path, data: Path, token: str = ""):
         self.env = {**os.environ, "TRAINYARD_HOME": str(home), "TRAINYARD_DATA_ROOTS": str(data),
                     "TRAINYARD_AUTH_TOKEN": token, "TRAINYARD_CPU_JOBS": "1"}
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
@@ -68,14 +70,9 @@ class Server:
         code = "from trainyard.cli.main import app; app()"
         self.proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--port", str(self.port)],
                                      env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 300  # a loaded machine takes a while to import torch
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(self.url + "/login", timeout=2)
-                return self
-            except httpx.HTTPError:
-                time.sleep(0.3)
-        raise RuntimeError("the server did not start")
+        # /login answers without the token; 300 s: a loaded machine takes a while to start
+        wait_until_up(self.url + "/login", lambda: self.proc is not None and self.proc.poll() is None, 300)
+        return self
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -110,14 +107,6 @@ class PeakRSS:
         while not self._stop.is_set():
             self.peak = max(self.peak, self.process.memory_info().rss)
             time.sleep(0.02)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_images(root: Path, classes=("red", "blue"), count: int = 12) -> Path:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,11 +41,8 @@ from pathlib import Path
 
 import httpx
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helpers from a checkout
+from tests.live_server import free_port, wait_until_up  # noqa: E402
 
 
 def start_server(home: Path) -> tuple[subprocess.Popen, str]:
@@ -56,15 +52,12 @@ def start_server(home: Path) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "trainyard.cli.main", "serve", "--port", str(port)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url + "/api/system", timeout=5)
-            return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("the server did not start within 120 s")
+    try:
+        wait_until_up(url + "/api/system", lambda: proc.poll() is None, 120)
+    except RuntimeError:
+        proc.kill()
+        raise
+    return proc, url
 
 
 def timed(call) -> float:
