@@ -77,7 +77,8 @@ def odd_images(folder: Path) -> list[Path]:
 
 
 def server_probabilities(checkpoint_path: Path, images: list[Path]) -> np.ndarray:
-    """What the server computes: the checkpoint's network on preprocess_images, softmax (N, K)."""
+    """The checkpoint's network in PyTorch on preprocess_images, softmax (N, K): the reference the
+    server's ONNX Runtime answers and the archive's scripts are held to."""
     checkpoint = load_checkpoint(checkpoint_path)
     model = build_model_from_checkpoint(checkpoint)
     channels = checkpoint["preprocess"]["channels"]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,13 +59,23 @@ class CheckpointError(NotFound):
     """A file that is not a trainyard checkpoint, or an epoch without one."""
 
 
-def save_checkpoint(path: str | os.PathLike, checkpoint: dict) -> Path:
-    """Write ``checkpoint`` to ``path`` atomically (temp file, fsync, rename); return the path."""
+def save_checkpoint(path: str | os.PathLike, checkpoint: dict,
+                    before_rename: Callable[[], None] | None = None) -> Path:
+    """Write ``checkpoint`` to ``path`` atomically (temp file, fsync, rename); return the path.
+
+    ``before_rename`` runs once the temp file is written (a test pauses a write there)."""
     import torch
 
     path = Path(path)
     checkpoint = {**checkpoint, "format": FORMAT}
-    write_atomic(path, lambda f: torch.save(checkpoint, f))
+
+    def write(f) -> None:
+        torch.save(checkpoint, f)
+        if before_rename is not None:
+            f.flush()
+            before_rename()
+
+    write_atomic(path, write)
     return path
 
 

@@ -4,7 +4,7 @@ The same arithmetic as `preprocess.normalize_batch` without a random crop or aug
 which is how validation prepares its batches: resize as the dataset build did, the central crop
 (Caffe's offsets), 0..1, the mean subtracted, the pretrained weights' std divided. Each step is
 the same float32 operation in the same order, so the result equals validation's bit for bit
-(tests/inference/test_onnx_runtime.py checks it). Working in numpy lets a process that only
+(tests/inference/test_ort_runtime.py checks it). Working in numpy lets a process that only
 classifies through ONNX Runtime (a classify-many job, the CLI, the server) run without
 importing torch at all.
 

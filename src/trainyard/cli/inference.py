@@ -23,7 +23,7 @@ from trainyard.settings import get_settings
 
 
 def _load(model: str, epoch: float | None):
-    """The loaded model of a job id or a checkpoint file; exits with a message otherwise."""
+    """The loaded model of a job id or a checkpoint file; a UserError (one line, exit 2) otherwise."""
     from trainyard.inference.loader import InferenceError, load_model, model_checkpoint
 
     try:

@@ -76,7 +76,7 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
            processes: int | None = typer.Option(None, help="continue as N processes on the CPU"),
            as_json: bool = typer.Option(False, "--json")) -> None:
     """Continue an ended model job from its last checkpoint (on other devices if asked)."""
-    from trainyard.jobs.training_jobs import resume_model_job  # loads torch: only here
+    from trainyard.jobs.training_jobs import resume_model_job  # only resume needs it
 
     ctx = cli_context()
     try:

@@ -73,7 +73,7 @@ def train(
     as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),
 ) -> None:
     """Train an image classifier. Runs here with a progress bar unless --submit."""
-    # Imported here, not at the top: they load torch, which every other command can do without.
+    # Imported here, not at the top: only this command needs them (a lighter start for the rest).
     from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
 
     source = _read_network_file(network_file) if network_file else None

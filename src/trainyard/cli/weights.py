@@ -17,7 +17,7 @@ app = typer.Typer(help="Pretrained weights: list, pull (download), import, remov
 
 def _store():
     from trainyard.weights.store import (
-        WeightsStore,  # loads torch: only for these commands
+        WeightsStore,  # only these commands need it
     )
 
     return WeightsStore.from_settings(get_settings())

@@ -7,7 +7,7 @@ by `check_onnx` (the same check a downloaded archive passes), and written atomic
 the checkpoint as ``epoch-NNNN.pt.onnx``, with ``epoch-NNNN.pt.inputs.npz`` beside it: the
 classes, the preprocessing entry and its mean and std constants. A later process reuses the
 pair when both are newer than the checkpoint (a resumed job that rewrites an epoch makes them
-stale), and then classifies without reading the checkpoint or importing torch (`cached`).
+stale), and then classifies without reading the checkpoint or importing torch (`cached_inputs`).
 
 Anything that goes wrong (an exporter that refuses the network, a check that fails, a read-only
 folder) is logged with its reason, and the caller keeps PyTorch: a slower answer, never a

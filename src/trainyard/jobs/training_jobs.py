@@ -91,7 +91,7 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
         except ValidationError as exc:
             raise InvalidSpec(validation_message(exc)) from exc
     if not foreground:  # a job run at once reports the same problem at once; queued ones would not
-        from trainyard.jobs.precheck import check_all  # builds networks: imports torch
+        from trainyard.jobs.precheck import check_all  # builds networks in child processes
 
         check_all(ctx, [spec for spec, _ in planned])
     group = request.name if len(planned) > 1 else None

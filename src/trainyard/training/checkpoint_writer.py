@@ -30,9 +30,8 @@ from typing import Any
 
 import torch
 
-from trainyard.artifact.checkpoint import FORMAT
+from trainyard.artifact.checkpoint import save_checkpoint
 from trainyard.core.events import EventWriter
-from trainyard.core.files import write_atomic
 
 HOLD_ENV = "TRAINYARD_CHECKPOINT_HOLD"
 
@@ -88,7 +87,7 @@ class CheckpointWriter:
     def submit(self, path: Path, epoch: float, state: dict) -> None:
         self.wait()  # the previous write first: one in flight, files in epoch order (and spare is free)
         used: list[torch.Tensor] = []
-        snapshot = {**to_cpu_copy(state, self._spare, used), "format": FORMAT}
+        snapshot = to_cpu_copy(state, self._spare, used)
         self._spare = used[::-1]
         self._pending = (epoch, path)
         self._thread = threading.Thread(target=self._write, args=(path, snapshot),
@@ -96,13 +95,8 @@ class CheckpointWriter:
         self._thread.start()
 
     def _write(self, path: Path, snapshot: dict) -> None:
-        def save(f) -> None:
-            torch.save(snapshot, f)
-            f.flush()
-            _hold_if_asked(path)
-
         try:
-            write_atomic(path, save)
+            save_checkpoint(path, snapshot, before_rename=lambda: _hold_if_asked(path))
         except BaseException as exc:  # re-raised in the training thread by wait()
             self._error = exc
 
