@@ -25,12 +25,7 @@ def this_process() -> tuple[int, float]:
 def holder_alive(lease: Lease) -> bool:
     if lease.holder_pid is None:
         return True  # a lease from before holders were recorded: its job decides
-    if not runner.process_alive(lease.holder_pid):
-        return False
-    try:
-        return abs(psutil.Process(lease.holder_pid).create_time() - (lease.holder_started or 0)) < 1.0
-    except psutil.Error:
-        return False
+    return runner.process_alive(lease.holder_pid, lease.holder_started)  # a reused pid started later
 
 
 def reclaim_stale_leases(store: Store) -> list[str]:
