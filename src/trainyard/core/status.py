@@ -26,3 +26,4 @@ class Status(StrEnum):
 
 
 FINAL_STATUSES = frozenset({Status.DONE, Status.ABORTED, Status.FAILED})
+ACTIVE_STATUSES = (Status.QUEUED, Status.WAITING, Status.RUNNING)  # in the order a job goes through them

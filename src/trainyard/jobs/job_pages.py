@@ -18,13 +18,11 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, case, func, or_, select
 
-from trainyard.core.status import Status
+from trainyard.core.status import ACTIVE_STATUSES, FINAL_STATUSES, Status
 from trainyard.jobs.job_documents import job_brief
 from trainyard.jobs.store import Deletion, Job, Store
 
 JOBS = Job.__table__
-ACTIVE = (Status.QUEUED, Status.WAITING, Status.RUNNING)
-ENDED = (Status.DONE, Status.ABORTED, Status.FAILED)
 # Status order for sorting: what needs attention first.
 STATUS_RANK = {"running": 0, "waiting": 1, "queued": 2, "failed": 3, "aborted": 4, "done": 5}
 SORTS = ("created", "name", "status", "progress", "elapsed", "best")
@@ -61,9 +59,9 @@ def _where(c: Any, query: PageQuery) -> list[ColumnElement[bool]]:
         conditions.append(or_(func.lower(c.name).contains(needle, autoescape=True),
                               func.lower(c.id).contains(needle, autoescape=True)))
     if query.status == "active":
-        conditions.append(c.status.in_(ACTIVE))
+        conditions.append(c.status.in_(ACTIVE_STATUSES))
     elif query.status == "ended":
-        conditions.append(c.status.in_(ENDED))
+        conditions.append(c.status.in_(FINAL_STATUSES))
     elif query.status:
         conditions.append(c.status == Status(query.status))
     return conditions

@@ -27,7 +27,7 @@ from trainyard.core.events import EventTail
 from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
 from trainyard.core.paths import JobFolder
-from trainyard.core.status import Status
+from trainyard.core.status import ACTIVE_STATUSES, Status
 from trainyard.jobs import runner
 from trainyard.jobs.kinds import get_kind
 from trainyard.jobs.leases import reclaim_stale_leases, this_process
@@ -35,7 +35,6 @@ from trainyard.jobs.resources import Pools
 from trainyard.jobs.store import Job, Store
 from trainyard.settings import Settings
 
-ACTIVE = [Status.QUEUED, Status.WAITING, Status.RUNNING]
 # What a running job's own events may set: a cluster launcher waits for Ray to place its ranks.
 LIVE_STATUSES = (Status.WAITING, Status.RUNNING)
 
@@ -118,7 +117,7 @@ class JobManager:
 
     def _tick(self, only: str | None, start: bool = True) -> None:
         reclaim_stale_leases(self.store)
-        for job in self.store.list_jobs(statuses=ACTIVE, oldest_first=True):
+        for job in self.store.list_jobs(statuses=ACTIVE_STATUSES, oldest_first=True):
             if launched(job):
                 self._watch(job)
             elif start and ((only is None and job.owner_pid is None) or job.id == only):
