@@ -146,6 +146,26 @@ def test_archive_is_reproducible(tmp_path, monkeypatch):
     assert c.read_bytes() == d.read_bytes()
 
 
+def test_an_archive_reuses_the_export_classify_cached_and_it_is_the_same_graph(tmp_path, monkeypatch):
+    """Classify exported the snapshot already: the archive takes that graph (checked again for its
+    figures) instead of exporting once more, and a fresh export gives the same bytes."""
+    from trainyard.inference import ort_runtime
+    from trainyard.inference.loader import load_model
+
+    job = make_checkpoint_job(tmp_path / "job")
+    snapshot = checkpoint_for_epoch(job)
+    fresh = _members(export_model(job, None, tmp_path / "fresh.tar.gz").path)
+    assert load_model(snapshot).cpu_forward() is not None  # classify's export, cached beside it
+
+    def no_export(*args, **kwargs):
+        raise AssertionError("exported again although classify's export is fresh")
+
+    monkeypatch.setattr(onnx_export, "export_onnx", no_export)
+    reused = _members(export_model(job, None, tmp_path / "reused.tar.gz").path)
+    onnx_name = next(name for name in reused if name.endswith("model.onnx"))
+    assert reused[onnx_name] == fresh[onnx_name] == ort_runtime.onnx_path(snapshot).read_bytes()
+
+
 def _members(path: Path) -> dict[str, bytes]:
     with tarfile.open(path) as tar:
         return {m.name: tar.extractfile(m).read() for m in tar if m.isfile()}

@@ -46,7 +46,7 @@ from trainyard.artifact.preprocess import mean_image
 from trainyard.core.files import write_atomic
 from trainyard.core.paths import checkpoint_epoch
 from trainyard.datasets.images import png_bytes
-from trainyard.inference import onnx_export
+from trainyard.inference import onnx_export, ort_runtime
 from trainyard.networks import network_source
 
 ARCHIVE_FORMAT = "trainyard-archive/1"
@@ -115,8 +115,9 @@ def archive_members(checkpoint: dict, checkpoint_path: Path) -> tuple[list[tuple
     prep = checkpoint["preprocess"]
     model = build_model_from_checkpoint(checkpoint)
     shape = input_shape(prep)
-    onnx_bytes = onnx_export.export_onnx(model, shape)
-    check = onnx_export.check_onnx(onnx_bytes, model, shape).as_dict()
+    # Classify exported this snapshot already, most often: the same exporter, the same bytes.
+    onnx_bytes = ort_runtime.cached_graph(checkpoint_path) or onnx_export.export_onnx(model, shape)
+    check = onnx_export.check_onnx(onnx_bytes, model, shape).as_dict()  # the archive's own figures
     mean = mean_image(prep)
     files = {
         "preprocess.json": _json(preprocess_document(checkpoint)),

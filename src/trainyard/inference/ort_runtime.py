@@ -92,6 +92,15 @@ def cached_inputs(checkpoint: Path) -> Inputs | None:
         return None
 
 
+def cached_graph(checkpoint: Path) -> bytes | None:
+    """The cached ONNX export of ``checkpoint`` when it is fresh (an archive reuses it), else None."""
+    graph = onnx_path(checkpoint)
+    try:
+        return graph.read_bytes() if _fresh(graph, checkpoint) else None
+    except OSError:
+        return None
+
+
 def is_cached(checkpoint: Path) -> bool:
     """Whether ``checkpoint`` has a fresh cached export (both files exist and are newer)."""
     return wanted() and _fresh(onnx_path(checkpoint), checkpoint) and _fresh(inputs_path(checkpoint), checkpoint)
