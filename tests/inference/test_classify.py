@@ -96,3 +96,19 @@ def test_unusable_uploads_and_files(tmp_path):
         load_model(tmp_path / "not.pt")
     with pytest.raises(InferenceError, match="top must be"):
         classify(loaded, [odd_image(0)], top=0)
+
+
+def test_a_process_without_user_code_reads_a_custom_checkpoint_once_and_never_builds_it(tmp_path, monkeypatch):
+    """The server learns that a checkpoint is a custom network once (then a worker serves it),
+    not on every request, and never runs its source."""
+    from trainyard.inference import loader, torch_forward
+    from trainyard.networks import network_source
+
+    path = write_checkpoint(tmp_path / "custom.pt", network=None, source=network_source("lenet"))
+    reads, read = [], torch_forward.read_checkpoint
+    monkeypatch.setattr(torch_forward, "read_checkpoint", lambda p: reads.append(p) or read(p))
+    monkeypatch.setattr(torch_forward, "build_network", lambda *a: pytest.fail("user code built"))
+    for _ in range(3):
+        with pytest.raises(loader.UserCode):
+            load_model(path, user_code=False)
+    assert len(reads) == 1

@@ -120,40 +120,40 @@ def load_model(path: str | os.PathLike, device: str = "cpu", *, user_code: bool 
         raise NotFound(f"checkpoint {path.name} not found") from None
     key = (str(path), stat.st_mtime_ns, stat.st_size, device)
     with _cache_lock:
-        if key in _cache:
+        loaded = _cache.get(key)
+        if loaded is not None:
             _cache.move_to_end(key)
-            if _cache[key].network == "custom" and not user_code:
-                raise UserCode(str(path))
-            return _cache[key]
-    loaded = _load(path, device, user_code)
-    with _cache_lock:
-        _cache[key] = loaded
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-    return loaded
-
-
-def _load(path: Path, device: str, user_code: bool) -> LoadedModel:
-    inputs = ort_runtime.cached_inputs(path) if device == "cpu" else None
-    if inputs is not None:  # the export is cached: no checkpoint, no torch
-        loaded = _loaded(path, device, inputs.about, inputs.mean, inputs.std)
-    else:
-        from trainyard.inference.torch_forward import build_network, constants, read_checkpoint
-
-        checkpoint = read_checkpoint(path)
-        if checkpoint.get("network_source") is not None and not user_code:
-            raise UserCode(str(path))
-        about = {"classes": list(checkpoint["classes"]), "epoch": checkpoint["epoch"],
-                 "network": checkpoint["network"] or "custom", "spec": checkpoint.get("spec") or {},
-                 "preprocess": {k: v for k, v in checkpoint["preprocess"].items() if k != "mean"}}
-        loaded = _loaded(path, device, about, *constants(checkpoint))
-        loaded._model = build_network(checkpoint, device)
+    if loaded is None:
+        loaded = _load(path, device, user_code)
+        with _cache_lock:  # a custom network's too, unbuilt: the server learns it once, not per request
+            _cache[key] = loaded
+            while len(_cache) > CACHE_SIZE:
+                _cache.popitem(last=False)
     if loaded.network == "custom" and not user_code:
         raise UserCode(str(path))
     return loaded
 
 
-def _loaded(path: Path, device: str, about: dict, mean: np.ndarray | None, std: np.ndarray | None) -> LoadedModel:
+def _load(path: Path, device: str, user_code: bool) -> LoadedModel:
+    """The checkpoint's model: from its cached export's inputs (no checkpoint read, no torch),
+    else from the checkpoint, whose network is built unless it is user code not allowed here."""
+    inputs = ort_runtime.cached_inputs(path) if device == "cpu" else None
+    if inputs is not None:
+        return _loaded(path, device, inputs)
+    from trainyard.inference.torch_forward import build_network, constants, read_checkpoint
+
+    checkpoint = read_checkpoint(path)
+    about = {"classes": list(checkpoint["classes"]), "epoch": checkpoint["epoch"],
+             "network": checkpoint["network"] or "custom", "spec": checkpoint.get("spec") or {},
+             "preprocess": {k: v for k, v in checkpoint["preprocess"].items() if k != "mean"}}
+    loaded = _loaded(path, device, ort_runtime.Inputs(about, *constants(checkpoint)))
+    if loaded.network != "custom" or user_code:
+        loaded._model = build_network(checkpoint, device)
+    return loaded
+
+
+def _loaded(path: Path, device: str, inputs: ort_runtime.Inputs) -> LoadedModel:
+    about = inputs.about
     return LoadedModel(path=path, classes=list(about["classes"]), preprocess=about["preprocess"],
-                       epoch=about["epoch"], network=about["network"], device=device, mean=mean, std=std,
-                       spec=about.get("spec") or {})
+                       epoch=about["epoch"], network=about["network"], device=device, mean=inputs.mean,
+                       std=inputs.std, spec=about.get("spec") or {})
