@@ -13,7 +13,6 @@ from pathlib import Path
 from trainyard.core.errors import InvalidInput
 from trainyard.core.files import read_json
 from trainyard.jobs.context import Context
-from trainyard.networks import get_network
 from trainyard.networks.cache import NetworkCache, network_cache
 from trainyard.training.spec import ModelSpec
 
@@ -44,14 +43,7 @@ def dataset_geometry(ctx: Context, spec: ModelSpec) -> dict:
 def input_size(spec: ModelSpec, geometry: dict) -> tuple[int, int]:
     """The (height, width) the network sees, as training computes it; InvalidInput if none works."""
     height, width = geometry["height"], geometry["width"]
-    if spec.crop and spec.crop > min(height, width):
-        raise InvalidInput(f"crop {spec.crop} is larger than the dataset's {width}x{height} images")
-    size = spec.crop or min(height, width)
-    if spec.network:
-        need = get_network(spec.network).min_image_size
-        if size < need:
-            raise InvalidInput(f"network {spec.network} needs images of at least {need}x{need}; this "
-                               f"dataset gives {size}x{size}: choose a larger dataset or another network")
+    spec.input_side(height, width)
     return (spec.crop, spec.crop) if spec.crop else (height, width)
 
 

@@ -24,10 +24,10 @@ from trainyard.artifact import network
 from trainyard.artifact.checkpoint import load_checkpoint
 from trainyard.artifact.inputs import SCALE
 from trainyard.artifact.preprocess import mean_tensor, std_tensor
+from trainyard.core.errors import InvalidInput
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
 from trainyard.datasets.storage import SplitReader, open_split, split_names
-from trainyard.networks import get_network
 from trainyard.networks.state_dicts import read_state_dict
 from trainyard.training import distributed
 from trainyard.training.data import BatchLoader
@@ -87,15 +87,10 @@ def open_dataset(spec: ModelSpec) -> tuple[dict, SplitReader, SplitReader | None
 
 def check_geometry(spec: ModelSpec, height: int, width: int) -> int:
     """The network's input size (crop, else the short side); TrainingError if it cannot work."""
-    if spec.crop and spec.crop > min(height, width):
-        raise TrainingError(f"crop {spec.crop} is larger than the dataset's {width}x{height} images")
-    size = spec.crop or min(height, width)
-    if spec.network:
-        need = getattr(get_network(spec.network), "min_image_size", 1)
-        if size < need:
-            raise TrainingError(f"network {spec.network} needs images of at least {need}x{need}; "
-                                f"this dataset gives {size}x{size}")
-    return size
+    try:
+        return spec.input_side(height, width)
+    except InvalidInput as exc:  # the job's own error: its message is the job's
+        raise TrainingError(str(exc)) from None
 
 
 def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | dict | None = None,

@@ -166,6 +166,18 @@ class ModelSpec(BaseModel):
             return self.batch_size
         return get_network(self.network).batch_size if self.network else 32
 
+    def input_side(self, height: int, width: int) -> int:
+        """The side of the square the network sees on ``height`` x ``width`` images (the crop,
+        else the short side); InvalidInput when the crop or the network cannot work on them."""
+        if self.crop and self.crop > min(height, width):
+            raise InvalidInput(f"crop {self.crop} is larger than the dataset's {width}x{height} images")
+        size = self.crop or min(height, width)
+        need = get_network(self.network).min_image_size if self.network else 1
+        if size < need:
+            raise InvalidInput(f"network {self.network} needs images of at least {need}x{need}; this dataset "
+                               f"gives {size}x{size}: choose a larger dataset or another network")
+        return size
+
 
 class SpecError(InvalidInput):
     """A spec.json that cannot be used; the message lists every problem."""
