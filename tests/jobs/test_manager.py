@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -152,3 +153,16 @@ def test_delete_refuses_a_dataset_that_a_model_uses(ctx):
     ctx.manager.delete(dataset.id)
     assert not ctx.manager.folder(dataset.id).path.exists()
     assert ctx.store.list_jobs() == []
+
+
+def test_a_second_manager_in_the_process_leaves_a_job_being_launched_alone(ctx):
+    """Claimed by the other manager here, its pid not yet recorded: running, not a dead job.
+    (The CLI's manager and a server's share a process in tests; a claimed job has no pid until
+    its process starts.)"""
+    from trainyard.core.status import Status
+
+    job = make_job(ctx, "quick")
+    other = JobManager(ctx.settings, ctx.store, ctx.manager.pools)
+    assert ctx.store.update_job_if(job, status=Status.RUNNING, pid=None, started_at=time.time(), **other.owner)
+    ctx.manager.tick()
+    assert ctx.store.get_job(job.id).status == "running"

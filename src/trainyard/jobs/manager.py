@@ -57,6 +57,9 @@ class JobConflict(Conflict, JobError):
     """The job exists but its state does not allow this: ended, still running, in use (HTTP 409)."""
 
 
+LAUNCH_S = 60.0  # how long a job claimed here may go without a recorded pid before it counts as dead
+
+
 class JobManager:
     def __init__(self, settings: Settings, store: Store, pools: Pools):
         self.settings = settings
@@ -182,7 +185,8 @@ class JobManager:
 
     # -- watching ------------------------------------------------------------------------------
     def _watch(self, job: Job) -> None:
-        if not self._mine(job):
+        adopted = not self._mine(job)
+        if adopted:
             if self._owner_alive(job):
                 return  # someone else watches it
             if not self.store.update_job_if(job, **self.owner):  # adopt an orphan, and its leases
@@ -196,6 +200,10 @@ class JobManager:
             if returncode is None:
                 self._stop_if_asked(job)
                 return
+        elif job.pid is None and not adopted and time.time() - (job.started_at or 0) < LAUNCH_S:
+            # Claimed by this process, and not by this manager: another one here (the CLI's beside
+            # a server's, in tests) is launching it; its pid is recorded next. Not a death.
+            return
         elif runner.process_alive(job.pid, job.started_at):
             self._stop_if_asked(job)
             return
