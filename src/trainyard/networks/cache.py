@@ -1,7 +1,8 @@
 """What does not change about a network, computed once: checks, layer listings, parameter counts.
 
 A check (build plus forward passes in a child process, see isolated.py) costs seconds, mostly in
-importing torch; its answer depends only on the request (network name or source text, classes,
+importing torch, unless a source's text alone shows it wrong (source_check.py: milliseconds,
+no user code run); its answer depends only on the request (network name or source, classes,
 channels, input size) and on the versions of torch and trainyard. So answers are kept in memory
 (one store per process: keys hold everything an answer depends on, so the caches of several
 homes share it) and, for standard networks, as small JSON files in the cache's folder, shared
@@ -25,6 +26,7 @@ from pathlib import Path
 import trainyard
 
 from .isolated import check_network_isolated
+from .source_check import precheck_source
 
 MEMORY_ENTRIES = 256
 _memory: OrderedDict[str, dict] = OrderedDict()
@@ -47,6 +49,11 @@ class NetworkCache:
                    "input_size": list(input_size) if input_size else None}
         key = _key(request)
         answer = self._get(key)
+        if answer is None and source is not None:
+            # What the text alone shows (a SyntaxError, no build): milliseconds, in this process.
+            answer = precheck_source(source)
+            if answer is not None:
+                self._remember(key, answer)
         if answer is None:
             answer = check_network_isolated(source, num_classes, in_channels, image_size, timeout,
                                             network=network, input_size=input_size)

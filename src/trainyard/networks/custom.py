@@ -21,6 +21,7 @@ from trainyard.core.errors import InvalidInput
 
 from .layer_errors import LayerWatch
 from .loss import main_output
+from .source_check import BUILD_CONTRACT
 
 MODULE_NAME = "trainyard_custom_network"  # the module a custom network file runs as
 # What user code may raise that we report; SystemExit too, so exit() cannot end our process.
@@ -56,9 +57,7 @@ def load_network_source(source: str, filename: str = "network.py") -> Callable[.
         raise _user_error(exc, filename) from None
     build = module.__dict__.get("build")
     if not callable(build):
-        raise NetworkError(
-            "the file must define a function build(num_classes, in_channels, image_size) "
-            "that returns a torch.nn.Module", None, filename)
+        raise NetworkError(BUILD_CONTRACT, None, filename)
     return build
 
 
