@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     max_upload_mb: int = 2048
     dataset_builds: int = 2  # dataset builds at once
     cpu_jobs: int = 1  # trainings on the CPU at once (when no GPU is asked for)
+    # How long one network check (build, two forward passes) may take before it is given up; a
+    # check given up says so and nothing about the network. Fits the largest timm models here:
+    # vit_large (0.3 B parameters) took 82 s on 2 loaded cores, the largest (1.8 B) about six times that.
+    check_timeout_s: float = Field(600.0, gt=0)
     abort_grace_s: float = 10.0  # SIGTERM, then SIGKILL after this long
     # local: jobs run on this machine. ray: training jobs run as workers on the Ray cluster at
     # Ray's own RAY_ADDRESS (trainyard.cluster); TRAINYARD_HOME must then be shared by every node.

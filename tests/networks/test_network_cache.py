@@ -17,7 +17,7 @@ def calls(monkeypatch):
     def fake_check(source, num_classes, in_channels, image_size, timeout, *, network, input_size):
         asked.append(network or source)
         if network == "slow":
-            return {"ok": False, "error": "network check timed out after 60 s", "line": None, "transient": True}
+            return {"ok": False, "error": "the check took longer than 60 s", "line": None, "transient": True}
         return {"ok": True, "params": num_classes}
 
     monkeypatch.setattr(network_cache_module, "check_network_isolated", fake_check)

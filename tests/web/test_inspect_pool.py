@@ -15,7 +15,9 @@ from trainyard.web.app import create_app
 from trainyard.web.routers import networks
 
 
-def test_checks_run_in_their_own_pool_with_a_timeout(settings, monkeypatch):
+def test_checks_run_in_their_own_pool_with_the_configured_timeout(settings, monkeypatch):
+    monkeypatch.setenv("TRAINYARD_CHECK_TIMEOUT_S", "123")
+    settings = type(settings)(home=settings.home, data_roots=settings.data_roots)
     seen = []
 
     def fake_check(source, num_classes, in_channels, image_size, timeout, **kwargs):
@@ -28,7 +30,7 @@ def test_checks_run_in_their_own_pool_with_a_timeout(settings, monkeypatch):
         response = client.post("/api/networks/inspect", json={"network": "lenet"})
     assert response.status_code == 200, response.text
     [(thread, timeout)] = seen
-    assert thread.startswith("trainyard-inspect") and 0 < timeout <= 60
+    assert thread.startswith("trainyard-inspect") and timeout == 123
 
 
 def test_more_slow_checks_than_the_bound_are_told_to_retry(settings, monkeypatch):

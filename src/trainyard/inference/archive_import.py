@@ -175,7 +175,8 @@ def _state_shapes(network: str | None, source: str | None, num_classes: int, cha
         return {name: tuple(t.shape) for name, t in model.state_dict().items()}
     report = check_network_isolated(source, num_classes, channels, image_size, timeout=CHECK_TIMEOUT_S)
     if not report.get("ok"):
-        raise ArchiveImportError(f"network.py does not build: {report.get('error')}")
+        verdict = "could not be checked" if report.get("timed_out") else "does not build"  # slow is not broken
+        raise ArchiveImportError(f"network.py {verdict}: {report.get('error')}")
     return {name: tuple(shape) for name, shape in report["state"].items()}
 
 

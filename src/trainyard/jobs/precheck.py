@@ -54,7 +54,7 @@ def check_model_spec(ctx: Context, spec: ModelSpec) -> None:
     answer = cache_for(ctx).check(
         network=spec.network, source=None if spec.network else spec.network_source,
         num_classes=geometry["classes"] or DEFAULT_CLASSES, in_channels=geometry["channels"],
-        image_size=min(height, width), input_size=(height, width))
+        image_size=min(height, width), input_size=(height, width), timeout=ctx.settings.check_timeout_s)
     if answer.get("ok") or answer.get("transient"):
         return  # a check that could not run says nothing about the network: training will tell
     what = f"network {spec.network}" if spec.network else "the custom network"

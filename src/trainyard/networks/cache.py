@@ -29,6 +29,7 @@ from .isolated import check_network_isolated
 from .source_check import precheck_source
 
 MEMORY_ENTRIES = 256
+CHECK_TIMEOUT_S = 600.0  # the default of Settings.check_timeout_s (servers and the CLI pass theirs)
 _memory: OrderedDict[str, dict] = OrderedDict()
 _memory_lock = threading.Lock()
 _count_lock = threading.Lock()
@@ -42,7 +43,7 @@ class NetworkCache:
 
     def check(self, *, network: str | None = None, source: str | None = None, num_classes: int,
               in_channels: int, image_size: int | None, input_size: tuple[int, int] | None = None,
-              timeout: float = 60) -> dict:
+              timeout: float = CHECK_TIMEOUT_S) -> dict:
         """`check_network_isolated`'s answer for this request, computed at most once."""
         request = {"what": "check", "network": network, "source": source, "num_classes": num_classes,
                    "in_channels": in_channels, "image_size": image_size,

@@ -22,7 +22,8 @@ def check_network_isolated(
 
     Returns {"ok": True, "layers": [...], "params": N, ...} (see inspect_network) or
     {"ok": False, "error": message, "line": n or None}, plus "transient": True when the check
-    itself timed out or crashed (worth trying again). Never raises for problems in the network.
+    itself timed out or crashed (worth trying again), and "timed_out": True when it timed out.
+    Never raises for problems in the network.
     """
     if (source is None) == (network is None):
         raise ValueError("give exactly one of source or network")
@@ -40,8 +41,10 @@ def check_network_isolated(
         stdout, stderr = proc.communicate(json.dumps(request), timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
-        return {"ok": False, "error": f"network check timed out after {timeout:g} s", "line": None,
-                "transient": True}
+        # Not "does not build": a slow check says nothing about the network (it may train fine).
+        return {"ok": False, "error": f"the check took longer than {timeout:g} s, so it says nothing "
+                "about the network (the limit is TRAINYARD_CHECK_TIMEOUT_S)", "line": None, "transient": True,
+                "timed_out": True}
     try:
         return json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):

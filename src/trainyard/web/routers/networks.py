@@ -83,4 +83,4 @@ async def inspect(ctx: Ctx, request: InspectRequest) -> dict:
     # itself kills its child process after its timeout).
     return await checks.run(
         cache_for(ctx).check, source=request.source, network=request.network, num_classes=request.num_classes,
-        in_channels=request.in_channels, image_size=request.image_size)
+        in_channels=request.in_channels, image_size=request.image_size, timeout=ctx.settings.check_timeout_s)

@@ -78,7 +78,8 @@ def build(num_classes, in_channels, image_size):
     try {
       const result = await ty.api("POST", "/api/networks/inspect", { ...g, ...body });
       if (!result.ok) {
-        $("network-view-title").textContent = `${title}: does not build`;
+        // A check that could not finish (too slow, crashed) says nothing about the network.
+        $("network-view-title").textContent = `${title}: ${result.transient ? "not checked" : "does not build"}`;
         $("network-error").textContent = result.line ? `Line ${result.line}: ${result.error.replace(/^line \d+: /, "")}` : result.error;
         if (result.line && body.source !== undefined) markErrorLine(result.line);
         return;
