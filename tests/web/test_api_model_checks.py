@@ -80,3 +80,18 @@ def test_a_network_that_runs_is_queued(api):
     response = create(api, networks=["lenet"], base_lrs=[0.01, 0.02])
     assert response.status_code == 201, response.text
     assert models(api) == 2
+
+
+def test_a_sweep_checks_its_network_once(api, monkeypatch):
+    """Learning rates and batch sizes do not change what the network is: 4 jobs, 1 check."""
+    from trainyard.networks import cache as network_cache
+
+    checked = []
+    monkeypatch.setattr(network_cache, "check_network_isolated",
+                        lambda source, *args, **kwargs: checked.append(source) or {"ok": True})
+    source = SHAPE_MISMATCH.replace("nn.Linear(123,", "nn.Linear(16 * 30 * 30,")
+    before = models(api)
+    response = create(api, network_source=source, base_lrs=[0.01, 0.02], batch_sizes=[4, 8])
+    assert response.status_code == 201, response.text
+    assert len(response.json()["jobs"]) == 4 and models(api) == before + 4
+    assert checked == [source]
