@@ -25,6 +25,7 @@ from pathlib import Path
 
 import trainyard
 
+from .check_gate import CheckGate
 from .isolated import check_network_isolated
 from .source_check import precheck_source
 
@@ -33,6 +34,7 @@ CHECK_TIMEOUT_S = 600.0  # the default of Settings.check_timeout_s (servers and 
 _memory: OrderedDict[str, dict] = OrderedDict()
 _memory_lock = threading.Lock()
 _count_lock = threading.Lock()
+checks = CheckGate()  # one checker queue per process, whatever the home
 
 
 class NetworkCache:
@@ -44,7 +46,9 @@ class NetworkCache:
     def check(self, *, network: str | None = None, source: str | None = None, num_classes: int,
               in_channels: int, image_size: int | None, input_size: tuple[int, int] | None = None,
               timeout: float = CHECK_TIMEOUT_S) -> dict:
-        """`check_network_isolated`'s answer for this request, computed at most once."""
+        """`check_network_isolated`'s answer for this request, computed at most once.
+
+        Raises ChecksBusy (HTTP 429) when the checker's queue is full (check_gate.py)."""
         request = {"what": "check", "network": network, "source": source, "num_classes": num_classes,
                    "in_channels": in_channels, "image_size": image_size,
                    "input_size": list(input_size) if input_size else None}
@@ -55,14 +59,22 @@ class NetworkCache:
             answer = precheck_source(source)
             if answer is not None:
                 self._remember(key, answer)
-        if answer is None:
+        if answer is not None:
+            return answer
+
+        def run() -> dict:
+            found = self._get(key)  # answered while this one waited for a slot
+            if found is not None:
+                return found
             answer = check_network_isolated(source, num_classes, in_channels, image_size, timeout,
                                             network=network, input_size=input_size)
             if not answer.get("transient"):
                 # A custom source changes with every edit: kept in memory only, so the folder
                 # holds a bounded set (standard networks x the geometries of the datasets).
                 self._put(key, answer, to_disk=network is not None)
-        return answer
+            return answer
+
+        return checks.run(key, run)
 
     def parameter_count(self, name: str, num_classes: int = 10, in_channels: int = 3) -> int:
         """Parameters of a standard network (our own code, so built in this process, on the

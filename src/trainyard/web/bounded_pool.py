@@ -16,6 +16,7 @@ class Busy(UserError):
     """Too many requests of this kind at once; retry in a moment (HTTP 429)."""
 
     http_status = 429
+    retry_after = 2  # seconds (the Retry-After header): the work here is short once it runs
 
 
 class BoundedPool:
@@ -26,7 +27,7 @@ class BoundedPool:
 
     async def run(self, fn: Callable[..., Any], *args, **kwargs) -> Any:
         if not self._slots.acquire(blocking=False):
-            raise Busy("the server is busy with other checks of this kind; try again in a moment")
+            raise Busy("the server is busy with other checks of this kind; try again in a few seconds")
         # The slot frees when the work ends, not when the request does: a client that hangs up
         # must not let more checks run than the bound.
         future = self._executor.submit(fn, *args, **kwargs)

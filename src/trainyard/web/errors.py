@@ -20,7 +20,10 @@ from trainyard.core.errors import UserError, validation_message
 
 
 async def user_error(request: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse({"detail": str(exc)}, status_code=getattr(exc, "http_status", 400))
+    # A refusal for now (a full checker queue, 429) says when to come back.
+    retry_after = getattr(exc, "retry_after", None)
+    return JSONResponse({"detail": str(exc)}, status_code=getattr(exc, "http_status", 400),
+                        headers={"Retry-After": str(retry_after)} if retry_after else None)
 
 
 async def invalid_values(request: Request, exc: Exception) -> JSONResponse:

@@ -16,13 +16,17 @@ from pydantic import BaseModel, Field, model_validator
 from trainyard import networks
 from trainyard.core.errors import InvalidInput
 from trainyard.jobs.context import Context
+from trainyard.networks import cache as network_cache
 from trainyard.web.bounded_pool import BoundedPool
 from trainyard.web.deps import Ctx
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])
-# Checks run in a pool of their own, never asyncio's default one, and a few at a time: each
-# is a child process building a network.
-checks = BoundedPool("trainyard-inspect", workers=2, queue=8)
+# Checks run in a pool of their own, never asyncio's default one. The checker's own queue
+# (networks/check_gate.py) bounds how many build a network and refuses the rest at once (429,
+# Retry-After): this pool has threads for all of those plus a few for cached and text-only
+# answers, so those never wait behind a slow build.
+checks = BoundedPool("trainyard-inspect", workers=network_cache.checks.workers + network_cache.checks.queue + 4,
+                     queue=16)
 
 
 @router.get("")
