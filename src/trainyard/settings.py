@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     max_upload_mb: int = 2048
     dataset_builds: int = 2  # dataset builds at once
     cpu_jobs: int = 1  # trainings on the CPU at once (when no GPU is asked for)
+    # classify-many, top-N and evaluate jobs at once on a machine without GPUs, beside the
+    # trainings (with GPUs, each takes a free GPU or shares a busy one)
+    inference_jobs: int = Field(1, ge=1)
     # How long one network check (build, two forward passes) may take before it is given up; a
     # check given up says so and nothing about the network. Fits the largest timm models here:
     # vit_large (0.3 B parameters) took 82 s on 2 loaded cores, the largest (1.8 B) about six times that.

@@ -94,9 +94,10 @@ def test_jobs_get_next_free_or_exact_gpus_wait_and_get_them_after_abort_and_cras
     three = make(ctx, "gpu-hold", count=3)
     crash = make(ctx, "gpu-crash", count=1)
     ctx.manager.tick()
-    for job in (exact, three):
+    holder = f"job {a.id} (gpu-hold {a.name})"
+    for job, what in ((exact, "GPUs 1, 2"), (three, "3 GPUs")):
         job = ctx.store.get_job(job.id)
-        assert (job.status, job.status_detail) == ("waiting", "waiting for GPUs")
+        assert (job.status, job.status_detail) == ("waiting", f"waiting for {what}: {holder} holds them")
     assert tick_until(ctx, crash.id, {"failed"}).error.endswith("(exit code 3); see its log")
     assert set(ctx.store.leases()) == {"gpu:0", "gpu:1"}  # the crashed job's GPU is free again
 

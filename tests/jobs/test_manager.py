@@ -107,7 +107,8 @@ def test_a_second_cpu_job_waits_for_the_slot(ctx):
     tick_until(ctx, first.id, {"running"})
     ctx.manager.tick()
     waiting = ctx.store.get_job(second.id)
-    assert waiting.status == "waiting" and "CPU slot" in waiting.status_detail
+    assert waiting.status == "waiting"
+    assert waiting.status_detail == f"waiting for job {first.id} (test-sleep {first.name}) to free the CPU"
     ctx.manager.abort(first.id)
     assert tick_until(ctx, second.id, {"done"}).status == "done"
 

@@ -29,5 +29,5 @@ def open_context(settings: Settings | None = None, pools: Pools | None = None) -
         # TRAINYARD_FAKE_GPUS=N: pretend GPUs, so that tests without GPUs share one inventory
         # between the server and CLI processes.
         gpus = fake_gpus(settings.fake_gpus) if settings.fake_gpus else gpu_inventory  # looked up when asked
-        pools = Pools(settings.dataset_builds, settings.cpu_jobs, gpus)
+        pools = Pools(settings.dataset_builds, settings.cpu_jobs, gpus, settings.inference_jobs)
     return Context(settings, store, JobManager(settings, store, pools))

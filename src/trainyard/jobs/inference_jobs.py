@@ -55,7 +55,7 @@ def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float
                              roots=[str(r) for r in ctx.settings.allowed_roots], **fields)
     except ValidationError as exc:
         raise JobError(validation_message(exc)) from exc
-    needs = {"pool": "gpu", "count": 1} if ctx.pools.gpus else {"pool": "cpu"}
+    needs = {"pool": "inference"}  # never behind training: slots of its own, or a GPU (resources.py)
     job = ctx.manager.create(kind, spec.name, spec.model_dump(mode="json"), needs=needs, foreground=foreground)
     return job  # no parent_id: an inference job must not wait for a model that is still training
 

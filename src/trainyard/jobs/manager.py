@@ -33,6 +33,7 @@ from trainyard.jobs.kinds import get_kind
 from trainyard.jobs.leases import reclaim_stale_leases, this_process
 from trainyard.jobs.resources import Pools
 from trainyard.jobs.store import Job, Store
+from trainyard.jobs.waiting import waiting_message
 from trainyard.settings import Settings
 
 # What a running job's own events may set: a cluster launcher waits for Ray to place its ranks.
@@ -135,7 +136,7 @@ class JobManager:
             if resources is not None:
                 self._start(job, resources)
                 return
-            waiting_for = self._busy_message(job.needs)
+            waiting_for = waiting_message(self.pools, self.store, job.needs)  # names the holders
         if waiting_for.startswith("failed:"):
             self._finish(job, Status.FAILED, waiting_for.removeprefix("failed:").strip())
         elif job.status != Status.WAITING or job.status_detail != waiting_for:
@@ -153,13 +154,6 @@ class JobManager:
         if parent.status.is_final:
             return f"failed: its {parent.kind} {parent.name} ({parent.id}) {parent.status}"
         return f"waiting for {parent.kind} {parent.name} to finish"
-
-    @staticmethod
-    def _busy_message(needs: dict) -> str:
-        pool = needs.get("pool", "cpu")
-        if pool == "gpu":
-            return "waiting for GPUs"
-        return "waiting for a free dataset-build slot" if pool == "dataset" else "waiting for a free CPU slot"
 
     def _start(self, job: Job, resources: list[str]) -> None:
         # Claim the job before launching anything: another manager may be starting it right now.

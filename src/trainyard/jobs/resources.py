@@ -1,9 +1,15 @@
-"""Resource pools and leases: dataset-build slots, CPU training slots and GPUs.
+"""Resource pools and leases: dataset-build slots, CPU training slots, inference slots and GPUs.
 
 A job's ``needs`` names a pool and how much of it: ``{"pool": "dataset"}``, ``{"pool": "cpu"}``,
 ``{"pool": "gpu", "count": 2}`` (the next free two) or ``{"pool": "gpu", "ids": [0, 3]}`` (exactly
-those). Leases live in the database, so a foreground CLI job and the server never hand out the
-same resource twice: the lease table's primary key is the resource name.
+those), or ``{"pool": "inference"}`` (classify-many, top-N, evaluate). Leases live in the
+database, so a foreground CLI job and the server never hand out the same resource twice: the
+lease table's primary key is the resource name.
+
+Inference never queues behind training: on a machine without GPUs it has slots of its own
+(TRAINYARD_INFERENCE_JOBS, beside the training slots); with GPUs it takes a free GPU, else
+shares one with the training on it (``gpushare:N``, one inference job per GPU: a short job's
+few hundred MB beside a training, rather than a wait for the training to end).
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from dataclasses import dataclass
 
 from trainyard.core.errors import InvalidInput
 from trainyard.jobs.store import Store
+
+GPU_PREFIX, SHARE_PREFIX = "gpu:", "gpushare:"  # a whole GPU; a GPU shared by one inference job
 
 
 @dataclass(frozen=True)
@@ -122,9 +130,10 @@ class NotSatisfiable(InvalidInput):
 class Pools:
     """How many of each resource exist, and how to lease a job's needs from them."""
 
-    def __init__(self, dataset_slots: int, cpu_slots: int, gpus: list[GPU] | Callable[[], list[GPU]]):
+    def __init__(self, dataset_slots: int, cpu_slots: int, gpus: list[GPU] | Callable[[], list[GPU]],
+                 inference_slots: int = 1):
         """``gpus``: the list, or a function that finds it, called when first needed."""
-        self.sizes = {"dataset": dataset_slots, "cpu": cpu_slots}
+        self.sizes = {"dataset": dataset_slots, "cpu": cpu_slots, "inference": inference_slots}
         self._gpus = gpus
 
     @property
@@ -158,7 +167,11 @@ class Pools:
         if pool == "cluster":
             return []  # Ray owns the cluster's resources: the launcher waits for them there
         taken = store.leases()
-        if pool == "gpu":
+        if pool == "inference" and self.gpus:
+            wanted = self._inference_gpu(taken)
+            if wanted is None:
+                return None
+        elif pool == "gpu":
             if needs.get("ids"):
                 wanted = [f"gpu:{i}" for i in needs["ids"]]
             else:
@@ -175,6 +188,15 @@ class Pools:
             return None
         return wanted if store.try_lease(job_id, wanted, holder) else None
 
+    def _inference_gpu(self, taken: dict[str, str]) -> list[str] | None:
+        """A free GPU, else a share of the first GPU no other inference job shares."""
+        for prefix in (GPU_PREFIX, SHARE_PREFIX):
+            free = [f"{prefix}{gpu.index}" for gpu in self.gpus if f"{prefix}{gpu.index}" not in taken]
+            if free:
+                return free[:1]
+        return None
+
     @staticmethod
     def gpu_ids(resources: list[str]) -> list[int]:
-        return [int(r.split(":")[1]) for r in resources if r.startswith("gpu:")]
+        """The GPU indices a job's leases give it (whole or shared)."""
+        return [int(r.split(":")[1]) for r in resources if r.startswith((GPU_PREFIX, SHARE_PREFIX))]
