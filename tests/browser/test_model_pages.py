@@ -61,7 +61,9 @@ def test_train_watch_abort_and_clone(live_server, dataset, page, tmp_path):
     page.wait_for_function("document.querySelector('#lr-preview').dataset.points > 0")
     shot(page, "model_new", tmp_path)
     page.click("#create-button")
-    page.wait_for_url(re.compile(r"/models/[\w-]+$"))
+    page.locator("#create-status").filter(has_text="Checking the network").wait_for()  # it says what it does
+    # The first check of LeNet here starts a checker: 20 s and more on a loaded machine.
+    page.wait_for_url(re.compile(r"/models/[\w-]+$"), timeout=120_000)
     job_id = page.url.rsplit("/", 1)[1]
 
     # Points arrive while the job runs: the chart grows between two looks.

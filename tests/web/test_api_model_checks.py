@@ -95,3 +95,15 @@ def test_a_sweep_checks_its_network_once(api, monkeypatch):
     assert response.status_code == 201, response.text
     assert len(response.json()["jobs"]) == 4 and models(api) == before + 4
     assert checked == [source]
+
+
+def test_checking_a_request_refuses_what_create_refuses_and_creates_nothing(api):
+    client, dataset_id = api
+    before = models(api)
+    refused = client.post("/api/models/check", json={"name": "m", "datasets": [dataset_id],
+                                                     "network_source": SYNTAX_ERROR})
+    assert refused.status_code == 422 and "line 3: SyntaxError" in refused.json()["detail"]
+    accepted = client.post("/api/models/check", json={"name": "m", "datasets": [dataset_id], "networks": ["lenet"],
+                                                      "base_lrs": [0.01, 0.02]})
+    assert accepted.status_code == 200 and accepted.json() == {"ok": True}
+    assert models(api) == before

@@ -57,8 +57,12 @@ class InvalidSpec(InvalidInput, JobError):
     """A training setting out of range (HTTP 422), refused before any job is queued."""
 
 
-def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool = False) -> list[Job]:
-    """Validate every combination, then create the jobs (nothing is created if one is invalid)."""
+def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool = False,
+                      check_only: bool = False) -> list[Job]:
+    """Validate every combination, then create the jobs (nothing is created if one is invalid).
+
+    ``check_only``: validate and check the networks, create nothing, return [] (the form's first
+    step, so it can say "checking network…" and then "creating N jobs…", the check then cached)."""
     # Imported here, on the first job created, not by every process that imports this module
     # (the server's start-up). None of them imports torch: the CLI waiting for the job stays light.
     from trainyard.training.spec import ModelSpec
@@ -94,6 +98,8 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
         from trainyard.jobs.precheck import check_all  # builds networks in child processes
 
         check_all(ctx, [spec for spec, _ in planned])
+    if check_only:
+        return []
     group = request.name if len(planned) > 1 else None
     return [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
                                parent_id=dataset.id, group=group, foreground=foreground)

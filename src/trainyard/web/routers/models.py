@@ -23,6 +23,14 @@ def create_models(ctx: Ctx, request: TrainRequest) -> dict:
     return {"jobs": [job_detail(ctx.manager, job) for job in jobs]}
 
 
+@router.post("/models/check")
+def check_models(ctx: Ctx, request: TrainRequest) -> dict:
+    """Everything creating these jobs would check (settings, and each distinct network on its
+    dataset), creating nothing: the same refusals as POST /api/models, and the check is cached."""
+    create_model_jobs(ctx, request, check_only=True)
+    return {"ok": True}
+
+
 @router.get("/models")
 def list_models(ctx: Ctx) -> dict:
     return {"models": [job_brief(j) for j in ctx.store.list_jobs(kind="model")]}

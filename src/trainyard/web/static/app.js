@@ -16,6 +16,7 @@ const ty = {
       const detail = data && data.detail ? data.detail : text || response.statusText;
       const error = new Error(typeof detail === "string" ? detail : JSON.stringify(detail));
       error.status = response.status;
+      error.retryAfter = response.headers.get("Retry-After"); // seconds, with a 429 or 503
       throw error;
     }
     return data;

@@ -6,6 +6,8 @@
   const $ = (id) => document.getElementById(id);
   const f = form.elements;
   const checked = (name) => [...form.querySelectorAll(`input[name="${name}"]:checked`)];
+  let lastSweepSize = 1; // what updateSweep last counted: the jobs Create makes
+  const sweepSize = () => Math.max(lastSweepSize, 1);
 
   const EXAMPLE = `# A custom network: build() returns a torch.nn.Module whose output is (batch, num_classes).
 from torch import nn
@@ -227,6 +229,7 @@ def build(num_classes, in_channels, image_size):
       [Math.max(lrs.length, 1), "learning rate"], [Math.max(batches.length, 1), "batch size"],
     ];
     const jobs = parts.reduce((n, [k]) => n * k, 1);
+    lastSweepSize = jobs;
     if (!jobs) {
       out.textContent = !parts[0][0] ? "Choose a dataset." : "Choose a network.";
     } else {
@@ -260,14 +263,39 @@ def build(num_classes, in_channels, image_size):
       if (!body.name) throw new tyForm.FieldError(f.name, "Give the model a name.");
     } catch (err) { showError(err); return; }
     $("create-button").disabled = true;
+    const jobs = sweepSize();
     try {
-      const doc = await ty.api("POST", "/api/models", body);
+      // Two steps, each said: the network check (seconds the first time), then the jobs (the
+      // check is cached by then, so creating is quick).
+      await untilAccepted(() => ty.api("POST", "/api/models/check", body), "Checking the network…");
+      const doc = await untilAccepted(() => ty.api("POST", "/api/models", body),
+                                      `Creating ${jobs} job${jobs === 1 ? "" : "s"}…`);
+      say(`Created ${doc.jobs.length} job${doc.jobs.length === 1 ? "" : "s"}; opening…`);
       window.location.href = doc.jobs.length === 1 ? `/models/${doc.jobs[0].id}` : "/?group=sweep";
     } catch (err) {
+      say("");
       showError(serverError(err));
       $("create-button").disabled = false;
     }
   });
+
+  function say(text, busy = false) {
+    $("create-status").innerHTML = busy ? `<span class="spinner" aria-hidden="true"></span> ${ty.escape(text)}` : ty.escape(text);
+  }
+
+  // A server busy with other checks answers 429 and when to come back: wait that long (saying
+  // so) and ask again, a few times, before giving its message.
+  async function untilAccepted(call, doing) {
+    for (let attempt = 0; ; attempt++) {
+      say(doing, true);
+      try { return await call(); } catch (err) {
+        if (err.status !== 429 || attempt >= 4) throw err;
+        const seconds = Math.min(Math.max(Number(err.retryAfter) || 2, 1), 60);
+        say(`The server is checking other networks; trying again in ${seconds} s…`, true);
+        await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+      }
+    }
+  }
 
   function showError(err) {
     if (err instanceof tyForm.FieldError) tyForm.show(err.field, err.message);
