@@ -68,3 +68,16 @@ def test_create_says_checking_then_creating_and_waits_out_a_busy_checker(live_se
     assert len(checks) == 2 and checks[1]["base_lrs"] == [0.01, 0.02] and created == [checks[1]]
     assert page.inner_text("#create-status") == ""
     assert page.is_enabled("#create-button")  # ready to try again
+
+
+def test_a_check_that_ran_out_of_time_is_not_called_a_broken_network(live_server, dataset, page):
+    timed_out = {"ok": False, "line": None, "transient": True, "timed_out": True,
+                 "error": "the check took longer than 600 s, so it says nothing about the network "
+                          "(the limit is TRAINYARD_CHECK_TIMEOUT_S)"}
+    page.route("**/api/networks/inspect", lambda route: route.fulfill(
+        status=200, content_type="application/json", body=json.dumps(timed_out)))
+    page.goto(f"{live_server.url}/models/new?dataset={dataset['id']}")
+    page.click(".visualize-standard[data-network=lenet]")
+    page.locator("#network-view-title").filter(has_text="lenet: not checked").wait_for()
+    assert "does not build" not in page.inner_text("#network-view")
+    assert page.inner_text("#network-error").startswith("the check took longer than 600 s")
