@@ -10,10 +10,14 @@ can be killed with SIGKILL), then runs bounded loops of:
 - bounded requests, with the server's peak RSS sampled: 64 large PNGs to classify, an import
   whose labels.txt names 200,000 classes, a zip bomb, processes=100000;
 - jobs: dataset builds queued, the server killed with SIGKILL mid-way and restarted; every job
-  must be listed exactly once and end, and no lease may be left held.
+  must be listed exactly once and end, and no lease may be left held;
+- user code (issue 20, adversary_payloads.py): custom networks whose build() hunts the token,
+  writes the store or another job's folder, forges its snapshot's cache, holds memory, forks,
+  floods or forges the answer pipe; a table says what each reached.
 
     python bench/adversary.py              # about two minutes on two cores
     python bench/adversary.py --rounds 3   # repeat the malformed-input loop
+    python bench/adversary.py --payloads-only   # only the user-code payloads (a minute or two)
 """
 
 from __future__ import annotations
@@ -183,14 +187,15 @@ def auth_variants(server: Server, token: str, tally: Tally) -> None:
     paths = ["/api/jobs", "/api/system", "/api/datasets", "/openapi.json", "//api/jobs", "/api/jobs/",
              "/static/../api/jobs", "/api/%6aobs", "/login/../api/jobs", "/API/jobs"]
     with httpx.Client(base_url=server.url, timeout=30) as client:
+        # First: after five wrong tokens this client is refused (429) for a minute, the right one too
+        ok = client.get("/api/jobs", headers={"Authorization": f"Bearer {token}"})
+        assert ok.status_code == 200, "the right token must work"
         for path in paths:
             for header in headers:
                 response = tally.seen(client.get(path, headers=header), "auth " + path)
                 if response.status_code < 300 and "json" in response.headers.get("content-type", ""):
                     tally.bypasses += 1
                     tally.notes.append(f"bypass: {path} {header} -> {response.status_code}")
-        ok = client.get("/api/jobs", headers={"Authorization": f"Bearer {token}"})
-        assert ok.status_code == 200, "the right token must work"
 
 
 def _png(side: int) -> bytes:
@@ -261,7 +266,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=1, help="repeats of the malformed-input loop")
     parser.add_argument("--builds", type=int, default=4, help="dataset builds queued before the kill -9")
+    parser.add_argument("--payloads-only", action="store_true", help="only the user-code payloads")
     args = parser.parse_args()
+    if args.payloads_only:
+        return payloads()
     tally = Tally()
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
@@ -296,6 +304,22 @@ def main() -> None:
     print(f"requests (with auth variants) {tally.requests}, 5xx {tally.server_errors}, auth bypasses {tally.bypasses}")
     for note in tally.notes:
         print("  " + note)
+    payloads()
+
+
+def payloads() -> None:
+    """The user-code payloads against a server with a token, and the table of what they reached."""
+    from bench.adversary_payloads import against_live_server, table
+
+    token = "adversary-" + "p" * 32
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        server = Server(tmp / "home", tmp, token=token).start()
+        try:
+            assert server.proc is not None
+            print(table(against_live_server(server.url, tmp / "home", server.proc.pid, token, tmp)), flush=True)
+        finally:
+            server.stop()
 
 
 def _report(tally: Tally, lost: int, duplicated: int, stuck: int, peak: int) -> None:

@@ -71,6 +71,9 @@ class Settings(BaseSettings):
     @classmethod
     def _long_token(cls, value: str) -> str:
         # The message never repeats the token (validation messages carry only this text).
+        if value and not value.strip():  # passes a length check, and no client can send it back
+            raise ValueError("TRAINYARD_AUTH_TOKEN is only spaces; make a real one with: python -c "
+                             "\"import secrets; print(secrets.token_urlsafe(24))\"")
         if value and len(value) < MIN_TOKEN_LENGTH:
             raise ValueError(f"TRAINYARD_AUTH_TOKEN must be at least {MIN_TOKEN_LENGTH} characters "
                              f"(it has {len(value)}); make one with: python -c \"import secrets; "

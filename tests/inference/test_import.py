@@ -39,6 +39,14 @@ def upload(client, data: bytes, filename: str = "model.tar.gz", **form):
     return client.post("/api/models/import", files={"file": (filename, data, "application/gzip")}, data=form)
 
 
+def test_evaluating_an_imported_model_is_a_409_that_says_it_has_no_dataset(client, archive):
+    imported = upload(client, archive.read_bytes(), name="no dataset here")
+    assert imported.status_code == 201, imported.text
+    response = client.post(f"/api/models/{imported.json()['id']}/evaluate", json={"split": "val"})
+    assert response.status_code == 409  # was a 500 (the spec has no dataset folder)
+    assert "no dataset here (it was imported)" in response.json()["detail"]
+
+
 def test_import_gives_a_done_model_with_the_same_answers(client, trained, archive, tmp_path):
     response = upload(client, archive.read_bytes(), name="imported")
     assert response.status_code == 201, response.text

@@ -136,6 +136,15 @@ def test_classify_many_uploaded_list_with_labels(client, trained, tmp_path):
     thumb = client.get(api + "/images/0")
     assert thumb.status_code == 200 and Image.open(io.BytesIO(thumb.content)).size == (40, 30)
     assert client.get(api + "/images/99").status_code == 404
+    negative = client.get(api + "/images/-1")  # was a 500 (a negative offset into the results)
+    assert negative.status_code == 422 and "greater than or equal to 0" in negative.text
+
+
+def test_a_negative_log_size_is_a_422(client, trained):
+    for size in (-1, -(2**63)):  # the second was a 500: a seek past what a C long holds
+        response = client.get(f"/api/jobs/{trained.model_id}/log", params={"max_bytes": size})
+        assert response.status_code == 422 and "greater than or equal to 0" in response.text
+    assert client.get(f"/api/jobs/{trained.model_id}/log", params={"max_bytes": 0}).status_code == 200
 
 
 def test_top_n_of_an_uploaded_archive(client, trained, tmp_path):

@@ -106,3 +106,4 @@ def test_a_read_only_database_is_a_503(settings, image_folder):
     with _client(read_only) as client:
         response = client.post("/api/datasets", json={"name": "x", "train_folder": str(image_folder)})
     assert "readonly" in _one_line(response, 503)
+    assert not any(settings.jobs_dir.iterdir())  # the refused job left no folder behind

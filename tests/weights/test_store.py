@@ -59,7 +59,7 @@ def test_download_checks_a_torchvision_style_hash_prefix(tmp_path, file_server):
     body = b"weights" * 1000
     file_server.files["/w.pth"] = Served(body)
     prefix = hashlib.sha256(body).hexdigest()[:8]
-    assert download(f"{file_server.url}/w.pth", tmp_path / "w.pth", sha256=prefix).startswith(prefix)
+    assert download(f"{file_server.url}/w.pth", tmp_path / "w.pth", sha256=prefix).sha256.startswith(prefix)
     with pytest.raises(HashMismatch):
         download(f"{file_server.url}/w.pth", tmp_path / "x.pth", sha256="00000000")
     assert not (tmp_path / "x.pth").exists() and not (tmp_path / "x.pth.part").exists()

@@ -38,8 +38,9 @@ def list_(search: str = typer.Argument("", help="only names containing this"),
     for row in rows:
         top1 = next((v for k, v in row["accuracy"].items() if k.endswith("acc@1")), None)
         size = f"{row['size_mb']:.0f} MB" if row["size_mb"] else ""
+        unverified = " unverified" if row["present"] and row.get("verified") is False else ""
         typer.echo(f"{'*' if row['present'] else ' '} {row['name']:<48} {row['network']:<28} "
-                   f"{size:>8} {f'top-1 {top1:.1f}%' if top1 else ''}")
+                   f"{size:>8} {f'top-1 {top1:.1f}%' if top1 else ''}{unverified}")
     err.print(f"{len(rows)} entries; * = in the store ({get_settings().weights_dir})")
 
 
@@ -77,3 +78,5 @@ def _report(row: dict, as_json: bool, verb: str) -> None:
         emit_json(row)
     else:
         err.print(f"{verb} {row['name']} ({row['network']})" + (f": {row['path']}" if row["path"] else ""))
+        if row.get("verified") is False:
+            err.print("unverified: its source published no hash to check the file against")

@@ -36,6 +36,7 @@ EXIT_FAILED = 1
 EXIT_ABORTED = 128 + signal.SIGTERM  # what a shell reports for a process killed by SIGTERM
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+IMPORT_POLL_S = 0.02  # how often a stop that came during an import looks for its end
 
 
 class Aborted(BaseException):
@@ -51,12 +52,14 @@ class StopFlag:
     """Set by SIGTERM/SIGINT while installed; bodies poll it (``stop()``) between steps.
 
     With ``raise_at_once`` the handler also raises `Aborted` in the main thread, for bodies
-    with no step boundary to poll at (a dataset build inside a decode pipeline).
+    with no step boundary to poll at (a dataset build inside a decode pipeline); never in the
+    middle of an import, though: it waits for the import to end (`_after_import`).
     """
 
     def __init__(self) -> None:
         self.signal: int | None = None
         self.raise_at_once = False  # run_job arms it while a body that asked for it runs
+        self._waiter: threading.Thread | None = None
 
     def __call__(self) -> bool:
         return self.signal is not None
@@ -79,7 +82,43 @@ class StopFlag:
     def _handle(self, signum, frame) -> None:
         self.signal = signum
         if self.raise_at_once:
+            if importing(frame):  # see _after_import
+                self._after_import(signum)
+                return
             raise Aborted()
+
+    def _after_import(self, signum: int) -> None:
+        """Deliver the stop once the main thread's import is over, not inside it.
+
+        An exception raised while a module runs its top level leaves that module half made; for
+        a C extension such as numpy's a second import then fails, and the job ended ``failed``
+        with numpy's "PLEASE READ THIS" advice instead of ``aborted``. So a watcher waits for
+        the import to finish and sends the signal again; the handler then raises."""
+        if self._waiter is not None and self._waiter.is_alive():
+            return
+        main = threading.main_thread().ident
+
+        def wait() -> None:
+            while self.raise_at_once:
+                frame = sys._current_frames().get(main) if main is not None else None
+                if frame is None:
+                    return
+                if not importing(frame):
+                    os.kill(os.getpid(), signum)
+                    return
+                time.sleep(IMPORT_POLL_S)
+
+        self._waiter = threading.Thread(target=wait, name="trainyard-stop-after-import", daemon=True)
+        self._waiter.start()
+
+
+def importing(frame) -> bool:
+    """Whether ``frame`` (or a caller of it) is the import system running a module."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 class Progress:

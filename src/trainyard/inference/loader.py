@@ -11,7 +11,11 @@ The cache key is the file's path, modification time and size: a rewritten checkp
 resumed job writes the same epoch again) is loaded afresh, an unchanged one is never read twice.
 
 ``user_code=False`` (the server) refuses to build a custom network: `UserCode` is raised, and
-the caller serves the checkpoint from a worker process instead (inference/workers.py).
+the caller serves the checkpoint from a worker process instead (inference/workers.py). Whether a
+checkpoint is custom is never taken from the files beside it (the job writes those, and a custom
+job runs user code): it is read from the checkpoint by this side and kept in the trust ledger
+under the checkpoint's hash (trust.py); the cached export is used only when the ledger vouches
+for it, and `model` refuses a custom network to such a process whatever the cache said.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainyard.inference import ort_runtime
+from trainyard.inference import ort_runtime, trust
 from trainyard.inference.snapshots import InferenceError, NotFound, NotReady, model_checkpoint
 
 if TYPE_CHECKING:
@@ -53,6 +57,9 @@ class LoadedModel:
     mean: np.ndarray | None  # (1, C, h, w) or (1, C, 1, 1) float32 in 0..1 units (artifact/inputs.py)
     std: np.ndarray | None = None  # (1, C, 1, 1): the pretrained weights' scaling, if any
     spec: dict = field(default_factory=dict)
+    sha: str = ""  # the checkpoint's SHA-256, its key in the trust ledger
+    named: Path | None = None  # the path as the caller named it (says which ledger, trust.py)
+    user_code: bool = True  # False: this process never builds a custom network
     # Forward passes hold this: visualisation hooks on the shared modules must see only their own
     # pass, and one pass at a time already uses every CPU core.
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -71,7 +78,10 @@ class LoadedModel:
                 if self._model is None:
                     from trainyard.inference.torch_forward import build_network, read_checkpoint
 
-                    self._model = build_network(read_checkpoint(self.path), self.device)
+                    checkpoint = read_checkpoint(self.path)
+                    if not checkpoint["network"] and not self.user_code:  # whatever a cache claimed
+                        raise UserCode(str(self.path))
+                    self._model = build_network(checkpoint, self.device)
         return self._model
 
     def cpu_forward(self) -> ort_runtime.OrtForward | None:
@@ -81,7 +91,8 @@ class LoadedModel:
             with self._reading:
                 if not self._ort_tried:
                     if self.device == "cpu" and ort_runtime.wanted():
-                        self._ort = ort_runtime.ort_forward(self.path, lambda: self.model, self.inputs())
+                        self._ort = ort_runtime.ort_forward(self.named or self.path, lambda: self.model,
+                                                            self.inputs(), self.sha)
                     self._ort_tried = True
         return self._ort
 
@@ -113,18 +124,18 @@ def load_model(path: str | os.PathLike, device: str = "cpu", *, user_code: bool 
 
     With ``user_code=False`` a custom network is never built here: `UserCode` is raised.
     """
-    path = Path(path).resolve()
+    named, path = Path(os.path.abspath(path)), Path(path).resolve()
     try:
         stat = path.stat()
     except FileNotFoundError:
         raise NotFound(f"checkpoint {path.name} not found") from None
-    key = (str(path), stat.st_mtime_ns, stat.st_size, device)
+    key = (str(named), str(path), stat.st_mtime_ns, stat.st_size, device, user_code)
     with _cache_lock:
         loaded = _cache.get(key)
         if loaded is not None:
             _cache.move_to_end(key)
     if loaded is None:
-        loaded = _load(path, device, user_code)
+        loaded = _load(named, path, device, user_code)
         with _cache_lock:  # a custom network's too, unbuilt: the server learns it once, not per request
             _cache[key] = loaded
             while len(_cache) > CACHE_SIZE:
@@ -134,26 +145,38 @@ def load_model(path: str | os.PathLike, device: str = "cpu", *, user_code: bool 
     return loaded
 
 
-def _load(path: Path, device: str, user_code: bool) -> LoadedModel:
-    """The checkpoint's model: from its cached export's inputs (no checkpoint read, no torch),
-    else from the checkpoint, whose network is built unless it is user code not allowed here."""
-    inputs = ort_runtime.cached_inputs(path) if device == "cpu" else None
+def _load(named: Path, path: Path, device: str, user_code: bool) -> LoadedModel:
+    """The checkpoint's model: from its cached export's inputs when the trust ledger vouches for
+    them (no checkpoint read, no torch), else from the checkpoint, whose network is built unless
+    it is user code not allowed here. A custom verdict the ledger holds needs no read at all."""
+    try:
+        sha = trust.digest(path)
+    except OSError as exc:
+        raise InferenceError(f"{path.name} is not a readable checkpoint: {exc}") from None
+    record = trust.recall(named, sha)
+    if record.get("network") == "custom" and not user_code:
+        return _loaded(named, path, device, ort_runtime.Inputs(
+            {"classes": [], "epoch": 0, "network": "custom", "preprocess": {}}, None, None), sha, user_code)
+    inputs = ort_runtime.cached_inputs(named, sha, record) if device == "cpu" else None
     if inputs is not None:
-        return _loaded(path, device, inputs)
+        return _loaded(named, path, device, inputs, sha, user_code)
     from trainyard.inference.torch_forward import build_network, constants, read_checkpoint
 
     checkpoint = read_checkpoint(path)
     about = {"classes": list(checkpoint["classes"]), "epoch": checkpoint["epoch"],
              "network": checkpoint["network"] or "custom", "spec": checkpoint.get("spec") or {},
              "preprocess": {k: v for k, v in checkpoint["preprocess"].items() if k != "mean"}}
-    loaded = _loaded(path, device, ort_runtime.Inputs(about, *constants(checkpoint)))
+    if record.get("network") != about["network"]:
+        trust.remember(named, sha, network=about["network"])
+    loaded = _loaded(named, path, device, ort_runtime.Inputs(about, *constants(checkpoint)), sha, user_code)
     if loaded.network != "custom" or user_code:
         loaded._model = build_network(checkpoint, device)
     return loaded
 
 
-def _loaded(path: Path, device: str, inputs: ort_runtime.Inputs) -> LoadedModel:
+def _loaded(named: Path, path: Path, device: str, inputs: ort_runtime.Inputs, sha: str,
+            user_code: bool) -> LoadedModel:
     about = inputs.about
     return LoadedModel(path=path, classes=list(about["classes"]), preprocess=about["preprocess"],
                        epoch=about["epoch"], network=about["network"], device=device, mean=inputs.mean,
-                       std=inputs.std, spec=about.get("spec") or {})
+                       std=inputs.std, spec=about.get("spec") or {}, sha=sha, named=named, user_code=user_code)

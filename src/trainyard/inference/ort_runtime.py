@@ -5,9 +5,11 @@ far less memory. The preprocessing is unchanged (artifact/inputs.py builds the i
 only the forward pass moves. The graph is exported once per snapshot, checked against PyTorch
 by `check_onnx` (the same check a downloaded archive passes), and written atomically next to
 the checkpoint as ``epoch-NNNN.pt.onnx``, with ``epoch-NNNN.pt.inputs.npz`` beside it: the
-classes, the preprocessing entry and its mean and std constants. A later process reuses the
-pair when both are newer than the checkpoint (a resumed job that rewrites an epoch makes them
-stale), and then classifies without reading the checkpoint or importing torch (`cached_inputs`).
+classes, the preprocessing entry and its mean and std constants. The job folder is the job's to
+write, so a later process reuses the pair only when their SHA-256 are the ones this side recorded
+for that checkpoint's bytes in the trust ledger (trust.py, outside the job folder): a forged or
+stale file is ignored and rebuilt. Then it classifies without reading the checkpoint or importing
+torch (`cached_inputs`).
 
 Anything that goes wrong (an exporter that refuses the network, a check that fails, a read-only
 folder) is logged with its reason, and the caller keeps PyTorch: a slower answer, never a
@@ -16,6 +18,7 @@ different or missing one. ``TRAINYARD_INFERENCE_RUNTIME=torch`` turns the ONNX p
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -28,6 +31,7 @@ import numpy as np
 
 from trainyard.artifact.inputs import input_shape
 from trainyard.core.files import write_atomic
+from trainyard.inference import trust
 
 if TYPE_CHECKING:
     from torch import nn
@@ -78,43 +82,79 @@ def inputs_path(checkpoint: Path) -> Path:
     return checkpoint.with_name(checkpoint.name + INPUTS_SUFFIX)
 
 
-def cached_inputs(checkpoint: Path) -> Inputs | None:
-    """The `Inputs` of a fresh cached export of ``checkpoint``, or None (then the checkpoint is
-    read with torch). Reads no checkpoint and imports no torch; `ort_forward` then opens the
-    graph when the first images come (a job forks its image decoders before that)."""
-    if not is_cached(checkpoint):
+def cached_inputs(checkpoint: Path, sha: str | None = None, record: dict | None = None) -> Inputs | None:
+    """The `Inputs` of the cached export of ``checkpoint`` when the trust ledger vouches for them,
+    or None (then the checkpoint is read with torch). ``sha`` and ``record`` are the checkpoint's
+    hash and ledger record when the caller has them. Reads no checkpoint and imports no torch;
+    `ort_forward` then opens the graph when the first images come (a job forks its image
+    decoders before that). The network's name comes from the ledger, never from the file."""
+    if not wanted():
+        return None
+    sha, record = _vouched(checkpoint, sha, record)
+    data = _verified(inputs_path(checkpoint), record.get("inputs"))
+    if data is None or not record.get("network"):
         return None
     try:
-        with np.load(inputs_path(checkpoint), allow_pickle=False) as saved:  # arrays and text: nothing unpickled
-            return Inputs(json.loads(str(saved["about"])), _optional(saved, "mean"), _optional(saved, "std"))
+        with np.load(io.BytesIO(data), allow_pickle=False) as saved:  # arrays and text: nothing unpickled
+            about = {**json.loads(str(saved["about"])), "network": record["network"]}
+            return Inputs(about, _optional(saved, "mean"), _optional(saved, "std"))
     except Exception as exc:  # a damaged cache file: the caller reads the checkpoint instead
         log.info("cached inputs of %s unreadable (%s); reading the checkpoint", checkpoint.name, exc)
         return None
 
 
-def cached_graph(checkpoint: Path) -> bytes | None:
-    """The cached ONNX export of ``checkpoint`` when it is fresh (an archive reuses it), else None."""
-    graph = onnx_path(checkpoint)
-    try:
-        return graph.read_bytes() if _fresh(graph, checkpoint) else None
-    except OSError:
+def cached_graph(checkpoint: Path, sha: str | None = None, record: dict | None = None) -> bytes | None:
+    """The cached ONNX export of ``checkpoint`` when the trust ledger vouches for it (an archive
+    reuses it), else None."""
+    if not wanted():
         return None
+    sha, record = _vouched(checkpoint, sha, record)
+    return _verified(onnx_path(checkpoint), record.get("onnx"))
 
 
 def is_cached(checkpoint: Path) -> bool:
-    """Whether ``checkpoint`` has a fresh cached export (both files exist and are newer)."""
-    return wanted() and _fresh(onnx_path(checkpoint), checkpoint) and _fresh(inputs_path(checkpoint), checkpoint)
+    """Whether ``checkpoint`` has a cached export and inputs, both as the ledger recorded them."""
+    if not wanted():
+        return False
+    sha, record = _vouched(checkpoint, None, None)
+    return all(_verified(path, record.get(key)) is not None
+               for path, key in ((onnx_path(checkpoint), "onnx"), (inputs_path(checkpoint), "inputs")))
+
+
+def _vouched(checkpoint: Path, sha: str | None, record: dict | None) -> tuple[str, dict]:
+    if sha is None:
+        try:
+            sha = trust.digest(checkpoint)
+        except OSError:
+            return "", {}
+    return sha, trust.recall(checkpoint, sha) if record is None else record
+
+
+def _verified(path: Path, expected: str | None) -> bytes | None:
+    """The bytes of ``path`` when they hash to ``expected``; None when missing, forged or stale."""
+    if not expected:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if trust.digest_bytes(data) != expected:
+        log.info("%s is not the file this side cached (forged or stale); ignored", path.name)
+        return None
+    return data
 
 
 def _optional(saved, key: str) -> np.ndarray | None:
     return saved[key] if key in saved.files else None
 
 
-def _save_inputs(path: Path, inputs: Inputs) -> None:
+def _inputs_bytes(inputs: Inputs) -> bytes:
     # Any: numpy's stub reads a ** mapping as possibly holding savez's allow_pickle flag.
     arrays: dict[str, Any] = {"about": np.array(json.dumps(inputs.about))}
     arrays.update((key, value) for key, value in (("mean", inputs.mean), ("std", inputs.std)) if value is not None)
-    write_atomic(path, lambda f: np.savez(f, **arrays))
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
 
 
 def wanted() -> bool:
@@ -122,55 +162,56 @@ def wanted() -> bool:
     return os.environ.get(RUNTIME_ENV, "onnx").strip().lower() != "torch"
 
 
-def ort_forward(checkpoint: Path, model: Callable[[], nn.Module], inputs: Inputs) -> OrtForward | None:
+def ort_forward(checkpoint: Path, model: Callable[[], nn.Module], inputs: Inputs, sha: str | None = None,
+                record: dict | None = None) -> OrtForward | None:
     """The ONNX Runtime forward pass of a CPU model, or None (logged) where PyTorch must answer.
 
-    Opens the cached graph when it is fresh; otherwise exports ``model()`` (read only then) and
-    caches the graph, then its `Inputs` (written last: their presence says the pair is whole)."""
-    graph = onnx_path(checkpoint)
-    if _fresh(graph, checkpoint):
+    Opens the cached graph when the ledger vouches for it; otherwise exports ``model()`` (read
+    only then), caches the graph and its `Inputs` and records their hashes in the ledger."""
+    sha, record = _vouched(checkpoint, sha, record)
+    graph = cached_graph(checkpoint, sha, record)
+    if graph is not None:
         try:
-            forward = OrtForward(str(graph))
-            _cache_inputs(checkpoint, inputs)
+            forward = OrtForward(graph)
+            _cache_inputs(checkpoint, inputs, sha, record)
             return forward
         except Exception as exc:  # a damaged cache file: export again
-            log.info("cached ONNX export %s unreadable (%s); exporting again", graph.name, exc)
+            log.info("cached ONNX export of %s unreadable (%s); exporting again", checkpoint.name, exc)
     try:
-        forward = OrtForward(_exported(graph, model(), inputs.about["preprocess"]))
-        _cache_inputs(checkpoint, inputs)
-        return forward
+        data = _exported(model(), inputs.about["preprocess"])
+        forward = OrtForward(data)
     except Exception as exc:  # any failure means PyTorch answers; the reason goes to the log
         log.warning("ONNX Runtime not used for %s, PyTorch answers instead: %s: %s",
                     checkpoint.name, type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
         return None
+    if _cache(onnx_path(checkpoint), data) and sha:
+        trust.remember(checkpoint, sha, onnx=trust.digest_bytes(data))
+    _cache_inputs(checkpoint, inputs, sha, {})
+    return forward
 
 
-def _exported(cached: Path, model: nn.Module, preprocess: dict) -> bytes:
-    """A newly exported and checked graph, also written (atomically) to ``cached``."""
+def _exported(model: nn.Module, preprocess: dict) -> bytes:
+    """A newly exported and checked graph."""
     from trainyard.inference.onnx_export import check_onnx, export_onnx
 
     shape = input_shape(preprocess)
     data = export_onnx(model, shape)
     check_onnx(data, model, shape)  # raises ExportError with the figures if ORT disagrees
-    try:
-        write_atomic(cached, lambda f: f.writelines([data]))
-    except OSError as exc:  # a read-only folder: use it this time, export again next time
-        log.info("ONNX export %s not cached: %s", cached.name, exc)
     return data
 
 
-def _cache_inputs(checkpoint: Path, inputs: Inputs) -> None:
-    path = inputs_path(checkpoint)
-    if _fresh(path, checkpoint):
-        return
+def _cache(path: Path, data: bytes) -> bool:
     try:
-        _save_inputs(path, inputs)
-    except Exception as exc:  # a read-only folder, say: this process has what it needs anyway
-        log.info("ONNX inputs %s not cached: %s", path.name, exc)
-
-
-def _fresh(cached: Path, checkpoint: Path) -> bool:
-    try:
-        return cached.stat().st_mtime_ns >= checkpoint.stat().st_mtime_ns
-    except FileNotFoundError:
+        write_atomic(path, lambda f: f.writelines([data]))
+        return True
+    except OSError as exc:  # a read-only folder: use it this time, export again next time
+        log.info("%s not cached: %s", path.name, exc)
         return False
+
+
+def _cache_inputs(checkpoint: Path, inputs: Inputs, sha: str, record: dict) -> None:
+    if not sha or _verified(inputs_path(checkpoint), record.get("inputs")) is not None:
+        return
+    data = _inputs_bytes(inputs)
+    if _cache(inputs_path(checkpoint), data):
+        trust.remember(checkpoint, sha, inputs=trust.digest_bytes(data))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from trainyard.core.errors import validation_message
+from trainyard.core.errors import Conflict, validation_message
 from trainyard.core.files import read_json
 from trainyard.core.paths import resolve_inside
 from trainyard.datasets.storage import split_names
@@ -61,8 +61,12 @@ def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float
 
 
 def _dataset_split(model_spec_path, split: str) -> dict:
-    """The spec fields naming the model's dataset; JobError if it lacks ``split``."""
+    """The spec fields naming the model's dataset; JobError if it lacks ``split``, Conflict (409)
+    if the model has no dataset at all (an imported one)."""
     model_spec = read_json(model_spec_path)
+    if not model_spec.get("dataset_dir"):  # an imported archive: trained elsewhere, on data not here
+        raise Conflict(f"this model has no dataset here (it was imported), so it has no {split} split to "
+                       "evaluate; classify a folder or a list of labelled images instead")
     dataset_dir = Path(model_spec["dataset_dir"])
     have = split_names(dataset_dir) if dataset_dir.is_dir() else []
     if split not in have:

@@ -89,11 +89,15 @@ class JobManager:
             job_id = new_job_id()
         folder = self.folder(job_id)
         folder.path.mkdir(parents=True)
-        write_json_atomic(folder.spec, {**spec, "id": job_id})
         job = Job(id=job_id, kind=kind, name=name, status=Status.QUEUED, parent_id=parent_id,
                   group=group, needs=needs, summary={}, created_at=time.time(),
                   **(self.owner if foreground else {}))
-        return self.store.add_job(job)
+        try:
+            write_json_atomic(folder.spec, {**spec, "id": job_id})
+            return self.store.add_job(job)
+        except BaseException:  # refused (a full disk, a read-only database): no folder without a job
+            shutil.rmtree(folder.path, ignore_errors=True)
+            raise
 
     def get(self, job_id: str) -> Job:
         job = self.store.get_job(job_id)

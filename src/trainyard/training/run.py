@@ -164,6 +164,11 @@ def _message(error: Exception, folder: JobFolder | None = None) -> str:
         from trainyard.training.state import TrainingError
     except Exception:  # the install itself is broken: say what failed, nothing more
         return f"{type(error).__name__}: {error}"
+    from trainyard.training.disk_full import disk_full_message
+
+    full = disk_full_message(error, folder.path) if folder is not None else None
+    if full:
+        return full
     if isinstance(error, NetworkError):
         return f"custom network: {error}"
     if isinstance(error, (TrainingError, SpecError, PretrainedError, CheckpointError)):

@@ -74,9 +74,9 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
     install_error_handlers(app)
     # A train and a validation archive, each up to the limit, plus the form around them.
     app.add_middleware(RequestSizeLimit, max_bytes=(2 * ctx.settings.max_upload_mb + 1) * 2**20)
+    app.state.login_limiter = LoginLimiter()  # sign-ins and bearer tokens count against one limit
     if ctx.settings.auth_token:
-        app.add_middleware(TokenAuthMiddleware, token=ctx.settings.auth_token)
-    app.state.login_limiter = LoginLimiter()
+        app.add_middleware(TokenAuthMiddleware, token=ctx.settings.auth_token, limiter=app.state.login_limiter)
     # Added last, so it runs first: a foreign Host or a cross-site write gets no further.
     app.add_middleware(SameOriginMiddleware, settings=ctx.settings)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -3,6 +3,9 @@
 With no TRAINYARD_AUTH_TOKEN the server only binds to localhost (see cli serve), and every
 request passes. With a token, every page and API call needs it: as ``Authorization: Bearer``,
 or the signed session cookie the login form sets (sessions.py; the cookie never holds the token).
+Wrong bearer tokens count against the same limiter as wrong sign-ins (per client address and,
+on this machine, per local account: peers.py), so the token cannot be guessed at speed by
+either door, and one account's guessing locks out only that account.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse
 
-from trainyard.web.sessions import COOKIE, valid_session
+from trainyard.web.peers import client_key
+from trainyard.web.sessions import COOKIE, LoginLimiter, valid_session
 
 OPEN_PATHS = ("/login", "/favicon.ico")  # exactly these paths, plus everything under OPEN_PREFIXES
 OPEN_PREFIXES = ("/static/",)
@@ -26,22 +30,44 @@ def token_matches(given: str | None, token: str) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
+def requester(request: Request) -> str:
+    """The limiter's key for ``request``'s client (peers.py)."""
+    client = request.client
+    return client_key(client.host, client.port) if client else "unknown"
+
+
+def bearer_of(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    return header[7:].strip() if header.lower().startswith("bearer ") else None
+
+
 def authenticated(request: Request, token: str) -> bool:
     """A bearer header with the token, or a valid session cookie."""
-    header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        return token_matches(header[7:].strip(), token)
+    given = bearer_of(request)
+    if given is not None:
+        return token_matches(given, token)
     return valid_session(request.cookies.get(COOKIE), token)
 
 
 class TokenAuthMiddleware(BaseHTTPMiddleware):
-    def __init__(self, app, token: str):
+    def __init__(self, app, token: str, limiter: LoginLimiter | None = None):
         super().__init__(app)
         self.token = token
+        self.limiter = limiter or LoginLimiter()
 
     async def dispatch(self, request: Request, call_next):
         path = request.url.path
-        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or authenticated(request, self.token):
+        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
+            return await call_next(request)
+        ok = authenticated(request, self.token)
+        if bearer_of(request) is not None:  # a guess at the token, like a sign-in: limited alike
+            who = requester(request)
+            if not self.limiter.allowed(who):
+                return JSONResponse({"detail": "too many wrong tokens from this client: wait a minute, "
+                                     "then try again"}, status_code=429, headers={"Retry-After": "60"})
+            if not ok:
+                self.limiter.failed(who)
+        if ok:
             return await call_next(request)
         if path.startswith("/api") or path in ("/docs", "/openapi.json"):
             return JSONResponse({"detail": "authentication required: send 'Authorization: Bearer <token>'"},

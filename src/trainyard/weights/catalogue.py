@@ -47,12 +47,21 @@ class WeightsEntry:
         return asdict(self)
 
 
+SIZE_MARGIN = 1.02  # a published size is rounded (torchvision's to 1 kB of MiB): a little room
+
+
+def max_bytes(entry: WeightsEntry) -> int | None:
+    """The most bytes a download of ``entry`` may bring: its published size plus a small margin
+    (None where the library gives no size: the server's own Content-Length bounds it then)."""
+    if not entry.size_mb:
+        return None
+    return int(entry.size_mb * 2**20 * SIZE_MARGIN) + (64 << 10)
+
+
 def hash_in_filename(filename: str) -> str | None:
     """The SHA-256 prefix that a torch.hub-style file name carries, if any."""
     match = _HASH_IN_NAME.search(filename)
     return match.group(1) if match else None
-
-
 
 
 def _hf_endpoint() -> str:

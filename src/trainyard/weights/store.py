@@ -59,6 +59,7 @@ class WeightsStore:
         if stored:
             data["sha256"] = stored.get("sha256") or data.get("sha256")
             data["size_mb"] = stored.get("size_mb") or data.get("size_mb")
+            data["verified"] = stored.get("verified", True)  # False: its source gave no hash to check
         return data
 
     def list(self, search: str = "", source: str | None = None, present: bool = False) -> list[dict]:
@@ -102,9 +103,11 @@ class WeightsStore:
         folder = self.folder_of(entry.name)
         with self._lock(entry.name):
             path = folder / entry.filename
-            sha = download(url, path, sha256=entry.sha256, on_progress=on_progress)
-            self._check_or_remove(path, entry)
-            return self._finish(entry.to_dict(), path, sha, origin=url)
+            fetched = download(url, path, sha256=entry.sha256, max_bytes=catalogue.max_bytes(entry),
+                               on_progress=on_progress)
+            self._check_or_remove(path, entry)  # verified: False where no published hash was checked
+            return self._finish({**entry.to_dict(), "verified": fetched.verified}, path, fetched.sha256,
+                                origin=url)
 
     def import_file(self, name: str, file: str | Path, network: str | None = None) -> dict:
         """Store a file copied by hand: a published entry's (hash-checked), or the user's own

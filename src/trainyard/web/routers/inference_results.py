@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 from fastapi import APIRouter, Query, Request
+from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, Response
 from PIL import Image
 
@@ -95,7 +96,7 @@ def many_top_n(ctx: Ctx, model_id: str, job_id: str) -> dict:
 
 
 @results_router.get("/{model_id}/classify-many/{job_id}/images/{row}")
-def many_image(ctx: Ctx, model_id: str, job_id: str, row: int) -> Response:
+def many_image(ctx: Ctx, model_id: str, job_id: str, row: int = PathParam(ge=0)) -> Response:
     """A thumbnail of the image of one result row."""
     _, folder, spec = job_folder(ctx, model_id, job_id, "classify-many")
     found = results.read_row(folder, row)

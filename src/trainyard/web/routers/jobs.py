@@ -57,7 +57,7 @@ async def delete_job(ctx: Ctx, job_id: str) -> dict:
 
 
 @router.get("/{job_id}/log", response_class=PlainTextResponse)
-def job_log(ctx: Ctx, job_id: str, max_bytes: int = Query(20000, le=2_000_000)) -> str:
+def job_log(ctx: Ctx, job_id: str, max_bytes: int = Query(20000, ge=0, le=2_000_000)) -> str:
     get_job_of_kind(ctx, job_id)
     folder = ctx.manager.folder(job_id)
     return tail_text(folder.log, max_bytes) + tail_text(folder.path / "output.txt", max_bytes // 4)

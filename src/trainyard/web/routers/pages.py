@@ -20,7 +20,7 @@ from trainyard.datasets.resize_plans import RESIZE_MODES
 from trainyard.jobs import job_pages
 from trainyard.jobs.job_documents import job_detail, list_briefs
 from trainyard.web import job_page, listing, model_form
-from trainyard.web.auth import token_matches
+from trainyard.web.auth import requester, token_matches
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.sessions import COOKIE, MAX_AGE_S, new_session
 
@@ -146,7 +146,7 @@ def login_form(request: Request, next: str = "/", error: str | None = None):
 def login(request: Request, token: Annotated[str, Form()], next: Annotated[str, Form()] = "/"):
     expected = request.app.state.ctx.settings.auth_token
     limiter = request.app.state.login_limiter
-    client = request.client.host if request.client else "unknown"
+    client = requester(request)  # per address, and per local account on this machine
     if not limiter.allowed(client):
         refused = render(request, "login.html", next=next,
                          error="Too many wrong tokens: wait a minute, then try again.")

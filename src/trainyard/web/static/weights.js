@@ -33,6 +33,12 @@
       button.onclick = () => act(row, "POST", `/api/weights/${encodeURIComponent(row.name)}/pull`);
     }
     if (button.textContent) cell.append(button);
+    if (row.present && row.verified === false) {
+      const note = document.createElement("div");
+      note.className = "small muted";
+      note.textContent = "unverified: its source published no hash";
+      cell.append(note);
+    }
     if (pull && pull.state === "failed") {
       const error = document.createElement("div");
       error.className = "error-text small";
