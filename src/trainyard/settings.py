@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     dataset_builds: int = 2  # dataset builds at once
     cpu_jobs: int = 1  # trainings on the CPU at once (when no GPU is asked for)
     abort_grace_s: float = 10.0  # SIGTERM, then SIGKILL after this long
+    # A job whose holder (a server or a foreground CLI, on any machine) has not renewed its
+    # heartbeat for this long is ended as interrupted by any other manager (jobs/heartbeat.py).
+    heartbeat_timeout_s: float = Field(30.0, gt=0)
     # local: jobs run on this machine. ray: training jobs run as workers on the Ray cluster at
     # Ray's own RAY_ADDRESS (trainyard.cluster); TRAINYARD_HOME must then be shared by every node.
     cluster: Literal["local", "ray"] = "local"
