@@ -150,7 +150,7 @@ class JobManager:
             self.store.update_job_if(job, status=Status.WAITING, status_detail=waiting_for)
 
     def _start(self, job: Job, resources: list[str], foreground: bool = False) -> None:
-        """Claim the job and launch its process."""
+        """Claim the job and launch its process (``foreground``: one that dies with this one)."""
         self.heartbeat.beat(force=True)  # an old beat of ours would read as dead to others
         # Claim the job before launching anything: another manager may be starting it right now.
         if not self.store.update_job_if(job, status=Status.RUNNING, status_detail=None, pid=None,
@@ -161,7 +161,7 @@ class JobManager:
         folder = self.folder(job.id)
         gpu_ids = Pools.gpu_ids(resources)
         try:
-            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids)
+            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids, foreground)
         except OSError as exc:
             self._finish(self.get(job.id), Status.FAILED, f"could not start the job: {exc}")
             return
