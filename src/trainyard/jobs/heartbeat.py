@@ -24,8 +24,8 @@ from trainyard.core.status import Status
 from trainyard.jobs.liveness_tables import Holder
 from trainyard.jobs.store import Job, Store
 
-# Rows of holders silent this much longer than the timeout are deleted (they will never beat).
-FORGET_AFTER = 100
+# Rows of holders silent this long are deleted (a CLI that ended cleanly never beats again).
+FORGET_AFTER_S = 24 * 3600.0
 
 
 class Heartbeat:
@@ -57,7 +57,7 @@ def renew(store: Store, host: str, pid: int, started: float) -> None:
         with store.session.begin() as s:
             s.add(Holder(host=host, pid=pid, **values))
             # Holders gone for good, forgotten by whoever writes a new one (a rare write).
-            s.execute(delete(Holder).where(Holder.beat_at < now - FORGET_AFTER * 60))
+            s.execute(delete(Holder).where(Holder.beat_at < now - FORGET_AFTER_S))
     except IntegrityError:  # another thread of this process inserted it first: it is fresh
         pass
 
