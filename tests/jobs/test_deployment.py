@@ -87,3 +87,22 @@ def test_a_foreground_train_that_cannot_join_the_cluster_is_refused_with_the_rea
     assert "this store's server trains on its Ray cluster" in said and reason in said
     assert "--submit" in said
     assert ctx.store.list_jobs(kind="model") == []  # nothing created, nothing run here
+
+
+def test_a_store_made_before_these_tables_gains_them_and_keeps_its_jobs(database_url):
+    from sqlalchemy import text
+
+    from trainyard.jobs import heartbeat
+    from trainyard.jobs.store import Job, Store
+
+    store = Store(database_url)
+    store.add_job(Job(id="j1", kind="model", name="old", status="done", needs={}, summary={}))
+    with store.engine.begin() as connection:  # what a trainyard from before issue 19 made
+        connection.execute(text("DROP TABLE holders"))
+        connection.execute(text("DROP TABLE deployment"))
+    store = Store(database_url)
+    assert store.get_job("j1").name == "old"
+    assert recorded_backend(store) is None
+    record_backend(store, "ray")
+    heartbeat.renew(store, "node-a", 7, started=1.0)
+    assert recorded_backend(store) == "ray" and heartbeat.last_beat(store, "node-a", 7) is not None
