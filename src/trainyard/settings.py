@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     # vit_large (0.3 B parameters) took 82 s on 2 loaded cores, the largest (1.8 B) about six times that.
     check_timeout_s: float = Field(600.0, gt=0)
     abort_grace_s: float = 10.0  # SIGTERM, then SIGKILL after this long
+    # A job whose holder (a server or a foreground CLI, on any machine) has not renewed its
+    # heartbeat for this long is ended as interrupted by any other manager (jobs/heartbeat.py).
+    heartbeat_timeout_s: float = Field(30.0, gt=0)
     # local: jobs run on this machine. ray: training jobs run as workers on the Ray cluster at
     # Ray's own RAY_ADDRESS (trainyard.cluster); TRAINYARD_HOME must then be shared by every node.
     cluster: Literal["local", "ray"] = "local"

@@ -74,14 +74,15 @@ class JobProgress:
 
 
 def run_in_foreground(ctx: Context, job: Job, quiet: bool = False) -> Job:
-    """Run a job from this process with a progress bar (none if ``quiet``); Ctrl-C aborts it."""
+    """Run a job from this process with a progress bar (none if ``quiet``); Ctrl-C, SIGTERM and
+    SIGHUP abort it, and the command exits 128 + the signal's number."""
     with contextlib.ExitStack() as stack:
         on_event = None if quiet else stack.enter_context(JobProgress(job)).on_event
         try:
             job = ctx.manager.run_foreground(job.id, on_event=on_event)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM / SIGHUP (jobs/foreground.py)
             err.print("aborted")
-            raise typer.Exit(130) from None
+            raise typer.Exit(getattr(interrupt, "exit_code", 130)) from None
     if job.status == Status.DONE:
         err.print(f"[green]{job.kind} {job.id} done[/green]")
     else:

@@ -74,6 +74,7 @@ def train(
 ) -> None:
     """Train an image classifier. Runs here with a progress bar unless --submit."""
     # Imported here, not at the top: only this command needs them (a lighter start for the rest).
+    from trainyard.jobs.deployment import follow_deployment
     from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
 
     source = _read_network_file(network_file) if network_file else None
@@ -98,6 +99,7 @@ def train(
             max_restarts=max_restarts,
             settings={k: v for k, v in settings.items() if v is not None})
     ctx = cli_context()
+    follow_deployment(ctx, foreground=not submit)  # the store's server decides where jobs run
     jobs = create_model_jobs(ctx, request, foreground=not submit)
     _run_jobs(ctx, jobs, submit, as_json)
 

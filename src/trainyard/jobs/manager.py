@@ -2,9 +2,11 @@
 them, and records how they end.
 
 One manager runs in the server (ticked by the scheduler) and one in each foreground CLI command.
-Each job has an owner (``owner_pid``): the process that watches it. A job whose owner died (a
-server restart, a killed CLI) is adopted by the next manager that ticks, so no job is left
-"running" forever and no lease is held by a dead job.
+Each job has an owner (``owner_pid`` on ``owner_host``): the process that watches it. A job whose
+owner died (a server restart, a killed CLI) is adopted by the next manager that ticks, so no job
+is left "running" forever and no lease is held by a dead job. An owner on this machine is checked
+by its pid; one on another machine by its heartbeat in the store (jobs/heartbeat.py): when it has
+been silent too long, its running jobs end as interrupted.
 
 Several managers may share one database (two servers on PostgreSQL, or a server and CLIs on
 SQLite), each acting on what it read at the start of its tick. So every change of a job's
@@ -28,16 +30,14 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import ACTIVE_STATUSES, Status
-from trainyard.jobs import runner
+from trainyard.jobs import foreground, heartbeat, readiness, runner
 from trainyard.jobs.kinds import get_kind
 from trainyard.jobs.leases import reclaim_stale_leases, this_process
+from trainyard.jobs.progress import fold_events
 from trainyard.jobs.resources import Pools
 from trainyard.jobs.store import Job, Store
 from trainyard.jobs.waiting import waiting_message
 from trainyard.settings import Settings
-
-# What a running job's own events may set: a cluster launcher waits for Ray to place its ranks.
-LIVE_STATUSES = (Status.WAITING, Status.RUNNING)
 
 
 def launched(job: Job) -> bool:
@@ -70,6 +70,8 @@ class JobManager:
         self.host = socket.gethostname()
         self.owner = {"owner_pid": self.pid, "owner_host": self.host}  # this manager, in a job row
         self.holder = this_process()  # recorded with each lease this manager takes
+        self.heartbeat = heartbeat.Heartbeat(store, self.host, self.pid, self.holder[1],
+                                             settings.heartbeat_timeout_s)
         self._children: dict[str, subprocess.Popen] = {}
         self._tails: dict[str, EventTail] = {}
         self._stopping: set[str] = set()  # jobs being terminated by this process
@@ -89,6 +91,8 @@ class JobManager:
             job_id = new_job_id()
         folder = self.folder(job_id)
         folder.path.mkdir(parents=True)
+        if foreground:
+            self.heartbeat.beat(force=True)  # this process holds it from now on
         job = Job(id=job_id, kind=kind, name=name, status=Status.QUEUED, parent_id=parent_id,
                   group=group, needs=needs, summary={}, created_at=time.time(),
                   **(self.owner if foreground else {}))
@@ -125,20 +129,24 @@ class JobManager:
 
     def _tick(self, only: str | None, start: bool = True) -> None:
         reclaim_stale_leases(self.store)
-        for job in self.store.list_jobs(statuses=ACTIVE_STATUSES, oldest_first=True):
+        active = self.store.list_jobs(statuses=ACTIVE_STATUSES, oldest_first=True)
+        if any(self._mine(job) for job in active):
+            self.heartbeat.beat()
+        self._stop_lost(active)
+        for job in active:
             if launched(job):
                 self._watch(job)
             elif start and ((only is None and job.owner_pid is None) or job.id == only):
-                self._try_start(job)
+                self._try_start(job, foreground=job.id == only)
             elif job.owner_pid is not None and not self._mine(job) and not self._owner_alive(job):
                 self._finish(job, Status.ABORTED, "the command that created this job exited before it started")
 
-    def _try_start(self, job: Job) -> None:
-        waiting_for = self._missing_input(job)
+    def _try_start(self, job: Job, foreground: bool = False) -> None:
+        waiting_for = readiness.missing_input(self.store, job)
         if waiting_for is None:
             resources = self.pools.acquire(self.store, job.id, job.needs, holder=self.holder)
             if resources is not None:
-                self._start(job, resources)
+                self._start(job, resources, foreground)
                 return
             waiting_for = waiting_message(self.pools, self.store, job.needs)  # names the holders
         if waiting_for.startswith("failed:"):
@@ -146,20 +154,9 @@ class JobManager:
         elif job.status != Status.WAITING or job.status_detail != waiting_for:
             self.store.update_job_if(job, status=Status.WAITING, status_detail=waiting_for)
 
-    def _missing_input(self, job: Job) -> str | None:
-        """Why the job cannot start yet ('failed: ...' if it never will), or None if it can."""
-        if not job.parent_id:
-            return None
-        parent = self.store.get_job(job.parent_id)
-        if parent is None:
-            return f"failed: the job it needs, {job.parent_id}, was deleted"
-        if parent.status == Status.DONE:
-            return None
-        if parent.status.is_final:
-            return f"failed: its {parent.kind} {parent.name} ({parent.id}) {parent.status}"
-        return f"waiting for {parent.kind} {parent.name} to finish"
-
-    def _start(self, job: Job, resources: list[str]) -> None:
+    def _start(self, job: Job, resources: list[str], foreground: bool = False) -> None:
+        """Claim the job and launch its process (``foreground``: one that dies with this one)."""
+        self.heartbeat.beat(force=True)  # an old beat of ours would read as dead to others
         # Claim the job before launching anything: another manager may be starting it right now.
         if not self.store.update_job_if(job, status=Status.RUNNING, status_detail=None, pid=None,
                                         **self.owner, started_at=time.time(), error=None,
@@ -169,7 +166,7 @@ class JobManager:
         folder = self.folder(job.id)
         gpu_ids = Pools.gpu_ids(resources)
         try:
-            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids)
+            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids, foreground)
         except OSError as exc:
             self._finish(self.get(job.id), Status.FAILED, f"could not start the job: {exc}")
             return
@@ -187,11 +184,15 @@ class JobManager:
         if adopted:
             if self._owner_alive(job):
                 return  # someone else watches it
+            if self._elsewhere(job):  # its process ran there too: nothing here to check or stop
+                self._finish(job, *heartbeat.silent_end(job, heartbeat.silent_for(self.store, job)))
+                return
+            self.heartbeat.beat(force=True)
             if not self.store.update_job_if(job, **self.owner):  # adopt an orphan, and its leases
                 return  # another manager adopted it first
             self.store.hold_leases(job.id, self.holder)
             job = self.get(job.id)
-        self._read_progress(job)
+        fold_events(self.store, job, self._tail(job.id))
         proc = self._children.get(job.id)
         if proc is not None:
             returncode = proc.poll()
@@ -207,7 +208,7 @@ class JobManager:
             return
         else:
             returncode = None
-        self._read_progress(job)
+        fold_events(self.store, job, self._tail(job.id))
         status, error = runner.final_status(self.folder(job.id), returncode, self._abort_requested(job.id))
         if proc is None and status == Status.FAILED and job.kind == "model":
             # Nobody saw it end (its command or the server was killed): a checkpoint may remain.
@@ -224,38 +225,34 @@ class JobManager:
             threading.Thread(target=runner.terminate_group, daemon=True,
                              args=(job.pid, self.settings.abort_grace_s, self._children.get(job.id))).start()
 
+    def _stop_lost(self, active: list[Job]) -> None:
+        """Stop what this manager runs for jobs it no longer holds: a stall longer than the
+        heartbeat timeout made another manager end them, and running on would run them twice."""
+        held = {job.id for job in active if self._mine(job)}
+        for job_id in [j for j in self._children if j not in held]:
+            proc = self._children.pop(job_id)
+            self._tails.pop(job_id, None)
+            threading.Thread(target=runner.terminate_group, daemon=True,
+                             args=(proc.pid, self.settings.abort_grace_s, proc)).start()
+
     def _mine(self, job: Job) -> bool:
         return job.owner_pid == self.pid and job.owner_host in (None, self.host)
 
+    def _elsewhere(self, job: Job) -> bool:
+        return job.owner_host not in (None, self.host)
+
     def _owner_alive(self, job: Job) -> bool:
-        """Whether the job's watcher runs; one on another machine cannot be checked, so is trusted."""
-        if job.owner_host not in (None, self.host):
-            return True
+        """Whether the job's watcher runs: by pid on this machine, by heartbeat on another."""
+        if self._elsewhere(job):
+            return heartbeat.silent_for(self.store, job) <= self.settings.heartbeat_timeout_s
         return runner.process_alive(job.owner_pid)
 
     def _abort_requested(self, job_id: str) -> bool:
         job = self.store.get_job(job_id)
         return bool(job and job.abort_requested)
 
-    def _read_progress(self, job: Job) -> None:
-        """Fold new events into the job row: progress, ETA and the summary a listing shows."""
-        tail = self._tails.setdefault(job.id, EventTail(self.folder(job.id).events))
-        progress, eta, summary = None, job.eta, dict(job.summary)
-        live = None
-        for _, event in tail.read_new():
-            if event["type"] == "status" and event.get("status") in LIVE_STATUSES:
-                if event.get("time", 0) >= (job.started_at or 0) - 1:  # not a replay of an earlier run
-                    live = (event["status"], event.get("detail"))
-            elif event["type"] == "progress" and event.get("total"):
-                progress = min(1.0, event["done"] / event["total"])
-                eta = event.get("eta")
-            elif event["type"] in ("summary", "result"):
-                summary.update({k: v for k, v in event.items() if k not in ("type", "time")})
-        if live is not None and live != (job.status, job.status_detail):
-            self.store.update_job(job.id, status=live[0], status_detail=live[1])
-        if progress is not None or summary != job.summary:
-            self.store.update_job(job.id, progress=progress if progress is not None else job.progress,
-                                  eta=eta, summary=summary)
+    def _tail(self, job_id: str) -> EventTail:
+        return self._tails.setdefault(job_id, EventTail(self.folder(job_id).events))
 
     def _finish(self, job: Job, status: Status, error: str | None) -> bool:
         """End the job, unless another manager changed it since ``job`` was read (then False)."""
@@ -305,6 +302,8 @@ class JobManager:
         if (job.summary or {}).get("imported"):
             raise JobError(f"model {job_id} was imported from an archive; fine-tune from it instead "
                            f"(--pretrained {job_id})")
+        if foreground:
+            self.heartbeat.beat(force=True)
         self.store.update_job_if(job, status=Status.QUEUED, error=None, finished_at=None, pid=None,
                                  **(self.owner if foreground else {"owner_pid": None, "owner_host": None}),
                                  status_detail="resuming from the last checkpoint")
@@ -325,33 +324,10 @@ class JobManager:
     # -- foreground ----------------------------------------------------------------------------
     def run_foreground(self, job_id: str, on_event: Callable[[dict], None] | None = None,
                        poll_s: float = 0.2) -> Job:
-        """Start and watch one job from this process until it ends (the CLI's way)."""
-        tail = EventTail(self.folder(job_id).events)
-        try:
-            while True:
-                self.tick(only=job_id)
-                for _, event in tail.read_new():
-                    if on_event:
-                        on_event(event)
-                job = self.get(job_id)
-                if job.status.is_final:
-                    return job
-                self._wait_for_exit(job_id, poll_s)
-        except KeyboardInterrupt:
-            self.abort(job_id)
-            raise
+        """Start and watch one job from this process until it ends (the CLI's way: it lives and
+        dies with this process, jobs/foreground.py)."""
+        return foreground.run(self, job_id, on_event, poll_s)
 
-    def _wait_for_exit(self, job_id: str, seconds: float) -> None:
-        """Sleep ``seconds``, or less if the job's process (started here) exits meanwhile.
-
-        The next tick then records the end at once instead of up to a poll later: for a short
-        job (a small dataset build) that wait was a good part of what the user waited for.
-        """
-        proc = self._children.get(job_id)
-        if proc is None or proc.poll() is not None:  # not ours, or already seen to end: no busy loop
-            time.sleep(seconds)
-            return
-        try:
-            proc.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            pass
+    def process(self, job_id: str) -> subprocess.Popen | None:
+        """The job's process, if this manager started it."""
+        return self._children.get(job_id)

@@ -1,7 +1,8 @@
 """Start each job as a subprocess in its own process group, and stop it.
 
 A crash in a job never takes the server down: the job runs as ``python -m <entry> JOBDIR`` in a
-new session; abort is SIGTERM to the whole group, then SIGKILL after a grace period.
+new session; abort is SIGTERM to the whole group, then SIGKILL after a grace period. A
+foreground job's process is tethered to its command (core/tethered.py): it dies with it.
 """
 
 from __future__ import annotations
@@ -20,10 +21,15 @@ from trainyard.core.environment import child_environment
 from trainyard.core.events import read_events
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
+from trainyard.core.tethered import command as tethered_command
 
 
-def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None) -> subprocess.Popen:
-    """Run ``command`` for a job, its output going to the job folder's output.txt."""
+def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None,
+           tethered: bool = False) -> subprocess.Popen:
+    """Run ``command`` for a job, its output going to the job folder's output.txt.
+
+    ``tethered``: the kernel kills it when this process dies, even by SIGKILL (a foreground
+    job); a server's jobs outlive the server, whose next start adopts them."""
     # A job sees only the GPUs it leased; a CPU job sees none, so it cannot grab one by accident.
     # It runs user code (custom networks), so it never sees the server's token.
     env = child_environment(CUDA_VISIBLE_DEVICES=",".join(str(i) for i in gpu_ids or []))
@@ -31,7 +37,7 @@ def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None) -> 
     output = open(folder.path / "output.txt", "ab")
     try:
         return subprocess.Popen(
-            command,
+            tethered_command(os.getpid(), command) if tethered else command,
             cwd=folder.path,
             env=env,
             stdin=subprocess.DEVNULL,

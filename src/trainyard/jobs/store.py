@@ -30,17 +30,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker, validates
+from sqlalchemy.orm import Mapped, mapped_column, sessionmaker, validates
 
 from trainyard.core.status import Status
 from trainyard.jobs.database import create_tables, open_engine
+from trainyard.jobs.liveness_tables import DeploymentSetting, Holder  # noqa: F401 (tables of the store)
+from trainyard.jobs.orm import Base
 from trainyard.jobs.schema_upgrade import upgrade_table
 
 STATUS_VALUES = frozenset(s.value for s in Status)
-
-
-class Base(DeclarativeBase):
-    pass
 
 
 def _status_column() -> SAEnum:

@@ -173,9 +173,9 @@ def _cluster_needs(gpus: int | None, gpu_ids: list[int] | None, processes: int) 
         return {"pool": "cluster", "device": "gpu", "count": gpus}
     if processes > 1:
         return {"pool": "cluster", "device": "cpu", "count": processes}
-    from trainyard.cluster.nodes import cluster_has_gpus  # ray, lazily: cluster mode only
+    from trainyard.jobs.deployment import default_cluster_device
 
-    return {"pool": "cluster", "device": "gpu" if cluster_has_gpus() else "cpu", "count": 1}
+    return {"pool": "cluster", "device": default_cluster_device(), "count": 1}
 
 
 def cluster_placement(needs: dict) -> dict | None:
