@@ -11,7 +11,7 @@ from trainyard.core.formatting import age
 from trainyard.core.status import Status
 from trainyard.jobs.job_documents import job_brief, job_detail
 
-app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume.", no_args_is_help=True)
+app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume, compare, tag, note.", no_args_is_help=True)
 
 
 @app.command("list")
@@ -91,3 +91,20 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
         emit_json(job_detail(ctx.manager, job))
     if job.status in (Status.FAILED, Status.ABORTED):
         raise typer.Exit(1)
+
+
+@app.command("compare")
+def compare_(job_ids: list[str] = typer.Argument(..., help="model job ids (two or more to compare)"),
+             as_json: bool = typer.Option(False, "--json")) -> None:
+    """Runs side by side: the settings that differ and their metrics (--json: curves too)."""
+    from trainyard.jobs.compare import compare, parse_ids, text_table
+
+    ctx = cli_context()
+    doc = compare(ctx.manager, parse_ids(job_ids))
+    if as_json:
+        emit_json(doc)
+        return
+    for line in text_table(doc):
+        typer.echo(line)
+    if not doc["differs"]:
+        err.print("no setting differs between these runs")

@@ -18,6 +18,7 @@ from trainyard.settings import Settings
 from trainyard.web.auth import TokenAuthMiddleware
 from trainyard.web.errors import install_error_handlers
 from trainyard.web.routers import (
+    compare,
     datasets,
     docs,
     export,
@@ -37,7 +38,7 @@ from trainyard.web.sessions import LoginLimiter
 from trainyard.web.uploads import RequestSizeLimit
 
 STATIC = Path(__file__).parent / "static"
-ROUTERS = [jobs.router, datasets.router, models.router, networks.router, network_search.router,
+ROUTERS = [compare.router, jobs.router, datasets.router, models.router, networks.router, network_search.router,
            system.router, inference.router, export.router, pages.router, inference_pages.router,
            weights.router, weights_pages.router, docs.router]
 

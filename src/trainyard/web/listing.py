@@ -51,6 +51,7 @@ class Query:
 class Group:
     title: str | None
     jobs: list[dict] = field(default_factory=list)
+    sweep: str | None = None  # the sweep's name when grouped by sweep: its page and compare links
 
 
 def arrange(jobs: list[dict], group: str, names: dict[str, str]) -> list[Group]:
@@ -64,7 +65,7 @@ def arrange(jobs: list[dict], group: str, names: dict[str, str]) -> list[Group]:
     for job in jobs:
         title = _group_title(job, group, names)
         if not groups or groups[-1].title != title:
-            groups.append(Group(title))
+            groups.append(Group(title, sweep=job.get("group") if group == "sweep" else None))
         groups[-1].jobs.append(job)
     return groups
 
