@@ -108,3 +108,37 @@ def compare_(job_ids: list[str] = typer.Argument(..., help="model job ids (two o
         typer.echo(line)
     if not doc["differs"]:
         err.print("no setting differs between these runs")
+
+
+@app.command()
+def tag(job_id: str, tags: list[str] = typer.Argument(..., help="words such as baseline or lr-search"),
+        remove: bool = typer.Option(False, "--remove", help="take these tags off instead"),
+        as_json: bool = typer.Option(False, "--json")) -> None:
+    """Add tags to a job (or take them off with --remove); the home list filters by tag."""
+    from trainyard.jobs.labels import labels_of, set_labels
+
+    ctx = cli_context()
+    job = ctx.manager.get(job_id)
+    have = labels_of(ctx.store, [job.id])[job.id]["tags"]
+    wanted = [t.lower() for t in tags]
+    new = [t for t in have if t not in wanted] if remove else [*have, *tags]
+    labels = set_labels(ctx.store, job.id, tags=new)
+    if as_json:
+        emit_json({"id": job.id, **labels})
+    else:
+        err.print(f"{job.id}: tags {', '.join(labels['tags']) or '(none)'}")
+
+
+@app.command()
+def note(job_id: str, text: str = typer.Argument(..., help="the job's notes (replaces them; \"\" clears)"),
+         as_json: bool = typer.Option(False, "--json")) -> None:
+    """Write a job's notes: what it tried, what came of it."""
+    from trainyard.jobs.labels import set_labels
+
+    ctx = cli_context()
+    job = ctx.manager.get(job_id)
+    labels = set_labels(ctx.store, job.id, notes=text)
+    if as_json:
+        emit_json({"id": job.id, **labels})
+    else:
+        err.print(f"{job.id}: notes saved ({len(labels['notes'])} characters)")

@@ -25,6 +25,7 @@ from trainyard.web.routers import (
     inference,
     inference_pages,
     jobs,
+    labels,
     models,
     network_search,
     networks,
@@ -38,9 +39,10 @@ from trainyard.web.sessions import LoginLimiter
 from trainyard.web.uploads import RequestSizeLimit
 
 STATIC = Path(__file__).parent / "static"
-ROUTERS = [compare.router, jobs.router, datasets.router, models.router, networks.router, network_search.router,
+ROUTERS = [jobs.router, datasets.router, models.router, networks.router, network_search.router,
            system.router, inference.router, export.router, pages.router, inference_pages.router,
            weights.router, weights_pages.router, docs.router]
+ROUTERS[:0] = [compare.router, labels.router]  # before jobs: /api/jobs/compare is not a job's id
 
 
 def create_app(settings: Settings | None = None, *, pools: Pools | None = None,

@@ -32,10 +32,12 @@ class Query:
     group: str = ""
     dpage: int = 1  # the datasets table's page
     mpage: int = 1  # the models table's page
+    tag: str = ""
 
     def __post_init__(self) -> None:
         # Unknown values from a hand-edited URL fall back to defaults instead of failing.
         self.q = (self.q or "").strip()
+        self.tag = (self.tag or "").strip().lower()[:40]
         self.status = self.status if self.status in STATUS_FILTERS else ""
         self.sort = self.sort if self.sort in SORTS else "created"
         self.order = "asc" if self.order == "asc" else "desc"
@@ -44,7 +46,7 @@ class Query:
 
     def for_kind(self, kind: str) -> PageQuery:
         page = self.dpage if kind == "dataset" else self.mpage
-        return PageQuery(kind, self.q, self.status, self.sort, self.order, self.group, page, PER_PAGE)
+        return PageQuery(kind, self.q, self.status, self.sort, self.order, self.group, page, PER_PAGE, self.tag)
 
 
 @dataclass
@@ -117,3 +119,10 @@ def add_cells(jobs: list[dict], names: dict[str, str], gpu_labels: dict[str, str
                             f'{best["epoch"]:.4g}</span>') if best.get("val_accuracy") is not None else "",
                 gpus=", ".join(gpu_labels.get(r, "CPU" if r.startswith("cpu") else r) for r in job["resources"]))
         job["row"] = row
+
+
+def add_tags(jobs: list[dict], labels: dict[str, dict]) -> None:
+    """Each row's tags as small links that filter the list by that tag."""
+    for job in jobs:
+        tags = labels.get(job["id"], {}).get("tags") or []
+        job["row"]["tags"] = Markup("".join(f' <a class="tag" href="/?tag={escape(t)}">{escape(t)}</a>' for t in tags))
