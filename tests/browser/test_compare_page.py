@@ -35,3 +35,31 @@ def test_compare_reads_at_390_px_and_sorts_by_a_column(live_server, phone):
     assert order == [ids[1], ids[0], ids[2]]
     assert phone.locator("#compare-table th.differs").all_inner_texts() == ["epochs", "lr.base_lr"]
     assert phone.locator("#compare-error").inner_text() == ""
+
+
+def test_the_new_model_form_sends_ranges_trials_and_early_stop(live_server, page):
+    ctx = open_context(live_server.settings, pools=Pools(dataset_slots=1, cpu_slots=1, gpus=[]))
+    dataset = ctx.manager.create("dataset", "form data", {"name": "form data"}, needs={"pool": "dataset"})
+    ctx.store.update_job(dataset.id, status="done", summary={"classes": ["a", "b"], "width": 28, "height": 28,
+                                                            "channels": 1})
+    sent = []
+
+    def answer(route):  # what the form sends, answered without queueing anything
+        sent.append(route.request.post_data_json)
+        route.fulfill(status=201, content_type="application/json", body='{"jobs": []}')
+
+    page.route("**/api/models", answer)
+    page.goto(f"{live_server.url}/models/new?dataset={dataset.id}")
+    page.check("#net-lenet")
+    page.fill("input[name=name]", "search")
+    page.fill("input[name=base_lr]", "1e-4..1e-1")
+    page.fill("input[name=batch_size]", "16..128")
+    page.fill("input[name=trials]", "5")
+    page.check("input[name=early_stop]")
+    page.locator("#sweep-count").filter(has_text="Creates 5 jobs").wait_for()
+    page.click("#create-button")
+    page.wait_for_url("**/?group=sweep", timeout=10_000)
+    body = sent[0]
+    assert body["lr_range"] == [1e-4, 1e-1] and body["batch_size_range"] == [16, 128]
+    assert body["trials"] == 5 and body["early_stop"] is True
+    assert body["base_lrs"] == [] and body["batch_sizes"] == []
