@@ -111,8 +111,8 @@ class EarlyStopper:
         store.update_job(job.id, abort_requested=True, summary={**(fresh.summary or {}), "stopped_early": verdict})
 
     def _siblings(self, job: Job) -> list[Job]:
-        """The other early-stopped model runs of the job's sweep (its group, on the same dataset)."""
-        query = select(Job).where(Job.group == job.group, Job.kind == "model", Job.parent_id == job.parent_id,
+        """The other early-stopped runs of the job's sweep (its group, of its kind, on the same dataset)."""
+        query = select(Job).where(Job.group == job.group, Job.kind == job.kind, Job.parent_id == job.parent_id,
                                   Job.id != job.id)
         with self.manager.store.session() as s:
             return [j for j in s.scalars(query) if (j.summary or {}).get("early_stop")]
