@@ -85,7 +85,7 @@ def kind(tmp_path):
     register_kind(real)
 
 
-def run_sweep(ctx, kind, curves, seconds=0.3):
+def run_sweep(ctx, kind, curves, seconds=0.2):
     """A sweep of scripted runs with early stopping, run one after another as the CLI does."""
     jobs = [ctx.manager.create(kind, f"run {i}", {"curve": c, "epochs": len(c), "seconds": seconds},
                                needs={"pool": "cpu"}, group="sweep", foreground=True) for i, c in enumerate(curves)]

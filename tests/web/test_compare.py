@@ -26,10 +26,11 @@ def client(app):
         yield client
 
 
-def add_run(ctx, dataset_id: str, name: str, lr: float, accuracy: list[float], status: str = "done") -> str:
-    """A model job that trained len(accuracy) epochs: its spec and the events a run writes."""
+def add_run(ctx, dataset_id: str, name: str, lr: float, accuracy: list[float], status: str = "done",
+            epochs: int | None = None) -> str:
+    """A model job that trained len(accuracy) epochs (of ``epochs``): its spec and the events a run writes."""
     spec = {"name": name, "dataset_id": dataset_id, "dataset_dir": "/nowhere", "network": "lenet",
-            "epochs": len(accuracy), "batch_size": 16, "lr": {"policy": "fixed", "base_lr": lr}}
+            "epochs": epochs or len(accuracy), "batch_size": 16, "lr": {"policy": "fixed", "base_lr": lr}}
     job = ctx.manager.create("model", name, spec, needs={"pool": "cpu"}, parent_id=dataset_id, group="sweep")
     events = EventWriter(ctx.manager.folder(job.id).path)
     for epoch, value in enumerate(accuracy, 1):

@@ -99,7 +99,8 @@ def add_cells(jobs: list[dict], names: dict[str, str], gpu_labels: dict[str, str
         if job["status"] == "running" and job["eta"]:
             text.append(f"ETA {duration(job['eta'])}")
         notes = ""
-        if job["status_detail"] and job["status"] in ("waiting", "queued"):
+        stopped = (summary.get("stopped_early") or {}).get("message")  # a sweep's run stopped early
+        if job["status_detail"] and (job["status"] in ("waiting", "queued") or job["status_detail"] == stopped):
             notes += f'<div class="small muted">{escape(job["status_detail"])}</div>'
         if job["error"]:
             notes += f'<div class="small error-text clip" title="{escape(job["error"])}">{escape(job["error"])}</div>'
