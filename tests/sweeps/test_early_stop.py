@@ -102,8 +102,10 @@ def test_the_manager_stops_hopeless_runs_which_end_done_with_the_message(ctx, ki
     assert stopped.status_detail == "stopped early at epoch 1: bottom of 2 at this point"
     assert stopped.error is None and stopped.summary["stopped_early"]["rank"] == 2
     assert stopped.summary.get("epoch", 1) < 6
-    events = (ctx.manager.folder(stopped.id).events).read_text().splitlines()
-    assert json.loads(events[-1])["status"] == "aborted"  # it stopped the way an abort stops a job
+    events = [json.loads(line) for line in ctx.manager.folder(stopped.id).events.read_text().splitlines()]
+    assert [e for e in events if e["type"] == "status"][-1]["status"] == "aborted"  # stopped like an abort
+    assert events[-1]["message"].startswith("stopped early at epoch 1: bottom of 2 at this point (rank 2 of 2)")
+    assert "jobs resume" in (ctx.manager.folder(stopped.id).path / "log.txt").read_text()
     history = [(h.status, h.detail) for h in ctx.store.history(stopped.id)]
     assert history[-1] == (Status.DONE, "stopped early at epoch 1: bottom of 2 at this point")
     assert third.summary["stopped_early"]["of"] == 3  # third of three at epoch 1: stopped too

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
-from trainyard.core.events import EventTail, read_events
+from trainyard.core.events import EventTail, EventWriter, read_events
 from trainyard.core.files import read_json
 from trainyard.core.status import Status
 from trainyard.jobs.store import Job, Store
@@ -124,6 +124,10 @@ class EarlyStopper:
         fresh = self.manager.store.get_job(job.id) or job
         stopped = (fresh.summary or {}).get("stopped_early")
         if stopped and stopped.get("started_at") == job.started_at and status in (Status.ABORTED, Status.FAILED):
+            # The job's own last line says "aborted"; its log and live page should say why.
+            with EventWriter(self.manager.folder(job.id).path) as events:
+                events.log(f"{stopped['message']} (rank {stopped['rank']} of {stopped['of']}); "
+                           f"`trainyard jobs resume {job.id}` trains it on to the end")
             return Status.DONE, None, stopped["message"]
         return status, error, None
 
