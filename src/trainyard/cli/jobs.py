@@ -11,7 +11,7 @@ from trainyard.core.formatting import age
 from trainyard.core.status import Status
 from trainyard.jobs.job_documents import job_brief, job_detail
 
-app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume.", no_args_is_help=True)
+app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume, compare, tag, note.", no_args_is_help=True)
 
 
 @app.command("list")
@@ -91,3 +91,54 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
         emit_json(job_detail(ctx.manager, job))
     if job.status in (Status.FAILED, Status.ABORTED):
         raise typer.Exit(1)
+
+
+@app.command("compare")
+def compare_(job_ids: list[str] = typer.Argument(..., help="model job ids (two or more to compare)"),
+             as_json: bool = typer.Option(False, "--json")) -> None:
+    """Runs side by side: the settings that differ and their metrics (--json: curves too)."""
+    from trainyard.jobs.compare import compare, parse_ids, text_table
+
+    ctx = cli_context()
+    doc = compare(ctx.manager, parse_ids(job_ids))
+    if as_json:
+        emit_json(doc)
+        return
+    for line in text_table(doc):
+        typer.echo(line)
+    if not doc["differs"]:
+        err.print("no setting differs between these runs")
+
+
+@app.command()
+def tag(job_id: str, tags: list[str] = typer.Argument(..., help="words such as baseline or lr-search"),
+        remove: bool = typer.Option(False, "--remove", help="take these tags off instead"),
+        as_json: bool = typer.Option(False, "--json")) -> None:
+    """Add tags to a job (or take them off with --remove); the home list filters by tag."""
+    from trainyard.jobs.labels import labels_of, set_labels
+
+    ctx = cli_context()
+    job = ctx.manager.get(job_id)
+    have = labels_of(ctx.store, [job.id])[job.id]["tags"]
+    wanted = [t.lower() for t in tags]
+    new = [t for t in have if t not in wanted] if remove else [*have, *tags]
+    labels = set_labels(ctx.store, job.id, tags=new)
+    if as_json:
+        emit_json({"id": job.id, **labels})
+    else:
+        err.print(f"{job.id}: tags {', '.join(labels['tags']) or '(none)'}")
+
+
+@app.command()
+def note(job_id: str, text: str = typer.Argument(..., help="the job's notes (replaces them; \"\" clears)"),
+         as_json: bool = typer.Option(False, "--json")) -> None:
+    """Write a job's notes: what it tried, what came of it."""
+    from trainyard.jobs.labels import set_labels
+
+    ctx = cli_context()
+    job = ctx.manager.get(job_id)
+    labels = set_labels(ctx.store, job.id, notes=text)
+    if as_json:
+        emit_json({"id": job.id, **labels})
+    else:
+        err.print(f"{job.id}: notes saved ({len(labels['notes'])} characters)")

@@ -38,10 +38,11 @@ def train(
     name: str | None = typer.Option(None, help="job name (default: network on dataset)"),
     epochs: float = typer.Option(30.0),
     batch_size: str | None = typer.Option(
-        None, help="B or B1,B2 (a sweep), per GPU or process: the global batch is B x their number; "
-                   "default: the network's"),
+        None, help="B or B1,B2 (a sweep) or LOW..HIGH (with --trials), per GPU or process: the global "
+                   "batch is B x their number; default: the network's"),
     accumulation: int = typer.Option(1, help="batches per optimizer step"),
-    lr: str | None = typer.Option(None, help="base learning rate, or LR1,LR2 (a sweep); default 0.01"),
+    lr: str | None = typer.Option(
+        None, help="base learning rate, LR1,LR2 (a sweep) or LOW..HIGH (with --trials); default 0.01"),
     solver: str = typer.Option("sgd", help=" | ".join(solver_names())),
     lr_policy: str = typer.Option("step", help=" | ".join(lr_policy_names())),
     lr_step: float = typer.Option(33.0, help="step size, in percent of training"),
@@ -69,12 +70,17 @@ def train(
     freeze_backbone: bool = typer.Option(False, help="with --pretrained: train only the classifier"),
     backbone_lr_mult: float = typer.Option(
         1.0, help="with --pretrained: the backbone's LR as a fraction of the classifier's, e.g. 0.1"),
+    trials: int | None = typer.Option(
+        None, help="draw N combinations from ranges such as --lr 1e-4..1e-1 (log-uniform) or --batch-size 16..128"),
+    early_stop: bool = typer.Option(
+        False, "--early-stop", help="stop a sweep's runs that are among the worst at a validation point"),
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of training here"),
     as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),
 ) -> None:
     """Train an image classifier. Runs here with a progress bar unless --submit."""
     # Imported here, not at the top: only this command needs them (a lighter start for the rest).
     from trainyard.jobs.deployment import follow_deployment
+    from trainyard.jobs.sweeps import parse_range
     from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
 
     source = _read_network_file(network_file) if network_file else None
@@ -91,10 +97,13 @@ def train(
                     scale_lr=scale_lr,
                     nnodes=nnodes, node_rank=node_rank, master=master)
     networks = _names(network)
+    lr_range, batch_range = parse_range(lr or "", float, "--lr"), parse_range(batch_size or "", int, "--batch-size")
     request = TrainRequest(
             name=name or f"{network or (network_file.stem if network_file else 'model')}",
             datasets=_names(dataset), networks=networks, network_source=source,
-            base_lrs=_numbers(lr, what="--lr"), batch_sizes=_numbers(batch_size, int, "--batch-size"),
+            base_lrs=[] if lr_range else _numbers(lr, what="--lr"),
+            batch_sizes=[] if batch_range else _numbers(batch_size, int, "--batch-size"),
+            lr_range=lr_range, batch_size_range=batch_range, trials=trials, early_stop=early_stop,
             gpus=gpus, gpu_ids=_numbers(gpu_ids, int, "--gpu-ids") or None, pretrained=pretrained,
             max_restarts=max_restarts,
             settings={k: v for k, v in settings.items() if v is not None})

@@ -8,6 +8,7 @@ from sqlalchemy import Row, select
 
 from trainyard.core.status import Status
 from trainyard.jobs.kinds import get_kind
+from trainyard.jobs.labels import labels_of
 from trainyard.jobs.manager import JobManager
 from trainyard.jobs.store import Job, Store
 
@@ -55,6 +56,7 @@ def job_detail(manager: JobManager, job: Job) -> dict:
     folder = manager.folder(job.id)
     doc = job_brief(job)
     doc.update(get_kind(job.kind).describe(job, folder))
+    doc.update(labels_of(manager.store, [job.id])[job.id])  # tags and notes
     doc["history"] = [
         {"status": h.status, "detail": h.detail, "time": h.time} for h in manager.store.history(job.id)
     ]

@@ -20,6 +20,7 @@ from sqlalchemy import ColumnElement, case, func, or_, select
 
 from trainyard.core.status import ACTIVE_STATUSES, FINAL_STATUSES, Status
 from trainyard.jobs.job_documents import job_brief
+from trainyard.jobs.labels import has_tag
 from trainyard.jobs.store import Deletion, Job, Store
 
 JOBS = Job.__table__
@@ -40,6 +41,7 @@ class PageQuery:
     group: str = ""
     page: int = 1  # from 1
     per_page: int = 50
+    tag: str = ""  # only jobs with this tag (jobs/labels.py)
 
 
 @dataclass
@@ -64,6 +66,8 @@ def _where(c: Any, query: PageQuery) -> list[ColumnElement[bool]]:
         conditions.append(c.status.in_(FINAL_STATUSES))
     elif query.status:
         conditions.append(c.status == Status(query.status))
+    if query.tag:
+        conditions.append(c.id.in_(has_tag(query.tag)))
     return conditions
 
 

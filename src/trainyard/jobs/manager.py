@@ -31,6 +31,7 @@ from trainyard.core.ids import new_job_id
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import ACTIVE_STATUSES, Status
 from trainyard.jobs import foreground, heartbeat, readiness, runner
+from trainyard.jobs.early_stop import EarlyStopper
 from trainyard.jobs.kinds import get_kind
 from trainyard.jobs.leases import reclaim_stale_leases, this_process
 from trainyard.jobs.progress import fold_events
@@ -77,6 +78,7 @@ class JobManager:
         self._stopping: set[str] = set()  # jobs being terminated by this process
         # The server ticks in one thread while request handlers abort in others.
         self._lock = threading.RLock()
+        self.early_stop = EarlyStopper(self)  # stops a sweep's worst runs (jobs/early_stop.py)
 
     # -- creating ------------------------------------------------------------------------------
     def folder(self, job_id: str) -> JobFolder:
@@ -193,6 +195,7 @@ class JobManager:
             self.store.hold_leases(job.id, self.holder)
             job = self.get(job.id)
         fold_events(self.store, job, self._tail(job.id))
+        self.early_stop.review(job)
         proc = self._children.get(job.id)
         if proc is not None:
             returncode = proc.poll()
@@ -256,9 +259,10 @@ class JobManager:
 
     def _finish(self, job: Job, status: Status, error: str | None) -> bool:
         """End the job, unless another manager changed it since ``job`` was read (then False)."""
-        fields = dict(status=status.value, error=error, finished_at=time.time(), status_detail=None,
+        status, error, detail = self.early_stop.outcome(job, status, error)
+        fields = dict(status=status.value, error=error, finished_at=time.time(), status_detail=detail,
                       eta=None, abort_requested=False)
-        if status == Status.DONE:
+        if status == Status.DONE and detail is None:  # a run stopped early keeps its progress
             fields["progress"] = 1.0
         if not self.store.update_job_if(job, **fields):
             return False

@@ -108,6 +108,18 @@ class Deletion(Base):
     time: Mapped[float] = mapped_column(Float, default=time.time)
 
 
+class JobLabel(Base):
+    """A job's tags and notes (jobs/labels.py): a table of their own, written by people, never by
+    the job's watcher, so a user's edit and the watcher's progress writes never overwrite each other."""
+
+    __tablename__ = "job_labels"
+
+    job_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    # ",tag1,tag2," (sorted): a tag filter is one LIKE on both databases, no JSON operators.
+    tags: Mapped[str] = mapped_column(Text, default="")
+    notes: Mapped[str] = mapped_column(Text, default="")
+
+
 class Lease(Base):
     """One leased resource (``gpu:0``, ``dataset:1``, ...). The primary key forbids double leases."""
 
@@ -227,6 +239,7 @@ class Store:
         with self.session.begin() as s:
             s.execute(delete(StatusChange).where(StatusChange.job_id == job_id))
             s.execute(delete(Lease).where(Lease.job_id == job_id))
+            s.execute(delete(JobLabel).where(JobLabel.job_id == job_id))
             if cast(CursorResult, s.execute(delete(Job).where(Job.id == job_id))).rowcount:
                 s.add(Deletion(job_id=job_id))
 

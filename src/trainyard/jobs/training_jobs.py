@@ -11,7 +11,6 @@ or process, so the global batch is that times the process count. In cluster mode
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,9 +23,11 @@ from trainyard.core.limits import MAX_NAME
 from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
+from trainyard.jobs.early_stop import mark_early_stop
 from trainyard.jobs.limits import check_processes
 from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
 from trainyard.jobs.store import Job
+from trainyard.jobs.sweeps import MAX_TRIALS, check_ranges, combinations
 
 if TYPE_CHECKING:  # the store is imported when a job is created (create_model_jobs)
     from trainyard.weights.store import WeightsStore
@@ -50,6 +51,11 @@ class TrainRequest(BaseModel):
     # weights file inside the data roots
     pretrained: str | None = None
     max_restarts: int = Field(0, ge=0)  # cluster mode: resumes after a lost worker or node
+    # A search (jobs/sweeps.py): ranges to draw ``trials`` combinations from, and early stopping.
+    lr_range: tuple[float, float] | None = None  # log-uniform
+    batch_size_range: tuple[int, int] | None = None
+    trials: int | None = Field(None, ge=1, le=MAX_TRIALS)
+    early_stop: bool = False  # stop runs among the worst at a validation point (jobs/early_stop.py)
     settings: dict = Field(default_factory=dict)  # any other ModelSpec field: epochs, solver, lr, ...
 
 
@@ -69,6 +75,7 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
     from trainyard.weights import finetune
     from trainyard.weights.store import WeightsStore
 
+    check_ranges(request.lr_range, request.batch_size_range, request.trials)
     store = WeightsStore.from_settings(ctx.settings)
     request = _network_of_pretrained(ctx, store, request)
     if not request.networks and not request.network_source:
@@ -98,20 +105,28 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
         from trainyard.jobs.precheck import check_all  # builds networks in child processes
 
         check_all(ctx, [spec for spec, _ in planned])
+    if request.early_stop and len(planned) < 2:
+        raise InvalidInput("early stopping compares the runs of a sweep; this makes one job (give several "
+                           "learning rates or batch sizes, or a range with trials)")
     if check_only:
         return []
     group = request.name if len(planned) > 1 else None
-    return [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
+    jobs = [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
                                parent_id=dataset.id, group=group, foreground=foreground)
             for spec, dataset in planned]
+    return mark_early_stop(ctx.store, jobs) if request.early_stop else jobs
 
 
 def _combinations(request: TrainRequest):
     # None in a list means "the default" (the network's batch size, 0.01, a custom network file)
-    networks: list[str | None] = [*request.networks] or [None]
-    lrs: list[float | None] = [*request.base_lrs] or [None]
-    batches: list[int | None] = [*request.batch_sizes] or [None]
-    return itertools.product(request.datasets, networks, lrs, batches)
+    return combinations(request.datasets, request.networks, request.base_lrs, request.batch_sizes,
+                        lr_range=request.lr_range, batch_size_range=request.batch_size_range,
+                        trials=request.trials, seed=_seed(request.settings.get("seed")))
+
+
+def _seed(value) -> int | None:
+    """The run's seed for drawing trials, if it is one (ModelSpec refuses anything else later)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**32 else None
 
 
 def _job_name(request: TrainRequest, dataset: Job, network, lr, batch) -> str:
@@ -121,9 +136,9 @@ def _job_name(request: TrainRequest, dataset: Job, network, lr, batch) -> str:
         parts.append(dataset.name)
     if len(request.networks) > 1:
         parts.append(network)
-    if len(request.base_lrs) > 1:
+    if len(request.base_lrs) > 1 or request.lr_range:
         parts.append(f"lr={lr:g}")
-    if len(request.batch_sizes) > 1:
+    if len(request.batch_sizes) > 1 or request.batch_size_range:
         parts.append(f"bs={batch}")
     name = f"{request.name} [{', '.join(parts)}]" if parts else request.name
     return name if len(name) <= MAX_NAME else name[:MAX_NAME - 1] + "…"

@@ -19,12 +19,14 @@ from trainyard.settings import Settings
 from trainyard.web.auth import TokenAuthMiddleware
 from trainyard.web.errors import install_error_handlers
 from trainyard.web.routers import (
+    compare,
     datasets,
     docs,
     export,
     inference,
     inference_pages,
     jobs,
+    labels,
     models,
     network_search,
     networks,
@@ -41,6 +43,7 @@ STATIC = Path(__file__).parent / "static"
 ROUTERS = [jobs.router, datasets.router, models.router, networks.router, network_search.router,
            system.router, inference.router, export.router, pages.router, inference_pages.router,
            weights.router, weights_pages.router, docs.router]
+ROUTERS[:0] = [compare.router, labels.router]  # before jobs: /api/jobs/compare is not a job's id
 
 
 def create_app(settings: Settings | None = None, *, pools: Pools | None = None,

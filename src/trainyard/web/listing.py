@@ -32,10 +32,12 @@ class Query:
     group: str = ""
     dpage: int = 1  # the datasets table's page
     mpage: int = 1  # the models table's page
+    tag: str = ""
 
     def __post_init__(self) -> None:
         # Unknown values from a hand-edited URL fall back to defaults instead of failing.
         self.q = (self.q or "").strip()
+        self.tag = (self.tag or "").strip().lower()[:40]
         self.status = self.status if self.status in STATUS_FILTERS else ""
         self.sort = self.sort if self.sort in SORTS else "created"
         self.order = "asc" if self.order == "asc" else "desc"
@@ -44,13 +46,14 @@ class Query:
 
     def for_kind(self, kind: str) -> PageQuery:
         page = self.dpage if kind == "dataset" else self.mpage
-        return PageQuery(kind, self.q, self.status, self.sort, self.order, self.group, page, PER_PAGE)
+        return PageQuery(kind, self.q, self.status, self.sort, self.order, self.group, page, PER_PAGE, self.tag)
 
 
 @dataclass
 class Group:
     title: str | None
     jobs: list[dict] = field(default_factory=list)
+    sweep: str | None = None  # the sweep's name when grouped by sweep: its page and compare links
 
 
 def arrange(jobs: list[dict], group: str, names: dict[str, str]) -> list[Group]:
@@ -64,7 +67,7 @@ def arrange(jobs: list[dict], group: str, names: dict[str, str]) -> list[Group]:
     for job in jobs:
         title = _group_title(job, group, names)
         if not groups or groups[-1].title != title:
-            groups.append(Group(title))
+            groups.append(Group(title, sweep=job.get("group") if group == "sweep" else None))
         groups[-1].jobs.append(job)
     return groups
 
@@ -96,7 +99,8 @@ def add_cells(jobs: list[dict], names: dict[str, str], gpu_labels: dict[str, str
         if job["status"] == "running" and job["eta"]:
             text.append(f"ETA {duration(job['eta'])}")
         notes = ""
-        if job["status_detail"] and job["status"] in ("waiting", "queued"):
+        stopped = (summary.get("stopped_early") or {}).get("message")  # a sweep's run stopped early
+        if job["status_detail"] and (job["status"] in ("waiting", "queued") or job["status_detail"] == stopped):
             notes += f'<div class="small muted">{escape(job["status_detail"])}</div>'
         if job["error"]:
             notes += f'<div class="small error-text clip" title="{escape(job["error"])}">{escape(job["error"])}</div>'
@@ -116,3 +120,10 @@ def add_cells(jobs: list[dict], names: dict[str, str], gpu_labels: dict[str, str
                             f'{best["epoch"]:.4g}</span>') if best.get("val_accuracy") is not None else "",
                 gpus=", ".join(gpu_labels.get(r, "CPU" if r.startswith("cpu") else r) for r in job["resources"]))
         job["row"] = row
+
+
+def add_tags(jobs: list[dict], labels: dict[str, dict]) -> None:
+    """Each row's tags as small links that filter the list by that tag."""
+    for job in jobs:
+        tags = labels.get(job["id"], {}).get("tags") or []
+        job["row"]["tags"] = Markup("".join(f' <a class="tag" href="/?tag={escape(t)}">{escape(t)}</a>' for t in tags))

@@ -17,7 +17,7 @@ from fastapi.templating import Jinja2Templates
 from trainyard.core import formatting
 from trainyard.core.files import read_json
 from trainyard.datasets.resize_plans import RESIZE_MODES
-from trainyard.jobs import job_pages
+from trainyard.jobs import job_pages, labels
 from trainyard.jobs.job_documents import job_detail, list_briefs
 from trainyard.web import job_page, listing, model_form
 from trainyard.web.auth import requester, token_matches
@@ -69,11 +69,13 @@ def _job_tables(ctx, query: listing.Query) -> dict:
     datasets, models = (job_pages.job_page(ctx.store, query.for_kind(k)) for k in ("dataset", "model"))
     names = job_pages.names_of(ctx.store, {j["parent"] for j in datasets.jobs + models.jobs if j["parent"]})
     gpu_labels = {f"gpu:{g.index}": f"GPU {g.index}" for g in ctx.pools.gpus}
-    listing.add_cells(datasets.jobs + models.jobs, names, gpu_labels)
+    shown = datasets.jobs + models.jobs
+    listing.add_cells(shown, names, gpu_labels)
+    listing.add_tags(shown, labels.labels_of(ctx.store, [j["id"] for j in shown]))
     return {"datasets": listing.arrange(datasets.jobs, query.group, names),
             "models": listing.arrange(models.jobs, query.group, names),
             "pages": {"dataset": datasets, "model": models}, "query": query,
-            "status_filters": listing.STATUS_FILTERS, "groups": listing.GROUPS}
+            "status_filters": listing.STATUS_FILTERS, "groups": listing.GROUPS, "tags": labels.all_tags(ctx.store)}
 
 
 @router.get("/system", response_class=HTMLResponse)

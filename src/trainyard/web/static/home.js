@@ -91,6 +91,11 @@
     document.getElementById("selected-count").textContent = chosen.length ? `${chosen.length} selected` : "none selected";
     document.getElementById("abort-selected").disabled = !active.length;
     document.getElementById("delete-selected").disabled = !chosen.length;
+    // Two or more models open the compare page (links, so a middle click opens a tab).
+    const models = chosen.filter((b) => b.dataset.kind === "model").map((b) => b.value);
+    const compare = document.getElementById("compare-selected");
+    compare.hidden = models.length < 2;
+    compare.href = `/compare?ids=${models.join(",")}`;
   }
 
   async function each(list, action) {

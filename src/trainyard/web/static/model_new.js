@@ -194,7 +194,7 @@ def build(num_classes, in_channels, image_size):
       name: f.name.value.trim(), datasets: checked("dataset").map((b) => b.value),
       networks: mode === "standard" ? checked("network").map((b) => b.value) : [],
       network_source: custom ? editor.getValue() : null,
-      base_lrs: numbers("base_lr", "Base learning rate"), batch_sizes: numbers("batch_size", "Batch size", true),
+      ...tySweepForm.fields(f, numbers),
       pretrained: mode === "previous" || mode === "pretrained" ? tabPretrained(mode) : pretrained(), settings,
     };
     if (f.gpu_mode) {
@@ -219,7 +219,7 @@ def build(num_classes, in_channels, image_size):
   function updateSweep() {
     const out = $("sweep-count");
     let lrs, batches;
-    try { lrs = numbers("base_lr", "Base learning rate"); batches = numbers("batch_size", "Batch size", true); }
+    try { [lrs, batches] = tySweepForm.counted(f, numbers); }
     catch (err) { out.textContent = err.message; return; }
     const mode = f.network_mode.value;
     const networks = { custom: 1, standard: checked("network").length, previous: f.previous_job.value ? 1 : 0,
@@ -240,7 +240,7 @@ def build(num_classes, in_channels, image_size):
   }
 
   // -- learning-rate preview (lr_preview.js) ------------------------------------------------------
-  const previewCurve = tyLrPreview.attach(form, { lrSettings, numbers, firstDataset, checked });
+  const previewCurve = tyLrPreview.attach(form, { lrSettings, numbers: tySweepForm.lowEnds(f, numbers), firstDataset, checked });
 
   form.addEventListener("input", () => { updateSweep(); previewCurve(); });
   form.addEventListener("change", () => { updateSweep(); previewCurve(); });

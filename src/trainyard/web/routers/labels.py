@@ -1,0 +1,29 @@
+"""``PATCH /api/jobs/{id}``: a job's tags and notes (jobs/labels.py validates them)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from trainyard.jobs.job_documents import job_detail
+from trainyard.jobs.labels import MAX_NOTES, set_labels
+from trainyard.web.deps import Ctx, get_job_of_kind
+
+router = APIRouter(prefix="/api/jobs", tags=["jobs"])
+
+
+class LabelsPatch(BaseModel):
+    """Either or both; a field left out keeps its value, ``[]`` and ``""`` clear it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tags: list[str] | None = Field(None, max_length=64, description="1 to 32 of a-z 0-9 . _ - : + each, 16 at most")
+    notes: str | None = Field(None, max_length=MAX_NOTES)
+
+
+@router.patch("/{job_id}")
+def patch_job(ctx: Ctx, job_id: str, body: LabelsPatch) -> dict:
+    """Set the job's tags and/or notes; answers the whole job, with them."""
+    get_job_of_kind(ctx, job_id)
+    set_labels(ctx.store, job_id, tags=body.tags, notes=body.notes)
+    return job_detail(ctx.manager, get_job_of_kind(ctx, job_id))

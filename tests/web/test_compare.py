@@ -1,0 +1,112 @@
+"""``GET /api/jobs/compare``, the /compare page and ``trainyard jobs compare``, on model jobs whose
+events are written here (what a training run writes: metric events per epoch)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from trainyard.cli.main import app as cli
+from trainyard.core.events import EventWriter
+from trainyard.jobs.resources import Pools
+from trainyard.web.app import create_app
+
+
+@pytest.fixture
+def app(settings):
+    return create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]), run_scheduler=False)
+
+
+@pytest.fixture
+def client(app):
+    with TestClient(app) as client:
+        yield client
+
+
+def add_run(ctx, dataset_id: str, name: str, lr: float, accuracy: list[float], status: str = "done",
+            epochs: int | None = None) -> str:
+    """A model job that trained len(accuracy) epochs (of ``epochs``): its spec and the events a run writes."""
+    spec = {"name": name, "dataset_id": dataset_id, "dataset_dir": "/nowhere", "network": "lenet",
+            "epochs": epochs or len(accuracy), "batch_size": 16, "lr": {"policy": "fixed", "base_lr": lr}}
+    job = ctx.manager.create("model", name, spec, needs={"pool": "cpu"}, parent_id=dataset_id, group="sweep")
+    events = EventWriter(ctx.manager.folder(job.id).path)
+    for epoch, value in enumerate(accuracy, 1):
+        events.emit("metric", epoch=epoch, name="train_loss", value=1.0 / epoch)
+        events.emit("metric", epoch=epoch, name="lr", value=lr)
+        events.emit("metric", epoch=epoch, name="val_accuracy", value=value)
+    ctx.store.update_job(job.id, status=status)
+    return job.id
+
+
+@pytest.fixture
+def runs(app) -> dict:
+    ctx = app.state.ctx
+    dataset = ctx.manager.create("dataset", "digits", {"name": "digits"}, needs={"pool": "dataset"})
+    ctx.store.update_job(dataset.id, status="done")
+    return {"dataset": dataset.id,
+            "fast": add_run(ctx, dataset.id, "fast", 0.1, [60.0, 90.0, 85.0]),
+            "slow": add_run(ctx, dataset.id, "slow", 1e-4, [50.0, 52.0])}
+
+
+def test_the_document_holds_settings_differences_best_final_and_curves(client, runs):
+    doc = client.get(f"/api/jobs/compare?ids={runs['fast']},{runs['slow']}").json()
+    assert [j["id"] for j in doc["jobs"]] == [runs["fast"], runs["slow"]]
+    fast, slow = doc["jobs"]
+    assert fast["name"] == "fast" and fast["status"] == "done"
+    assert fast["best"] == {"epoch": 2, "val_accuracy": 90.0}
+    assert fast["final"]["val_accuracy"] == 85.0 and fast["final"]["epoch"] == 3
+    assert slow["settings"]["lr.base_lr"] == 1e-4 and fast["settings"]["network"] == "lenet"
+    assert doc["differs"] == ["epochs", "lr.base_lr"]  # network, batch size, policy are the same
+    assert doc["series"][runs["slow"]]["val_accuracy"] == [[1, 50.0], [2, 52.0]]
+    assert doc["series"][runs["fast"]]["lr"] == [[1, 0.1], [2, 0.1], [3, 0.1]]
+
+
+@pytest.mark.parametrize("ids, status, words", [
+    ("", 400, "at least one"),
+    (",,", 400, "at least one"),
+    ("nosuchjob", 404, "no job with id 'nosuchjob'"),
+    ("DATASET", 400, "only model"),
+    (",".join(f"j{i}" for i in range(21)), 400, "at most 20"),
+])
+def test_bad_id_lists_get_one_line_4xx(client, runs, ids, status, words):
+    response = client.get("/api/jobs/compare", params={"ids": ids.replace("DATASET", runs["dataset"])})
+    assert response.status_code == status
+    detail = response.json()["detail"]
+    assert words in detail and "\n" not in detail
+
+
+def test_one_run_and_a_repeated_id_are_fine(client, runs):
+    doc = client.get(f"/api/jobs/compare?ids={runs['fast']},{runs['fast']}").json()
+    assert len(doc["jobs"]) == 1 and doc["differs"] == []
+
+
+def test_the_page_links_each_run_and_highlights_what_differs(client, runs):
+    html = client.get(f"/compare?ids={runs['fast']},{runs['slow']}").text
+    assert f'href="/models/{runs["fast"]}"' in html and f'href="/models/{runs["slow"]}"' in html
+    assert '<th class="sortable differs" data-type="auto">lr.base_lr</th>' in html
+    assert '<tr class="differs"><th>epochs</th>' in html and "<tr><th>network</th>" in html
+    assert client.get("/compare?ids=nosuchjob").status_code == 404
+
+
+def test_the_cli_prints_the_document_or_a_table_of_what_differs(app, runs, settings):
+    env = {"TRAINYARD_HOME": str(settings.home), "TRAINYARD_DATA_ROOTS": str(settings.data_roots[0]),
+           "TRAINYARD_AUTH_TOKEN": ""}
+    result = CliRunner().invoke(cli, ["jobs", "compare", runs["fast"], runs["slow"], "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["differs"] == ["epochs", "lr.base_lr"]
+    result = CliRunner().invoke(cli, ["jobs", "compare", runs["fast"], runs["slow"]], env=env)
+    header, fast, slow = result.stdout.splitlines()
+    assert header.split()[:3] == ["id", "epochs", "lr.base_lr"]
+    assert fast.split()[:3] == [runs["fast"], "3", "0.1"] and "90" in fast
+    assert slow.split()[:3] == [runs["slow"], "2", "0.0001"]
+    result = CliRunner().invoke(cli, ["jobs", "compare", runs["dataset"]], env=env)
+    assert result.exit_code == 2 and "only model" in result.stderr
+
+
+def test_the_home_list_offers_to_compare_a_sweep(client, runs):
+    html = client.get("/?group=sweep").text
+    assert f'<a class="compare-sweep" href="/compare?ids={runs["slow"]},{runs["fast"]}">' in html
+    assert 'id="compare-selected"' in client.get("/").text
