@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 
 from trainyard.core.errors import Conflict, NotFound, UserError
-from trainyard.core.events import EventTail
+from trainyard.core.events import EventTail, EventWriter
 from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
 from trainyard.core.paths import JobFolder
@@ -308,9 +308,13 @@ class JobManager:
                            f"(--pretrained {job_id})")
         if foreground:
             self.heartbeat.beat(force=True)
-        self.store.update_job_if(job, status=Status.QUEUED, error=None, finished_at=None, pid=None,
-                                 **(self.owner if foreground else {"owner_pid": None, "owner_host": None}),
-                                 status_detail="resuming from the last checkpoint")
+        if self.store.update_job_if(job, status=Status.QUEUED, error=None, finished_at=None, pid=None,
+                                    **(self.owner if foreground else {"owner_pid": None, "owner_host": None}),
+                                    status_detail="resuming from the last checkpoint"):
+            # The last attempt's "done" or "failed" must not decide how this one ends, should its
+            # process die before it reports anything (runner.final_status reads the last status).
+            with EventWriter(self.folder(job_id).path) as events:
+                events.status(Status.QUEUED.value)
         return self.get(job_id)
 
     def delete(self, job_id: str) -> None:
