@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 import trainyard
+from trainyard.jobs.context import open_context
+from trainyard.jobs.resources import Pools
 
 NODE_ARGS = {"object_store_memory": 80 * 2**20, "node_ip_address": "127.0.0.1"}
 
@@ -43,3 +45,10 @@ def ray_cluster():
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@pytest.fixture
+def cluster_ctx(settings, ray_cluster):
+    """A job manager in cluster mode on the session's cluster."""
+    settings = settings.model_copy(update={"cluster": "ray", "abort_grace_s": 10.0})
+    return open_context(settings, pools=Pools(dataset_slots=1, cpu_slots=1, gpus=[]))

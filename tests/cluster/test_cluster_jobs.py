@@ -17,10 +17,8 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, metrics, model_spec, one_thread, write_job
-from trainyard.jobs.context import open_context
 from trainyard.jobs.hardware import Hardware
 from trainyard.jobs.job_documents import job_detail
-from trainyard.jobs.resources import Pools
 from trainyard.jobs.system import system_report
 from trainyard.training.run import main as train_in_process
 
@@ -31,12 +29,6 @@ TOLERANCE = 1e-5
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     return make_dataset(tmp_path_factory.mktemp("ds") / "stripes", train=64, val=16, size=16)
-
-
-@pytest.fixture
-def cluster_ctx(settings, ray_cluster):
-    settings = settings.model_copy(update={"cluster": "ray", "abort_grace_s": 10.0})
-    return open_context(settings, pools=Pools(dataset_slots=1, cpu_slots=1, gpus=[]))
 
 
 def spec(dataset, workers=2, batch_size=8, **overrides):
@@ -76,7 +68,7 @@ def training_processes(job_dir) -> dict[int, psutil.Process]:
         try:
             cmdline = proc.info["cmdline"] or []
             if "trainyard.training.run" in cmdline and str(job_dir) in cmdline:
-                found[int(proc.environ()["RANK"])] = proc
+                found[int(proc.environ().get("RANK", "0"))] = proc  # one worker: no RANK
         except (psutil.Error, KeyError):
             continue
     return found
