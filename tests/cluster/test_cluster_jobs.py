@@ -7,6 +7,7 @@ job's process, the launcher places the ranks and runs the training entry point o
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -115,6 +116,13 @@ def test_jobs_wait_for_the_cluster_land_on_both_nodes_match_one_process_and_abor
 
     ranks = training_processes(ctx.manager.folder(holder.id).path)
     assert sorted(ranks) == [0, 1]
+    # as a local job's: the launcher's niceness (not Ray's 15, where we may lower it) and thread
+    # settings; gloo told the interface of the node address Ray reports (127.0.0.1 here)
+    if os.geteuid() == 0:
+        assert [p.nice() for p in ranks.values()] == [os.getpriority(os.PRIO_PROCESS, 0)] * 2
+    assert [p.environ().get("OMP_NUM_THREADS") for p in ranks.values()] == [os.environ["OMP_NUM_THREADS"]] * 2
+    assert [p.environ().get("GLOO_SOCKET_IFNAME") for p in ranks.values()] == ["lo", "lo"]
+    assert {p.environ().get("MASTER_ADDR") for p in ranks.values()} == {"127.0.0.1"}
     started = time.monotonic()
     aborting = threading.Thread(target=ctx.manager.abort, args=(holder.id,))  # waits for the launcher
     aborting.start()
