@@ -4,7 +4,8 @@ through Ray (trainyard's cluster launcher) at the same worker count, alternating
 Ray's placement should cost start-up time, not throughput: the figure is images/second through
 Ray over images/second locally (aim: 0.9 or more at 2 CPU workers), with the CPU-seconds the
 training processes used beside the wall time of each run, and the start-up seconds (from the
-job's command to the training loop's first line in log.txt).
+job's command to the training loop's first line in log.txt). Images per CPU-second of the ranks
+tell a cost through Ray (more CPU for the same images) from a smaller share of a loaded CPU.
 
 Both sides are started the same way: each job's command in a session of its own
 (start_new_session), and the Ray cluster, when this script starts one, in a session of its own
@@ -69,10 +70,13 @@ class CpuMeter:
         while not self._stop.wait(0.2):
             for proc in psutil.process_iter(["cmdline"]):
                 cmdline = proc.info["cmdline"] or []
-                if "trainyard.training.run" in cmdline and self.job in cmdline:
+                # the ranks themselves: not torch.distributed.run, whose cmdline names them too
+                # (and whose children_* times would count them again once it reaps them)
+                if "trainyard.training.run" in cmdline and self.job in cmdline \
+                        and "torch.distributed.run" not in cmdline:
                     try:
                         times = proc.cpu_times()
-                        self.seen[proc.pid] = times.user + times.system + times.children_user + times.children_system
+                        self.seen[proc.pid] = times.user + times.system
                     except psutil.Error:
                         continue
 
@@ -89,31 +93,43 @@ def ray_cluster(cpus: int, gpus: int, log: Path):
     if os.environ.get("RAY_ADDRESS"):
         yield os.environ["RAY_ADDRESS"]
         return
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # keep 127.0.0.1 (Ray reads it at import)
     src = str(Path(__file__).resolve().parents[1] / "src")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
-    port = _free_port()
-    # Every port Ray would otherwise take a fixed default for: other Rays may run on this machine.
-    ports = [f"--{name}={_free_port()}" for name in (
-        "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "metrics-export-port", "runtime-env-agent-port",
-        "node-manager-port", "object-manager-port")]
-    head = subprocess.Popen(
-        [str(RAY), "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1", *ports,
-         f"--num-cpus={cpus}", f"--num-gpus={gpus}", "--include-dashboard=false", "--disable-usage-stats"],
-        env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}, start_new_session=True,
-        stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    address = f"127.0.0.1:{port}"
+    address, head = _start_head(cpus, gpus, log)
     os.environ["RAY_ADDRESS"] = address
     try:
-        deadline = time.monotonic() + 120
-        while subprocess.call([str(RAY), "status", f"--address={address}"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL) != 0:
-            if head.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"ray start --head did not come up at {address}:\n{log.read_text()[-2000:]}")
-            time.sleep(1)
         yield address
     finally:
         del os.environ["RAY_ADDRESS"]
         _end_session(head)
+
+
+def _start_head(cpus: int, gpus: int, log: Path, tries: int = 3) -> tuple[str, subprocess.Popen]:
+    """``ray start --head --block`` in a session of its own, until it says it started (Ray gives
+    its node 30 s, which a loaded machine can miss: then again)."""
+    for _ in range(tries):
+        port = _free_port()
+        # Every port Ray would otherwise take a fixed default for: other Rays may run on this machine.
+        ports = [f"--{name}={_free_port()}" for name in (
+            "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "metrics-export-port",
+            "runtime-env-agent-port", "node-manager-port", "object-manager-port")]
+        offset = log.stat().st_size if log.exists() else 0
+        head = subprocess.Popen(
+            [str(RAY), "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1", *ports,
+             f"--num-cpus={cpus}", f"--num-gpus={gpus}", "--include-dashboard=false", "--disable-usage-stats"],
+            # a loaded machine starts Ray's dashboard agent slowly: give it longer than Ray's default
+            env={**os.environ, "RAY_agent_register_timeout_ms": "120000"}, start_new_session=True,
+            stdout=log.open("ab"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while head.poll() is None and time.monotonic() < deadline:
+            if "Ray runtime started" in log.read_text(errors="replace")[offset:]:
+                time.sleep(5)  # it can still fail just after saying so: it must still run then
+                if head.poll() is None:
+                    return f"127.0.0.1:{port}", head
+            time.sleep(1)
+        _end_session(head)
+    raise SystemExit(f"ray start --head did not come up in {tries} tries:\n{log.read_text()[-2000:]}")
 
 
 def _end_session(head: subprocess.Popen) -> None:
@@ -166,10 +182,12 @@ def cluster_mode(args, root: Path, gpus: int, run_job, throughput, write_dataset
                 name = f"{where}-{workers}-{round_}"
                 with CpuMeter(root / name) as meter:
                     job = run_job(root, name, spec, workers if gpus else 0, new_session=True)
+                images_trained = (steps + warmup) * batch * workers
                 rows.append({"network": network, "where": where, "round": round_ + 1, "workers": workers,
                              "device": device, "global_batch": batch * workers,
                              "images_per_second": round(throughput(job, per_epoch, batch * workers, warmup), 1),
                              "wall_s": round(time.time() - started, 1), "cpu_s": round(meter.seconds, 1),
+                             "images_per_cpu_s": round(images_trained / max(meter.seconds, 1e-9), 1),
                              "startup_s": round(startup_seconds(job, started), 1)})
     total = {where: sum(r["images_per_second"] for r in rows if r["where"] == where) for where in ("local", "ray")}
     ratio = total["ray"] / total["local"]
