@@ -66,8 +66,10 @@ def write_dataset(folder: Path, images: int, size: int, channels: int, seed: int
     return folder
 
 
-def run_job(root: Path, name: str, spec: ModelSpec, gpus: int, ddp_one: bool = False, **env: str) -> Path:
-    """Train ``spec`` as a job on the first ``gpus`` GPUs (0: the CPU, spec.processes of it)."""
+def run_job(root: Path, name: str, spec: ModelSpec, gpus: int, ddp_one: bool = False, new_session: bool = False,
+            **env: str) -> Path:
+    """Train ``spec`` as a job on the first ``gpus`` GPUs (0: the CPU, spec.processes of it);
+    ``new_session``: its command in a session of its own, as a server's runner starts jobs."""
     job = root / name
     job.mkdir(parents=True)
     (job / "spec.json").write_text(spec.model_dump_json())
@@ -78,7 +80,8 @@ def run_job(root: Path, name: str, spec: ModelSpec, gpus: int, ddp_one: bool = F
         command = get_kind("model").command(folder, list(range(gpus)))
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(map(str, range(gpus))), **env}
     with open(job / "output.txt", "wb") as out:
-        code = subprocess.call(command, cwd=job, env=env, stdout=out, stderr=subprocess.STDOUT)
+        code = subprocess.call(command, cwd=job, env=env, stdout=out, stderr=subprocess.STDOUT,
+                               start_new_session=new_session)
     final = [e for e in read_events(job / "events.jsonl", {"status"})][-1:]
     if code != 0 or not final or final[0]["status"] != "done":
         tail = (job / "output.txt").read_text(errors="replace")[-3000:]
@@ -186,6 +189,7 @@ def main() -> None:
                         help="skip the 1-GPU run through torch.distributed.run")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
     parser.add_argument("--cluster", choices=["ray"], help="compare a local run with one through Ray")
+    parser.add_argument("--rounds", type=int, default=2, help="--cluster: local/Ray pairs, alternating")
     parser.add_argument("--keep", type=Path, help="work in this folder (kept) instead of a temporary one")
     args = parser.parse_args()
 

@@ -1,26 +1,41 @@
 """``bench/scaling.py --cluster ray``: the same job on this machine (torch.distributed.run) and
-through Ray (trainyard's cluster launcher) at the same worker count.
+through Ray (trainyard's cluster launcher) at the same worker count, alternating.
 
 Ray's placement should cost start-up time, not throughput: the figure is images/second through
-Ray over images/second locally (aim: 0.95 or more), and the start-up seconds of each (from the
-job's command to the training loop's first line in log.txt). The Ray cluster is the one at
-RAY_ADDRESS if set (a real multi-node cluster), else one started here for the run with one node
-holding this machine's CPUs and GPUs.
+Ray over images/second locally (aim: 0.9 or more at 2 CPU workers), with the CPU-seconds the
+training processes used beside the wall time of each run, and the start-up seconds (from the
+job's command to the training loop's first line in log.txt). Images per CPU-second of the ranks
+tell a cost through Ray (more CPU for the same images) from a smaller share of a loaded CPU.
+
+Both sides are started the same way: each job's command in a session of its own
+(start_new_session), and the Ray cluster, when this script starts one, in a session of its own
+too (``ray start --head --block``), so the kernel's per-session CPU sharing (autogroup) treats
+the local ranks (in their launcher's session) and the Ray ranks (in their raylet's) alike. The
+Ray cluster is the one at RAY_ADDRESS if set (a real multi-node cluster), else one started here
+for the run with one node holding this machine's CPUs and GPUs.
 
 On GPUs: every GPU (or ``--counts``' largest), the first of ``--networks``, batch ``--batch``
-per GPU. Without GPUs: LeNet as 2 gloo processes, for information (a shared CPU is noisy).
+per GPU. Without GPUs: LeNet as 2 gloo processes.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
+
 from trainyard.core.events import read_events
 from trainyard.training.spec import ModelSpec
+
+RAY = Path(sys.executable).with_name("ray")
 
 
 def startup_seconds(job: Path, started: float) -> float:
@@ -31,25 +46,112 @@ def startup_seconds(job: Path, started: float) -> float:
     raise SystemExit(f"{job.name}: the training never started")
 
 
+class CpuMeter:
+    """CPU-seconds of a job's training processes (wherever they run on this machine: under
+    torch.distributed.run or under Ray's workers), sampled every 0.2 s while the job runs."""
+
+    def __init__(self, job: Path):
+        self.job, self.seen, self._stop = str(job), {}, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> CpuMeter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.seen.values())
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            for proc in psutil.process_iter(["cmdline"]):
+                cmdline = proc.info["cmdline"] or []
+                # the ranks themselves: not torch.distributed.run, whose cmdline names them too
+                # (and whose children_* times would count them again once it reaps them)
+                if "trainyard.training.run" in cmdline and self.job in cmdline \
+                        and "torch.distributed.run" not in cmdline:
+                    try:
+                        times = proc.cpu_times()
+                        self.seen[proc.pid] = times.user + times.system
+                    except psutil.Error:
+                        continue
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @contextmanager
-def ray_cluster(cpus: int, gpus: int):
-    """RAY_ADDRESS's cluster, or a one-node cluster on this machine for the length of the run."""
+def ray_cluster(cpus: int, gpus: int, log: Path):
+    """RAY_ADDRESS's cluster, or a one-node cluster on this machine (its own session) for the run."""
     if os.environ.get("RAY_ADDRESS"):
         yield os.environ["RAY_ADDRESS"]
         return
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # keep 127.0.0.1 (read at import)
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # keep 127.0.0.1 (Ray reads it at import)
     src = str(Path(__file__).resolve().parents[1] / "src")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": cpus, "num_gpus": gpus, "include_dashboard": False, "node_ip_address": "127.0.0.1"})
-    os.environ["RAY_ADDRESS"] = cluster.address
+    address, head = _start_head(cpus, gpus, log)
+    os.environ["RAY_ADDRESS"] = address
     try:
-        yield cluster.address
+        yield address
     finally:
         del os.environ["RAY_ADDRESS"]
-        cluster.shutdown()
+        _end_session(head)
+
+
+def _start_head(cpus: int, gpus: int, log: Path, tries: int = 3) -> tuple[str, subprocess.Popen]:
+    """``ray start --head --block`` in a session of its own, until it says it started (Ray gives
+    its node 30 s, which a loaded machine can miss: then again)."""
+    for _ in range(tries):
+        port = _free_port()
+        # Every port Ray would otherwise take a fixed default for: other Rays may run on this machine.
+        ports = [f"--{name}={_free_port()}" for name in (
+            "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "metrics-export-port",
+            "runtime-env-agent-port", "node-manager-port", "object-manager-port")]
+        offset = log.stat().st_size if log.exists() else 0
+        head = subprocess.Popen(
+            [str(RAY), "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1", *ports,
+             f"--num-cpus={cpus}", f"--num-gpus={gpus}", "--include-dashboard=false", "--disable-usage-stats"],
+            # a loaded machine starts Ray's dashboard agent slowly: give it longer than Ray's default
+            env={**os.environ, "RAY_agent_register_timeout_ms": "120000"}, start_new_session=True,
+            stdout=log.open("ab"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while head.poll() is None and time.monotonic() < deadline:
+            if "Ray runtime started" in log.read_text(errors="replace")[offset:]:
+                time.sleep(5)  # it can still fail just after saying so: it must still run then
+                if head.poll() is None:
+                    return f"127.0.0.1:{port}", head
+            time.sleep(1)
+        _end_session(head)
+    raise SystemExit(f"ray start --head did not come up in {tries} tries:\n{log.read_text()[-2000:]}")
+
+
+def _end_session(head: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL, every process of the head's session (its raylet, workers, ranks)."""
+    members = [p for p in psutil.process_iter() if _sid(p.pid) == head.pid]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for proc in members:
+            try:
+                proc.send_signal(sig)
+            except psutil.Error:
+                pass
+        _, members = psutil.wait_procs(members, timeout=10)
+        if not members:
+            break
+    head.wait()
+
+
+def _sid(pid: int) -> int | None:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return None
 
 
 def cluster_mode(args, root: Path, gpus: int, run_job, throughput, write_dataset) -> list[dict]:
@@ -70,19 +172,27 @@ def cluster_mode(args, root: Path, gpus: int, run_job, throughput, write_dataset
                   processes=1 if gpus else workers)
     device = "gpu" if gpus else "cpu"
     rows = []
-    with ray_cluster(cpus=(os.cpu_count() or 1) if gpus else workers, gpus=gpus) as address:
-        for where in ("local", "ray"):
-            spec = ModelSpec(**fields, cluster={"workers": workers, "device": device} if where == "ray" else None)
-            print(f"{network} as {workers} {device.upper()} worker(s), {where} ...", file=sys.stderr)
-            started = time.time()
-            job = run_job(root, f"{where}-{workers}", spec, workers if gpus else 0)
-            rows.append({"network": network, "where": where, "workers": workers, "device": device,
-                         "global_batch": batch * workers,
-                         "images_per_second": round(throughput(job, per_epoch, batch * workers, warmup), 1),
-                         "startup_s": round(startup_seconds(job, started), 1)})
-    ratio = rows[1]["images_per_second"] / rows[0]["images_per_second"]
+    with ray_cluster((os.cpu_count() or 1) if gpus else workers, gpus, root / "ray-head.txt") as address:
+        for round_ in range(args.rounds):
+            for where in ("local", "ray"):  # alternating: a change in the machine's load hits both
+                spec = ModelSpec(**fields, cluster={"workers": workers, "device": device} if where == "ray" else None)
+                print(f"{network} as {workers} {device.upper()} worker(s), {where}, round {round_ + 1} ...",
+                      file=sys.stderr)
+                started = time.time()
+                name = f"{where}-{workers}-{round_}"
+                with CpuMeter(root / name) as meter:
+                    job = run_job(root, name, spec, workers if gpus else 0, new_session=True)
+                images_trained = (steps + warmup) * batch * workers
+                rows.append({"network": network, "where": where, "round": round_ + 1, "workers": workers,
+                             "device": device, "global_batch": batch * workers,
+                             "images_per_second": round(throughput(job, per_epoch, batch * workers, warmup), 1),
+                             "wall_s": round(time.time() - started, 1), "cpu_s": round(meter.seconds, 1),
+                             "images_per_cpu_s": round(images_trained / max(meter.seconds, 1e-9), 1),
+                             "startup_s": round(startup_seconds(job, started), 1)})
+    total = {where: sum(r["images_per_second"] for r in rows if r["where"] == where) for where in ("local", "ray")}
+    ratio = total["ray"] / total["local"]
     for row in rows:
-        row["ratio_to_local"] = round(row["images_per_second"] / rows[0]["images_per_second"], 3)
-    print(f"Ray cluster at {address}: images/second through Ray / locally = {ratio:.3f} (aim >= 0.95)",
-          file=sys.stderr)
+        row["ratio_to_local"] = round(ratio, 3)
+    print(f"Ray cluster at {address}: images/second through Ray / locally = {ratio:.3f} over {args.rounds} "
+          f"round(s) (aim >= 0.9); load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
     return rows

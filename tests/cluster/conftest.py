@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 
 import trainyard
+from trainyard.jobs.context import open_context
+from trainyard.jobs.resources import Pools
 
 NODE_ARGS = {"object_store_memory": 80 * 2**20, "node_ip_address": "127.0.0.1"}
 
 
 @pytest.fixture(scope="session")
-def ray_cluster():
-    """The cluster; RAY_ADDRESS names it for the launchers the tests' job managers start."""
+def ray_env():
+    """The environment the tests' Ray clusters and launchers need; restored at the end."""
     saved = {k: os.environ.get(k) for k in ("RAY_ADDRESS", "PYTHONPATH", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER",
                                             "RAY_USAGE_STATS_ENABLED", "OMP_NUM_THREADS")}
     os.environ.update(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_USAGE_STATS_ENABLED="0", OMP_NUM_THREADS="1")
@@ -25,6 +27,19 @@ def ray_cluster():
     # Imported after RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, which Ray reads at import: with it, Ray
     # keeps 127.0.0.1 instead of swapping in this machine's address, where nothing listens.
     pytest.importorskip("ray", reason="cluster mode needs the cluster extra: pip install trainyard[cluster]")
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(ray_env):
+    """The cluster; RAY_ADDRESS names it for the launchers the tests' job managers start."""
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False, **NODE_ARGS})
@@ -38,8 +53,10 @@ def ray_cluster():
 
         ray.shutdown()
         cluster.shutdown()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+
+
+@pytest.fixture
+def cluster_ctx(settings, ray_cluster):
+    """A job manager in cluster mode on the session's cluster."""
+    settings = settings.model_copy(update={"cluster": "ray", "abort_grace_s": 10.0})
+    return open_context(settings, pools=Pools(dataset_slots=1, cpu_slots=1, gpus=[]))

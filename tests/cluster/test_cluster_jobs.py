@@ -7,6 +7,7 @@ job's process, the launcher places the ranks and runs the training entry point o
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -17,10 +18,8 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, metrics, model_spec, one_thread, write_job
-from trainyard.jobs.context import open_context
 from trainyard.jobs.hardware import Hardware
 from trainyard.jobs.job_documents import job_detail
-from trainyard.jobs.resources import Pools
 from trainyard.jobs.system import system_report
 from trainyard.training.run import main as train_in_process
 
@@ -31,12 +30,6 @@ TOLERANCE = 1e-5
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     return make_dataset(tmp_path_factory.mktemp("ds") / "stripes", train=64, val=16, size=16)
-
-
-@pytest.fixture
-def cluster_ctx(settings, ray_cluster):
-    settings = settings.model_copy(update={"cluster": "ray", "abort_grace_s": 10.0})
-    return open_context(settings, pools=Pools(dataset_slots=1, cpu_slots=1, gpus=[]))
 
 
 def spec(dataset, workers=2, batch_size=8, **overrides):
@@ -76,7 +69,7 @@ def training_processes(job_dir) -> dict[int, psutil.Process]:
         try:
             cmdline = proc.info["cmdline"] or []
             if "trainyard.training.run" in cmdline and str(job_dir) in cmdline:
-                found[int(proc.environ()["RANK"])] = proc
+                found[int(proc.environ().get("RANK", "0"))] = proc  # one worker: no RANK
         except (psutil.Error, KeyError):
             continue
     return found
@@ -123,6 +116,13 @@ def test_jobs_wait_for_the_cluster_land_on_both_nodes_match_one_process_and_abor
 
     ranks = training_processes(ctx.manager.folder(holder.id).path)
     assert sorted(ranks) == [0, 1]
+    # as a local job's: the launcher's niceness (not Ray's 15, where we may lower it) and thread
+    # settings; gloo told the interface of the node address Ray reports (127.0.0.1 here)
+    if os.geteuid() == 0:
+        assert [p.nice() for p in ranks.values()] == [os.getpriority(os.PRIO_PROCESS, 0)] * 2
+    assert [p.environ().get("OMP_NUM_THREADS") for p in ranks.values()] == [os.environ["OMP_NUM_THREADS"]] * 2
+    assert [p.environ().get("GLOO_SOCKET_IFNAME") for p in ranks.values()] == ["lo", "lo"]
+    assert {p.environ().get("MASTER_ADDR") for p in ranks.values()} == {"127.0.0.1"}
     started = time.monotonic()
     aborting = threading.Thread(target=ctx.manager.abort, args=(holder.id,))  # waits for the launcher
     aborting.start()

@@ -13,7 +13,7 @@ import pytest
 
 from tests.training.model_helpers import make_dataset, model_spec, statuses, write_job
 from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
-from trainyard.cluster.worker import RankWorker
+from trainyard.cluster.worker import RankWorker, child_environment, interface_of
 from trainyard.jobs.context import open_context
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.resources import Pools
@@ -48,6 +48,35 @@ def test_ranks_are_numbered_node_by_node_with_local_ranks_and_their_gpus():
     assert [(d["rank"], d["host"], d["device"]) for d in docs] == [(0, "gpu-a", "gpu:3"), (1, "gpu-a", "gpu:1"),
                                                                    (2, "gpu-b", "gpu:0")]
     assert WorkerInfo(a, "10.0.0.1", "gpu-a").node_label == "node gpu-a (aaaaaaaa)"
+
+
+def test_one_rank_trains_as_a_local_process_and_gloo_is_told_each_nodes_interface():
+    a, b = "a" * 56, "b" * 56
+    (alone,) = rank_environments([WorkerInfo(a, "10.0.0.1", "gpu-a", [], "eth1")], 29500, "j", "cpu")
+    assert "RANK" not in alone and "WORLD_SIZE" not in alone and "MASTER_ADDR" not in alone
+    assert alone["TORCHELASTIC_RUN_ID"] == "j"  # it still ends with its actor
+    envs = rank_environments([WorkerInfo(a, "10.0.0.1", "h-a", [], "eth1"), WorkerInfo(b, "10.0.0.2", "h-b", [], "br0"),
+                              WorkerInfo(b, "10.0.0.2", "h-b", [], "")], 29500, "j", "cpu")
+    assert [(e.get("GLOO_SOCKET_IFNAME"), e.get("NCCL_SOCKET_IFNAME")) for e in envs] == [
+        ("eth1", "eth1"), ("br0", "br0"), (None, None)]
+    assert {e["MASTER_ADDR"] for e in envs} == {"10.0.0.1"}  # the address, no host name to resolve
+
+
+def test_a_rank_takes_the_launchers_thread_settings_and_niceness_not_rays(tmp_path, monkeypatch):
+    assert interface_of("127.0.0.1") == "lo" and interface_of("203.0.113.9") == ""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as Ray sets it in its workers
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "eth7")  # as a node's operator may have set it
+    env = child_environment({"GLOO_SOCKET_IFNAME": "lo", "RANK": "1"})
+    assert "OMP_NUM_THREADS" not in env and env["GLOO_SOCKET_IFNAME"] == "eth7" and env["RANK"] == "1"
+    assert child_environment({"OMP_NUM_THREADS": "4"})["OMP_NUM_THREADS"] == "4"  # the launcher's
+    # A worker at Ray's niceness 15 starts its rank at the launcher's (0): allowed as root only.
+    script = ("import sys; from trainyard.cluster.worker import RankWorker; w = RankWorker(); "
+              "print(w.start([sys.executable, '-c', 'import time; time.sleep(5)'], {}, '.', 'out.txt', 0)"
+              "['niceness']); w.child.kill()")
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                         preexec_fn=lambda: os.nice(15), env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) == (0 if os.geteuid() == 0 else 15)
 
 
 def test_the_storage_check_names_what_this_node_cannot_reach(tmp_path):
@@ -133,3 +162,22 @@ def test_local_mode_never_imports_ray():
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "TRAINYARD_CLUSTER": "local"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr[-3000:]
+
+
+def test_a_dead_node_is_listed_once_with_when_it_died_then_leaves_the_list(monkeypatch):
+    from trainyard.cluster import nodes
+
+    def node(node_id, alive, ended=None):
+        return {"id": node_id, "host": "10.0.0.9", "ip": "10.0.0.9", "alive": alive, "head": False, "cpus": 4,
+                "cpus_in_use": None, "gpus": [], "gpus_in_use": None, "memory_total": 0, "jobs": [], "ended": ended}
+
+    table = [node("live", True), node("old", False, ended=1_000.0), node("new", False)]
+    monkeypatch.setattr(nodes, "_died", {})
+    monkeypatch.setattr(nodes._agent, "ask", lambda name, *args, **kw: [dict(n) for n in table])
+    listed = nodes.list_nodes(now=1_100.0)
+    assert [(n["id"], n["alive"], n.get("died_at")) for n in listed] == [
+        ("live", True, None), ("old", False, "1970-01-01T00:16:40+00:00"), ("new", False, "1970-01-01T00:18:20+00:00")]
+    assert all("ended" not in n for n in listed)
+    later = nodes.list_nodes(now=1_100.0 + nodes.DEAD_SHOWN_S - 50)  # "new" keeps the time it was first seen dead
+    assert [(n["id"], n.get("died_at")) for n in later] == [("live", None), ("new", "1970-01-01T00:18:20+00:00")]
+    assert [n["id"] for n in nodes.list_nodes(now=1_100.0 + nodes.DEAD_SHOWN_S + 1)] == ["live"]

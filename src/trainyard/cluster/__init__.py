@@ -8,6 +8,7 @@ entry point as its child process with the environment torch.distributed.run woul
 (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT: env:// rendezvous). Everything else
 (sharding, reductions, rank 0's events and checkpoints, resume) is the training package's.
 
-Only the launcher process and the server's system and hardware reporting import ray, and only
-when TRAINYARD_CLUSTER=ray; the modules here import it lazily, inside functions.
+Only the launcher process and the server's agent process (agent.py: the server's one connection
+to Ray, which it can lose and make again) import ray, and only when TRAINYARD_CLUSTER=ray; the
+modules here import it lazily, inside functions.
 """

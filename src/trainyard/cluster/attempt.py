@@ -3,19 +3,23 @@
 An attempt ends in one `Outcome`: done (every rank exited 0), aborted (we were asked to stop,
 or the ranks agreed to), failed (a rank reported an error of the training itself: no restart
 would help), lost (a training process was killed, or its actor or node went away: a restart on
-the resources that remain may help), or storage (a node cannot read the dataset or write the
+the resources that remain may help), head (the cluster's head stopped answering at RAY_ADDRESS
+for HEAD_LOST_S: the ranks are told to stop and given STOP_S; without a head Ray ends every
+worker within about a minute anyway), or storage (a node cannot read the dataset or write the
 job folder). Whatever the outcome, the attempt's actors and placement group are gone when `run`
 returns, and with them every training process (they end with their actor).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from trainyard.cluster.connect import address, unreachable
 from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
 from trainyard.cluster.worker import RankWorker
 from trainyard.core.events import EventWriter
@@ -27,12 +31,21 @@ POLL_S = 0.5
 ANSWER_S = 10.0  # an actor silent this long is taken for lost (its node is gone or hung)
 SETTLE_S = 3.0  # after one rank ends badly, how long the others get to end by themselves
 STOP_S = 7.0  # abort: SIGTERM, this long for the ranks to agree and report, then kill
+HEAD_LOST_S = 10.0  # the head's port unanswered this long: the cluster is lost (Ray gives up after 60)
+HEAD_CHECK_S = 2.0
+# The launcher's thread settings (a local job's process inherits them) go to every rank, and
+# the checkpoint writer's documented test hook (checkpoint_writer.py) with them.
+PASSED_ON = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TRAINYARD_CHECKPOINT_HOLD")
 
 
 @dataclass(frozen=True)
 class Outcome:
-    kind: str  # done | aborted | failed | lost | storage
+    kind: str  # done | aborted | failed | lost | head | storage
     message: str | None = None
+
+
+class HeadLost(Exception):
+    """The cluster's head has not answered at RAY_ADDRESS for HEAD_LOST_S (the message says so)."""
 
 
 class Attempt:
@@ -43,6 +56,8 @@ class Attempt:
         self.actors: list[Any] = []
         self.infos: list[WorkerInfo] = []
         self.pg: Any = None  # ray's PlacementGroup, once asked for
+        self._head_checked, self._head_silent_since = 0.0, None  # type: float, float | None
+        self.head_lost = False
 
     def run(self) -> Outcome:
         from ray.exceptions import RayError
@@ -57,8 +72,26 @@ class Attempt:
             if problem:
                 return Outcome("storage", problem)
             return self._watch()
+        except HeadLost as exc:
+            self.head_lost = True
+            self._stop_all({})  # the ranks end cleanly (their actors still answer) and keep the checkpoints
+            return Outcome("head", str(exc))
         finally:
             self._clean_up()
+
+    def _check_head(self) -> None:
+        """Raise HeadLost once the head's port has not answered for HEAD_LOST_S."""
+        now = time.monotonic()
+        if now - self._head_checked < HEAD_CHECK_S:
+            return
+        self._head_checked = now
+        why = unreachable(address(), timeout_s=1.0)
+        if why is None:
+            self._head_silent_since = None
+            return
+        since = self._head_silent_since = self._head_silent_since or now
+        if now - since >= HEAD_LOST_S:
+            raise HeadLost(f"lost the Ray cluster: its head at RAY_ADDRESS={address()} stopped answering ({why})")
 
     # -- placing --------------------------------------------------------------------------------
     def _place(self) -> bool:
@@ -71,6 +104,7 @@ class Attempt:
         while not self.ray.wait([self.pg.ready()], timeout=POLL_S)[0]:
             if self.should_stop():
                 return False
+            self._check_head()
             if time.monotonic() - checked > 2.0:
                 checked = time.monotonic()
                 detail = self.placement.waiting_detail(self.ray.available_resources())
@@ -105,10 +139,22 @@ class Attempt:
             f"rank {w['rank']} on {w['host']} ({w['device']})" for w in workers))
         self.events.emit("status", status="running", error=None, detail=None)
         envs = rank_environments(self.infos, port, str(self.spec.get("id") or "job"), self.placement.device)
-        self.ray.get([a.start.remote(ENTRY_POINT + [job_dir], env, job_dir,
-                                     str(self.folder.path / f"output-rank-{rank}.txt"))
-                      for rank, (a, env) in enumerate(zip(self.actors, envs, strict=True))], timeout=60)
+        niceness = os.getpriority(os.PRIO_PROCESS, 0)  # a local job's: the launcher's own
+        for env in envs:
+            env.update({k: os.environ[k] for k in PASSED_ON if k in os.environ})
+        started = self.ray.get([a.start.remote(ENTRY_POINT + [job_dir], env, job_dir,
+                                               str(self.folder.path / f"output-rank-{rank}.txt"), niceness)
+                                for rank, (a, env) in enumerate(zip(self.actors, envs, strict=True))], timeout=60)
+        self._report_niceness(niceness, started)
         return None
+
+    def _report_niceness(self, wanted: int, started: list[dict]) -> None:
+        behind = [f"rank {rank} on {self.infos[rank].node_label} at {s['niceness']}"
+                  for rank, s in enumerate(started) if s.get("niceness") not in (None, wanted)]
+        if behind:
+            self.events.log(f"could not give the training processes niceness {wanted} (a local job's): "
+                            f"{', '.join(behind)}; run `ray start` as root or with RAY_worker_niceness=0 "
+                            "in its environment", "warning")
 
     def _actor_name(self, index: int) -> str:
         return f"trainyard-{self.spec.get('id')}-{self.number}-{index}"
@@ -120,6 +166,7 @@ class Attempt:
         while True:
             if self.should_stop():  # checked every POLL_S, however slow the actors answer
                 return self._stop_all(codes)
+            self._check_head()
             codes.update(self._poll(codes, asked))
             if len(codes) == len(self.actors) and all(c == 0 for c in codes.values()):
                 return Outcome("done")
@@ -200,6 +247,8 @@ class Attempt:
         """Kill the actors (their training processes die with them) and free the bundles."""
         from ray.util.placement_group import remove_placement_group
 
+        if self.head_lost:
+            return  # both go through the head, which is gone: they die with it (asking could hang)
         for actor in self.actors:
             try:
                 self.ray.kill(actor, no_restart=True)

@@ -34,18 +34,24 @@ def address() -> str:
 
 def probe(value: str, timeout_s: float = 2.0) -> None:
     """Raise ClusterUnavailable unless something listens at the address's host and port."""
+    why = unreachable(value, timeout_s)
+    if why:
+        raise ClusterUnavailable(f"no Ray cluster reachable at RAY_ADDRESS={value} ({why}); start one with "
+                                 "`ray start --head` or set TRAINYARD_CLUSTER=local")
+
+
+def unreachable(value: str, timeout_s: float = 2.0) -> str | None:
+    """Why nothing answers at the address's host and port ("Connection refused"), or None."""
     if value == "auto":
-        return  # Ray reads the address of the cluster started on this machine from /tmp/ray
+        return None  # Ray reads the address of the cluster started on this machine from /tmp/ray
     host, _, port = value.split("://")[-1].rpartition(":")
     if not host or not port.isdigit():
         raise ClusterUnavailable(f"RAY_ADDRESS {value!r} should be HOST:PORT, e.g. 10.0.0.1:6379")
     try:
         with socket.create_connection((host, int(port)), timeout=timeout_s):
-            pass
+            return None
     except OSError as exc:
-        raise ClusterUnavailable(f"no Ray cluster reachable at RAY_ADDRESS={value} "
-                                 f"({exc.strerror or exc}); start one with `ray start --head` "
-                                 "or set TRAINYARD_CLUSTER=local") from None
+        return exc.strerror or str(exc) or type(exc).__name__
 
 
 def connect(timeout_s: float = 30.0) -> Any:

@@ -1,140 +1,62 @@
 """The cluster as the server reports it: its nodes (/api/system, `trainyard system`) and the live
 figures of a job's workers (the job page's hardware panel).
 
-Ray's node table gives each node's id, address, liveness and CPU/GPU counts; what is free comes
-from Ray's per-node accounting, and which jobs hold a node from the placement groups the
-launcher names after them. GPU names and memory come from NVML on the node itself, read once per
-node by a zero-CPU task pinned to it (GPUs do not change while a node lives).
+The questions are asked of Ray in the server's agent process (agent.py, queries.py), never in
+the server's own; these functions ask them and raise ClusterUnavailable (a 503) while no head
+answers. A dead node is listed once, with when it died, for `DEAD_SHOWN_S`; then it leaves the
+list.
 """
 
 from __future__ import annotations
 
-import threading
-from typing import Any
+import time
+from datetime import datetime, timezone
 
-from trainyard.cluster.connect import ClusterUnavailable, connect
-from trainyard.cluster.worker import read_gpus
+from trainyard.cluster.agent import RayAgent
+from trainyard.cluster.connect import ClusterUnavailable
+from trainyard.cluster.queries import ASK_S
 
-ASK_S = 5.0  # how long the server waits for a node or an actor to answer
-_gpu_cache: dict[str, list[dict]] = {}
-_cache_lock = threading.Lock()
+DEAD_SHOWN_S = 600.0  # how long a dead node stays in the list
+_agent = RayAgent()  # in the server: its one connection to Ray
+_died: dict[str, float] = {}  # in the server: node id -> when it was first seen dead (unix time)
 
 
 def cluster_has_gpus() -> bool:
     """True if the cluster has any GPU (False too when it is unreachable: the job then fails
     in its launcher, with the message that says why)."""
     try:
-        return connect().cluster_resources().get("GPU", 0) > 0
+        return _agent.ask("resources").get("GPU", 0) > 0
     except ClusterUnavailable:
         return False
 
 
-def list_nodes() -> list[dict]:
-    """Every node Ray knows: id, host, alive, CPUs and GPUs (with names, memory) and their use."""
-    ray = connect()
-    available = _available_per_node()
-    jobs = _jobs_per_node(ray)
-    nodes = []
-    for node in ray.nodes():
-        node_id = node["NodeID"]
-        total = node.get("Resources", {})
-        free = available.get(node_id)  # None: unknown; a resource all in use is left out of it
-        alive = bool(node.get("Alive"))
-        cpus, gpus = int(total.get("CPU", 0)), int(total.get("GPU", 0))
-        nodes.append({
-            "id": node_id, "host": node.get("NodeManagerHostname") or node.get("NodeManagerAddress"),
-            "ip": node.get("NodeManagerAddress"), "alive": alive, "head": "node:__internal_head__" in total,
-            "cpus": cpus, "cpus_in_use": _in_use(cpus, free, "CPU", alive),
-            "gpus": _node_gpus(ray, node_id, gpus) if alive else [],
-            "gpus_in_use": _in_use(gpus, free, "GPU", alive),
-            "memory_total": int(total.get("memory", 0)), "jobs": sorted(jobs.get(node_id, [])),
-        })
-    return sorted(nodes, key=lambda n: (not n["alive"], not n["head"], n["host"] or "", n["id"]))
-
-
-def _in_use(total: int, free: dict | None, resource: str, alive: bool) -> int | None:
-    return None if free is None or not alive else int(round(total - free.get(resource, 0)))
-
-
-def _available_per_node() -> dict[str, dict]:
-    try:
-        from ray._private import state
-
-        return state.available_resources_per_node()
-    except Exception:  # a Ray without this (private) accessor: "in use" is unknown
-        return {}
-
-
-def _jobs_per_node(ray: Any) -> dict[str, set[str]]:
-    """node id -> ids of the trainyard jobs whose placement group has a bundle there."""
-    out: dict[str, set[str]] = {}
-    try:
-        table = ray.util.placement_group_table()
-    except Exception:
-        return out
-    for group in table.values():
-        name = group.get("name") or ""
-        if not name.startswith("trainyard-") or group.get("state") == "REMOVED":
-            continue
-        job_id = name.removeprefix("trainyard-").rsplit("-", 1)[0]
-        for node_id in (group.get("bundles_to_node_id") or {}).values():
-            out.setdefault(node_id, set()).add(job_id)
+def list_nodes(now: float | None = None) -> list[dict]:
+    """Every live node, and each node that died within DEAD_SHOWN_S with ``died_at``: id,
+    host, alive, CPUs and GPUs (with names, memory) and their use."""
+    now = time.time() if now is None else now
+    out = []
+    for node in _agent.ask("nodes"):
+        if not node["alive"]:
+            died = _died.setdefault(node["id"], node.pop("ended", None) or now)
+            if now - died > DEAD_SHOWN_S:
+                continue
+            node["died_at"] = datetime.fromtimestamp(died, timezone.utc).isoformat(timespec="seconds")
+        node.pop("ended", None)
+        out.append(node)
     return out
-
-
-def _node_gpus(ray: Any, node_id: str, count: int) -> list[dict]:
-    """Index, name and memory of a node's GPUs, read there once; bare indices if it won't say."""
-    if count == 0:
-        return []
-    with _cache_lock:
-        if node_id in _gpu_cache:
-            return _gpu_cache[node_id]
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    task = ray.remote(num_cpus=0, max_retries=0)(read_gpus)
-    try:
-        read = ray.get(task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False))
-                       .remote([str(i) for i in range(count)]), timeout=ASK_S)
-    except Exception:
-        read = []
-    gpus = [{"index": g["index"], "name": g["name"], "memory_total": g["memory_total"]} for g in read]
-    if len(gpus) != count:
-        return [{"index": i, "name": None, "memory_total": None} for i in range(count)]
-    with _cache_lock:
-        _gpu_cache[node_id] = gpus
-    return gpus
 
 
 def worker_figures(workers: list[dict]) -> list[dict]:
     """Each worker of a running job with its live figures, asked of its actor on its node."""
-    ray = connect()
-    refs = {}
-    for worker in workers:
-        try:
-            refs[worker["rank"]] = ray.get_actor(worker["actor"]).figures.remote()
-        except Exception:
-            continue  # the actor is gone (the job is ending, or its node is)
-    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=ASK_S) if refs else ([], [])
-    out = []
-    for worker in workers:
-        ref = refs.get(worker["rank"])
-        figures: dict[str, Any] = {"cpu": None, "gpus": []}
-        if ref is not None and ref in ready:
-            try:
-                figures = ray.get(ref)
-            except Exception:
-                pass
-        out.append({**worker, **figures})
-    return out
+    return _agent.ask("figures", workers, timeout_s=ASK_S + 10)
 
 
 def connected_cpus() -> int | None:
-    """The cluster's CPUs when this process is already connected to Ray, else None: connecting
+    """The cluster's CPUs when the server is already connected to Ray, else None: connecting
     just to validate a request would be a side effect."""
+    if not _agent.connected:
+        return None
     try:
-        import ray
-    except ImportError:
+        return int(_agent.ask("resources").get("CPU", 0)) or None
+    except ClusterUnavailable:
         return None
-    if not ray.is_initialized():
-        return None
-    return int(ray.cluster_resources().get("CPU", 0)) or None

@@ -52,6 +52,7 @@ class WorkerInfo:
     host: str  # the node's IP address, which the other ranks can reach
     hostname: str = ""
     gpu_ids: list[str] = field(default_factory=list)  # physical GPU ids on its node
+    interface: str = ""  # the network interface holding ``host`` on its node ("" if none does)
 
     @property
     def node_label(self) -> str:
@@ -68,7 +69,13 @@ def rank_order(infos: list[WorkerInfo]) -> list[int]:
 
 
 def rank_environments(ranked: list[WorkerInfo], master_port: int, run_id: str, device: str) -> list[dict[str, str]]:
-    """The environment of each rank's training process, as torch.distributed.run sets it."""
+    """The environment of each rank's training process, as torch.distributed.run sets it.
+
+    One rank gets no RANK / WORLD_SIZE: it trains as one local process does (no process group,
+    no DDP), so its checkpoints and resume are a local job's. Several get the rendezvous at rank
+    0's node address as Ray reports it (no host name to resolve), and gloo / NCCL are told the
+    network interface that holds each node's address (see `WorkerInfo.interface`).
+    """
     by_node: dict[str, list[int]] = {}
     for rank, info in enumerate(ranked):
         by_node.setdefault(info.node_id, []).append(rank)
@@ -76,11 +83,14 @@ def rank_environments(ranked: list[WorkerInfo], master_port: int, run_id: str, d
     envs = []
     for rank, info in enumerate(ranked):
         peers = by_node[info.node_id]
-        env = {"RANK": str(rank), "WORLD_SIZE": str(len(ranked)), "LOCAL_RANK": str(peers.index(rank)),
-               "LOCAL_WORLD_SIZE": str(len(peers)), "GROUP_RANK": str(node_index[info.node_id]),
-               "MASTER_ADDR": ranked[0].host, "MASTER_PORT": str(master_port),
-               # run.py ends with its parent (here the actor) when this is set, as under torchrun
-               "TORCHELASTIC_RUN_ID": run_id, "PYTHONUNBUFFERED": "1"}
+        # run.py ends with its parent (here the actor) when this is set, as under torchrun
+        env = {"TORCHELASTIC_RUN_ID": run_id, "PYTHONUNBUFFERED": "1"}
+        if len(ranked) > 1:
+            env.update({"RANK": str(rank), "WORLD_SIZE": str(len(ranked)), "LOCAL_RANK": str(peers.index(rank)),
+                        "LOCAL_WORLD_SIZE": str(len(peers)), "GROUP_RANK": str(node_index[info.node_id]),
+                        "MASTER_ADDR": ranked[0].host, "MASTER_PORT": str(master_port)})
+            if info.interface:
+                env.update(GLOO_SOCKET_IFNAME=info.interface, NCCL_SOCKET_IFNAME=info.interface)
         # On GPUs: this node's job GPUs, in local-rank order, so cuda:LOCAL_RANK is this rank's
         # own; on the CPU none, so that a CPU job on a GPU node cannot take one by accident.
         gpus = [ranked[r].gpu_ids[0] for r in peers if ranked[r].gpu_ids] if device == "gpu" else []

@@ -32,8 +32,9 @@ class RankWorker:
 
         context = ray.get_runtime_context()
         self.gpu_ids = [str(g) for g in ray.get_gpu_ids()]
-        return {"node_id": context.get_node_id(), "host": ray.util.get_node_ip_address(),
-                "hostname": socket.gethostname(), "gpu_ids": self.gpu_ids}
+        host = ray.util.get_node_ip_address()
+        return {"node_id": context.get_node_id(), "host": host, "hostname": socket.gethostname(),
+                "gpu_ids": self.gpu_ids, "interface": interface_of(host)}
 
     @staticmethod
     def free_port() -> int:
@@ -60,14 +61,21 @@ class RankWorker:
             return f"cannot write the job folder {job_dir} ({exc.strerror or exc})"
         return None
 
-    def start(self, command: list[str], env: dict[str, str], cwd: str, output: str) -> int:
-        """Start the training process (``command``, with ``env`` over this actor's environment)."""
+    def start(self, command: list[str], env: dict[str, str], cwd: str, output: str,
+              niceness: int | None = None) -> dict:
+        """Start the training process (``command``, with ``env`` over this actor's environment)
+        at ``niceness`` if this node lets us; its pid and the niceness it runs at."""
         if command and command[0] == "python":
             command = [sys.executable, *command[1:]]  # this node's interpreter (the cluster's venv)
         with open(output, "ab") as out:
-            self.child = subprocess.Popen(command, cwd=cwd, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
-                                          stdout=out, stderr=subprocess.STDOUT)
-        return self.child.pid
+            self.child = subprocess.Popen(command, cwd=cwd, env=child_environment(env), stdin=subprocess.DEVNULL,
+                                          stdout=out, stderr=subprocess.STDOUT,
+                                          preexec_fn=None if niceness is None else lambda: set_niceness(niceness))
+        try:
+            actual = psutil.Process(self.child.pid).nice()
+        except psutil.Error:
+            actual = None
+        return {"pid": self.child.pid, "niceness": actual}
 
     def poll(self) -> int | None:
         """The training process's exit code (negative: killed by that signal), None while it runs."""
@@ -101,6 +109,41 @@ class RankWorker:
                 continue
         return {"percent": round(percent, 1), "rss": rss, "processes": len(tree),
                 "cores": psutil.cpu_count()}
+
+
+def interface_of(address: str) -> str:
+    """The name of this machine's network interface that holds ``address``; "" if none does."""
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(a.family in (socket.AF_INET, socket.AF_INET6) and a.address.split("%")[0] == address
+               for a in addresses):
+            return name
+    return ""
+
+
+# Ray gives its workers an OMP_NUM_THREADS of their own (the actor's one CPU); a rank takes the
+# launcher's instead (in ``env``) or none, as a local job's process does.
+RAY_ONLY = ("OMP_NUM_THREADS",)
+
+
+def child_environment(env: dict[str, str]) -> dict[str, str]:
+    """This actor's environment under ``env``; Ray's own thread count left out, and gloo's and
+    NCCL's interface left as the node's operator set them, where they did."""
+    out = {k: v for k, v in os.environ.items() if k not in RAY_ONLY}
+    for key, value in env.items():
+        if key in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") and os.environ.get(key):
+            continue
+        out[key] = value
+    return out
+
+
+def set_niceness(niceness: int) -> None:
+    """In the child before exec: the launcher's niceness instead of Ray's worker niceness (15).
+    Lowering it needs CAP_SYS_NICE (root) or a RLIMIT_NICE that allows it; without, the child
+    keeps Ray's (the launcher logs it; RAY_worker_niceness=0 on `ray start` avoids it)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, niceness)
+    except OSError:
+        pass
 
 
 def read_gpus(gpu_ids: list[str]) -> list[dict]:

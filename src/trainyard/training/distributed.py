@@ -23,6 +23,7 @@ folder, where rank 0 picks it up for the job's message (see run.py).
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import time
@@ -137,9 +138,13 @@ def broadcast(obj: Any, d: Dist) -> Any:
 
 
 def gather(obj: Any, d: Dist) -> list:
-    """Every rank's ``obj``, in rank order, on every rank."""
+    """Every rank's ``obj``, in rank order, on every rank: copies, as the pickles of a group are.
+
+    Alone, a copy too: ``rng["ranks"] = gather(rng)`` must not put ``rng`` inside itself (a
+    one-process DDP job's first checkpoint recursed until RecursionError).
+    """
     if not d.enabled or d.world_size == 1:
-        return [obj]
+        return [copy.deepcopy(obj)]
     out: list = [None] * d.world_size
     dist.all_gather_object(out, obj, group=d.control)
     return out
