@@ -10,9 +10,16 @@ from pathlib import Path
 import typer
 
 from trainyard.cli.output import emit_json, err, fail
-from trainyard.settings import get_settings
 
-app = typer.Typer(help="Pretrained weights: list, pull (download), import, remove.", no_args_is_help=True)
+app = typer.Typer(help="Pretrained weights: list, pull (download), import, remove.", no_args_is_help=True,
+                  rich_markup_mode=None)
+
+
+def get_settings():
+    """The settings (imported here: `weights --help` never loads pydantic-settings)."""
+    from trainyard.settings import get_settings
+
+    return get_settings()
 
 
 def _store():
