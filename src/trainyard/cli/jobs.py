@@ -87,6 +87,12 @@ def delete(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     _act(action, job_id, as_json, "deleted")
 
 
+def _resuming(detail: dict, submit: bool) -> str:
+    epoch = max(detail.get("snapshots") or [], default=None)
+    where = f"from epoch {epoch:g}" if epoch is not None else "from the start (it has no checkpoint)"
+    return f"resuming {detail['id']} {where}" + (" on the server" if submit else "")
+
+
 @app.command()
 def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let the server run it"),
            gpus: int | None = typer.Option(None, help="continue on the next N free GPUs instead"),
@@ -103,6 +109,7 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
         raise InvalidInput(f"--gpu-ids {gpu_ids!r} should be comma-separated numbers") from None
     job = resume_model_job(ctx, job_id, gpus=gpus, gpu_ids=ids, processes=processes,
                            foreground=not submit)
+    err.print(_resuming(job_detail(ctx.manager, job), submit), soft_wrap=True)  # first, before the run's lines
     if not submit:
         job = run_in_foreground(ctx, job, quiet=as_json)
     if as_json:

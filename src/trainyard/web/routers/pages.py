@@ -130,8 +130,9 @@ def show_model(request: Request, ctx: Ctx, model_id: str):
     resources = [gpu_labels.get(r, r) for r in (job["summary"] or {}).get("resources", [])]
     extra = {"Hardware": [("Devices", ", ".join(resources))]} if resources else None
     return render(request, "model_show.html", job=job, spec=job["spec"], dataset=dataset,
-                  settings_groups=job_page.settings_groups(job["spec"], extra),
-                  timeline=job_page.timeline(job["history"], job["finished_at"]),
+                  settings_groups=job_page.settings_groups(job["spec"], extra,
+                                                           job_page.seed_used(ctx.manager.folder(model_id).path)),
+                  timeline=job_page.timeline(job["history"], job["finished_at"], status=job["status"]),
                   actions=job_page.actions(job))
 
 
