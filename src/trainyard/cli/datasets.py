@@ -89,8 +89,14 @@ def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
         raise typer.Exit(1)
 
 
+SPLITS = ("train", "val", "test")
+
+
 def _print_counts(detail: dict) -> None:
-    for split, counts in detail["counts"].items():
+    for split in SPLITS:
+        counts = detail["counts"].get(split)
+        if counts is None:
+            continue
         err.print(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
     if detail["skipped"]:
         err.print(f"[yellow]{len(detail['skipped'])} files skipped[/yellow] "
@@ -174,6 +180,13 @@ def show(dataset_id: str, as_json: bool = typer.Option(False, "--json")) -> None
         return
     typer.echo(f"{detail['name']} ({detail['id']}): {detail['status']}")
     typer.echo(f"classes: {', '.join(detail['classes'])}")
-    _print_counts(detail)
+    for split in SPLITS:  # one line each, in training order, on stdout like the rest
+        counts = detail["counts"].get(split)
+        if counts is not None:
+            typer.echo(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
+    if detail.get("not_images"):
+        typer.echo(f"{detail['not_images']} file{'s' * (detail['not_images'] != 1)} skipped: not images")
+    if detail["skipped"]:
+        typer.echo(f"{len(detail['skipped'])} files skipped:")
     for skipped in detail["skipped"]:
         typer.echo(f"  skipped {skipped['path']}: {skipped['reason']}")

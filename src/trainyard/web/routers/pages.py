@@ -17,6 +17,7 @@ from fastapi.templating import Jinja2Templates
 from trainyard.core import formatting
 from trainyard.core.files import read_json
 from trainyard.datasets.resize_plans import RESIZE_MODES
+from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.jobs import job_pages
 from trainyard.jobs.job_documents import job_detail, list_briefs
 from trainyard.web import job_page, listing, model_form
@@ -95,7 +96,8 @@ def new_dataset(request: Request, ctx: Ctx, parent: str | None = None):
 def show_dataset(request: Request, ctx: Ctx, dataset_id: str):
     job = get_job_of_kind(ctx, dataset_id, "dataset")
     return render(request, "dataset_show.html", job=job_detail(ctx.manager, job),
-                  spec=_read_spec(ctx, dataset_id))
+                  spec=_read_spec(ctx, dataset_id),
+                  image_extensions=", ".join(sorted(e.lstrip(".") for e in IMAGE_EXTENSIONS)))
 
 
 def _read_spec(ctx, job_id: str) -> dict:
