@@ -56,10 +56,12 @@ def make_image_folder(root: Path, classes: dict[str, int] | None = None, size=(4
 
 
 def make_image_folder_with_bad_files(root: Path) -> Path:
-    """Two classes of ten images, plus one corrupt and one non-image file."""
+    """Two classes of ten images, plus one corrupt and one non-image file, and a text file that
+    does not claim to be an image (counted as "not images", not listed)."""
     make_image_folder(root)
     (root / "cat" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
     (root / "dog" / "notes.png").write_text("this is text, not an image")
+    (root / "dog" / "README.txt").write_text("where these pictures came from")
     return root
 
 

@@ -88,7 +88,18 @@ def test_create_a_dataset_through_the_form_and_explore_it(live_server, page, tmp
 
     skipped = page.locator("#skipped-table").inner_text()
     assert "broken.jpg" in skipped and "notes.png" in skipped
+    assert page.inner_text("#not-images").startswith("1 file skipped: not images")  # README.txt, counted
     page.screenshot(path=str(tmp_path / "dataset.png"), full_page=True)
+
+    # Issue 22: on a 390 px phone the bars keep their proportions (they shrank to their numbers)
+    page.set_viewport_size({"width": 390, "height": 800})
+    bars = page.evaluate("""() => [...document.querySelectorAll('#class-counts .bar')].map(
+        b => [b.getBoundingClientRect().width, Number(b.textContent)])""")
+    widest = max(bars)
+    assert widest[0] > 150 and page.evaluate("document.documentElement.scrollWidth") <= 390
+    for width, n in bars:
+        assert abs(width - widest[0] * n / widest[1]) < 3 or width <= 25, bars  # 1.5rem: the smallest bar
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     # Filtering by class shows that class only.
     page.select_option("#explore-class", label="dog")

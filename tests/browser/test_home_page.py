@@ -53,3 +53,16 @@ def test_home_pages_filters_and_redraws_only_on_change(live_server, store, page,
     store.update_job("pg055", status=Status.FAILED, error="changed behind the page")
     page.locator("#models-table tr[data-job=pg055] .status-failed").wait_for(timeout=10_000)
     assert 200 in answers
+
+
+def test_a_phone_sees_each_models_best_accuracy(live_server, store, page):
+    """Issue 22: at 390 px the models table scrolled its best accuracy out of sight."""
+    store.update_job("pg000", summary={"best": {"epoch": 3, "val_accuracy": 87.5}})
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"{live_server.url}/?q=paged+000")
+    best = page.locator("#models-table th", has_text="Best val. accuracy")
+    box = best.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    cell = page.locator("#models-table tr[data-job=pg000] td.best")
+    cell_box = cell.bounding_box()
+    assert cell_box is not None and cell_box["x"] + cell_box["width"] <= 390 and "87.50%" in cell.inner_text()

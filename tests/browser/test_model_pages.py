@@ -79,6 +79,10 @@ def test_train_watch_abort_and_clone(live_server, dataset, page, tmp_path):
     assert re.fullmatch(r"[\d.]+ GiB", page.inner_text("#hw-cpu-memory"))
     page.wait_for_function("document.querySelectorAll('#chart-lr canvas').length > 0")
     shot(page, "model_show_running", tmp_path)
+    # Issue 22: the run time ticks while the job runs, without waiting for a status change
+    ticked = page.inner_text("#run-time")
+    assert "so far" in ticked
+    page.wait_for_function(f"document.querySelector('#run-time').textContent !== {ticked!r}", timeout=10_000)
 
     page.click("#abort-button")
     page.locator("#job-status").filter(has_text="aborted").wait_for(timeout=30_000)
@@ -90,6 +94,18 @@ def test_train_watch_abort_and_clone(live_server, dataset, page, tmp_path):
     page.wait_for_timeout(2000)  # two polls later the page still says so
     assert page.inner_text("#job-status") == "aborted"
     shot(page, "model_show_aborted", tmp_path)
+    # The timeline ends with the abort, live and drawn by the server, in one date format
+    clock = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
+    for _ in range(2):
+        page.locator("#timeline-table tr").last.filter(has_text="aborted").wait_for(timeout=10_000)
+        dates = page.locator("#timeline-table td:nth-child(2)").all_inner_texts()
+        assert dates and all(clock.match(d) for d in dates), dates
+        assert "so far" not in page.inner_text("#run-time")
+        page.reload()
+    # Settings: what the step policy reads (not power), and the seed the run drew
+    solver = page.inner_text(".settings-group[data-group=Solver]")
+    assert "Step size" in solver and "Gamma" in solver and "Power" not in solver
+    assert re.search(r"Random seed\s+\d+ \(drawn at random\)", solver), solver
 
     page.click("#clone-button")
     page.wait_for_url(re.compile(rf"/models/new\?clone={job_id}$"))

@@ -162,6 +162,11 @@ def test_result_pages_draw_their_results_without_a_reload(trained_server, new_pa
     assert eval_page.locator("table.confusion tr").count() == 1 + len(trained.classes)
     many_page.wait_for_selector("#many-summary:not([hidden])", timeout=120_000)
     many_page.locator("#results-table tbody tr").first.wait_for()
+    # Issue 22: each row has its image's thumbnail (DIGITS had them)
+    thumb = many_page.locator("#results-table tbody tr img.thumb").first
+    many_page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=thumb.element_handle())
+    assert many_page.locator("#results-table tbody tr img.thumb").count() == many_page.locator(
+        "#results-table tbody tr").count()
     for context, page, errors in pages:
         assert page.evaluate("window.notReloaded === true")  # drawn in place
         assert page.inner_text("#job-status") == "done" and page.is_hidden("#abort-button")

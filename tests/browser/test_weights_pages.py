@@ -40,7 +40,15 @@ def test_import_on_the_weights_page(live_server, page, tmp_path):
     page.click("#weights-import button[type=submit]")
     row = page.locator("#weights-table tr[data-name='grey-lenet']")
     row.wait_for()
-    assert "Remove" in row.inner_text()
+    assert "Remove" in row.inner_text() and "28x28" in row.inner_text()
+    # Issue 22: your own entry is the first of the whole list, which the server pages
+    page.fill("#weights-search", "")
+    page.locator("#weights-count").filter(has_text=re.compile(r"^1–50 of \d{4}")).wait_for()
+    assert page.locator("#weights-table tbody tr").first.get_attribute("data-name") == "grey-lenet"
+    assert page.locator("#weights-table tbody tr").count() == 50 and page.is_disabled("#weights-prev")
+    page.click("#weights-next")
+    page.locator("#weights-count").filter(has_text=re.compile(r"^51–100 of ")).wait_for()
+    assert page.locator("#weights-table tr[data-name='grey-lenet']").count() == 0
 
 
 def test_form_finds_timm_networks_and_fine_tunes_from_the_store(live_server, dataset, page):

@@ -69,6 +69,10 @@ def test_dataset_list_and_show(created, home):
     assert text.exit_code == 0
     assert "classes: cat, dog" in text.stdout
     assert "broken.jpg" in text.stdout
+    # Issue 22: each split on its own line, in training order, and the files that are not images
+    splits = [line.split(":")[0] for line in text.stdout.splitlines() if line.endswith("classes")]
+    assert splits == [s for s in ("train", "val", "test") if s in doc["counts"]] and len(splits) >= 2
+    assert "1 file skipped: not images" in text.stdout and doc["not_images"] == 1
 
 
 def test_jobs_list_and_show(created, home):

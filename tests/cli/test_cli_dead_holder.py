@@ -38,3 +38,5 @@ def test_a_killed_foreground_job_shows_as_interrupted_and_resumes(settings):
     resumed = CliRunner().invoke(app, ["jobs", "resume", job.id, "--submit", "--json"], env=env)
     assert resumed.exit_code == 0, resumed.output
     assert json.loads(resumed.stdout)["status"] == "queued"
+    # Issue 22: what the command says first is where the job resumes from
+    assert resumed.stderr.startswith(f"resuming {job.id} from the start (it has no checkpoint) on the server")

@@ -37,3 +37,22 @@ def test_import_errors_are_one_line_and_exit_2(cli_env, tmp_path):
     assert missing.exit_code == 2 and "--network" in missing.output
     made = run(cli_env, "import", "mine", str(path), "--network", "timm:test_resnet", "--json")
     assert made.exit_code == 0 and json.loads(made.stdout)["source"] == "user"
+
+
+def test_list_shows_mine_first_and_takes_mine_source_and_search(cli_env, tmp_path):
+    path = tmp_path / "w.safetensors"
+    path.write_bytes(safetensors_bytes("timm:test_resnet", num_classes=3))
+    assert run(cli_env, "import", "zz-mine", str(path), "--network", "timm:test_resnet").exit_code == 0
+    listed = run(cli_env, "list")
+    assert listed.exit_code == 0 and listed.stdout.splitlines()[0].split()[:2] == ["*", "zz-mine"]
+    for args in (["--mine"], ["--source", "mine"]):
+        rows = json.loads(run(cli_env, "list", *args, "--json").stdout)["weights"]
+        assert [r["name"] for r in rows] == ["zz-mine"], args
+    found = json.loads(run(cli_env, "list", "--search", "vgg16 features", "--json").stdout)["weights"]
+    assert [r["name"] for r in found] == ["vgg16.imagenet1k_features"]
+    assert "nan" not in run(cli_env, "list", "--search", "vgg16").stdout
+    assert "224x224" in run(cli_env, "list", "--search", "resnet18.imagenet1k_v1").stdout
+    bad = run(cli_env, "list", "--source", "hub")
+    assert bad.exit_code == 2 and "torchvision, timm or mine" in bad.output
+    clash = run(cli_env, "list", "--mine", "--source", "timm")
+    assert clash.exit_code == 2

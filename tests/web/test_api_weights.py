@@ -61,3 +61,33 @@ def test_import_upload_and_its_errors(api):
 def test_weights_page(api):
     page = api.get("/weights")
     assert page.status_code == 200 and "weights.js" in page.text and "Import a file" in page.text
+
+
+def test_own_entries_come_first_and_pages_come_from_the_server(api, tmp_path):
+    """Issue 22: an own entry was line 1,774 of 1,775 and not on the page; its input size said
+    224x224 for a 32x32 network; vgg16's features-only weights showed "nan%"."""
+    import io
+
+    import torch
+
+    from trainyard.networks import create_network
+
+    buffer = io.BytesIO()  # a trainyard checkpoint of a LeNet trained on 32x32 grey images
+    torch.save({"model": create_network("lenet", 2, 1, 32).state_dict(),
+                "preprocess": {"width": 32, "height": 32, "channels": 1, "crop": None, "mean": None, "std": None}},
+               buffer)
+    made = api.post("/api/weights", data={"name": "zz-digits", "network": "lenet"},
+                    files={"file": ("digits.pt", buffer.getvalue())})
+    assert made.status_code == 201, made.text
+    first = api.get("/api/weights", params={"limit": 5}).json()
+    assert first["weights"][0]["name"] == "zz-digits" and first["weights"][0]["input_size"] == [1, 32, 32]
+    assert first["total"] > 1000 and len(first["weights"]) == 5
+    second = api.get("/api/weights", params={"limit": 5, "offset": 5}).json()
+    assert second["offset"] == 5 and {r["name"] for r in second["weights"]}.isdisjoint(
+        r["name"] for r in first["weights"])
+    mine = api.get("/api/weights", params={"source": "mine"}).json()
+    assert [r["name"] for r in mine["weights"]] == ["zz-digits"]
+    both_words = api.get("/api/weights", params={"search": "vgg16 features", "limit": 0}).json()["weights"]
+    assert [r["name"] for r in both_words] == ["vgg16.imagenet1k_features"]
+    assert both_words[0]["accuracy"] == {}  # torchvision publishes NaN for it: no figure, not "nan%"
+    assert api.get("/api/weights", params={"offset": -1}).status_code == 422

@@ -33,3 +33,32 @@ def test_only_actions_that_can_work_are_offered():
     assert actions({"status": "failed", "snapshots": [2]}) == {"classify": True, "resume": True, "clone_first": True}
     assert actions({"status": "aborted", "snapshots": []})["resume"] is True
     assert actions({"status": "done", "snapshots": [3]}) == {"classify": True, "resume": False, "clone_first": False}
+
+
+def test_an_aborted_jobs_timeline_ends_with_its_abort():
+    """Issue 22: the timeline of an aborted job ended at "running", still counting."""
+    history = [{"status": "queued", "time": 100.0}, {"status": "running", "time": 103.0}]
+    steps = timeline(history, finished_at=150.0, now=500.0, status="aborted")
+    assert [s["status"] for s in steps] == ["queued", "running", "aborted"]
+    assert [s["duration"] for s in steps] == [3.0, 47.0, None]  # nothing counts on after the end
+    whole = [*history, {"status": "aborted", "time": 150.0}]
+    assert [s["status"] for s in timeline(whole, finished_at=150.0, status="aborted")] == ["queued", "running",
+                                                                                             "aborted"]
+
+
+def test_settings_show_what_the_lr_policy_reads_and_the_seed_used(tmp_path):
+    from trainyard.web.job_page import seed_used
+
+    spec = {"lr": {"policy": "fixed", "base_lr": 0.01, "step_percent": 33.0, "gamma": 0.1, "power": 0.5,
+                   "steps_percent": [50, 85], "warmup_percent": 0.0, "warmup_start_factor": 0.1}, "seed": None}
+    (tmp_path / "log.txt").write_text("2026-12-01 08:36:18 [info] training lenet (61,706 parameters) on cpu "
+                                      "(fp32); 30 training images in 1 batches of 64, 10 iterations, base LR "
+                                      "0.01, seed 1234\nepoch 1 done\n")
+    assert seed_used(tmp_path) == 1234 and seed_used(tmp_path / "none") is None
+    solver = {g["name"]: dict(g["rows"]) for g in settings_groups(spec, seed=seed_used(tmp_path))}["Solver"]
+    assert solver == {"Learning-rate policy": "fixed", "Base learning rate": "0.01",
+                      "Warm-up (% of training)": "0", "Random seed": "1234 (drawn at random)"}
+    step = {**spec, "lr": {**spec["lr"], "policy": "step"}, "seed": 7}
+    rows = {g["name"]: dict(g["rows"]) for g in settings_groups(step, seed=7)}["Solver"]
+    assert rows["Step size (% of training)"] == "33" and rows["Gamma"] == "0.1" and "Power" not in rows
+    assert rows["Random seed"] == "7"

@@ -4,6 +4,7 @@ on its page; and ``--max-restarts`` / ``--processes`` of a cluster job as they r
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from fastapi.testclient import TestClient
@@ -92,3 +93,23 @@ def test_cluster_mode_reports_the_nodes_in_the_api_the_cli_and_the_page(settings
     assert "node gpu-a (abcdef12) alive: 1/4 CPUs, 1/1 GPUs in use (NVIDIA H200); jobs job-1" in result.output
     assert "node gpu-b (99887766) DEAD" in result.output
     assert json.loads(CliRunner().invoke(cli, ["system", "--json"], env=env).stdout)["nodes"] == NODES
+
+
+def test_the_machines_cpu_use_is_measured_from_the_first_reading():
+    """Issue 22: /system said the CPU was idle on a busy machine (psutil's first reading is 0.0)."""
+    import subprocess
+    import sys
+    import time
+
+    from trainyard.jobs.hardware import CpuMeter
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # the loop is running
+        meter = CpuMeter()
+        first = meter.percent()
+        assert first >= 100 / (os.cpu_count() or 1) / 2, first  # at least half a core of the loop
+        assert meter.percent() == first  # asked again at once: the same reading, not a 5 ms window
+    finally:
+        busy.kill()
+        busy.wait()

@@ -3,25 +3,50 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from pydantic import ValidationError
 
-from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.status import Status
 from trainyard.datasets.resize_plans import RESIZE_MODES
-from trainyard.datasets.spec import DatasetSpec, parse_size
-from trainyard.jobs.dataset_jobs import append_dataset_job, create_dataset_job
-from trainyard.jobs.job_documents import job_brief, job_detail
 
-app = typer.Typer(help="Build image-classification datasets.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from trainyard.datasets.spec import DatasetSpec
+
+# The job store, the spec's pydantic models and the job documents are imported by the commands
+# that use them: `dataset --help` and `dataset create --help` load none of them.
+app = typer.Typer(help="Build image-classification datasets.", no_args_is_help=True, rich_markup_mode=None)
+
+
+def cli_context():
+    from trainyard.cli.context import cli_context
+
+    return cli_context()
+
+
+def job_brief(job) -> dict:
+    from trainyard.jobs.job_documents import job_brief
+
+    return job_brief(job)
+
+
+def job_detail(manager, job) -> dict:
+    from trainyard.jobs.job_documents import job_detail
+
+    return job_detail(manager, job)
 
 Folder = Path | None
 
 
 def _spec(**fields) -> DatasetSpec:
+    from pydantic import ValidationError
+
+    from trainyard.datasets.spec import DatasetSpec
+
     fields = {k: (str(v) if isinstance(v, Path) else v) for k, v in fields.items() if v is not None}
     try:
         return DatasetSpec.model_validate(fields)
@@ -45,6 +70,8 @@ def _errors(exc: ValidationError) -> str:
 
 
 def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
+    from pydantic import ValidationError
+
     try:
         job = make_job()
     except ValidationError as exc:  # said in flag names, not field names
@@ -62,8 +89,14 @@ def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
         raise typer.Exit(1)
 
 
+SPLITS = ("train", "val", "test")
+
+
 def _print_counts(detail: dict) -> None:
-    for split, counts in detail["counts"].items():
+    for split in SPLITS:
+        counts = detail["counts"].get(split)
+        if counts is None:
+            continue
         err.print(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
     if detail["skipped"]:
         err.print(f"[yellow]{len(detail['skipped'])} files skipped[/yellow] "
@@ -89,6 +122,9 @@ def create(
     as_json: bool = typer.Option(False, "--json", help="print the dataset as JSON on stdout"),
 ) -> None:
     """Build a dataset from a folder of class folders, or from text lists."""
+    from trainyard.datasets.spec import parse_size
+    from trainyard.jobs.dataset_jobs import create_dataset_job
+
     width, height = parse_size(size)
     spec = _spec(name=name, train_folder=train_folder, train_list=train_list, labels_file=labels,
                  val_folder=val_folder, test_folder=test_folder, val_list=val_list, test_list=test_list,
@@ -113,6 +149,8 @@ def append(
         name=name, train_folder=train_folder, train_list=train_list, labels_file=labels,
         image_root=image_root, val_percent=val_percent, test_percent=test_percent,
         min_per_class=min_per_class).items() if v is not None}
+    from trainyard.jobs.dataset_jobs import append_dataset_job
+
     ctx = cli_context()
     _run(ctx, lambda: append_dataset_job(ctx, dataset_id, fields, foreground=not submit), as_json, submit)
 
@@ -142,6 +180,13 @@ def show(dataset_id: str, as_json: bool = typer.Option(False, "--json")) -> None
         return
     typer.echo(f"{detail['name']} ({detail['id']}): {detail['status']}")
     typer.echo(f"classes: {', '.join(detail['classes'])}")
-    _print_counts(detail)
+    for split in SPLITS:  # one line each, in training order, on stdout like the rest
+        counts = detail["counts"].get(split)
+        if counts is not None:
+            typer.echo(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
+    if detail.get("not_images"):
+        typer.echo(f"{detail['not_images']} file{'s' * (detail['not_images'] != 1)} skipped: not images")
+    if detail["skipped"]:
+        typer.echo(f"{len(detail['skipped'])} files skipped:")
     for skipped in detail["skipped"]:
         typer.echo(f"  skipped {skipped['path']}: {skipped['reason']}")

@@ -6,10 +6,8 @@ from pathlib import Path
 
 import typer
 
-from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, fail
 from trainyard.core.errors import NotFound
-from trainyard.jobs.job_documents import job_detail
 
 
 def export(
@@ -20,6 +18,7 @@ def export(
 ) -> None:
     """Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."""
     from trainyard.artifact.checkpoint import CheckpointError
+    from trainyard.cli.context import cli_context
     from trainyard.inference.export import export_model
     from trainyard.inference.onnx_export import ExportError
 
@@ -50,7 +49,9 @@ def import_archive(
     as_json: bool = typer.Option(False, "--json", help="print the new model job as JSON"),
 ) -> None:
     """Import an exported archive as a model, to classify with or fine-tune from (--pretrained)."""
+    from trainyard.cli.context import cli_context
     from trainyard.jobs.imported_models import import_model_archive
+    from trainyard.jobs.job_documents import job_detail
 
     if not archive.is_file():
         raise NotFound(f"{archive} is not a file")
@@ -61,7 +62,3 @@ def import_archive(
     else:
         err.print(f"[green]imported {archive.name} as model {job.id}[/green] ({job.name})")
 
-
-def register(app: typer.Typer) -> None:
-    app.command("export")(export)
-    app.command("import")(import_archive)

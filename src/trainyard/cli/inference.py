@@ -14,12 +14,22 @@ from pathlib import Path
 
 import typer
 
-from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, run_in_foreground
-from trainyard.cli.remote import classify_via_server
 from trainyard.core.errors import NotFound, UserError
 from trainyard.core.status import Status
-from trainyard.settings import get_settings
+
+
+def cli_context():
+    """The job store, opened (imported here: `classify --help` never loads it)."""
+    from trainyard.cli.context import cli_context
+
+    return cli_context()
+
+
+def get_settings():
+    from trainyard.settings import get_settings
+
+    return get_settings()
 
 
 def _load(model: str, epoch: float | None):
@@ -47,6 +57,8 @@ def classify(
     as_json: bool = typer.Option(False, "--json", help='print {"results": [...]} on stdout'),
 ) -> None:
     """Classify images: the top classes with their confidences, preprocessed as in training."""
+    from trainyard.cli.remote import classify_via_server
+
     local = _is_checkpoint_file(model) or _exported(model, epoch)
     served = None if local else classify_via_server(get_settings(), model, images, top=top, epoch=epoch)
     results, problems = (served, {}) if served is not None else _classify_here(model, images, epoch, top)
@@ -132,7 +144,3 @@ def _print_evaluation(doc: dict) -> None:
     for pair in doc["most_confused"][:5]:
         typer.echo(f"confused: {pair['count']} x {pair['true']} taken for {pair['predicted']}")
 
-
-def register(app: typer.Typer) -> None:
-    app.command("classify")(classify)
-    app.command("evaluate")(evaluate)

@@ -1,17 +1,36 @@
-"""``trainyard jobs list | show | abort | delete | resume``: any job: dataset, model, classify-many or evaluate."""
+"""``trainyard jobs list | show | abort | delete | resume | compare | tag | note``: any job (dataset,
+model, classify-many or evaluate)."""
 
 from __future__ import annotations
 
 import typer
 
-from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
 from trainyard.core.formatting import age
 from trainyard.core.status import Status
-from trainyard.jobs.job_documents import job_brief, job_detail
 
-app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume, compare, tag, note.", no_args_is_help=True)
+app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume, compare, tag, note.",
+                  no_args_is_help=True, rich_markup_mode=None)
+
+
+def cli_context():
+    """The job store, opened (imported here: `jobs --help` never loads it)."""
+    from trainyard.cli.context import cli_context
+
+    return cli_context()
+
+
+def job_brief(job) -> dict:
+    from trainyard.jobs.job_documents import job_brief
+
+    return job_brief(job)
+
+
+def job_detail(manager, job) -> dict:
+    from trainyard.jobs.job_documents import job_detail
+
+    return job_detail(manager, job)
 
 
 @app.command("list")
@@ -69,6 +88,12 @@ def delete(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     _act(action, job_id, as_json, "deleted")
 
 
+def _resuming(detail: dict, submit: bool) -> str:
+    epoch = max(detail.get("snapshots") or [], default=None)
+    where = f"from epoch {epoch:g}" if epoch is not None else "from the start (it has no checkpoint)"
+    return f"resuming {detail['id']} {where}" + (" on the server" if submit else "")
+
+
 @app.command()
 def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let the server run it"),
            gpus: int | None = typer.Option(None, help="continue on the next N free GPUs instead"),
@@ -85,6 +110,7 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
         raise InvalidInput(f"--gpu-ids {gpu_ids!r} should be comma-separated numbers") from None
     job = resume_model_job(ctx, job_id, gpus=gpus, gpu_ids=ids, processes=processes,
                            foreground=not submit)
+    err.print(_resuming(job_detail(ctx.manager, job), submit), soft_wrap=True)  # first, before the run's lines
     if not submit:
         job = run_in_foreground(ctx, job, quiet=as_json)
     if as_json:

@@ -1,4 +1,9 @@
-"""The ``trainyard`` entry point: serve, train, export, import, classify, evaluate, and the dataset and jobs groups."""
+"""The ``trainyard`` entry point: serve, train, export, import, classify, evaluate, and the dataset and jobs groups.
+
+Each command's module is imported when that command runs (cli/lazy.py): ``trainyard --help``,
+a command's ``--help`` and a mistyped command answer in about the time Python takes to import
+typer and rich.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +12,44 @@ from trainyard.core.gc_control import imports_without_collection, skip_final_col
 with imports_without_collection():  # a tenth of a second of every command's start-up
     import typer
 
-    from trainyard.cli import datasets, export, inference, jobs, system, train, weights
-    from trainyard.cli.errors import UserErrorGroup
-    from trainyard.core.errors import UserError
-    from trainyard.settings import LOCAL_HOSTS, get_settings
+    from trainyard.cli.lazy import Lazy, LazyGroup
 
 # A command is done once it has printed its answer: not a fifth of a second later.
 skip_final_collection()
 
+
+class TrainyardGroup(LazyGroup):
+    lazy = {
+        "dataset": Lazy("trainyard.cli.datasets", "app", "Build image-classification datasets."),
+        "train": Lazy("trainyard.cli.train", "train",
+                      "Train an image classifier. Runs here with a progress bar unless --submit."),
+        "jobs": Lazy("trainyard.cli.jobs", "app",
+                     "Look after jobs: list, show, abort, delete, resume, compare, tag, note."),
+        "classify": Lazy("trainyard.cli.inference", "classify",
+                         "Classify images: the top classes with their confidences, preprocessed as in training."),
+        "evaluate": Lazy("trainyard.cli.inference", "evaluate",
+                         "Evaluate a model on its dataset's validation or test split."),
+        "export": Lazy("trainyard.cli.export", "export",
+                       "Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."),
+        "import": Lazy("trainyard.cli.export", "import_archive",
+                       "Import an exported archive as a model, to classify with or fine-tune from (--pretrained)."),
+        "weights": Lazy("trainyard.cli.weights", "app",
+                        "Pretrained weights: list, pull (download), import, remove."),
+        "system": Lazy("trainyard.cli.system", "system",
+                       "What trainyard can run on: local devices, and in cluster mode every node of the cluster."),
+    }
+
+
 app = typer.Typer(help="trainyard: turn a folder of images into a trained, deployable network.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  cls=UserErrorGroup)
-app.add_typer(datasets.app, name="dataset")
-app.add_typer(jobs.app, name="jobs")
-app.add_typer(weights.app, name="weights")
-train.register(app)
-export.register(app)
-inference.register(app)
-system.register(app)
+                  rich_markup_mode=None, cls=TrainyardGroup)
+
+
+@app.callback()
+def main() -> None:
+    # A callback keeps `app` a group: typer turns an app of one command (serve, the only one
+    # defined here) into that command.
+    pass
 
 
 @app.command()
@@ -33,6 +58,8 @@ def serve(host: str = typer.Option(None, help="address to bind (default 127.0.0.
     """Start the web server and the job scheduler."""
     import uvicorn
 
+    from trainyard.core.errors import UserError
+    from trainyard.settings import LOCAL_HOSTS, get_settings
     from trainyard.web.app import create_app
 
     settings = get_settings()

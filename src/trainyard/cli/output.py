@@ -6,14 +6,16 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
 
 from trainyard.core.status import Status
-from trainyard.jobs.context import Context
-from trainyard.jobs.store import Job
+
+if TYPE_CHECKING:  # annotations only: --help and refusals never load the job store
+    from trainyard.jobs.context import Context
+    from trainyard.jobs.store import Job
 
 err = Console(stderr=True, highlight=False)
 

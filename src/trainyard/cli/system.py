@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import typer
 
-from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, fail
 
 
 def system(as_json: bool = typer.Option(False, "--json", help="print the report as JSON on stdout")) -> None:
     """What trainyard can run on: local devices, and in cluster mode every node of the cluster."""
+    from trainyard.cli.context import cli_context
     from trainyard.cluster.connect import ClusterUnavailable
     from trainyard.jobs.hardware import Hardware
     from trainyard.jobs.system import system_report
@@ -33,6 +33,3 @@ def system(as_json: bool = typer.Option(False, "--json", help="print the report 
                    f"{node['gpus_in_use']}/{len(node['gpus'])} GPUs in use ({gpus})"
                    + (f"; jobs {', '.join(node['jobs'])}" if node["jobs"] else ""))
 
-
-def register(app: typer.Typer) -> None:
-    app.command("system")(system)

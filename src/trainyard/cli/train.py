@@ -6,14 +6,16 @@ from pathlib import Path
 
 import typer
 
-from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
 from trainyard.core.status import Status
-from trainyard.jobs.job_documents import job_detail
 from trainyard.networks.table import FAMILIES, STANDARD
-from trainyard.training.lr_policies import lr_policy_names
 from trainyard.training.solvers import solver_names
+
+# The LR policies' names for --help, written out: importing training.lr_policies (pydantic models)
+# would double the time `train --help` takes. tests/cli/test_cli_choices.py keeps it equal to
+# the registry's lr_policy_names().
+LR_POLICIES = ("fixed", "step", "multistep", "exp", "inv", "poly", "sigmoid", "cosine")
 
 
 def _numbers(text: str | None, kind=float, what: str = "value") -> list:
@@ -44,7 +46,7 @@ def train(
     lr: str | None = typer.Option(
         None, help="base learning rate, LR1,LR2 (a sweep) or LOW..HIGH (with --trials); default 0.01"),
     solver: str = typer.Option("sgd", help=" | ".join(solver_names())),
-    lr_policy: str = typer.Option("step", help=" | ".join(lr_policy_names())),
+    lr_policy: str = typer.Option("step", help=" | ".join(LR_POLICIES)),
     lr_step: float = typer.Option(33.0, help="step size, in percent of training"),
     lr_steps: str | None = typer.Option(None, help="multistep points in percent, e.g. 50,85"),
     lr_gamma: float | None = typer.Option(None), lr_power: float | None = typer.Option(None),
@@ -78,7 +80,12 @@ def train(
     as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),
 ) -> None:
     """Train an image classifier. Runs here with a progress bar unless --submit."""
+    from trainyard.networks.table import check_network_name
+
+    for each in _names(network):  # a mistyped name is refused before the job store is opened
+        check_network_name(each)
     # Imported here, not at the top: only this command needs them (a lighter start for the rest).
+    from trainyard.cli.context import cli_context
     from trainyard.jobs.deployment import follow_deployment
     from trainyard.jobs.sweeps import parse_range
     from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
@@ -121,6 +128,8 @@ def _read_network_file(path: Path) -> str:
 
 
 def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
+    from trainyard.jobs.job_documents import job_detail
+
     if submit:
         err.print(f"queued {len(jobs)} model job(s) for the server: {', '.join(j.id for j in jobs)}")
     else:
@@ -135,6 +144,3 @@ def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
     if any(j.status in (Status.FAILED, Status.ABORTED) for j in jobs):
         raise typer.Exit(1)
 
-
-def register(app: typer.Typer) -> None:
-    app.command("train")(train)

@@ -10,9 +10,16 @@ from pathlib import Path
 import typer
 
 from trainyard.cli.output import emit_json, err, fail
-from trainyard.settings import get_settings
 
-app = typer.Typer(help="Pretrained weights: list, pull (download), import, remove.", no_args_is_help=True)
+app = typer.Typer(help="Pretrained weights: list, pull (download), import, remove.", no_args_is_help=True,
+                  rich_markup_mode=None)
+
+
+def get_settings():
+    """The settings (imported here: `weights --help` never loads pydantic-settings)."""
+    from trainyard.settings import get_settings
+
+    return get_settings()
 
 
 def _store():
@@ -24,24 +31,36 @@ def _store():
 
 
 @app.command("list")
-def list_(search: str = typer.Argument("", help="only names containing this"),
-          source: str | None = typer.Option(None, help="torchvision | timm | user"),
+def list_(words: str = typer.Argument("", metavar="[SEARCH]", help="the same as --search"),
+          search: str = typer.Option("", help="only entries whose name or network has every word of TEXT"),
+          mine: bool = typer.Option(False, "--mine", help="only your own weights (--source mine)"),
+          source: str | None = typer.Option(None, help="torchvision | timm | mine"),
           present: bool = typer.Option(False, "--present", help="only weights in the store"),
           as_json: bool = typer.Option(False, "--json")) -> None:
-    """The weights torchvision and timm publish, and your own, with what is in the store."""
-    if source not in (None, "torchvision", "timm", "user"):
-        fail(f"--source {source!r} should be torchvision, timm or user", code=2)
-    rows = _store().list(search, source, present)
+    """Your own weights first, then those torchvision and timm publish, with what is in the store."""
+    if source not in (None, "torchvision", "timm", "mine", "user"):  # "user": the first name of "mine"
+        fail(f"--source {source!r} should be torchvision, timm or mine", code=2)
+    if mine and source not in (None, "mine", "user"):
+        fail(f"--mine lists only your own weights, --source {source} only {source}'s: give one of them", code=2)
+    source = "mine" if mine else source
+    rows = _store().list(search or words, source, present)
     if as_json:
         emit_json({"weights": rows})
         return
     for row in rows:
-        top1 = next((v for k, v in row["accuracy"].items() if k.endswith("acc@1")), None)
-        size = f"{row['size_mb']:.0f} MB" if row["size_mb"] else ""
-        unverified = " unverified" if row["present"] and row.get("verified") is False else ""
-        typer.echo(f"{'*' if row['present'] else ' '} {row['name']:<48} {row['network']:<28} "
-                   f"{size:>8} {f'top-1 {top1:.1f}%' if top1 else ''}{unverified}")
+        typer.echo(_line(row))
     err.print(f"{len(rows)} entries; * = in the store ({get_settings().weights_dir})")
+
+
+def _line(row: dict) -> str:
+    """One entry: in the store, name, network, input size, file size, published top-1."""
+    top1 = next((v for k, v in row["accuracy"].items() if k.endswith("acc@1")), None)  # finite: store.describe
+    size = f"{row['size_mb']:.0f} MB" if row["size_mb"] else ""
+    side = "x".join(str(v) for v in row["input_size"][1:]) if row.get("input_size") else ""
+    mark = "*" if row["present"] else " "
+    unverified = " unverified" if row["present"] and row.get("verified") is False else ""  # no hash to check
+    return (f"{mark} {row['name']:<48} {row['network']:<28} {side:>7} {size:>8} "
+            f"{f'top-1 {top1:.1f}%' if top1 is not None else ''}{unverified}").rstrip()
 
 
 @app.command()

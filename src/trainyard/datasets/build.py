@@ -118,7 +118,7 @@ def _info(spec, plan: BuildPlan, geometry: Geometry, writers: dict[str, SplitWri
     return {
         "version": 1, "name": spec.name, "classes": plan.classes, "counts": counts,
         "images": {split: len(w) for split, w in writers.items()},
-        "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
+        "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped], "not_images": plan.not_images,
         "warnings": plan.warnings, "width": geometry.width, "height": geometry.height,
         "channels": geometry.channels, "resize": geometry.resize, "encoding": geometry.encoding,
         "parent": str(plan.parent.dir) if plan.parent else None, "seed": spec.seed,

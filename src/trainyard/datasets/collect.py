@@ -15,6 +15,7 @@ from trainyard.core.errors import UserError
 from trainyard.core.paths import is_inside
 from trainyard.datasets.archive import ArchiveError, safe_extract
 from trainyard.datasets.sources import (
+    NOT_AN_IMAGE,
     Sample,
     Skipped,
     parse_list,
@@ -47,6 +48,7 @@ class BuildPlan:
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     parent: Parent | None = None
+    not_images: int = 0  # files in the folders that are not images: counted, not listed one by one
 
 
 def _path(job_dir: Path, value: str) -> Path:
@@ -191,7 +193,11 @@ def collect(spec: DatasetSpec, job_dir: Path, scratch: Path,
             f"a dataset needs at least two classes with at least {spec.min_per_class} images "
             f"each; found {len(result.classes)} ({', '.join(result.classes) or 'none'})"
         )
-    return BuildPlan(result.classes, splits, skipped, warnings, parent)
+    not_images = sum(1 for s in skipped if s.reason == NOT_AN_IMAGE)
+    if not_images:  # a README or labels file beside the images: worth a count, not a list of them
+        warnings.append(f"{not_images} file{'s' * (not_images != 1)} skipped: not images")
+    return BuildPlan(result.classes, splits, [s for s in skipped if s.reason != NOT_AN_IMAGE], warnings, parent,
+                     not_images)
 
 
 def _parent_counts(parent: Parent) -> dict[int, int]:

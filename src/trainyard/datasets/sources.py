@@ -23,6 +23,9 @@ class Sample:
     label: int
 
 
+NOT_AN_IMAGE = "not an image"  # collect.py counts these instead of listing each one
+
+
 @dataclass
 class Skipped:
     """Something left out of a dataset, and why (reported in the dataset's info.json)."""
@@ -77,6 +80,8 @@ def iter_images(folder: Path, root: Path, skipped: list[Skipped] | None = None) 
                 subfolders.append(path)
             elif entry.is_file() and path.suffix.lower() in IMAGE_EXTENSIONS:
                 yield path
+            elif entry.is_file() and skipped is not None:
+                skipped.append(Skipped(str(path), NOT_AN_IMAGE))
         stack.extend(reversed(subfolders))  # visited in name order, like os.walk
 
 

@@ -151,16 +151,61 @@ class ProcessSampler:
             del self._seen[key]
 
 
+class CpuMeter:
+    """The whole machine's CPU use, in percent of all its cores, over at least ``min_window_s``.
+
+    ``psutil.cpu_percent(interval=None)`` answers 0.0 on its first call in a process (what
+    `trainyard system` and the server's first /system showed, on a busy machine), and between
+    two calls a few milliseconds apart (two pages polling) the noise of that window. Here a
+    first or stale reading measures a short window itself, and a reading too soon after the
+    last repeats it.
+    """
+
+    def __init__(self, min_window_s: float = 0.5, stale_s: float = 10.0, first_window_s: float = 0.25):
+        self.min_window_s, self.stale_s, self.first_window_s = min_window_s, stale_s, first_window_s
+        self._last: tuple[float, Any] | None = None  # (monotonic time, psutil.cpu_times())
+        self._value: float | None = None
+        self._lock = threading.Lock()
+
+    def percent(self) -> float:
+        with self._lock:
+            now = time.monotonic()
+            if self._last is None or now - self._last[0] > self.stale_s:
+                self._last = (now, psutil.cpu_times())
+                time.sleep(self.first_window_s)
+                now = time.monotonic()
+            elif self._value is not None and now - self._last[0] < self.min_window_s:
+                return self._value
+            times = psutil.cpu_times()
+            self._value = round(busy_percent(self._last[1], times), 1)
+            self._last = (now, times)
+            return self._value
+
+
+def busy_percent(before, after) -> float:
+    """Percent of CPU time not idle between two ``psutil.cpu_times()`` (guest time is already
+    counted in user time on Linux, as psutil itself reckons)."""
+    def total(t) -> float:
+        return sum(t) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)
+
+    def idle(t) -> float:
+        return t.idle + getattr(t, "iowait", 0.0)
+
+    elapsed = total(after) - total(before)
+    return 0.0 if elapsed <= 0 else max(0.0, min(100.0, 100.0 * (1 - (idle(after) - idle(before)) / elapsed)))
+
+
 class Hardware:
     """What the server samples: the GPUs (NVML) and job process trees (psutil)."""
 
     def __init__(self, nvml: Any = None):
         self.gpus = GpuMonitor(nvml)
         self.processes = ProcessSampler()
+        self.cpu = CpuMeter()
 
     def system(self) -> dict:
         memory = psutil.virtual_memory()
-        return {"cpu_count": os.cpu_count(), "cpu_percent": psutil.cpu_percent(interval=None),
+        return {"cpu_count": os.cpu_count(), "cpu_percent": self.cpu.percent(),
                 "memory_total": memory.total, "memory_used": memory.total - memory.available}
 
     def job(self, job) -> dict:

@@ -103,6 +103,7 @@ def describe_dataset(job: Job, folder: JobFolder) -> dict:
         "classes": info.get("classes", []),
         "counts": info.get("counts", {}),
         "skipped": info.get("skipped", []),
+        "not_images": info.get("not_images", 0),  # files in the folders that are not images
         "image_size": [info.get("width"), info.get("height")] if info.get("width") else None,
         "channels": info.get("channels"),
         "resize": info.get("resize"),

@@ -7,6 +7,7 @@ entry without a builder, is refused when the registry loads.
 
 Names with a family prefix (``timm:<model>``) are not tabled: timm has over a thousand. Looking
 one up imports that family's module, and with it torch and timm; only those names pay for it.
+Checking that one exists (`check_network_name`) reads timm's names from a cache file instead.
 """
 
 from __future__ import annotations
@@ -62,7 +63,21 @@ def get_network(name: str) -> NetworkInfo:
     if is_standard(name):
         return STANDARD.get(name)
     if isinstance(name, str) and name.startswith(TIMM_PREFIX):
-        from . import timm_networks  # imports torch, and timm to list its models: timm names only
+        from . import timm_networks  # resolving imports timm (and torch): timm names only
 
         return timm_networks.resolve(name)[0]
+    raise UnknownNetwork("network", name, STANDARD.names() + FAMILIES)
+
+
+def check_network_name(name: str) -> None:
+    """Refuse (UnknownNetwork) a name that is neither standard nor a model timm has, from the
+    names alone: a ``timm:`` name is checked against timm's cached list, not resolved (which
+    reads its config with timm, and torch)."""
+    if is_standard(name):
+        return
+    if name.startswith(TIMM_PREFIX):
+        from . import timm_networks
+
+        timm_networks.check_name(name)
+        return
     raise UnknownNetwork("network", name, STANDARD.names() + FAMILIES)

@@ -9,13 +9,20 @@ weights come from the store (trainyard.weights). `search` serves the form's sear
 from __future__ import annotations
 
 import difflib
+import importlib.util
+import os
+import re
+import tempfile
 from functools import cache, partial
-
-from torch import nn
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainyard.core.errors import NotFound
 
 from .info import TIMM_PREFIX, NetworkInfo, UnknownNetwork
+
+if TYPE_CHECKING:
+    from torch import nn
 
 DEFAULT_BATCH = 32
 MIN_IMAGE_SIZE = 32
@@ -32,10 +39,56 @@ class UnknownTimmModel(UnknownNetwork):
 
 @cache
 def model_names() -> tuple[str, ...]:
-    """timm's model names, sorted (importing timm takes a few seconds: done once, on demand)."""
+    """timm's model names, sorted. Importing timm (and torch) takes seconds, so the list is kept in
+    a file per timm version (`names_file`): a mistyped ``timm:`` name is refused, and the form's
+    search answers, without importing either once the file is written."""
+    cached = names_file()
+    try:
+        if cached is not None:
+            return tuple(cached.read_text().split())
+    except OSError:  # not written yet (or unreadable): ask timm, and keep its answer
+        pass
     import timm
 
-    return tuple(timm.list_models())
+    names = tuple(timm.list_models())
+    if cached is not None:
+        _write(cached, names)
+    return names
+
+
+def names_file() -> Path | None:
+    """Where timm's model names are kept: the user's cache folder, one file per timm version
+    (a new timm has new models); None without timm."""
+    version = _timm_version()
+    if version is None:
+        return None
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "trainyard" / f"timm-{version}-models.txt"
+
+
+def _timm_version() -> str | None:
+    """timm's version, read from its version.py: found without importing timm, and sooner than
+    importlib.metadata (a tenth of a second of imports) would give it."""
+    spec = importlib.util.find_spec("timm")
+    if spec is None or not spec.origin:
+        return None
+    try:
+        found = re.search(r"__version__\s*=\s*['\"]([^'\"]+)", (Path(spec.origin).parent / "version.py").read_text())
+    except OSError:
+        found = None
+    return found.group(1) if found else None
+
+
+def _write(path: Path, names: tuple[str, ...]) -> None:
+    """Write the names whole or not at all (a reader never sees half a list); a folder that cannot
+    be written only means asking timm again next time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as out:
+            out.write("\n".join(names) + "\n")
+        os.replace(out.name, path)
+    except OSError:
+        pass
 
 
 def search(query: str = "", limit: int = 50) -> list[str]:
@@ -43,6 +96,20 @@ def search(query: str = "", limit: int = 50) -> list[str]:
     words = query.lower().removeprefix(TIMM_PREFIX).split()
     found = [n for n in model_names() if all(w in n for w in words)]
     return [TIMM_PREFIX + n for n in sorted(found, key=lambda n: (len(n), n))[:limit]]
+
+
+def check_name(name: str) -> str:
+    """The model of ``timm:<model>``, refused (UnknownTimmModel) if timm has none of that name:
+    from the names alone, so a mistyped name costs no more than a mistyped standard one."""
+    model = name.removeprefix(TIMM_PREFIX)
+    if model not in _name_set():
+        raise UnknownTimmModel(model, difflib.get_close_matches(model, model_names(), n=3, cutoff=0.6))
+    return model
+
+
+@cache
+def _name_set() -> frozenset[str]:
+    return frozenset(model_names())
 
 
 def _config(model: str):
@@ -54,9 +121,7 @@ def _config(model: str):
 @cache
 def resolve(name: str):
     """(NetworkInfo, builder, source function) for ``timm:<model>``; UnknownNetwork otherwise."""
-    model = name.removeprefix(TIMM_PREFIX)
-    if model not in set(model_names()):
-        raise UnknownTimmModel(model, difflib.get_close_matches(model, model_names(), n=3, cutoff=0.6))
+    model = check_name(name)
     cfg = _config(model)
     size = int(cfg.input_size[-1]) if cfg else 224
     fixed = bool(cfg and cfg.fixed_input_size)

@@ -7,8 +7,11 @@ archive): nested values are flattened into labelled rows, so no Python dict repr
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
+from trainyard.core.status import FINAL_STATUSES
 from trainyard.web.model_form import as_text
 
 # Spec key (dotted for nested ones, a trailing "." for a whole nested group) -> group.
@@ -74,11 +77,46 @@ def text(key: str, value) -> str:
     return as_text(value)
 
 
-def settings_groups(spec: dict, extra: dict[str, list[tuple[str, str]]] | None = None) -> list[dict]:
-    """[{"name": "Solver", "rows": [(label, text), ...]}, ...]; unknown keys go to "Other"."""
+# LR settings every policy reads; the rest only where the chosen policy uses them (its `uses`).
+LR_ALWAYS = {"lr.base_lr", "lr.policy", "lr.warmup_percent"}
+_SEED_LOGGED = re.compile(r"^(?:\S+ \S+ \[info\] )?training .*, seed (\d+)$", re.MULTILINE)  # loop.py's start line
+
+
+def lr_unused(spec: dict) -> set[str]:
+    """The ``lr.*`` keys the spec's policy never reads (a fixed LR has no step size or gamma)."""
+    from trainyard.training.lr_policies import get_lr_policy
+
+    lr = spec.get("lr") or {}
+    try:
+        uses = set(get_lr_policy(lr.get("policy", "")).uses)
+    except ValueError:  # a policy this version does not know: show everything
+        return set()
+    if lr.get("warmup_percent"):
+        uses.add("warmup_start_factor")
+    return {f"lr.{key}" for key in lr if f"lr.{key}" not in LR_ALWAYS and key not in uses}
+
+
+def seed_used(job_dir: Path) -> int | None:
+    """The seed the run actually drew or was given: the last start line of the job's log says it."""
+    try:
+        found = _SEED_LOGGED.findall((job_dir / "log.txt").read_text(errors="replace"))
+    except OSError:
+        return None
+    return int(found[-1]) if found else None
+
+
+def settings_groups(spec: dict, extra: dict[str, list[tuple[str, str]]] | None = None,
+                    seed: int | None = None) -> list[dict]:
+    """[{"name": "Solver", "rows": [(label, text), ...]}, ...]; unknown keys go to "Other".
+    ``seed``: the seed the run used, shown in place of "random"."""
     grouped: dict[str, list] = {name: [] for name, _ in GROUPS}
     grouped["Other"] = []
+    unused = lr_unused(spec)
     for key, value in flatten(spec):
+        if key in unused:
+            continue
+        if key == "seed" and seed is not None:
+            value = f"{seed}" if value is not None else f"{seed} (drawn at random)"
         group = next((name for name, keys in GROUPS
                       if key in keys or any(k.endswith(".") and key.startswith(k) for k in keys)), "Other")
         grouped[group].append((label(key), text(key, value)))
@@ -87,10 +125,15 @@ def settings_groups(spec: dict, extra: dict[str, list[tuple[str, str]]] | None =
     return [{"name": name, "rows": rows} for name, rows in grouped.items() if rows]
 
 
-def timeline(history: list[dict], finished_at: float | None, now: float | None = None) -> list[dict]:
+def timeline(history: list[dict], finished_at: float | None, now: float | None = None,
+             status: str | None = None) -> list[dict]:
     """Each status the job went through, when, and for how long (the last one: until it ended,
-    or until now while it lasts)."""
+    or until now while it lasts). An ended job's timeline ends with how it ended (``status``),
+    at ``finished_at``, even where the history missed that change."""
     now = now or time.time()
+    history = list(history)
+    if status in FINAL_STATUSES and finished_at and (not history or history[-1]["status"] != status):
+        history.append({"status": status, "detail": None, "time": finished_at})
     out = []
     for index, entry in enumerate(history):
         following = history[index + 1]["time"] if index + 1 < len(history) else None

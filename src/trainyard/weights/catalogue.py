@@ -159,10 +159,13 @@ def download_url(entry: WeightsEntry, mirror: str = "") -> str | None:
 
 
 def catalogue(source: str | None = None) -> list[WeightsEntry]:
-    """Every published entry (torchvision's first), optionally of one source."""
+    """Every published entry (torchvision's first), optionally of one source; read from the
+    cache file where one was written (weights/catalogue_cache.py: no torch, no timm)."""
+    from trainyard.weights.catalogue_cache import cached_entries
+
     parts = {"torchvision": _torchvision_entries, "timm": _timm_entries}
-    chosen = [parts[source]] if source else parts.values()
-    return [entry for part in chosen for entry in part()]
+    chosen = [source] if source else list(parts)
+    return [entry for name in chosen for entry in cached_entries(name, parts[name], WeightsEntry)]
 
 
 def find_entry(name: str) -> WeightsEntry | None:

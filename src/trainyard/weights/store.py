@@ -8,9 +8,11 @@ is. Published entries come from the catalogue; a user's own entries name the net
 from __future__ import annotations
 
 import fcntl
+import math
 import re
 import shutil
 from contextlib import contextmanager
+from dataclasses import fields
 from pathlib import Path
 
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
@@ -50,10 +52,18 @@ class WeightsStore:
         found = [read_json(p) for p in sorted(self.folder.glob(f"*/{ENTRY_FILE}"))]
         return [r for r in found if r.get("source") == "user"]
 
-    def describe(self, entry: WeightsEntry | dict) -> dict:
-        """An entry as the API and CLI show it: catalogue fields plus ``present`` and ``path``."""
-        data = entry.to_dict() if isinstance(entry, WeightsEntry) else dict(entry)
-        stored = self.record(data["name"])
+    def describe(self, entry: WeightsEntry | dict, stored_folders: set[str] | None = None) -> dict:
+        """An entry as the API and CLI show it: catalogue fields plus ``present`` and ``path``.
+        ``stored_folders`` (the store's folder names, listed once) spares a listing of 1,800
+        entries a file check each."""
+        # A shallow copy: dataclasses.asdict deep-copies every tuple, a second for the catalogue
+        data = {f.name: getattr(entry, f.name) for f in fields(entry)} if isinstance(entry, WeightsEntry) \
+            else dict(entry)
+        known_absent = stored_folders is not None and data["name"].replace(":", "+") not in stored_folders
+        stored = None if known_absent else self.record(data["name"])
+        # A library's missing figure is NaN: not a percentage to show, nor valid JSON.
+        data["accuracy"] = {k: v for k, v in (data.get("accuracy") or {}).items()
+                            if isinstance(v, (int, float)) and math.isfinite(v)}
         data["present"] = stored is not None
         data["path"] = str(self.folder_of(data["name"]) / data["filename"]) if stored else None
         if stored:
@@ -63,12 +73,20 @@ class WeightsStore:
         return data
 
     def list(self, search: str = "", source: str | None = None, present: bool = False) -> list[dict]:
-        """Catalogue and own entries whose name contains ``search`` (case-insensitive)."""
-        needle = search.lower()
-        own = [] if source not in (None, "user") else self.own_entries()
-        published: list[WeightsEntry] = [] if source == "user" else catalogue.catalogue(source)
-        rows = [self.describe(e) for e in published if needle in e.name.lower()]
-        rows += [self.describe(e) for e in own if needle in e["name"].lower()]
+        """The user's own entries first, then torchvision's and timm's, whose name or network
+        contains every word of ``search`` (case-insensitive). ``source`` "mine" (or "user") is the
+        user's own; an own entry among 1,800 published ones is found without searching for it."""
+        words = search.lower().split()
+
+        def wanted(name: str, network: str) -> bool:
+            return all(word in f"{name} {network}".lower() for word in words)
+
+        mine = source in (None, "mine", "user")
+        own = sorted(self.own_entries(), key=lambda e: e["name"].lower()) if mine else []
+        published: list[WeightsEntry] = [] if source in ("mine", "user") else catalogue.catalogue(source)
+        folders = {p.parent.name for p in self.folder.glob(f"*/{ENTRY_FILE}")}
+        rows = [self.describe(e, folders) for e in own if wanted(e["name"], e["network"])]
+        rows += [self.describe(e, folders) for e in published if wanted(e.name, e.network)]
         return [r for r in rows if r["present"]] if present else rows
 
     def resolve(self, name: str) -> dict:
@@ -163,12 +181,13 @@ class WeightsStore:
         record = {"name": name, "network": info.name, "source": "user", "filename": OWN_FILENAME,
                   "url": None, "accuracy": {}, "num_classes": 0, "aliases": [],
                   "input_size": [3, info.image_size, info.image_size], **_normalisation(file)}
+        side = record["input_size"][-1]  # a trainyard checkpoint's own input size, not the network's default
         # these import torch: only what reads weights pays for it
         from trainyard.networks.state_dicts import read_state_dict
         from trainyard.weights import fit
 
         state = read_state_dict(file)
-        record["num_classes"] = fit.check_fits(state, info.name, info.image_size, file.name)
+        record["num_classes"] = fit.check_fits(state, info.name, side, file.name)
         folder = self.folder_of(name)
         with self._lock(name):
             path = folder / OWN_FILENAME
@@ -232,10 +251,22 @@ def _normalisation(file: Path) -> dict:
         prep = torch.load(file, map_location="cpu", weights_only=True, mmap=True).get("preprocess") or {}
     except Exception:
         return {"mean": None, "std": None}
+    size = _input_size(prep)
     if not prep.get("std") or prep.get("mean") is None:  # see training/build_run.py's preprocess entry
-        return {"mean": None, "std": None}
+        return {"mean": None, "std": None, **size}
     image = np.asarray(prep["mean"], np.float64)  # the weights' mean as a constant (H, W, C) image, 0..255
-    return {"mean": [float(v) / 255.0 for v in image.mean(axis=(0, 1))], "std": [float(v) for v in prep["std"]]}
+    return {"mean": [float(v) / 255.0 for v in image.mean(axis=(0, 1))], "std": [float(v) for v in prep["std"]],
+            **size}
+
+
+def _input_size(prep: dict) -> dict:
+    """``{"input_size": [C, H, W]}`` the checkpoint's network was trained on (its crop, or its
+    dataset's images), or nothing when the checkpoint does not say."""
+    try:
+        height, width = (prep["crop"], prep["crop"]) if prep.get("crop") else (prep["height"], prep["width"])
+        return {"input_size": [int(prep["channels"]), int(height), int(width)]}
+    except (KeyError, TypeError, ValueError):
+        return {}
 
 
 def _save_safetensors(state: dict, path: Path) -> None:

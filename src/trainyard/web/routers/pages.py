@@ -17,6 +17,7 @@ from fastapi.templating import Jinja2Templates
 from trainyard.core import formatting
 from trainyard.core.files import read_json
 from trainyard.datasets.resize_plans import RESIZE_MODES
+from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.jobs import job_pages, labels
 from trainyard.jobs.job_documents import job_detail, list_briefs
 from trainyard.web import job_page, listing, model_form
@@ -97,7 +98,8 @@ def new_dataset(request: Request, ctx: Ctx, parent: str | None = None):
 def show_dataset(request: Request, ctx: Ctx, dataset_id: str):
     job = get_job_of_kind(ctx, dataset_id, "dataset")
     return render(request, "dataset_show.html", job=job_detail(ctx.manager, job),
-                  spec=_read_spec(ctx, dataset_id))
+                  spec=_read_spec(ctx, dataset_id),
+                  image_extensions=", ".join(sorted(e.lstrip(".") for e in IMAGE_EXTENSIONS)))
 
 
 def _read_spec(ctx, job_id: str) -> dict:
@@ -132,8 +134,9 @@ def show_model(request: Request, ctx: Ctx, model_id: str):
     resources = [gpu_labels.get(r, r) for r in (job["summary"] or {}).get("resources", [])]
     extra = {"Hardware": [("Devices", ", ".join(resources))]} if resources else None
     return render(request, "model_show.html", job=job, spec=job["spec"], dataset=dataset,
-                  settings_groups=job_page.settings_groups(job["spec"], extra),
-                  timeline=job_page.timeline(job["history"], job["finished_at"]),
+                  settings_groups=job_page.settings_groups(job["spec"], extra,
+                                                           job_page.seed_used(ctx.manager.folder(model_id).path)),
+                  timeline=job_page.timeline(job["history"], job["finished_at"], status=job["status"]),
                   actions=job_page.actions(job))
 
 

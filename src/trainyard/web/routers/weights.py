@@ -6,7 +6,7 @@ import asyncio
 import shutil
 from typing import TYPE_CHECKING
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 
 from trainyard.core.errors import InvalidInput
 from trainyard.web.uploads import save_upload
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from trainyard.weights.pulls import Pulls
 
 router = APIRouter(prefix="/api/weights", tags=["weights"])
-SOURCES = ("torchvision", "timm", "user")
+SOURCES = ("torchvision", "timm", "mine", "user")  # "user": what "mine" was called first
 
 
 def pulls(request: Request) -> Pulls:
@@ -38,14 +38,16 @@ async def _call(function, *args):
 
 @router.get("")
 async def list_weights(request: Request, search: str = "", source: str | None = None,
-                       present: bool = False, limit: int = 100) -> dict:
-    """Entries whose name contains ``search``; ``limit`` 0 returns them all."""
+                       present: bool = False, limit: int = Query(100, ge=0), offset: int = Query(0, ge=0)) -> dict:
+    """One page of the entries whose name or network contains every word of ``search``, your own
+    first: ``limit`` rows from ``offset`` (``limit`` 0: all of them) and the ``total`` matching."""
     if source is not None and source not in SOURCES:
-        raise InvalidInput(f"source should be one of {', '.join(SOURCES)}")
+        raise InvalidInput(f"source should be one of {', '.join(SOURCES[:3])}")
     p = pulls(request)
     rows = await _call(p.store.list, search, source, present)
-    shown = rows[:limit] if limit > 0 else rows
-    return {"weights": [{**row, "pull": p.status(row["name"])} for row in shown], "total": len(rows)}
+    shown = rows[offset:offset + limit] if limit > 0 else rows[offset:]
+    return {"weights": [{**row, "pull": p.status(row["name"])} for row in shown], "total": len(rows),
+            "offset": offset, "limit": limit}
 
 
 @router.get("/{name}")

@@ -38,6 +38,13 @@ const ty = {
     });
     return source;
   },
+  // One date format on every page, the server's too (core/formatting.py clock): ISO order, local time.
+  clock(seconds) {
+    if (!seconds) return "";
+    const d = new Date(seconds * 1000), two = (n) => String(n).padStart(2, "0");
+    return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} `
+      + `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+  },
   duration(seconds) {
     if (seconds == null) return "";
     seconds = Math.round(seconds);

@@ -18,7 +18,10 @@
       const wrong = r.label && top && top[0] !== r.label ? "wrong" : "";
       const preds = r.error ? `<span class="error-text">${ty.escape(r.error)}</span>`
         : r.predictions.map(([l, p]) => `${ty.escape(l)} <span class="muted">${(100 * p).toFixed(1)}%</span>`).join(", ");
-      return `<tr class="${wrong}"><td>${r.row}</td><td class="path">${ty.escape(r.image)}</td><td>${ty.escape(r.label || "")}</td><td>${preds}</td></tr>`;
+      // A thumbnail beside each image's name, as DIGITS had (none for an image that could not be read)
+      const thumb = r.error ? "" : `<img class="thumb" loading="lazy" src="${api}/images/${r.row}" alt="">`;
+      return `<tr class="${wrong}"><td>${r.row}</td><td class="thumb">${thumb}</td><td class="path">${ty.escape(r.image)}</td>`
+        + `<td>${ty.escape(r.label || "")}</td><td>${preds}</td></tr>`;
     }).join("");
   }
 

@@ -139,24 +139,50 @@
     $("hardware-cpu").innerHTML = `<p class="muted small">The job has ended; figures appear while it runs.</p>`;
   }
 
-  // The status timeline, redrawn from the API when the status changes.
+  // The status timeline, redrawn from the API when the status changes. An ended job's timeline
+  // ends with how it ended (as the server draws it: web/job_page.py timeline).
+  // The page may learn of an end (the abort button's answer) before the server has recorded it
+  // (the process is still exiting): then it asks again until the server's status is the page's.
   let shownTimeline = status;
-  async function refreshTimeline(next) {
+  let timelineRetry = null;
+  async function refreshTimeline(next, tries = 30) {
     shownTimeline = next;
+    clearTimeout(timelineRetry);
     try {
       const job = await ty.api("GET", `/api/jobs/${jobId}`);
-      const rows = job.history.map((h, i) => {
-        const end = i + 1 < job.history.length ? job.history[i + 1].time
-          : (job.finished_at && h.time >= job.finished_at ? null : Date.now() / 1000);
+      if (job.status !== status && tries > 0) {
+        timelineRetry = setTimeout(() => refreshTimeline(status, tries - 1), 1000);
+      }
+      const ended = !ACTIVE.includes(job.status);
+      const history = [...job.history];
+      if (ended && job.finished_at && (!history.length || history[history.length - 1].status !== job.status)) {
+        history.push({ status: job.status, time: job.finished_at, detail: null });
+      }
+      const rows = history.map((h, i) => {
+        const end = i + 1 < history.length ? history[i + 1].time : (ended ? null : Date.now() / 1000);
         return `<tr><th><span class="status status-${h.status}">${h.status}</span></th>
-          <td>${new Date(h.time * 1000).toLocaleString()}</td><td>${end == null ? "" : ty.duration(end - h.time)}</td>
+          <td>${ty.clock(h.time)}</td><td>${end == null ? "" : ty.duration(end - h.time)}</td>
           <td class="muted">${ty.escape(h.detail || "")}</td></tr>`;
       });
       $("timeline-table").innerHTML = rows.join("");
-      $("run-time").innerHTML = job.elapsed == null ? "Not started yet."
-        : `Run time: <strong>${ty.duration(job.elapsed)}</strong>${job.finished_at ? "" : " so far"}`;
+      runClock = { elapsed: job.elapsed, at: Date.now() / 1000, running: job.status === "running",
+                   started: job.started_at, finished: job.finished_at };
+      showRunTime();
     } catch (err) { /* the page keeps the timeline it has */ }
   }
+
+  // The run time ticks while the job runs: the server's figure plus the time since it was read.
+  const runTimeEl = $("run-time");
+  let runClock = { elapsed: runTimeEl.dataset.elapsed === "" ? null : Number(runTimeEl.dataset.elapsed),
+                   at: Date.now() / 1000, running: status === "running" };
+  function showRunTime() {
+    const c = runClock;
+    if (c.elapsed == null) { runTimeEl.textContent = "Not started yet."; return; }
+    const seconds = c.elapsed + (c.running ? Date.now() / 1000 - c.at : 0);
+    const span = c.finished && c.started ? ` (started ${ty.clock(c.started)}, ended ${ty.clock(c.finished)})` : "";
+    runTimeEl.innerHTML = `Run time: <strong>${ty.duration(seconds)}</strong>${c.running ? " so far" : ty.escape(span)}`;
+  }
+  setInterval(() => { if (runClock.running) showRunTime(); }, 1000);
 
   function addSnapshot(epoch) {
     const key = String(+Number(epoch).toFixed(4));
@@ -218,7 +244,7 @@
         meter("Memory", g.memory_total ? (100 * g.memory_used) / g.memory_total : 0, `${gib(g.memory_used)} / ${gib(g.memory_total)} GiB`)).join("")}
       </div>`).join("");
     $("hardware-system").textContent = `Machine: CPU ${sys.cpu_percent.toFixed(0)} %, memory ${gib(sys.memory_used)} / ${gib(sys.memory_total)} GiB`;
-    $("hardware-time").textContent = `updated ${new Date(hw.time * 1000).toLocaleTimeString()}`;
+    $("hardware-time").textContent = `updated ${ty.clock(hw.time)}`;
   }
 
   let polling = null;

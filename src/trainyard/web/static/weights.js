@@ -11,7 +11,7 @@
   const size = (row) => (row.size_mb ? `${row.size_mb.toFixed(1)} MB` : "");
   const top1 = (row) => {
     const key = Object.keys(row.accuracy || {}).find((k) => k.endsWith("acc@1"));
-    return key && typeof row.accuracy[key] === "number" ? `${row.accuracy[key].toFixed(1)}%` : "";
+    return key && Number.isFinite(row.accuracy[key]) ? `${row.accuracy[key].toFixed(1)}%` : "";
   };
 
   function storeCell(row) {
@@ -51,7 +51,8 @@
   function render(row, tr = document.createElement("tr")) {
     tr.replaceChildren();
     tr.dataset.name = row.name;
-    for (const text of [row.name, row.network, row.input_size.slice(1).join("x"), top1(row), size(row)]) {
+    const input = Array.isArray(row.input_size) ? row.input_size.slice(1).join("x") : "";
+    for (const text of [row.name, row.network, input, top1(row), size(row)]) {
       const td = document.createElement("td");
       td.textContent = text;
       tr.append(td);
@@ -81,19 +82,31 @@
     setTimeout(tick, 500);
   }
 
+  // The server searches and pages (1,800 entries would be a page 5,000 px tall): one page at a time.
+  const PAGE = 50;
+  const prev = document.getElementById("weights-prev");
+  const next = document.getElementById("weights-next");
+  let offset = 0;
   let timer = null;
   async function refresh() {
-    const query = new URLSearchParams({ search: search.value.trim(), limit: "100" });
+    const query = new URLSearchParams({ search: search.value.trim(), limit: String(PAGE), offset: String(offset) });
     if (source.value) query.set("source", source.value);
     if (present.checked) query.set("present", "true");
     const data = await ty.api("GET", `/api/weights?${query}`);
     body.replaceChildren(...data.weights.map((row) => render(row)));
-    count.textContent = data.total > data.weights.length
-      ? `${data.weights.length} of ${data.total} shown: search to narrow them down`
-      : `${data.total} entries`;
+    const last = offset + data.weights.length;
+    count.textContent = data.total === 0 ? "no entries match"
+      : data.total > data.weights.length ? `${offset + 1}–${last} of ${data.total}` : `${data.total} entries`;
+    prev.disabled = offset === 0;
+    next.disabled = last >= data.total;
   }
+  prev.addEventListener("click", () => { offset = Math.max(0, offset - PAGE); refresh(); });
+  next.addEventListener("click", () => { offset += PAGE; refresh(); });
   for (const input of [search, source, present]) {
-    input.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 250); });
+    input.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => { offset = 0; refresh(); }, 250);
+    });
   }
 
   document.getElementById("weights-import").addEventListener("submit", async (event) => {
@@ -103,6 +116,7 @@
     try {
       const row = await ty.api("POST", "/api/weights", new FormData(event.target));
       search.value = row.name;
+      offset = 0;
       await refresh();
     } catch (e) {
       error.textContent = e.message;
