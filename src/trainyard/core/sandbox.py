@@ -123,6 +123,12 @@ def scrubbed_environment(**overrides: str) -> dict[str, str]:
     return env
 
 
+def memory_limit_mb() -> int | None:
+    """This process's memory limit (RLIMIT_DATA) in MiB; None when it has none."""
+    limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    return None if limit == resource.RLIM_INFINITY else limit >> 20
+
+
 def system_read_roots() -> list[str]:
     """Folders every Python process needs to read: the interpreter's and the system's."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),

@@ -40,7 +40,7 @@ class NetworkCache:
 
     def check(self, *, network: str | None = None, source: str | None = None, num_classes: int,
               in_channels: int, image_size: int | None, input_size: tuple[int, int] | None = None,
-              timeout: float = 60) -> dict:
+              timeout: float | None = None) -> dict:
         """`check_network_isolated`'s answer for this request, computed at most once."""
         request = {"what": "check", "network": network, "source": source, "num_classes": num_classes,
                    "in_channels": in_channels, "image_size": image_size,
