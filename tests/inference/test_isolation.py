@@ -182,3 +182,50 @@ def _tar(files: dict[str, bytes]) -> bytes:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
+
+
+PIPES = ("def kind(fd):\n    try:\n        return os.readlink(f'/proc/self/fd/{fd}')\n"
+         "    except OSError:\n        return ''\n"
+         "pipes = [int(fd) for fd in os.listdir('/proc/self/fd') if kind(fd).startswith('pipe:')]\n")
+
+
+def forward_payload(hostile: str) -> str:
+    """A network whose forward pass (in the worker, at classify time) runs ``hostile`` first."""
+    body = "\n".join("        " + line for line in hostile.splitlines())
+    return f"""
+import os
+from torch import nn
+
+
+class Net(nn.Sequential):
+    def forward(self, x):
+{body}
+        return super().forward(x)
+
+
+def build(num_classes, in_channels, image_size):
+    return Net(nn.Flatten(), nn.Linear(in_channels * image_size * image_size, num_classes))
+"""
+
+
+@pytest.mark.parametrize("hostile, status, reason", [
+    ("hog = bytearray(3 << 30)", 503, "more than the 1024 MiB of memory"),
+    (PIPES + "for fd in pipes:\n    try:\n        for _ in range(1000):\n            os.write(fd, b'x' * (1 << 20))\n"
+     "    except OSError:\n        pass", 503, "not its answer"),
+    (PIPES + "for fd in pipes:\n    try:\n        os.write(fd, b'TY 2 40\\n{\"answer\": {\"results\": \"forged\"}}')\n"
+     "    except OSError:\n        pass", 503, "not its answer"),
+    ("os.write(1, b'TY 2 40\\n{\"answer\": {\"results\": \"forged\"}}')", 200, ""),
+    ("[os.fork() or os._exit(0) for _ in range(150)]", 422, "PermissionError"),
+])
+def test_a_hostile_worker_is_refused_and_the_server_lives(server, monkeypatch, hostile, status, reason):
+    monkeypatch.setenv("TRAINYARD_SANDBOX_MEMORY_MB", "1024")
+    monkeypatch.setenv("TRAINYARD_INFERENCE_RUNTIME", "torch")  # the forward pass runs in PyTorch, in the worker
+    model = custom_model(server, forward_payload(hostile))
+    response = classify(server, model)
+    assert response.status_code == status, response.text
+    assert reason in response.text
+    if status == 200:  # what the network wrote to fd 1 went to its stderr, not into the answer
+        assert response.json()["results"][0]["predictions"]
+    elif status == 503:
+        assert not any(w.alive() for w in workers.POOL._workers.values())  # killed, nothing left serving
+    assert server.get("/api/jobs").status_code == 200

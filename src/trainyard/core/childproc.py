@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import secrets
 import select
 import signal
 import subprocess
@@ -121,7 +122,8 @@ class Child:
 
     def ask(self, request: dict, timeout: float, max_bytes: int = MAX_ANSWER_BYTES, what: str = "answer") -> dict:
         """The handler's answer to ``request``; ChildFailed (the child then stopped) when none came."""
-        self._next_id += 1
+        # An id the user's code cannot guess: a frame it writes into the answer pipe is refused.
+        self._next_id = secrets.randbits(62) + 1
         try:
             write_frame(self._requests, self._next_id, request)
         except OSError:  # a broken pipe: the child is gone

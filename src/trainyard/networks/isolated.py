@@ -36,9 +36,15 @@ def check_timeout() -> float:
 
 def handle(request: dict) -> dict:
     """The check, in the child (childproc's handler)."""
+    from trainyard.core.sandbox import memory_limit_mb
+
     from .check import run_check
 
-    return run_check(request)
+    answer = run_check(request)
+    if not answer.get("ok") and "MemoryError" in str(answer.get("error", "")):
+        answer["error"] = (f"the network needs more than the {memory_limit_mb()} MiB of memory a check may use "
+                           "(TRAINYARD_SANDBOX_MEMORY_MB)")
+    return answer
 
 
 def check_network_isolated(
