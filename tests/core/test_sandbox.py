@@ -80,3 +80,9 @@ def test_custom_code_is_refused_where_no_sandbox_exists(monkeypatch):
         sandbox.require()
     monkeypatch.setenv(sandbox.ALLOW_UNSANDBOXED, "1")
     assert sandbox.require() is False
+
+
+def test_the_system_report_says_how_user_code_is_confined(settings, client_for):
+    with client_for(settings, run_scheduler=False) as client:
+        report = client.get("/api/system").json()
+    assert report["sandbox"]["available"] is True and "landlock" in report["sandbox"]["mechanism"]
