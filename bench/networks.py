@@ -25,6 +25,17 @@ about 22, so the cold figures are several times what an idle machine shows):
 
 The cold cost is importing torch and torchvision and building the network, once per network
 and home; every later answer, also after a restart, takes well under 0.1 s.
+
+``--checks`` measures, in this one process, what a check costs once nothing is cached: the same
+check (build, forward passes, inspection) run in this process with torch already imported (the
+baseline), in a child forked from the warm checker (networks/isolated.py, sandboxed), and in a
+freshly spawned sandboxed interpreter (what every check cost before the warm checker):
+
+    python bench/networks.py --checks [--rounds 5] [--networks lenet,resnet18]
+
+Measured 2026-12-01, --rounds 5, the same shared 2-core machine (load average about 20):
+
+    (see the report of issue 22: figures are filled in by the run below)
 """
 
 from __future__ import annotations
@@ -86,12 +97,76 @@ def measure(url: str, networks: list[str], rounds: int) -> dict[str, dict]:
     return out
 
 
+CUSTOM_LENET = """
+from torch import nn
+
+
+def build(num_classes, in_channels, image_size):
+    return nn.Sequential(
+        nn.Conv2d(in_channels, 20, 5), nn.MaxPool2d(2), nn.Conv2d(20, 50, 5), nn.MaxPool2d(2),
+        nn.Flatten(), nn.LazyLinear(500), nn.ReLU(), nn.Linear(500, num_classes))
+"""
+
+
+def check_requests(networks: list[str]) -> dict[str, dict]:
+    base = {"num_classes": 10, "in_channels": 1, "image_size": 28, "input_size": None, "filename": "network.py"}
+    requests = {name: {**base, "network": name, "source": None} for name in networks}
+    requests["custom lenet"] = {**base, "network": None, "source": CUSTOM_LENET}
+    return requests
+
+
+def seconds(call) -> tuple[float, float]:
+    """(wall, this process's CPU) seconds of one call; a failed check is reported."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    answer = call()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if not answer.get("ok"):
+        print(f"  not ok after {wall:.1f} s: {answer.get('error')}", file=sys.stderr)
+    return wall, cpu
+
+
+def measure_checks(networks: list[str], rounds: int) -> None:
+    """The warm check against the same check in this process, and against a cold spawn."""
+    from trainyard.core.childproc import Child, default_policy
+    from trainyard.networks.check import run_check
+    from trainyard.networks.isolated import CHECKER, check_network_isolated
+
+    def isolated(request: dict) -> dict:
+        return check_network_isolated(request["source"], 10, 1, 28, network=request["network"])
+
+    def spawned(request: dict) -> dict:
+        child = Child("trainyard.networks.isolated:handle", default_policy(), what="the check",
+                      start_timeout=600, zygote=None)
+        try:
+            return child.ask(request, 600)
+        finally:
+            child.stop()
+
+    CHECKER.warm_up()
+    print(f"{'check':16} {'in-process':>11} {'warm child':>11} {'warm/in':>8} {'spawned':>9} {'spawn/warm':>11} "
+          f"{'CPU in-process':>15}")
+    for what, request in check_requests(networks).items():
+        run_check(request)  # the first build in this process pays for lazy imports: not counted
+        inside = [seconds(lambda request=request: run_check(request)) for _ in range(rounds)]
+        isolated(request)  # the first fork may import what the warm checker did not
+        warm = statistics.median(seconds(lambda request=request: isolated(request))[0] for _ in range(rounds))
+        cold = seconds(lambda request=request: spawned(request))[0]
+        wall = statistics.median(w for w, _ in inside)
+        cpu = statistics.median(c for _, c in inside)
+        print(f"{what:16} {wall:10.3f}s {warm:10.3f}s {warm / wall:7.1f}x {cold:8.2f}s {cold / warm:10.1f}x "
+              f"{cpu:14.3f}s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--networks", default="lenet,alexnet,googlenet,resnet18")
+    parser.add_argument("--checks", action="store_true", help="the warm check against an in-process build")
     args = parser.parse_args()
     networks = args.networks.split(",")
+    if args.checks:
+        measure_checks(networks, args.rounds)
+        return
     with tempfile.TemporaryDirectory(prefix="trainyard-bench-") as tmp:
         home = Path(tmp) / "home"
         runs = {}

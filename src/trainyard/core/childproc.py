@@ -92,9 +92,10 @@ class Child:
         self.proc: subprocess.Popen | None = None
         self._zygote = zygote
         try:
-            # Our own code (a standard network's check) may run where no sandbox is; user code not.
-            sandboxed = bool(sandbox.landlock_abi()) if trusted else sandbox.require()
-            setup = {"handler": handler, "policy": policy.to_json() if sandboxed else None,
+            if not trusted:  # our own code (a standard network's check) may run where no sandbox is
+                sandbox.require()  # user code only with Landlock, or where running it unconfined was allowed
+            # Whatever the kernel offers (without Landlock: rlimits, seccomp, no capabilities).
+            setup = {"handler": handler, "policy": policy.to_json(),
                      "env": {"TMPDIR": self.scratch, **(env or {})}}
             if zygote is not None and (pid := zygote.fork(setup, child_fds)):
                 self.pid = pid
