@@ -65,3 +65,4 @@ def test_a_custom_network_trains_confined_to_its_job_folder(settings, client_for
     assert seen == {"read store": "PermissionError", "write store": "PermissionError",
                     "other job": "PermissionError", "token": "absent", "database url": "absent"}
     assert (folder / "checkpoints").is_dir()
+
