@@ -80,9 +80,10 @@ def test_a_network_cannot_start_150_processes(home):
     assert not answer["ok"] and "PermissionError" in answer["error"] and not answer.get("transient")
 
 
-def test_a_network_over_the_memory_limit_is_refused(home, monkeypatch):
+@pytest.mark.parametrize("hog", ["hog = bytearray(3 << 30)", "import torch\nhog = torch.ones(800_000_000)"])
+def test_a_network_over_the_memory_limit_is_refused(home, monkeypatch, hog):
     monkeypatch.setenv("TRAINYARD_SANDBOX_MEMORY_MB", "1024")
-    answer = check(network("hog = bytearray(3 << 30)"))
+    answer = check(network(hog))
     assert not answer["ok"] and "more than the 1024 MiB of memory a check may use" in answer["error"]
 
 

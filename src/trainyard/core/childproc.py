@@ -259,12 +259,19 @@ def serve(setup: dict, request_fd: int, answer_fd: int) -> None:
         write_frame(answer_fd, int(request_id), _answer(handler, request))
 
 
+def out_of_memory(message: str) -> bool:
+    """Whether an error's text says the process ran out of memory (Python's, or torch's allocator)."""
+    return "MemoryError" in message or "can't allocate memory" in message
+
+
 def _answer(handler: Any, request: dict) -> dict:
     try:
         return handler(request)
     except UserError as exc:
         return {"error": str(exc), "status": exc.http_status}
-    except MemoryError:
+    except (MemoryError, RuntimeError) as exc:
+        if not isinstance(exc, MemoryError) and not out_of_memory(str(exc)):
+            return {"error": f"the network failed: {type(exc).__name__}: {exc}", "status": 422}
         limit = sandbox.memory_limit_mb()
         return {"error": f"the network needs more than the {limit} MiB of memory a sandboxed process may use "
                          "(TRAINYARD_SANDBOX_MEMORY_MB); its process was stopped", "status": 503, "fatal": True}

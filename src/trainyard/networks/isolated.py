@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from trainyard.core.childproc import Child, ChildFailed, default_policy
+from trainyard.core.childproc import Child, ChildFailed, default_policy, out_of_memory
 from trainyard.core.zygote import Zygote
 
 # timm:vit_giant_patch14_224 (1.0 G parameters) took 388 s to build, run and inspect on a
@@ -41,7 +41,7 @@ def handle(request: dict) -> dict:
     from .check import run_check
 
     answer = run_check(request)
-    if not answer.get("ok") and "MemoryError" in str(answer.get("error", "")):
+    if not answer.get("ok") and out_of_memory(str(answer.get("error", ""))):
         answer["error"] = (f"the network needs more than the {memory_limit_mb()} MiB of memory a check may use "
                            "(TRAINYARD_SANDBOX_MEMORY_MB)")
     return answer
