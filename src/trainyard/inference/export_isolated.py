@@ -8,6 +8,7 @@ write the archive, with a time limit, and moves the archive into place itself.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -23,7 +24,7 @@ def export_in_child(job_dir: str | os.PathLike, epoch: float, output: str | os.P
                     timeout: float = EXPORT_TIMEOUT_S) -> None:
     """Write the archive of ``epoch`` to ``output`` from a child process; raise what it reports."""
     try:
-        child = Child("trainyard.inference.export_isolated:handle", default_policy(read=[str(job_dir)]),
+        child = Child("trainyard.inference.export_isolated:handle", default_policy(read=readable(Path(job_dir))),
                       what="the export", start_timeout=START_TIMEOUT_S, zygote=CHECKER)
     except ChildFailed as exc:
         raise WorkerUnavailable(str(exc)) from None
@@ -42,6 +43,20 @@ def export_in_child(job_dir: str | os.PathLike, epoch: float, output: str | os.P
         temp.replace(output)
     finally:
         child.stop()
+
+
+def readable(job_dir: Path) -> list[str]:
+    """The job folder, and its dataset's info.json (the archive names the dataset): one file of
+    the jobs folder, whatever a job may have written in its spec."""
+    paths = [str(job_dir)]
+    try:
+        dataset = json.loads((job_dir / "spec.json").read_text()).get("dataset_dir")
+        info = (Path(dataset) / "info.json").resolve()
+    except (OSError, ValueError, TypeError, AttributeError):
+        return paths
+    if info.is_relative_to(job_dir.resolve().parent) and info.is_file():
+        paths.append(str(info))
+    return paths
 
 
 def handle(request: dict) -> dict:

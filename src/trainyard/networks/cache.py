@@ -24,7 +24,7 @@ from pathlib import Path
 
 import trainyard
 
-from .isolated import check_network_isolated
+from .isolated import check_network_isolated, check_timeout
 
 MEMORY_ENTRIES = 256
 _memory: OrderedDict[str, dict] = OrderedDict()
@@ -48,7 +48,7 @@ class NetworkCache:
         key = _key(request)
         answer = self._get(key)
         if answer is None:
-            answer = check_network_isolated(source, num_classes, in_channels, image_size, timeout,
+            answer = check_network_isolated(source, num_classes, in_channels, image_size, timeout or check_timeout(),
                                             network=network, input_size=input_size)
             if not answer.get("transient"):
                 # A custom source changes with every edit: kept in memory only, so the folder
