@@ -50,7 +50,8 @@ def run_probe(tmp_path, **policy) -> dict:
     env = {**os.environ, "TRAINYARD_AUTH_TOKEN": "a-secret-token-here"}
     out = subprocess.run([sys.executable, "-m", "trainyard.core.sandbox", rules.to_json(), "--", sys.executable,
                           str(probe), str(home), str(mine), str(other), str(os.getpid())],
-                         capture_output=True, text=True, env=env, timeout=120, check=True)
+                         capture_output=True, text=True, env=env, timeout=120, check=True,
+                         cwd=home)  # python -m puts its working folder on sys.path: still unreadable
     return json.loads(out.stdout)
 
 

@@ -133,8 +133,11 @@ def system_read_roots() -> list[str]:
     """Folders every Python process needs to read: the interpreter's and the system's."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
              "/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/dev", "/opt"}
-    # Package folders on sys.path (an editable install, PYTHONPATH=src): never a bare cwd.
-    roots.update(p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p))
+    # Package folders on sys.path, and PYTHONPATH's: never the working folder ``python -m`` puts
+    # first, which may well hold TRAINYARD_HOME.
+    chosen = set(os.environ.get("PYTHONPATH", "").split(os.pathsep))
+    roots.update(p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)
+                 and (p in chosen or os.path.basename(p) in ("site-packages", "dist-packages")))
     trainyard_src = Path(__file__).resolve().parents[2]
     roots.add(str(trainyard_src))
     return sorted(roots)
