@@ -39,7 +39,7 @@ print(json.dumps({
 """
 
 
-def run_probe(tmp_path, **policy) -> dict:
+def run_probe(tmp_path, pythonpath: str = "", **policy) -> dict:
     home = tmp_path / "home"
     (mine := home / "jobs" / "mine").mkdir(parents=True)
     (other := home / "jobs" / "other").mkdir(parents=True)
@@ -48,6 +48,8 @@ def run_probe(tmp_path, **policy) -> dict:
     probe.write_text(PROBE)
     rules = sandbox.Policy(read=[str(probe)], write=[str(mine)], **policy)
     env = {**os.environ, "TRAINYARD_AUTH_TOKEN": "a-secret-token-here"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
     out = subprocess.run([sys.executable, "-m", "trainyard.core.sandbox", rules.to_json(), "--", sys.executable,
                           str(probe), str(home), str(mine), str(other), str(os.getpid())],
                          capture_output=True, text=True, env=env, timeout=120, check=True,
@@ -63,6 +65,12 @@ def test_a_sandboxed_process_reaches_only_its_own_folder(tmp_path):
     assert seen["fork"] == "PermissionError"
     assert seen["memory"] == "MemoryError"
     assert seen["token"] == "absent"
+
+
+def test_no_package_folder_opens_the_home_to_reading(tmp_path):
+    """A PYTHONPATH entry holding TRAINYARD_HOME is not made readable: the home is hidden."""
+    seen = run_probe(tmp_path, pythonpath=str(tmp_path), hidden=[str(tmp_path / "home")])
+    assert seen["read store"] == "PermissionError" and seen["write own job"] == "allowed"
 
 
 def test_a_training_policy_may_start_processes(tmp_path):

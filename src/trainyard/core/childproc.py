@@ -51,12 +51,16 @@ class ChildFailed(UserError):
         self.timed_out = timed_out
 
 
-def default_policy(read: list[str] | None = None, write: list[str] | None = None) -> sandbox.Policy:
+def default_policy(read: list[str] | None = None, write: list[str] | None = None,
+                   hidden: list[str] | None = None) -> sandbox.Policy:
     """A check's or worker's policy: reads only ``read`` besides Python's and the system's
-    folders, writes nothing (but its scratch folder), no network, no processes."""
+    folders (none of which may hold ``hidden`` or TRAINYARD_HOME), writes nothing (but its
+    scratch folder), no network, no processes."""
     memory = int(os.environ.get("TRAINYARD_SANDBOX_MEMORY_MB") or _default_memory_mb())
+    home = os.environ.get("TRAINYARD_HOME") or os.path.expanduser("~/.trainyard")
     return sandbox.Policy(read=list(read or []), write=list(write or []), memory_mb=memory,
-                          open_files=512, file_size_mb=64)
+                          open_files=512, file_size_mb=64,
+                          hidden=[os.path.realpath(p) for p in [home, *(hidden or [])]])
 
 
 def _default_memory_mb() -> int:

@@ -69,6 +69,7 @@ class Policy:
 
     read: list[str] = field(default_factory=list)  # besides the system's and Python's folders
     write: list[str] = field(default_factory=list)  # also readable
+    hidden: list[str] = field(default_factory=list)  # TRAINYARD_HOME: no system root may hold it
     network: bool = False  # TCP bind/connect (a distributed training's rendezvous needs it)
     processes: bool = False  # may start child processes (a training's data loader does)
     memory_mb: int | None = None
@@ -147,11 +148,8 @@ _HIDDEN_ETC = ("shadow", "gshadow", "shadow-", "gshadow-", "sudoers", "ssh")
 
 
 def enter(policy: Policy) -> None:
-    """Confine this process (and everything it starts) to ``policy``; for good.
-
-    Raises OSError when the kernel refuses a step; callers run this in a fresh child, which
-    then exits without running any user code.
-    """
+    """Confine this process (and all it starts) to ``policy``, for good; OSError when the kernel
+    refuses a step (the fresh child then exits without running any user code)."""
     uid = os.environ.get("TRAINYARD_SANDBOX_UID")
     for name in SECRET_VARIABLES:  # the caller scrubbed them already; a fork inherits this copy
         os.environ.pop(name, None)
@@ -179,7 +177,7 @@ def _set_limits(policy: Policy) -> None:
         cap(resource.RLIMIT_FSIZE, policy.file_size_mb << 20)
     if policy.cpu_s:
         cap(resource.RLIMIT_CPU, policy.cpu_s)
-    cap(resource.RLIMIT_CORE, 0)  # a core dump of a worker would hold the network's memory on disk
+    cap(resource.RLIMIT_CORE, 0)  # a core dump would hold the network's memory on disk
 
 
 def _drop_root(uid: int | None) -> None:
@@ -191,8 +189,7 @@ def _drop_root(uid: int | None) -> None:
         last = 40
     for cap_number in range(last + 1):
         _libc.prctl(_PR_CAPBSET_DROP, cap_number, 0, 0, 0)  # an unknown one answers EINVAL
-    # Without CAP_SETPCAP (a container's root) this fails; capset below still empties the sets,
-    # and no-new-privs keeps an exec from filling them again.
+    # Fails without CAP_SETPCAP (a container's root): capset still empties the sets below.
     _libc.prctl(_PR_SET_SECUREBITS, _SECBITS_NOROOT_LOCKED, 0, 0, 0)
     if uid is not None:
         os.setgroups([])
@@ -218,7 +215,9 @@ def _landlock(policy: Policy) -> None:
         _fail("landlock_create_ruleset")
     try:
         reading = _EXECUTE | _READ_FILE | _READ_DIR | (_IOCTL_DEV if abi >= 5 else 0)
-        for root in [*system_read_roots(), *policy.read]:
+        hidden = [h.rstrip("/") + "/" for h in policy.hidden]
+        system = [r for r in system_read_roots() if not any(h.startswith(r.rstrip("/") + "/") for h in hidden)]
+        for root in [*system, *policy.read]:
             if root == "/etc":
                 _allow_except(ruleset, "/etc", _HIDDEN_ETC, reading)
             else:
@@ -249,8 +248,8 @@ def _allow(ruleset: int, path: str, access: int) -> None:
 
 
 def _allow_except(ruleset: int, folder: str, hidden: tuple[str, ...], access: int) -> None:
-    # No rule on the folder itself: a right there would cover every file in it. Landlock needs
-    # none to walk through a folder, so its other entries open by name; it cannot be listed.
+    # No rule on the folder itself (it would cover every file in it); Landlock needs none to walk
+    # through a folder, so the other entries open by name.
     for name in os.listdir(folder):
         if name not in hidden:
             _allow(ruleset, os.path.join(folder, name), access)

@@ -24,7 +24,8 @@ def export_in_child(job_dir: str | os.PathLike, epoch: float, output: str | os.P
                     timeout: float = EXPORT_TIMEOUT_S) -> None:
     """Write the archive of ``epoch`` to ``output`` from a child process; raise what it reports."""
     try:
-        child = Child("trainyard.inference.export_isolated:handle", default_policy(read=readable(Path(job_dir))),
+        policy = default_policy(read=readable(Path(job_dir)), hidden=[str(Path(job_dir).parent.parent)])
+        child = Child("trainyard.inference.export_isolated:handle", policy,
                       what="the export", start_timeout=START_TIMEOUT_S, zygote=CHECKER)
     except ChildFailed as exc:
         raise WorkerUnavailable(str(exc)) from None

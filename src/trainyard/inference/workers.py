@@ -65,7 +65,8 @@ class ModelWorker:
         self.used = time.monotonic()
         job_folder = checkpoint.parent.parent  # JOB/checkpoints/epoch-N.pt: reads its own job only
         try:
-            self.child = Child("trainyard.inference.worker:handle", default_policy(read=[str(job_folder)]),
+            policy = default_policy(read=[str(job_folder)], hidden=[str(job_folder.parent.parent)])
+            self.child = Child("trainyard.inference.worker:handle", policy,
                                what="the custom network's worker", start_timeout=START_TIMEOUT_S, zygote=CHECKER)
         except ChildFailed as exc:
             raise WorkerUnavailable(str(exc)) from None

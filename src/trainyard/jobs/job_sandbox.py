@@ -49,4 +49,5 @@ def training_policy(spec: dict, folder: JobFolder, gpu_ids: list[int]) -> sandbo
     if gpu_ids:
         write += glob.glob("/dev/nvidia*")  # opened read-write, then driven by ioctl
     spans = len(gpu_ids) > 1 or int(spec.get("processes") or 1) > 1 or int(spec.get("nnodes") or 1) > 1
-    return sandbox.Policy(read=read, write=write, network=spans, processes=True, open_files=65536)
+    return sandbox.Policy(read=read, write=write, network=spans, processes=True, open_files=65536,
+                          hidden=[str(home)])
