@@ -41,8 +41,16 @@ wall times are mostly waiting for a core: the in-process LeNet check is 0.19 CPU
     resnet18             12.126s     13.011s     1.1x    41.62s        3.2x          1.780s
     custom lenet          1.843s      1.235s     0.7x    12.08s        9.8x          0.201s
 
-A warm sandboxed check costs what the same check costs in-process (fork, confinement and the
-protocol add milliseconds); a spawned interpreter pays for importing torch every time.
+Again at load average about 8 (09:21 UTC):
+
+    check             in-process  warm child  warm/in   spawned  spawn/warm  CPU in-process
+    lenet                 0.312s      0.891s     2.9x     8.03s        9.0x          0.127s
+    resnet18              2.813s      3.780s     1.3x     7.79s        2.1x          1.127s
+    custom lenet          0.203s      0.373s     1.8x     5.55s       14.9x          0.131s
+
+A warm sandboxed check answers in under a second for LeNet and a custom LeNet: a few tenths of
+a second over the same check in-process (the fork, the confinement, torch's thread pool made
+anew in the child), where a spawned interpreter pays for importing torch every time.
 """
 
 from __future__ import annotations
