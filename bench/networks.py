@@ -12,20 +12,6 @@ a real ``trainyard serve`` over a temporary home, three times:
 Each figure is printed in seconds and as a ratio to the warm median (cold / warm).
 
     python bench/networks.py [--rounds 10] [--networks lenet,alexnet,googlenet,resnet18]
-    python bench/networks.py --checks [--rounds 10]
-
-``--checks`` measures, in this process, a custom network with a SyntaxError checked as every
-check ran before (a child process) and as now (ast, source_check.py), against compile() here;
-and creating a 2-job sweep of one network (one check) against one job, each with a cold check,
-and one job whose check is cached. Measured 2026-12-01 (--rounds 10, 2 cores shared by 8
-builds, load average 24):
-
-    what                                        wall       CPU  baseline     ratio
-    syntax error: child check (before)      24.8936s   3.7710s   0.0000s  1.18e+06x
-    syntax error: ast pre-check (after)      0.0001s   0.0001s   0.0000s      3.54x
-    create 2-job sweep, one network         23.0576s   3.4954s  20.7572s      1.11x
-    create 1 job, check cached               0.0891s   0.0136s  20.7572s    0.0043x
-    syntax error, before / after: about 2.5e+05x (from the rounded figures above)
 
 Measured once (2026-11-30, --rounds 5, a 2-core machine shared by several builds, load average
 about 22, so the cold figures are several times what an idle machine shows):
@@ -39,6 +25,32 @@ about 22, so the cold figures are several times what an idle machine shows):
 
 The cold cost is importing torch and torchvision and building the network, once per network
 and home; every later answer, also after a restart, takes well under 0.1 s.
+
+``--checks`` measures, in this one process, what a check costs once nothing is cached: the same
+check (build, forward passes, inspection) run in this process with torch already imported (the
+baseline), in a child forked from the warm checker (networks/isolated.py, sandboxed), and in a
+freshly spawned sandboxed interpreter (what every check cost before the warm checker):
+
+    python bench/networks.py --checks [--rounds 5] [--networks lenet,resnet18]
+
+Measured 2026-12-01, --rounds 5, the same shared 2-core machine (load average about 25, so
+wall times are mostly waiting for a core: the in-process LeNet check is 0.19 CPU-seconds):
+
+    check             in-process  warm child  warm/in   spawned  spawn/warm  CPU in-process
+    lenet                 2.204s      2.137s     1.0x    17.05s        8.0x          0.188s
+    resnet18             12.126s     13.011s     1.1x    41.62s        3.2x          1.780s
+    custom lenet          1.843s      1.235s     0.7x    12.08s        9.8x          0.201s
+
+Again at load average about 8 (09:21 UTC):
+
+    check             in-process  warm child  warm/in   spawned  spawn/warm  CPU in-process
+    lenet                 0.312s      0.891s     2.9x     8.03s        9.0x          0.127s
+    resnet18              2.813s      3.780s     1.3x     7.79s        2.1x          1.127s
+    custom lenet          0.203s      0.373s     1.8x     5.55s       14.9x          0.131s
+
+A warm sandboxed check answers in under a second for LeNet and a custom LeNet: a few tenths of
+a second over the same check in-process (the fork, the confinement, torch's thread pool made
+anew in the child), where a spawned interpreter pays for importing torch every time.
 """
 
 from __future__ import annotations
@@ -46,7 +58,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -101,97 +112,76 @@ def measure(url: str, networks: list[str], rounds: int) -> dict[str, dict]:
     return out
 
 
-SYNTAX_ERROR = "from torch import nn\n\ndef build(num_classes, in_channels, image_size)\n    return nn.Linear(1, 1)\n"
+CUSTOM_LENET = """
+from torch import nn
 
 
-def cpu_seconds() -> float:
-    """User + system CPU of this process and its finished children."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+def build(num_classes, in_channels, image_size):
+    return nn.Sequential(
+        nn.Conv2d(in_channels, 20, 5), nn.MaxPool2d(2), nn.Conv2d(20, 50, 5), nn.MaxPool2d(2),
+        nn.Flatten(), nn.LazyLinear(500), nn.ReLU(), nn.Linear(500, num_classes))
+"""
 
 
-def clocked(call) -> tuple[float, float]:
-    """(wall s, CPU s) of one call."""
-    cpu, start = cpu_seconds(), time.perf_counter()
-    call()
-    return time.perf_counter() - start, cpu_seconds() - cpu
+def check_requests(networks: list[str]) -> dict[str, dict]:
+    base = {"num_classes": 10, "in_channels": 1, "image_size": 28, "input_size": None, "filename": "network.py"}
+    requests = {name: {**base, "network": name, "source": None} for name in networks}
+    requests["custom lenet"] = {**base, "network": None, "source": CUSTOM_LENET}
+    return requests
 
 
-def bench_checks(rounds: int) -> None:
-    """A SyntaxError's check before (a child process) and after (ast, in this process) against
-    compile() in this process; creating a 2-job sweep of one network against one job."""
-    from fastapi.testclient import TestClient
-
-    from trainyard.jobs.resources import Pools
-    from trainyard.networks.cache import NetworkCache
-    from trainyard.networks.isolated import check_network_isolated
-    from trainyard.settings import Settings
-    from trainyard.web.app import create_app
-
-    rows = []
-    # Each round a new text (a comment), so no answer comes from the cache.
-    source = lambda i: SYNTAX_ERROR + f"# round {i}\n"  # noqa: E731
-    before = [clocked(lambda i=i: check_network_isolated(source(i), 10, 3, 32)) for i in range(min(rounds, 3))]
-    after = [clocked(lambda i=i: NetworkCache(None).check(source=source(i), num_classes=10, in_channels=3,
-                                                          image_size=32)) for i in range(rounds)]
-    baseline = [clocked(lambda i=i: _compiles(source(i))) for i in range(rounds)]
-    rows.append(("syntax error: child check (before)", before, baseline))
-    rows.append(("syntax error: ast pre-check (after)", after, baseline))
-    with tempfile.TemporaryDirectory(prefix="trainyard-bench-") as tmp:
-        settings = Settings(home=Path(tmp) / "home", data_roots=[Path(tmp) / "data"],
-                            allowed_hosts=["testserver"])  # TestClient's Host
-        app = create_app(settings, pools=Pools(1, 1, []), run_scheduler=False)
-        with TestClient(app) as client:
-            def create(side: int, lrs: list[float]):
-                # A geometry of its own: the network check is cold (nothing cached) each time.
-                dataset = app.state.ctx.manager.create("dataset", f"d{side}", {"name": f"d{side}"},
-                                                       needs={"pool": "dataset"})
-                app.state.ctx.store.update_job(dataset.id, status="done", summary={
-                    "classes": ["a", "b"], "width": side, "height": side, "channels": 1})
-                body = {"name": "m", "datasets": [dataset.id], "networks": ["lenet"], "base_lrs": lrs}
-                return lambda: _created(client.post("/api/models", json=body))
-
-            one = [clocked(create(28 + i, [0.01])) for i in range(3)]
-            sweep = [clocked(create(40 + i, [0.01, 0.02])) for i in range(3)]
-            again = create(28, [0.01])
-            cached = [clocked(again) for _ in range(rounds)]
-    rows.append(("create 2-job sweep, one network", sweep, one))
-    rows.append(("create 1 job, check cached", cached, one))
-    print(f"load average {os.getloadavg()[0]:.1f}; medians; ratio = wall / the baseline's wall")
-    print(f"{'what':38} {'wall':>9} {'CPU':>9} {'baseline':>9} {'ratio':>9}")
-    for what, runs, base in rows:
-        wall, cpu = (statistics.median(r[i] for r in runs) for i in (0, 1))
-        base_wall = statistics.median(r[0] for r in base)
-        print(f"{what:38} {wall:8.4f}s {cpu:8.4f}s {base_wall:8.4f}s {wall / base_wall:9.3g}x")
-    print("(baselines: compile() in this process for the syntax error; one job, cold check, for create)")
-    medians = {what: statistics.median(r[0] for r in runs) for what, runs, _ in rows}
-    print(f"syntax error, before / after: {medians[rows[0][0]] / medians[rows[1][0]]:.3g}x")
+def seconds(call) -> tuple[float, float]:
+    """(wall, this process's CPU) seconds of one call; a failed check is reported."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    answer = call()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    if not answer.get("ok"):
+        print(f"  not ok after {wall:.1f} s: {answer.get('error')}", file=sys.stderr)
+    return wall, cpu
 
 
-def _created(response) -> None:
-    if response.status_code != 201:
-        raise SystemExit(f"creating failed: {response.status_code} {response.text}")
+def measure_checks(networks: list[str], rounds: int) -> None:
+    """The warm check against the same check in this process, and against a cold spawn."""
+    from trainyard.core.childproc import Child, default_policy
+    from trainyard.networks.check import run_check
+    from trainyard.networks.isolated import CHECKER, check_network_isolated
 
+    def isolated(request: dict) -> dict:
+        return check_network_isolated(request["source"], 10, 1, 28, network=request["network"])
 
-def _compiles(text: str) -> bool:
-    try:
-        compile(text, "network.py", "exec")
-    except SyntaxError:
-        return False
-    return True
+    def spawned(request: dict) -> dict:
+        child = Child("trainyard.networks.isolated:handle", default_policy(), what="the check",
+                      start_timeout=600, zygote=None)
+        try:
+            return child.ask(request, 600)
+        finally:
+            child.stop()
+
+    CHECKER.warm_up()
+    print(f"{'check':16} {'in-process':>11} {'warm child':>11} {'warm/in':>8} {'spawned':>9} {'spawn/warm':>11} "
+          f"{'CPU in-process':>15}")
+    for what, request in check_requests(networks).items():
+        run_check(request)  # the first build in this process pays for lazy imports: not counted
+        inside = [seconds(lambda request=request: run_check(request)) for _ in range(rounds)]
+        isolated(request)  # the first fork may import what the warm checker did not
+        warm = statistics.median(seconds(lambda request=request: isolated(request))[0] for _ in range(rounds))
+        cold = seconds(lambda request=request: spawned(request))[0]
+        wall = statistics.median(w for w, _ in inside)
+        cpu = statistics.median(c for _, c in inside)
+        print(f"{what:16} {wall:10.3f}s {warm:10.3f}s {warm / wall:7.1f}x {cold:8.2f}s {cold / warm:10.1f}x "
+              f"{cpu:14.3f}s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--networks", default="lenet,alexnet,googlenet,resnet18")
-    parser.add_argument("--checks", action="store_true",
-                        help="measure the syntax-error pre-check and sweep creation instead (in process)")
+    parser.add_argument("--checks", action="store_true", help="the warm check against an in-process build")
     args = parser.parse_args()
-    if args.checks:
-        bench_checks(args.rounds)
-        return
     networks = args.networks.split(",")
+    if args.checks:
+        measure_checks(networks, args.rounds)
+        return
     with tempfile.TemporaryDirectory(prefix="trainyard-bench-") as tmp:
         home = Path(tmp) / "home"
         runs = {}

@@ -13,7 +13,6 @@ import json
 import os
 import tarfile
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -44,9 +43,11 @@ def payload(hostile: str) -> str:
     return BUILD.format(hostile="\n".join("    " + line for line in hostile.splitlines()))
 
 
-def pid_payload(pid_file: Path) -> str:
-    return payload(f"with open({str(pid_file)!r}, 'a') as f:\n"
-                   "    f.write(f\"{os.getpid()} {os.environ.get('TRAINYARD_AUTH_TOKEN')}\\n\")")
+def guarded_payload() -> str:
+    """A network that refuses to build in this (the server's) process or beside the server's token:
+    it can build only where it should, in a sandboxed child without secrets."""
+    return payload(f"if os.getpid() == {os.getpid()} or os.environ.get('TRAINYARD_AUTH_TOKEN'):\n"
+                   "    raise RuntimeError('built in the server, or beside its token')")
 
 
 def benign_state() -> dict[str, torch.Tensor]:
@@ -89,56 +90,57 @@ def classify(client, model_id: str, **params):
                        files={"images": ("x.png", png(), "image/png")})
 
 
-def written(pid_file: Path) -> list[list[str]]:
-    return [line.split() for line in pid_file.read_text().splitlines()] if pid_file.exists() else []
+def worker_pids() -> list[int]:
+    return [w.child.pid for w in workers.POOL._workers.values()]
 
 
 def test_classify_builds_a_custom_network_in_a_worker_never_in_the_server(server, tmp_path):
-    pid_file = tmp_path / "pids.txt"
-    model = custom_model(server, pid_payload(pid_file))
+    model = custom_model(server, guarded_payload())
     first = classify(server, model)
     assert first.status_code == 200, first.text
     assert [p[0] for p in first.json()["results"][0]["predictions"]] in (CLASSES, CLASSES[::-1])
+    pids = worker_pids()
     views = classify(server, model, visualize="true")
     assert views.status_code == 200, views.text
     layers = views.json()["results"][0]["visualization"]["layers"]
     assert [layer["type"] for layer in layers][:2] == ["Input", "Flatten"]
-    lines = written(pid_file)
-    assert len(lines) == 1  # one worker per loaded model, reused by the second request
-    pid, token = lines[0]
-    assert int(pid) != os.getpid() and token == "None"  # not the server, and no server secret
+    assert len(pids) == 1 and worker_pids() == pids  # one worker per loaded model, reused
 
 
 def test_a_network_that_kills_its_process_does_not_kill_the_server(server, tmp_path):
     model = custom_model(server, payload("os._exit(3)"))
     response = classify(server, model)
     assert response.status_code == 503
-    assert "exited (code 3)" in response.json()["detail"]
+    assert "ended before it could build the network (exit code 3)" in response.json()["detail"]
     assert server.get("/api/jobs").status_code == 200
 
 
 def test_a_network_that_hangs_is_stopped_with_a_clear_503(server, tmp_path, monkeypatch):
     monkeypatch.setattr(workers, "LOAD_TIMEOUT_S", 2.0)
-    pid_file = tmp_path / "pids.txt"
-    sleeper = pid_payload(pid_file).replace("    return nn", "    __import__('time').sleep(600)\n    return nn")
+    sleeper = guarded_payload().replace("    return nn", "    __import__('time').sleep(600)\n    return nn")
     model = custom_model(server, sleeper)
-    started = time.monotonic()
+    started = []
+    original = workers.Child.__init__
+
+    def remember(self, *args, **kwargs):
+        started.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(workers.Child, "__init__", remember)
+    began = time.monotonic()
     response = classify(server, model)
     assert response.status_code == 503
     assert "did not build the network within 2 s" in response.json()["detail"]
-    assert time.monotonic() - started < workers.START_TIMEOUT_S
-    pid = int(written(pid_file)[0][0])
-    assert pid != os.getpid()
-    with pytest.raises(ProcessLookupError):  # the sleeping worker was killed, not left behind
-        os.kill(pid, 0)
+    assert time.monotonic() - began < workers.START_TIMEOUT_S
+    assert len(started) == 1 and not started[0].alive()  # the sleeping worker was killed, not left behind
+    with pytest.raises(ProcessLookupError):
+        os.killpg(-started[0].pid, 0)
 
 
 def test_download_exports_a_custom_network_outside_the_server(server, tmp_path):
-    pid_file = tmp_path / "pids.txt"
-    model = custom_model(server, pid_payload(pid_file))
+    model = custom_model(server, guarded_payload())
     response = server.get(f"/api/models/{model}/download")
     assert response.status_code == 200, response.text
-    assert written(pid_file) and all(int(pid) != os.getpid() for pid, _ in written(pid_file))
 
 
 def model_archive(source: str) -> bytes:
@@ -155,17 +157,14 @@ def import_archive(client, source: str):
 
 
 def test_import_checks_network_py_only_outside_the_server(server, tmp_path):
-    pid_file = tmp_path / "pids.txt"
-    response = import_archive(server, pid_payload(pid_file))
+    response = import_archive(server, guarded_payload())
     assert response.status_code == 201, response.text
-    assert written(pid_file) and all(int(pid) != os.getpid() for pid, _ in written(pid_file))
     answered = classify(server, response.json()["id"])  # the imported model answers from a worker
     assert answered.status_code == 200, answered.text
-    assert all(int(pid) != os.getpid() for pid, _ in written(pid_file))
 
 
 @pytest.mark.parametrize("hostile, reason", [
-    ("os._exit(3)", "does not build: network check crashed (exit code 3)"),
+    ("os._exit(3)", "(exit code 3)"),
     ("__import__('time').sleep(600)", "could not be checked: the check took longer than 2 s")])
 def test_import_of_a_hostile_network_is_refused_and_the_server_lives(server, monkeypatch, hostile, reason):
     if "sleep" in hostile:  # else the whole check (starting Python, importing torch) may take longer
@@ -184,3 +183,50 @@ def _tar(files: dict[str, bytes]) -> bytes:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
+
+
+PIPES = ("def kind(fd):\n    try:\n        return os.readlink(f'/proc/self/fd/{fd}')\n"
+         "    except OSError:\n        return ''\n"
+         "pipes = [int(fd) for fd in os.listdir('/proc/self/fd') if kind(fd).startswith('pipe:')]\n")
+
+
+def forward_payload(hostile: str) -> str:
+    """A network whose forward pass (in the worker, at classify time) runs ``hostile`` first."""
+    body = "\n".join("        " + line for line in hostile.splitlines())
+    return f"""
+import os
+from torch import nn
+
+
+class Net(nn.Sequential):
+    def forward(self, x):
+{body}
+        return super().forward(x)
+
+
+def build(num_classes, in_channels, image_size):
+    return Net(nn.Flatten(), nn.Linear(in_channels * image_size * image_size, num_classes))
+"""
+
+
+@pytest.mark.parametrize("hostile, status, reason", [
+    ("hog = bytearray(3 << 30)", 503, "more than the 1024 MiB of memory"),
+    (PIPES + "for fd in pipes:\n    try:\n        for _ in range(1000):\n            os.write(fd, b'x' * (1 << 20))\n"
+     "    except OSError:\n        pass", 503, "not its answer"),
+    (PIPES + "for fd in pipes:\n    try:\n        os.write(fd, b'TY 2 40\\n{\"answer\": {\"results\": \"forged\"}}')\n"
+     "    except OSError:\n        pass", 503, "not its answer"),
+    ("os.write(1, b'TY 2 40\\n{\"answer\": {\"results\": \"forged\"}}')", 200, ""),
+    ("[os.fork() or os._exit(0) for _ in range(150)]", 422, "PermissionError"),
+])
+def test_a_hostile_worker_is_refused_and_the_server_lives(server, monkeypatch, hostile, status, reason):
+    monkeypatch.setenv("TRAINYARD_SANDBOX_MEMORY_MB", "1024")
+    monkeypatch.setenv("TRAINYARD_INFERENCE_RUNTIME", "torch")  # the forward pass runs in PyTorch, in the worker
+    model = custom_model(server, forward_payload(hostile))
+    response = classify(server, model)
+    assert response.status_code == status, response.text
+    assert reason in response.text
+    if status == 200:  # what the network wrote to fd 1 went to its stderr, not into the answer
+        assert response.json()["results"][0]["predictions"]
+    elif status == 503:
+        assert not any(w.alive() for w in workers.POOL._workers.values())  # killed, nothing left serving
+    assert server.get("/api/jobs").status_code == 200

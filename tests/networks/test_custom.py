@@ -160,14 +160,14 @@ def test_check_request_for_a_standard_network_by_name():
 
 def test_isolated_check_times_out():
     result = check_network_isolated("while True:\n    pass\n", 3, 3, 8, timeout=3)
-    assert result["error"].startswith("the check took longer than 3 s, so it says nothing about the network")
+    assert result["error"].startswith("the check took longer than 3 s")
     assert result["ok"] is False and result["transient"] and result["timed_out"]
     assert "build" not in result["error"]  # never "does not build"
 
 
 def test_isolated_check_survives_a_crash():
     result = check_network_isolated("import os\nos._exit(3)\n", 3, 3, 8)
-    assert result["ok"] is False and "crashed (exit code 3)" in result["error"] and result["transient"]
+    assert result["ok"] is False and "(exit code 3)" in result["error"] and result["transient"]
 
 
 def test_isolated_check_needs_source_or_name():

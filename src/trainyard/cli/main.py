@@ -60,9 +60,14 @@ def serve(host: str = typer.Option(None, help="address to bind (default 127.0.0.
 
     from trainyard.core.errors import UserError
     from trainyard.settings import LOCAL_HOSTS, get_settings
+    from trainyard.web import token_handoff
     from trainyard.web.app import create_app
 
-    settings = get_settings()
+    settings = get_settings()  # checks the token before anything else
+    token_handoff.hand_off()  # re-execs without the token in the environment, when it is there
+    handed = token_handoff.take()
+    if handed:
+        settings = settings.model_copy(update={"auth_token": handed})
     host = host or settings.host
     port = port or settings.port
     if host not in LOCAL_HOSTS and not settings.auth_token:
@@ -72,7 +77,21 @@ def serve(host: str = typer.Option(None, help="address to bind (default 127.0.0.
     settings = settings.model_copy(update={"host": host, "port": port})
     app_ = create_app(settings)
     typer.echo(f"trainyard on http://{host}:{port}  (home {settings.home})", err=True)
+    _announce_sandbox()
     uvicorn.run(app_, host=host, port=port, log_level="warning")
+
+
+def _announce_sandbox() -> None:
+    """Say once what confines user code (or that nothing does), and warm the network checker."""
+    import threading
+
+    from trainyard.core import sandbox
+    from trainyard.networks.isolated import CHECKER
+
+    state = sandbox.status()
+    typer.echo(f"user code runs confined by {state['mechanism']}" if state["available"]
+               else f"WARNING: {state['reason']}", err=True)
+    threading.Thread(target=CHECKER.warm_up, name="trainyard-checker-warm-up", daemon=True).start()
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ def system(as_json: bool = typer.Option(False, "--json", help="print the report 
         typer.echo(f"{gpu['label']}" + (f"  (job {gpu['job']})" if gpu.get("job") else ""))
     typer.echo(f"CPU: {report['cpu']['count']} cores, {report['cpu']['percent']}% busy; "
                f"memory {report['memory']['used'] / 2**30:.1f} of {report['memory']['total'] / 2**30:.1f} GiB")
+    box = report["sandbox"]
+    typer.echo(f"user code: confined by {box['mechanism']}" if box["available"] else f"user code: {box['reason']}")
     for node in report.get("nodes", []):
         gpus = ", ".join(g["name"] or f"GPU {g['index']}" for g in node["gpus"]) or "no GPU"
         state = "alive" if node["alive"] else "DEAD"

@@ -1,21 +1,21 @@
-"""Export a model's archive in a child process, for the server.
+"""Export a model's archive in a sandboxed child process, for the server.
 
 Exporting builds the network, which for a custom network runs the user's source: the server
-never does that itself. ``export_in_child`` runs ``python -m trainyard.inference.export_isolated``
-(its own process group, no secrets in its environment, no GPU) with a time limit, and reads
-back one JSON line: ``{"ok": true}`` or ``{"error": message, "status": code}``.
+never does that itself. ``export_in_child`` asks a core/childproc.py child (forked from the warm
+checker; no secrets, no GPU, it reads its job folder and writes only its scratch folder) to
+write the archive, with a time limit, and moves the archive into place itself.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 
-from trainyard.core.environment import kill_group
-from trainyard.inference.workers import WorkerError, WorkerUnavailable, worker_env
+from trainyard.core.childproc import Child, ChildFailed, default_policy
+from trainyard.inference.workers import START_TIMEOUT_S, WorkerError, WorkerUnavailable
+from trainyard.networks.isolated import CHECKER
 
 EXPORT_TIMEOUT_S = 600.0  # a GoogLeNet ONNX export and its check on a busy CPU
 
@@ -23,45 +23,52 @@ EXPORT_TIMEOUT_S = 600.0  # a GoogLeNet ONNX export and its check on a busy CPU
 def export_in_child(job_dir: str | os.PathLike, epoch: float, output: str | os.PathLike,
                     timeout: float = EXPORT_TIMEOUT_S) -> None:
     """Write the archive of ``epoch`` to ``output`` from a child process; raise what it reports."""
-    request = json.dumps({"job_dir": str(job_dir), "epoch": epoch, "output": str(output)})
-    proc = subprocess.Popen([sys.executable, "-m", "trainyard.inference.export_isolated"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=worker_env(), start_new_session=True, text=True)
     try:
-        stdout, stderr = proc.communicate(request, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        raise WorkerUnavailable(f"the export did not finish within {timeout:g} s and was stopped") from None
+        policy = default_policy(read=readable(Path(job_dir)), hidden=[str(Path(job_dir).parent.parent)])
+        child = Child("trainyard.inference.export_isolated:handle", policy,
+                      what="the export", start_timeout=START_TIMEOUT_S, zygote=CHECKER)
+    except ChildFailed as exc:
+        raise WorkerUnavailable(str(exc)) from None
     try:
-        doc = json.loads(stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        doc = None
-    if not isinstance(doc, dict):
-        tail = stderr.strip().splitlines()[-1:] or [""]
-        raise WorkerUnavailable(f"the export process exited (code {proc.returncode}) without "
-                                f"an answer: {tail[0][:300]}")
-    if not doc.get("ok"):
-        raise WorkerError(str(doc.get("error")), int(doc.get("status", 422)))
+        archive = Path(child.scratch) / "archive.tar.gz"
+        request = {"job_dir": str(job_dir), "epoch": epoch, "output": str(archive)}
+        try:
+            doc = child.ask(request, timeout, 4096, "write the archive")
+        except ChildFailed as exc:
+            raise WorkerUnavailable(str(exc)) from None
+        if not doc.get("ok"):
+            raise WorkerError(str(doc.get("error")), int(doc.get("status", 422)))
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        temp = Path(output).with_name(f".{Path(output).name}.{os.getpid()}.tmp")
+        shutil.move(archive, temp)
+        temp.replace(output)
+    finally:
+        child.stop()
 
 
-def main() -> None:
-    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)  # the user's prints (and C libraries') go to stderr, not into the answer
-    sys.stdout = sys.stderr
+def readable(job_dir: Path) -> list[str]:
+    """The job folder, and its dataset's info.json (the archive names the dataset): one file of
+    the jobs folder, whatever a job may have written in its spec."""
+    paths = [str(job_dir)]
     try:
-        from trainyard.core.errors import UserError
-        from trainyard.inference.export import export_model
+        dataset = json.loads((job_dir / "spec.json").read_text()).get("dataset_dir")
+        info = (Path(dataset) / "info.json").resolve()
+    except (OSError, ValueError, TypeError, AttributeError):
+        return paths
+    if info.is_relative_to(job_dir.resolve().parent) and info.is_file():
+        paths.append(str(info))
+    return paths
 
-        request = json.loads(sys.stdin.read())
+
+def handle(request: dict) -> dict:
+    """The export, in the child (childproc's handler)."""
+    from trainyard.core.errors import UserError
+    from trainyard.inference.export import export_model
+
+    try:
         export_model(Path(request["job_dir"]), request["epoch"], Path(request["output"]))
-        doc: dict = {"ok": True}
-    except UserError as exc:
-        doc = {"error": str(exc), "status": exc.http_status}
+    except UserError:
+        raise
     except (Exception, SystemExit) as exc:  # the user's network failed while being built or run
-        doc = {"error": f"the network cannot be exported: {type(exc).__name__}: {exc}", "status": 422}
-    answers.write(json.dumps(doc) + "\n")
-    answers.flush()
-
-
-if __name__ == "__main__":
-    main()
+        return {"error": f"the network cannot be exported: {type(exc).__name__}: {exc}", "status": 422}
+    return {"ok": True}

@@ -1,40 +1,40 @@
 """Classify for the server without running user code in it: custom networks answer from workers.
 
 A standard network is built in the calling process (its code ships with trainyard). A custom
-network's source is user code, so its checkpoint is served by a `ModelWorker`, a child process
-(inference/worker.py) that loads it once and answers request after request. One worker per
-checkpoint, at most `MAX_WORKERS`, the least recently used killed first; a worker that takes too
-long to load or to answer is killed (its whole process group) and the request gets a 503 that
-says so; a worker idle for `IDLE_S` is killed by the next request or by the reaper thread.
-The conversation is JSON lines (see worker.py): nothing a worker sends is unpickled here.
+network's source is user code, so its checkpoint is served by a `ModelWorker`: a sandboxed child
+(core/childproc.py, forked from the warm checker of networks/isolated.py; its side is
+inference/worker.py) that loads it once and answers request after request. The sandbox lets it
+read its job folder and nothing of the server's, write nothing, start no process, and hold no
+more memory than TRAINYARD_SANDBOX_MEMORY_MB. One worker per checkpoint, at most `MAX_WORKERS`,
+the least recently used killed first; a worker that takes too long to load or to answer, goes
+over its memory, floods or forges its answer pipe is killed (its whole process group) and the
+request gets a 503 that says so; a worker idle for `IDLE_S` is killed by the next request or by
+the reaper thread. Nothing a worker sends is unpickled here, and answers are size-bounded.
 """
 
 from __future__ import annotations
 
 import atexit
 import base64
-import json
-import os
-import select
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainyard.core.environment import child_environment, kill_group
+from trainyard.core.childproc import Child, ChildFailed, default_policy
+from trainyard.core.environment import child_environment
 from trainyard.core.errors import UserError
 from trainyard.inference.loader import UserCode, load_model
 from trainyard.inference.responses import answer
+from trainyard.networks.isolated import CHECKER
 
-START_TIMEOUT_S = 120.0  # starting Python and importing torch, on a busy machine
+START_TIMEOUT_S = 120.0  # starting Python and importing torch, on a busy machine (no warm checker)
 LOAD_TIMEOUT_S = 60.0  # the user's build() and loading the weights
 REQUEST_TIMEOUT_S = 60.0  # one classify request (up to 64 images, with layer views)
 IDLE_S = 600.0  # a worker unused this long is stopped
 MAX_WORKERS = 4
+MAX_ANSWER_BYTES = 256 << 20  # 64 images with every layer's views
 
 
 class WorkerError(UserError):
@@ -57,91 +57,55 @@ def worker_env() -> dict[str, str]:
 
 
 class ModelWorker:
-    """One child process serving one custom network checkpoint."""
+    """One sandboxed child process serving one custom network checkpoint."""
 
     def __init__(self, checkpoint: Path):
         self.checkpoint = checkpoint
         self.lock = threading.Lock()
         self.used = time.monotonic()
-        self._stderr = tempfile.TemporaryFile()  # kept to explain a crash
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "trainyard.inference.worker", str(checkpoint)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-            env=worker_env(), start_new_session=True)
-        self._buffer = b""
+        job_folder = checkpoint.parent.parent  # JOB/checkpoints/epoch-N.pt: reads its own job only
         try:
-            self._expect_state("started", START_TIMEOUT_S, "start")
-            self._expect_state("ready", LOAD_TIMEOUT_S, "build the network")
+            policy = default_policy(read=[str(job_folder)], hidden=[str(job_folder.parent.parent)])
+            self.child = Child("trainyard.inference.worker:handle", policy,
+                               what="the custom network's worker", start_timeout=START_TIMEOUT_S, zygote=CHECKER)
+        except ChildFailed as exc:
+            raise WorkerUnavailable(str(exc)) from None
+        try:
+            doc = self._ask({"load": str(checkpoint)}, LOAD_TIMEOUT_S, "build the network")
+            if doc.get("state") != "ready":
+                raise WorkerError(f"the network cannot be loaded: {doc.get('error')}", doc.get("status", 422))
         except BaseException:
             self.stop()
             raise
 
-    def _expect_state(self, state: str, timeout: float, what: str) -> None:
-        doc = self._receive(timeout, what)
-        if doc.get("state") != state:
-            raise WorkerError(f"the network cannot be loaded: {doc.get('error')}", doc.get("status", 422))
+    def _ask(self, request: dict, timeout: float, what: str) -> dict:
+        try:
+            return self.child.ask(request, timeout, MAX_ANSWER_BYTES, what)
+        except ChildFailed as exc:
+            if exc.timed_out:
+                raise WorkerUnavailable(f"the custom network did not {what} within {timeout:g} s; "
+                                        "its worker was stopped, try again or fix network.py") from None
+            raise WorkerUnavailable(str(exc)) from None
 
     def ask(self, sources: Sequence[tuple[str, bytes | Path]], **options) -> dict:
         """The worker's classify answer for ``sources``; WorkerError or WorkerUnavailable."""
-        images = [[name, {"data": base64.b64encode(src).decode("ascii")} if isinstance(src, bytes)
-                   else {"path": str(src)}] for name, src in sources]
+        # Bytes, not paths: the worker's sandbox cannot read the server's uploads or data roots.
+        images = [[name, {"data": base64.b64encode(src if isinstance(src, bytes) else Path(src).read_bytes())
+                          .decode("ascii")}] for name, src in sources]
         with self.lock:
             self.used = time.monotonic()
-            try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.write((json.dumps({"images": images, **options}) + "\n").encode())
-                self.proc.stdin.flush()
-            except OSError:  # a broken pipe: the worker is gone
-                message = self._died("answer")
-                self.stop()
-                raise WorkerUnavailable(message) from None
-            doc = self._receive(REQUEST_TIMEOUT_S, "answer")
+            doc = self._ask({"images": images, **options}, REQUEST_TIMEOUT_S, "answer")
             self.used = time.monotonic()
         if "answer" not in doc:
             raise WorkerError(str(doc.get("error")), int(doc.get("status", 422)))
         return doc["answer"]
 
-    def _receive(self, timeout: float, what: str) -> dict:
-        """The next JSON line from the worker, within ``timeout`` seconds, else it is killed."""
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                self.stop()
-                raise WorkerUnavailable(f"the custom network did not {what} within {timeout:g} s; "
-                                        "its worker was stopped, try again or fix network.py")
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                message = self._died(what)
-                self.stop()
-                raise WorkerUnavailable(message)
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            doc = None
-        if not isinstance(doc, dict):
-            self.stop()
-            raise WorkerUnavailable("the custom network's worker sent something that is not an answer")
-        return doc
-
-    def _died(self, what: str) -> str:
-        code = self.proc.wait()
-        self._stderr.seek(0)
-        tail = self._stderr.read()[-300:].decode("utf-8", "replace").strip().splitlines()
-        reason = f": {tail[-1]}" if tail else ""
-        return f"the custom network's worker exited (code {code}) before it could {what}{reason}"
-
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.child.alive()
 
     def stop(self) -> None:
         """Kill the worker and everything it started (its own process group)."""
-        kill_group(self.proc)  # also reaps it and closes its pipes
-        self._stderr.close()
+        self.child.stop()
 
 
 class WorkerPool:

@@ -26,11 +26,10 @@ from pathlib import Path
 import trainyard
 
 from .check_gate import CheckGate
-from .isolated import check_network_isolated
+from .isolated import check_network_isolated, check_timeout
 from .source_check import precheck_source
 
 MEMORY_ENTRIES = 256
-CHECK_TIMEOUT_S = 600.0  # the default of Settings.check_timeout_s (servers and the CLI pass theirs)
 _memory: OrderedDict[str, dict] = OrderedDict()
 _memory_lock = threading.Lock()
 _count_lock = threading.Lock()
@@ -45,8 +44,9 @@ class NetworkCache:
 
     def check(self, *, network: str | None = None, source: str | None = None, num_classes: int,
               in_channels: int, image_size: int | None, input_size: tuple[int, int] | None = None,
-              timeout: float = CHECK_TIMEOUT_S) -> dict:
-        """`check_network_isolated`'s answer for this request, computed at most once.
+              timeout: float | None = None) -> dict:
+        """`check_network_isolated`'s answer for this request, computed at most once (``timeout``:
+        the caller's limit, else TRAINYARD_CHECK_TIMEOUT_S).
 
         Raises ChecksBusy (HTTP 429) when the checker's queue is full (check_gate.py)."""
         request = {"what": "check", "network": network, "source": source, "num_classes": num_classes,
@@ -66,8 +66,8 @@ class NetworkCache:
             found = self._get(key)  # answered while this one waited for a slot
             if found is not None:
                 return found
-            answer = check_network_isolated(source, num_classes, in_channels, image_size, timeout,
-                                            network=network, input_size=input_size)
+            answer = check_network_isolated(source, num_classes, in_channels, image_size,
+                                            timeout or check_timeout(), network=network, input_size=input_size)
             if not answer.get("transient"):
                 # A custom source changes with every edit: kept in memory only, so the folder
                 # holds a bounded set (standard networks x the geometries of the datasets).

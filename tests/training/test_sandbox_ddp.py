@@ -1,0 +1,28 @@
+"""A custom network's multi-process training runs in the sandbox: torch.distributed.run, its
+rendezvous over TCP on localhost and both ranks."""
+
+from __future__ import annotations
+
+import pytest
+from test_distributed import dataset, ddp_spec, launch, statuses, write_job  # noqa: F401
+
+from trainyard.core import sandbox
+from trainyard.core.paths import JobFolder
+from trainyard.jobs.job_sandbox import sandboxed
+from trainyard.jobs.kinds import get_kind
+
+pytestmark = [pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock"),
+              pytest.mark.slow]
+
+
+def test_a_custom_network_trains_sandboxed_in_two_processes(dataset, tmp_path):  # noqa: F811 (the fixture)
+    """torch.distributed.run, its rendezvous over TCP and its two ranks all run in the sandbox."""
+    source = ("from torch import nn\n"
+              "def build(num_classes, in_channels, image_size):\n"
+              "    return nn.Sequential(nn.Flatten(), nn.LazyLinear(num_classes))\n")
+    job = write_job(tmp_path / "job", ddp_spec(dataset, network=None, network_source=source, epochs=1))
+    command = sandboxed(get_kind("model").command(JobFolder(job), []), JobFolder(job), [])
+    assert command[1:3] == ["-m", "trainyard.core.sandbox"]
+    out, _ = (proc := launch(job, command=command)).communicate(timeout=600)
+    assert proc.returncode == 0, out.decode(errors="replace")[-3000:]
+    assert statuses(job)[-1]["status"] == "done"
