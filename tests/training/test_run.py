@@ -82,3 +82,20 @@ def test_custom_network_forward_errors_point_at_the_line(dataset, tmp_path):
     job = write_job(tmp_path / "job", model_spec(dataset, network=None, network_source=source))
     assert main(job) == 1
     assert statuses(job)[-1]["error"].startswith("custom network: line 8: RuntimeError: mat1 and mat2")
+
+
+@pytest.mark.parametrize("error", ["WeightsMismatch", "NotWeights", "TrainingError", "CheckpointError"])
+def test_a_user_error_of_any_kind_is_reported_by_its_message(error):
+    """Every UserError found while training (weights that do not fit, a file that holds none...)
+    fails the job with its own message, not as "WeightsMismatch: message" like a defect would."""
+    from trainyard.artifact.checkpoint import CheckpointError
+    from trainyard.networks.state_dicts import NotWeights
+    from trainyard.training.run import _message
+    from trainyard.training.state import TrainingError
+    from trainyard.weights.fit import WeightsMismatch
+
+    kinds = {"WeightsMismatch": WeightsMismatch, "NotWeights": NotWeights, "TrainingError": TrainingError,
+             "CheckpointError": CheckpointError}
+    assert _message(kinds[error]("fc.weight has shape [10, 84], the network's is [3, 84]")) == \
+        "fc.weight has shape [10, 84], the network's is [3, 84]"
+    assert _message(KeyError("fc")) == "KeyError: 'fc'"  # a defect keeps its type name

@@ -175,7 +175,9 @@ def test_top_n_of_an_uploaded_archive(client, trained, tmp_path):
 def test_classify_many_refusals(client, trained):
     url = f"/api/models/{trained.model_id}/classify-many"
     assert client.post(url, json={"path": "/etc"}).status_code == 403
-    assert client.post(url, json={}).status_code == 400  # no source
+    no_source = client.post(url, json={})
+    # An invalid spec is a 422, as for model jobs (core/errors.py validated), not a 400.
+    assert no_source.status_code == 422 and "give exactly one source" in no_source.json()["detail"]
     assert client.post(url, json={"path": str(trained.images), "top": 0}).status_code == 422
     assert client.post(url, json={"path": str(trained.images), "epoch": 9}).status_code == 404
 

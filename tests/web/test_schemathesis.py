@@ -1,5 +1,6 @@
 """Schemathesis over every operation of the live app's /openapi.json: no 5xx, no response that
-breaks its documented schema. A bounded number of examples per operation keeps it near a minute.
+breaks its documented schema (web/schemas*.py), no status code it does not document, no content
+type it does not name. A bounded number of examples per operation keeps it near a minute.
 
 The app runs without its scheduler (queued jobs stay queued), in a temporary home with one
 built-looking dataset, so generated requests touch real rows and folders but start nothing.
@@ -11,7 +12,11 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from trainyard.jobs.precheck import cache_for
 from trainyard.jobs.resources import Pools
@@ -20,6 +25,10 @@ from trainyard.networks import registry
 from trainyard.web.app import create_app
 
 EXAMPLES = 4  # per operation; about 40 operations: under a minute in all
+CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance, content_type_conformance]
+# The weights routes (web/routers/weights.py) still answer a bare ``dict`` without a response
+# model, so their documented 200 is only "an object": the schema check holds there but means
+# little until they get models of their own (tests/web/test_openapi_responses.py lists them).
 
 
 def _quick_check(source, num_classes, in_channels, image_size, timeout=60, *, network=None, **_):
@@ -51,7 +60,7 @@ def _run_operation(operation) -> None:
     @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     def run(case) -> None:
-        case.call_and_validate(checks=[not_a_server_error, response_schema_conformance, content_type_conformance])
+        case.call_and_validate(checks=CHECKS)
 
     run()
 

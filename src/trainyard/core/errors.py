@@ -7,6 +7,13 @@ code 2 with the message on stderr, each in one place; anything else that escapes
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
+
 
 class UserError(ValueError):
     """Bad input: the request or command cannot be carried out as given (HTTP 400/422)."""
@@ -56,3 +63,19 @@ def validation_message(error) -> str:
         message = item["msg"].removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if where else message)
     return "; ".join(parts)
+
+
+def validated(model: type[M], data: Any, *, what: str = "", error: type[UserError] = InvalidInput) -> M:
+    """``model.model_validate(data)``; a pydantic ValidationError becomes ``error`` (by default
+    InvalidInput, HTTP 422 / CLI exit 2) with the one-line ``validation_message``, after ``what``.
+
+    The one way domain code turns invalid values into a user's error. Pydantic is imported here,
+    not at the top: processes that import core only for its errors need not pay for it.
+    """
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        message = validation_message(exc)
+        raise error(f"{what}: {message}" if what else message) from None

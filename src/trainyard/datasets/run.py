@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from trainyard.core.errors import validated
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
 from trainyard.core.gc_control import imports_without_collection
@@ -38,16 +39,11 @@ def _build(job_dir: Path, events: EventWriter, stop: StopFlag) -> None:
 
 
 def _load_spec(job_dir: Path):
-    # pydantic is imported here, not at the top: spawned decode workers import this module
-    # as their __main__, and should not pay for pydantic.
-    from pydantic import ValidationError
-
+    # The spec (pydantic) is imported here, not at the top: spawned decode workers import this
+    # module as their __main__, and should not pay for pydantic.
     from trainyard.datasets.spec import DatasetSpec
 
-    try:
-        return DatasetSpec.model_validate(read_json(job_dir / "spec.json"))
-    except ValidationError as e:
-        raise ValueError(f"invalid spec.json: {e}") from None
+    return validated(DatasetSpec, read_json(job_dir / "spec.json"), what="invalid spec.json")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.jobs.context import Context
+from trainyard.jobs.lookup import job_of_kind
 from trainyard.jobs.manager import JobConflict, JobError
 from trainyard.jobs.store import Job
 
@@ -48,9 +49,7 @@ def append_dataset_job(ctx: Context, parent_id: str, fields: dict, *, foreground
     ``fields`` holds DatasetSpec fields (sources, split options, optionally a name); image
     geometry and encoding are the parent's, so both sets share one store. The parent stays as it is.
     """
-    parent = ctx.manager.get(parent_id)
-    if parent.kind != "dataset":
-        raise JobError(f"job {parent_id} is a {parent.kind} job, not a dataset")
+    parent = job_of_kind(ctx.store, parent_id, "dataset")
     if parent.status != Status.DONE:
         raise JobConflict(f"dataset {parent_id} is {parent.status}; only a built dataset can be appended to")
     folder = ctx.manager.folder(parent_id)

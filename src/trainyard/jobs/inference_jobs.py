@@ -9,26 +9,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from trainyard.core.errors import Conflict, validation_message
+from trainyard.core.errors import Conflict, validated
 from trainyard.core.files import read_json
 from trainyard.core.paths import resolve_inside
 from trainyard.datasets.storage import split_names
 from trainyard.inference.snapshots import model_checkpoint
 from trainyard.inference.spec import KINDS, InferenceSpec
 from trainyard.jobs.context import Context
-from trainyard.jobs.manager import JobError, JobNotFound
+from trainyard.jobs.lookup import job_of_kind
+from trainyard.jobs.manager import JobError
 from trainyard.jobs.store import Job
 
 PATH_FIELDS = ("list_file", "folder", "archive", "image_root")
-
-
-def model_job(ctx: Context, model_id: str) -> Job:
-    job = ctx.store.get_job(model_id)
-    if job is None or job.kind != "model":
-        raise JobNotFound(f"no model with id {model_id!r}")
-    return job
 
 
 def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float | None = None,
@@ -40,7 +32,7 @@ def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float
     """
     if kind not in KINDS:
         raise JobError(f"unknown inference job kind {kind!r}; valid: {', '.join(KINDS)}")
-    model = model_job(ctx, model_id)
+    model = job_of_kind(ctx.store, model_id, "model")
     folder = ctx.manager.folder(model.id)
     epoch, checkpoint = model_checkpoint(folder.path, epoch)
     for key in PATH_FIELDS:
@@ -49,12 +41,9 @@ def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float
     if fields.get("split"):
         fields.update(_dataset_split(folder.spec, fields["split"]))
     what = fields.get("split") or "images"
-    try:
-        spec = InferenceSpec(kind=kind, name=f"{kind} {what}: {model.name} @ epoch {epoch:g}",
-                             model_id=model.id, checkpoint=str(checkpoint), epoch=epoch,
-                             roots=[str(r) for r in ctx.settings.allowed_roots], **fields)
-    except ValidationError as exc:
-        raise JobError(validation_message(exc)) from exc
+    spec = validated(InferenceSpec, {**fields, "kind": kind, "name": f"{kind} {what}: {model.name} @ epoch {epoch:g}",
+                                     "model_id": model.id, "checkpoint": str(checkpoint), "epoch": epoch,
+                                     "roots": [str(r) for r in ctx.settings.allowed_roots]})
     needs = {"pool": "inference"}  # never behind training: slots of its own, or a GPU (resources.py)
     job = ctx.manager.create(kind, spec.name, spec.model_dump(mode="json"), needs=needs, foreground=foreground)
     return job  # no parent_id: an inference job must not wait for a model that is still training

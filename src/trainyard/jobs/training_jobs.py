@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from trainyard.artifact.checkpoint import CheckpointError, checkpoint_for_epoch
-from trainyard.core.errors import InvalidInput, validation_message
+from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import read_json, write_json_atomic
 from trainyard.core.limits import MAX_NAME
 from trainyard.core.paths import resolve_inside
@@ -25,7 +25,8 @@ from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.early_stop import mark_early_stop
 from trainyard.jobs.limits import check_processes
-from trainyard.jobs.manager import JobConflict, JobError, JobNotFound
+from trainyard.jobs.lookup import job_of_kind
+from trainyard.jobs.manager import JobConflict, JobError
 from trainyard.jobs.store import Job
 from trainyard.jobs.sweeps import MAX_TRIALS, check_ranges, combinations
 
@@ -97,10 +98,7 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
                       max_restarts=request.max_restarts or fields.get("max_restarts", 0))
         if from_store and value is not None:
             fields.update(_store_weights(store, value, network))
-        try:
-            planned.append((ModelSpec.model_validate(fields), dataset))
-        except ValidationError as exc:
-            raise InvalidSpec(validation_message(exc)) from exc
+        planned.append((validated(ModelSpec, fields, error=InvalidSpec), dataset))
     if not foreground:  # a job run at once reports the same problem at once; queued ones would not
         from trainyard.jobs.precheck import check_all  # builds networks in child processes
 
@@ -145,9 +143,7 @@ def _job_name(request: TrainRequest, dataset: Job, network, lr, batch) -> str:
 
 
 def _dataset(ctx: Context, dataset_id: str) -> Job:
-    job = ctx.store.get_job(dataset_id)
-    if job is None or job.kind != "dataset":
-        raise JobNotFound(f"no dataset with id {dataset_id!r}")
+    job = job_of_kind(ctx.store, dataset_id, "dataset")
     if job.status in (Status.FAILED, Status.ABORTED):
         raise JobConflict(f"dataset {dataset_id} {job.status}; build it again first")
     return job

@@ -155,13 +155,11 @@ def _report_rank_error(folder: JobFolder, rank: int, message: str) -> None:
 
 
 def _message(error: Exception, folder: JobFolder | None = None) -> str:
-    """What the user sees: our own errors speak for themselves; others get their type name."""
+    """What the user sees: our own errors (every UserError: a bad spec, weights that do not fit,
+    a missing checkpoint...) speak for themselves; others get their type name."""
     try:
-        from trainyard.artifact.checkpoint import CheckpointError
-        from trainyard.artifact.network import PretrainedError
+        from trainyard.core.errors import UserError
         from trainyard.networks import NetworkError
-        from trainyard.training.spec import SpecError
-        from trainyard.training.state import TrainingError
     except Exception:  # the install itself is broken: say what failed, nothing more
         return f"{type(error).__name__}: {error}"
     from trainyard.training.disk_full import disk_full_message
@@ -171,7 +169,7 @@ def _message(error: Exception, folder: JobFolder | None = None) -> str:
         return full
     if isinstance(error, NetworkError):
         return f"custom network: {error}"
-    if isinstance(error, (TrainingError, SpecError, PretrainedError, CheckpointError)):
+    if isinstance(error, UserError):
         return str(error)
     if folder is not None and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         from trainyard.training import distributed

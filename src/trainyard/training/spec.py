@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from trainyard.core.errors import InvalidInput, validation_message
+from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import read_json
 from trainyard.core.limits import MAX_NAME, MAX_PROCESSES
 from trainyard.networks import get_network
@@ -185,8 +185,5 @@ class SpecError(InvalidInput):
 
 def load_spec(path: str | os.PathLike) -> ModelSpec:
     """Read and validate a model job's spec.json."""
-    try:
-        return ModelSpec.model_validate(read_json(path))
-    except ValidationError as e:
-        raise SpecError(f"invalid model spec {path}: {validation_message(e)}") from None
+    return validated(ModelSpec, read_json(path), what=f"invalid model spec {path}", error=SpecError)
 

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from trainyard.core.errors import NotFound
 from trainyard.jobs.context import Context
 from trainyard.jobs.hardware import Hardware
+from trainyard.jobs.lookup import job_of_kind
 from trainyard.jobs.store import Job
 
 
@@ -31,10 +31,8 @@ Hw = Annotated[Hardware, Depends(get_hardware)]
 
 
 def get_job_of_kind(ctx: Context, job_id: str, kind: str | None = None) -> Job:
-    job = ctx.store.get_job(job_id)
-    if job is None or (kind and job.kind != kind):
-        raise NotFound(f"no {kind or 'job'} with id {job_id!r}")
-    return job
+    """The job of that kind, or a 404 (jobs/lookup.py)."""
+    return job_of_kind(ctx.store, job_id, kind)
 
 
 def wake_scheduler(request: Request) -> None:

@@ -64,14 +64,26 @@ ERROR_SCHEMA = {"title": "Error", "type": "object", "required": ["detail"],
                 "properties": {"detail": {"title": "Detail", "type": "string"}}}
 
 
+# Every operation may refuse (any 4xx, install_error_handlers) or find its storage unwritable (503):
+# documented once for all, so a client (and schemathesis' status-code check) knows every answer.
+ERROR_RESPONSES = {"4XX": "A request the server refuses: what to change", "503": "Storage or cluster unavailable"}
+
+
 def document_error_shape(app: FastAPI) -> None:
     generate = app.openapi
 
     def openapi() -> dict:
-        schema = generate()  # FastAPI caches it; replacing the entry again is harmless
-        schemas = schema.get("components", {}).get("schemas", {})
+        schema = generate()  # FastAPI caches it; replacing the entries again is harmless
+        schemas = schema.setdefault("components", {}).setdefault("schemas", {})
         if "HTTPValidationError" in schemas:
             schemas["HTTPValidationError"] = ERROR_SCHEMA
+        schemas["Error"] = ERROR_SCHEMA
+        error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                for code, description in ERROR_RESPONSES.items():
+                    responses.setdefault(code, {"description": description, **error})
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -21,6 +21,7 @@ from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import SPLITS, open_split
 from trainyard.jobs.dataset_jobs import append_dataset_job, create_dataset_job
 from trainyard.jobs.job_documents import job_brief, job_detail
+from trainyard.web import schemas
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 from trainyard.web.json_body import parse_json_object
 from trainyard.web.uploads import save_upload
@@ -37,12 +38,12 @@ def _create(ctx, make_job) -> dict:
     return job_detail(ctx.manager, make_job())
 
 
-@router.get("")
+@router.get("", response_model=schemas.DatasetList)
 def list_datasets(ctx: Ctx) -> dict:
     return {"datasets": [job_brief(j) for j in ctx.store.list_jobs(kind="dataset")]}
 
 
-@router.post("", status_code=201, dependencies=[Depends(wake_scheduler)])
+@router.post("", status_code=201, dependencies=[Depends(wake_scheduler)], response_model=schemas.DatasetDetail)
 def create_dataset(ctx: Ctx, fields: dict) -> dict:
     """Build a dataset from folders or lists on the server (paths inside the data roots)."""
     spec = _spec(fields)
@@ -79,7 +80,8 @@ async def _fields_with_uploads(ctx, spec_json: str, file: UploadFile | None, val
     return fields
 
 
-@router.post("/upload", status_code=201, dependencies=[Depends(wake_scheduler)])
+@router.post("/upload", status_code=201, dependencies=[Depends(wake_scheduler)],
+             response_model=schemas.DatasetDetail)
 async def upload_dataset(ctx: Ctx, file: Annotated[UploadFile, File(description="zip or tar(.gz) of class folders")],
                          spec: Annotated[str, Form(description="JSON of the other dataset options")] = "{}",
                          val_file: Annotated[UploadFile | None, File()] = None) -> dict:
@@ -87,19 +89,21 @@ async def upload_dataset(ctx: Ctx, file: Annotated[UploadFile, File(description=
     return _create_from_upload(ctx, fields, lambda: create_dataset_job(ctx, _spec(fields)))
 
 
-@router.get("/{dataset_id}")
+@router.get("/{dataset_id}", response_model=schemas.DatasetDetail)
 def show_dataset(ctx: Ctx, dataset_id: str) -> dict:
     return job_detail(ctx.manager, get_job_of_kind(ctx, dataset_id, "dataset"))
 
 
-@router.post("/{dataset_id}/append", status_code=201, dependencies=[Depends(wake_scheduler)])
+@router.post("/{dataset_id}/append", status_code=201, dependencies=[Depends(wake_scheduler)],
+             response_model=schemas.DatasetDetail)
 def append_dataset(ctx: Ctx, dataset_id: str, fields: dict) -> dict:
     """A new version with the images of another folder or list added."""
     get_job_of_kind(ctx, dataset_id, "dataset")
     return _create(ctx, lambda: append_dataset_job(ctx, dataset_id, fields))
 
 
-@router.post("/{dataset_id}/append/upload", status_code=201, dependencies=[Depends(wake_scheduler)])
+@router.post("/{dataset_id}/append/upload", status_code=201, dependencies=[Depends(wake_scheduler)],
+             response_model=schemas.DatasetDetail)
 async def append_upload(ctx: Ctx, dataset_id: str, file: Annotated[UploadFile, File()],
                         spec: Annotated[str, Form()] = "{}") -> dict:
     get_job_of_kind(ctx, dataset_id, "dataset")
@@ -129,7 +133,7 @@ def _open(folder, split: str):
         raise NotFound(f"this dataset has no {split!r} split") from exc
 
 
-@router.get("/{dataset_id}/images")
+@router.get("/{dataset_id}/images", response_model=schemas.ImagePage)
 def list_images(ctx: Ctx, dataset_id: str, split: str = "train", label: int | None = None,
                 offset: int = Query(0, ge=0), limit: int = Query(48, ge=1, le=PAGE_MAX)) -> dict:
     """A page of a split's images (index and label), optionally of one class only."""

@@ -16,6 +16,7 @@ from fastapi.responses import FileResponse
 
 from trainyard.jobs.imported_models import import_model_archive
 from trainyard.jobs.job_documents import job_detail
+from trainyard.web import schemas
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.uploads import save_upload
 
@@ -43,7 +44,7 @@ def _stem(path) -> str:
     return first.name.rstrip("/") if first is not None else path.stem
 
 
-@router.post("/models/import", status_code=201)
+@router.post("/models/import", status_code=201, response_model=schemas.ModelDetail)
 async def import_model(ctx: Ctx, file: UploadFile = File(...), name: str | None = Form(None)) -> dict:
     """Create a model job (status done) from an archive downloaded from trainyard."""
     path = await save_upload(file, ctx.settings.uploads_dir, ctx.settings.max_upload_mb * 2**20)

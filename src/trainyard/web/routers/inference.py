@@ -22,6 +22,8 @@ from trainyard.core.errors import InvalidInput, NotFound, TooLarge
 from trainyard.core.paths import resolve_inside
 from trainyard.jobs.inference_jobs import create_inference_job, inference_jobs
 from trainyard.jobs.job_documents import job_brief, job_detail
+from trainyard.web import schemas
+from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 from trainyard.web.json_body import parse_json_object
 from trainyard.web.routers.inference_results import results_router, upload_source
@@ -71,7 +73,7 @@ def _allowed_file(ctx, path: str) -> Path:
     return resolved
 
 
-@router.post("/{model_id}/classify", openapi_extra=CLASSIFY_BODY)
+@router.post("/{model_id}/classify", openapi_extra=CLASSIFY_BODY, response_model=more.Classified)
 async def classify(ctx: Ctx, request: Request, model_id: str, epoch: float | None = None,
                    top: int = Query(5, ge=1, le=100), visualize: bool = False, saliency: bool = False) -> dict:
     """Top classes of uploaded images (multipart ``images``) or of files inside the data roots
@@ -94,7 +96,8 @@ class EvaluateRequest(BaseModel):
     batch_size: int = Field(64, ge=1, le=4096)
 
 
-@router.post("/{model_id}/evaluate", status_code=201, dependencies=[Depends(wake_scheduler)])
+@router.post("/{model_id}/evaluate", status_code=201, dependencies=[Depends(wake_scheduler)],
+             response_model=schemas.InferenceJob)
 def evaluate(ctx: Ctx, model_id: str, request: EvaluateRequest | None = None) -> dict:
     """Queue an evaluation of the model on its dataset's val (or test) split."""
     request = request or EvaluateRequest()
@@ -133,7 +136,8 @@ async def _many(ctx, request: Request, model_id: str, top_n: int, anchor: str = 
     return {**job_detail(ctx.manager, job), "page": f"/models/{model_id}/classify-many/{job.id}{anchor}"}
 
 
-@router.post("/{model_id}/classify-many", status_code=201, dependencies=[Depends(wake_scheduler)])
+@router.post("/{model_id}/classify-many", status_code=201, dependencies=[Depends(wake_scheduler)],
+             response_model=schemas.InferenceJob)
 async def classify_many(ctx: Ctx, request: Request, model_id: str) -> dict:
     """Queue a job classifying a list file (``path [label]`` lines), a folder or an archive:
     JSON ``{"path": ..., "image_root": ...}``, ``{"split": "val"}``, or a multipart ``file``
@@ -141,13 +145,14 @@ async def classify_many(ctx: Ctx, request: Request, model_id: str) -> dict:
     return await _many(ctx, request, model_id, top_n=12)
 
 
-@router.post("/{model_id}/top-n", status_code=201, dependencies=[Depends(wake_scheduler)])
+@router.post("/{model_id}/top-n", status_code=201, dependencies=[Depends(wake_scheduler)],
+             response_model=schemas.InferenceJob)
 async def top_n(ctx: Ctx, request: Request, model_id: str) -> dict:
     """Classify-many whose point is, per class, the ``top_n`` images the network is surest of."""
     return await _many(ctx, request, model_id, top_n=12, anchor="#top-n")
 
 
-@router.get("/{model_id}/inference")
+@router.get("/{model_id}/inference", response_model=more.InferenceList)
 def list_inference(ctx: Ctx, model_id: str) -> dict:
     """The model's classify-many and evaluate jobs, newest first."""
     get_job_of_kind(ctx, model_id, "model")

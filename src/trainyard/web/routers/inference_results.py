@@ -23,6 +23,7 @@ from trainyard.datasets.storage import open_split
 from trainyard.inference import results
 from trainyard.jobs.job_documents import job_detail
 from trainyard.jobs.store import Job
+from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.json_body import parse_json_object
 from trainyard.web.uploads import save_upload
@@ -58,7 +59,7 @@ def job_folder(ctx, model_id: str, job_id: str, kind: str) -> tuple[Job, Path, d
     return job, folder.path, spec
 
 
-@results_router.get("/{model_id}/classify-many/{job_id}")
+@results_router.get("/{model_id}/classify-many/{job_id}", response_model=more.ManyStatus)
 def many_status(ctx: Ctx, model_id: str, job_id: str) -> dict:
     """The job, what it reads, and (once done) its summary: accuracy, confusion, top-N."""
     job, folder, spec = job_folder(ctx, model_id, job_id, "classify-many")
@@ -67,7 +68,7 @@ def many_status(ctx: Ctx, model_id: str, job_id: str) -> dict:
             "csv": f"/api/models/{model_id}/classify-many/{job_id}/results.csv"}
 
 
-@results_router.get("/{model_id}/classify-many/{job_id}/results")
+@results_router.get("/{model_id}/classify-many/{job_id}/results", response_model=more.ResultPage)
 def many_rows(ctx: Ctx, model_id: str, job_id: str, offset: int = Query(0, ge=0),
               limit: int = Query(50, ge=1, le=1000)) -> dict:
     """A page of per-image results: ``{row, image, label, predictions, error}``."""
@@ -85,7 +86,7 @@ def many_csv(ctx: Ctx, model_id: str, job_id: str):
     return FileResponse(path, media_type="text/csv", filename=f"classify-{job_id}.csv")
 
 
-@results_router.get("/{model_id}/classify-many/{job_id}/top-n")
+@results_router.get("/{model_id}/classify-many/{job_id}/top-n", response_model=more.TopN)
 def many_top_n(ctx: Ctx, model_id: str, job_id: str) -> dict:
     """Per class, the images with the highest probability of that class, surest first."""
     job, folder, _ = job_folder(ctx, model_id, job_id, "classify-many")
@@ -125,7 +126,7 @@ def _row_image(ctx, folder: Path, name: str) -> Image.Image:
         raise InvalidInput(f"{name}: {exc}") from exc
 
 
-@results_router.get("/{model_id}/evaluations/{job_id}")
+@results_router.get("/{model_id}/evaluations/{job_id}", response_model=more.Evaluation)
 def evaluation(ctx: Ctx, model_id: str, job_id: str) -> dict:
     """The job and (once done) its evaluation: accuracy, per-class figures, confusion, pairs."""
     job, folder, spec = job_folder(ctx, model_id, job_id, "evaluate")

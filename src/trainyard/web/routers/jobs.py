@@ -12,6 +12,8 @@ from trainyard.core.events import EventTail
 from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.jobs.job_feed import feed
 from trainyard.jobs.runner import tail_text
+from trainyard.web import schemas
+from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx, Hw, get_job_of_kind, wake_scheduler
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
@@ -20,7 +22,7 @@ POLL_S = 0.2  # how often a live stream looks for new events (arrival within a s
 KEEPALIVE_S = 15.0
 
 
-@router.get("")
+@router.get("", response_model=schemas.JobPage)
 def list_jobs(ctx: Ctx, kind: str | None = None, status: str | None = None,
               limit: int | None = Query(None, ge=1, le=1000, description="jobs per page; all if absent"),
               cursor: str | None = Query(None, description="next_cursor of the previous page"),
@@ -31,25 +33,25 @@ def list_jobs(ctx: Ctx, kind: str | None = None, status: str | None = None,
     return feed(ctx.store, kind, statuses, limit, cursor, updated_since)
 
 
-@router.get("/{job_id}")
+@router.get("/{job_id}", response_model=schemas.JobDetail)
 def show_job(ctx: Ctx, job_id: str) -> dict:
     return job_detail(ctx.manager, get_job_of_kind(ctx, job_id))
 
 
-@router.post("/{job_id}/abort", dependencies=[Depends(wake_scheduler)])
+@router.post("/{job_id}/abort", dependencies=[Depends(wake_scheduler)], response_model=schemas.JobBrief)
 async def abort_job(ctx: Ctx, job_id: str) -> dict:
     get_job_of_kind(ctx, job_id)
     job = await asyncio.to_thread(ctx.manager.abort, job_id)  # may wait out the grace period
     return job_brief(job)
 
 
-@router.post("/{job_id}/resume", dependencies=[Depends(wake_scheduler)])
+@router.post("/{job_id}/resume", dependencies=[Depends(wake_scheduler)], response_model=schemas.JobBrief)
 def resume_job(ctx: Ctx, job_id: str) -> dict:
     get_job_of_kind(ctx, job_id)
     return job_brief(ctx.manager.resume(job_id))
 
 
-@router.delete("/{job_id}")
+@router.delete("/{job_id}", response_model=schemas.Deleted)
 async def delete_job(ctx: Ctx, job_id: str) -> dict:
     get_job_of_kind(ctx, job_id)
     await asyncio.to_thread(ctx.manager.delete, job_id)
@@ -63,7 +65,7 @@ def job_log(ctx: Ctx, job_id: str, max_bytes: int = Query(20000, ge=0, le=2_000_
     return tail_text(folder.log, max_bytes) + tail_text(folder.path / "output.txt", max_bytes // 4)
 
 
-@router.get("/{job_id}/hardware")
+@router.get("/{job_id}/hardware", response_model=more.JobHardware)
 def job_hardware(ctx: Ctx, hardware: Hw, job_id: str) -> dict:
     """Live figures while the job runs: each GPU it holds (NVML) and its processes' CPU and memory.
 

@@ -11,19 +11,22 @@ from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
 from trainyard.training.lr_policies import LRSettings, list_lr_policies, lr_curve
 from trainyard.training.solvers import list_solvers
+from trainyard.web import schemas
+from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 
 router = APIRouter(prefix="/api", tags=["models"])
 
 
-@router.post("/models", status_code=201, dependencies=[Depends(wake_scheduler)])
+@router.post("/models", status_code=201, dependencies=[Depends(wake_scheduler)],
+             response_model=schemas.CreatedModels)
 def create_models(ctx: Ctx, request: TrainRequest) -> dict:
     """Queue one training job per dataset x network x learning rate x batch size."""
     jobs = create_model_jobs(ctx, request)
     return {"jobs": [job_detail(ctx.manager, job) for job in jobs]}
 
 
-@router.post("/models/check")
+@router.post("/models/check", response_model=schemas.Checked)
 def check_models(ctx: Ctx, request: TrainRequest) -> dict:
     """Everything creating these jobs would check (settings, and each distinct network on its
     dataset), creating nothing: the same refusals as POST /api/models, and the check is cached."""
@@ -31,12 +34,12 @@ def check_models(ctx: Ctx, request: TrainRequest) -> dict:
     return {"ok": True}
 
 
-@router.get("/models")
+@router.get("/models", response_model=schemas.ModelList)
 def list_models(ctx: Ctx) -> dict:
     return {"models": [job_brief(j) for j in ctx.store.list_jobs(kind="model")]}
 
 
-@router.get("/models/{model_id}")
+@router.get("/models/{model_id}", response_model=schemas.ModelDetail)
 def show_model(ctx: Ctx, model_id: str) -> dict:
     return job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model"))
 
@@ -49,13 +52,13 @@ class CurveRequest(BaseModel):
     points: int = Field(200, ge=2, le=2000)
 
 
-@router.post("/solvers/lr-curve")
+@router.post("/solvers/lr-curve", response_model=more.LRCurve)
 def learning_rate_curve(request: CurveRequest) -> dict:
     """The learning rate over training, as [[percent of training, lr], ...], for a preview chart."""
     return {"points": lr_curve(request.lr, request.iterations, request.points)}
 
 
-@router.get("/solvers")
+@router.get("/solvers", response_model=more.Solvers)
 def solvers() -> dict:
     """Solver types and learning-rate policies, with the settings each policy reads."""
     return {"solvers": [asdict(s) for s in list_solvers()],

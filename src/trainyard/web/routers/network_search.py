@@ -11,12 +11,13 @@ from dataclasses import asdict
 
 from fastapi import APIRouter, Query
 
+from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])
 
 
-@router.get("/search")
+@router.get("/search", response_model=more.NetworkNames)
 async def search(q: str = "", limit: int = Query(50, ge=1, le=2000)) -> dict:
     """``timm:`` names containing every word of ``q``, shortest first."""
     from trainyard.networks import timm_networks  # imports torch and timm: on first use
@@ -25,7 +26,7 @@ async def search(q: str = "", limit: int = Query(50, ge=1, le=2000)) -> dict:
     return {"networks": names}
 
 
-@router.get("/{name}")
+@router.get("/{name}", response_model=more.Network)
 async def network_details(ctx: Ctx, name: str) -> dict:
     """One network (standard or ``timm:``) with its parameter count, computed now (and cached)."""
     from trainyard.jobs.precheck import cache_for

@@ -17,6 +17,7 @@ from trainyard import networks
 from trainyard.core.errors import InvalidInput
 from trainyard.jobs.context import Context
 from trainyard.networks import cache as network_cache
+from trainyard.web import schemas_more as more
 from trainyard.web.bounded_pool import BoundedPool
 from trainyard.web.deps import Ctx
 
@@ -29,7 +30,7 @@ checks = BoundedPool("trainyard-inspect", workers=network_cache.checks.workers +
                      queue=16)
 
 
-@router.get("")
+@router.get("", response_model=more.NetworkList)
 def list_networks(ctx: Ctx, num_classes: Annotated[int, Query(ge=1, le=100_000)] = 10,
                   in_channels: Annotated[int, Query(ge=1, le=4)] = 3) -> dict:
     """The standard networks, with their parameter counts for ``num_classes`` and ``in_channels``
@@ -73,7 +74,7 @@ class InspectRequest(BaseModel):
         return self
 
 
-@router.post("/inspect")
+@router.post("/inspect", response_model=more.Inspection)
 async def inspect(ctx: Ctx, request: InspectRequest) -> dict:
     """Build the network in a separate process and list its layers with output shapes.
 

@@ -7,11 +7,12 @@ from fastapi import APIRouter
 
 from trainyard.jobs.system import system_report
 from trainyard.web.deps import Ctx, Hw
+from trainyard.web.schemas_more import SystemReport
 
 router = APIRouter(prefix="/api/system", tags=["system"])
 
 
-@router.get("")
+@router.get("", response_model=SystemReport)
 def system(ctx: Ctx, hardware: Hw) -> dict:
     """Each GPU with its lease and live readings (utilization %, memory, temperature, power)."""
     return system_report(ctx, hardware)
