@@ -13,12 +13,13 @@ from trainyard.jobs.compare import MAX_RUNS, compare, parse_ids
 from trainyard.jobs.sweep_view import sweep
 from trainyard.web.deps import Ctx
 from trainyard.web.routers.pages import render
+from trainyard.web.schemas_runs import Comparison, Sweep
 
 router = APIRouter()
 IDS = Query("", description=f"comma-separated model job ids, 1 to {MAX_RUNS}")
 
 
-@router.get("/api/jobs/compare", tags=["jobs"])
+@router.get("/api/jobs/compare", tags=["jobs"], response_model=Comparison)
 def compare_jobs(ctx: Ctx, ids: str = IDS) -> dict:
     """``{"jobs": [{id, name, status, settings, best, final}], "differs": [...], "series": {...}}``."""
     return compare(ctx.manager, parse_ids(ids))
@@ -30,7 +31,7 @@ def compare_page(request: Request, ctx: Ctx, ids: str = IDS):
     return render(request, "compare.html", doc=doc, ids=",".join(j["id"] for j in doc["jobs"]))
 
 
-@router.get("/api/sweeps", tags=["jobs"])
+@router.get("/api/sweeps", tags=["jobs"], response_model=Sweep)
 def show_sweep(ctx: Ctx, group: str = Query(..., description="the sweep's name (its jobs' group)")) -> dict:
     """A sweep's runs, their states, the best so far and what early stopping stopped."""
     return sweep(ctx.manager, group)

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from trainyard.jobs.job_documents import job_detail
 from trainyard.jobs.labels import MAX_NOTES, set_labels
 from trainyard.web.deps import Ctx, get_job_of_kind
+from trainyard.web.schemas import JobDetail
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
@@ -21,7 +22,7 @@ class LabelsPatch(BaseModel):
     notes: str | None = Field(None, max_length=MAX_NOTES)
 
 
-@router.patch("/{job_id}")
+@router.patch("/{job_id}", response_model=JobDetail)
 def patch_job(ctx: Ctx, job_id: str, body: LabelsPatch) -> dict:
     """Set the job's tags and/or notes; answers the whole job, with them."""
     get_job_of_kind(ctx, job_id)
