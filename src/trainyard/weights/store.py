@@ -10,12 +10,13 @@ from __future__ import annotations
 import fcntl
 import re
 import shutil
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
 from trainyard.core.files import read_json, write_json_atomic
-from trainyard.weights import catalogue
+from trainyard.weights import catalogue, normalisation
 from trainyard.weights.catalogue import WeightsEntry
 from trainyard.weights.download import Progress, check_hash, download
 
@@ -106,16 +107,22 @@ class WeightsStore:
             self._check_or_remove(path, entry)
             return self._finish(entry.to_dict(), path, sha, origin=url)
 
-    def import_file(self, name: str, file: str | Path, network: str | None = None) -> dict:
+    def import_file(self, name: str, file: str | Path, network: str | None = None,
+                    mean: str | Sequence[float] | None = None, std: str | Sequence[float] | None = None) -> dict:
         """Store a file copied by hand: a published entry's (hash-checked), or the user's own
-        weights for ``network`` under a new name."""
+        weights for ``network`` under a new name, with the input normalisation they were trained
+        with (``mean``/``std`` per channel on 0..1; a trainyard checkpoint brings its own)."""
         file = Path(file)
+        norm = normalisation.given(mean, std)  # a typo is refused before the file is read
         if not file.is_file():
             raise NotFound(f"{file} is not a file")
         entry = catalogue.find_entry(name)
         if entry is not None:
+            if norm is not None:
+                raise InvalidInput(f"{entry.name} is a published entry: its normalisation is the "
+                                   f"library's (mean {list(entry.mean)}, std {list(entry.std)})")
             return self._import_published(entry, file, network)
-        return self._import_own(name, file, network)
+        return self._import_own(name, file, network, norm)
 
     def remove(self, name: str) -> dict:
         """Delete a stored entry's files; the catalogue keeps listing a published one."""
@@ -149,7 +156,8 @@ class WeightsStore:
             _copy_atomic(file, path)
             return self._finish(entry.to_dict(), path, sha, origin=f"import of {file.name}")
 
-    def _import_own(self, name: str, file: Path, network: str | None) -> dict:
+    def _import_own(self, name: str, file: Path, network: str | None,
+                    norm: normalisation.Normalisation | None) -> dict:
         if not _OWN_NAME.match(name):
             raise InvalidInput(f"{name!r} is not a published entry; a name for your own weights "
                                "uses letters, digits, '.', '_' and '-' (no ':')")
@@ -159,7 +167,9 @@ class WeightsStore:
         info = _network_info(network)
         record = {"name": name, "network": info.name, "source": "user", "filename": OWN_FILENAME,
                   "url": None, "accuracy": {}, "num_classes": 0, "aliases": [],
-                  "input_size": [3, info.image_size, info.image_size], **_normalisation(file)}
+                  "input_size": [3, info.image_size, info.image_size]}
+        norm = norm or _checkpoint_normalisation(file)
+        record["mean"], record["std"] = norm if norm else (None, None)
         # these import torch: only what reads weights pays for it
         from trainyard.networks.state_dicts import read_state_dict
         from trainyard.weights import fit
@@ -216,23 +226,18 @@ def _network_info(network: str):
         raise InvalidInput(str(exc)) from None
 
 
-def _normalisation(file: Path) -> dict:
-    """The input normalisation of a trainyard checkpoint fine-tuned from published weights
-    (per channel, in 0..1): fine-tuning from it again must feed what those weights were trained
-    on. None for other files, and for checkpoints trained with the dataset's own mean."""
-    import numpy as np
+def _checkpoint_normalisation(file: Path) -> normalisation.Normalisation | None:
+    """What a trainyard checkpoint's network was fed (its ``preprocess`` entry); None for a
+    plain weights file, whose normalisation only the user can say."""
     import torch
 
     if file.suffix == ".safetensors":
-        return {"mean": None, "std": None}
+        return None
     try:
-        prep = torch.load(file, map_location="cpu", weights_only=True, mmap=True).get("preprocess") or {}
+        loaded = torch.load(file, map_location="cpu", weights_only=True, mmap=True)
     except Exception:
-        return {"mean": None, "std": None}
-    if not prep.get("std") or prep.get("mean") is None:  # see training/build_run.py's preprocess entry
-        return {"mean": None, "std": None}
-    image = np.asarray(prep["mean"], np.float64)  # the weights' mean as a constant (H, W, C) image, 0..255
-    return {"mean": [float(v) / 255.0 for v in image.mean(axis=(0, 1))], "std": [float(v) for v in prep["std"]]}
+        return None
+    return normalisation.of_checkpoint(loaded.get("preprocess") if isinstance(loaded, dict) else None)
 
 
 def _save_safetensors(state: dict, path: Path) -> None:
