@@ -88,3 +88,7 @@ def _report(row: dict, as_json: bool, verb: str) -> None:
             norm = (f"mean {row['mean']}, std {row['std']}" if row.get("mean") else
                     "unknown (a fine-tune recomputes BatchNorm statistics on its data)")
             err.print(f"input normalisation: {norm}")
+        if row.get("dropped"):
+            shown = ", ".join(row["dropped"]["names"])
+            err.print(f"dropped {row['dropped']['count']} tensors that are not {row['network']}'s: {shown}"
+                      + (", ..." if row["dropped"]["count"] > len(row["dropped"]["names"]) else ""))

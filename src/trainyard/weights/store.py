@@ -22,6 +22,7 @@ from trainyard.weights.download import Progress, check_hash, download
 
 ENTRY_FILE = "entry.json"
 OWN_FILENAME = "weights.safetensors"
+DROPPED_SHOWN = 10  # names of dropped tensors an import lists
 _OWN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
@@ -171,23 +172,25 @@ class WeightsStore:
         norm = norm or _checkpoint_normalisation(file)
         record["mean"], record["std"] = norm if norm else (None, None)
         # these import torch: only what reads weights pays for it
-        from trainyard.networks.state_dicts import read_state_dict
-        from trainyard.weights import fit
+        from trainyard.weights import fit, tensor_files
 
-        state = read_state_dict(file)
-        record["num_classes"] = fit.check_fits(state, info.name, info.image_size, file.name)
+        # A tensor at a time: the file is never held in memory (nor copied there).
+        tensors = tensor_files.open_tensors(file)
+        record["num_classes"] = fit.check_fits(tensors.as_meta(), info.name, info.image_size, file.name)
+        keep, dropped = fit.network_tensors(tensors.shapes, info.name, info.image_size)
+        if dropped:  # anything but the network's tensors stays out of the store
+            record["dropped"] = {"count": len(dropped), "names": sorted(dropped)[:DROPPED_SHOWN]}
         folder = self.folder_of(name)
         with self._lock(name):
             path = folder / OWN_FILENAME
-            _save_safetensors(state, path)
+            tensor_files.write_safetensors(keep, tensors, path)
             return self._finish(record, path, check_hash(path, None, path.name), origin=f"import of {file.name}")
 
     def _check(self, path: Path, record: dict) -> None:
         # these import torch: only what reads weights pays for it
-        from trainyard.networks.state_dicts import read_state_dict
-        from trainyard.weights import fit
+        from trainyard.weights import fit, tensor_files
 
-        state = read_state_dict(path)
+        state = tensor_files.open_tensors(path).as_meta()  # shapes only: nothing read
         fit.check_fits(state, record["network"], int(record["input_size"][-1]), path.name)
 
     def _check_or_remove(self, path: Path, entry: WeightsEntry) -> None:
@@ -238,16 +241,6 @@ def _checkpoint_normalisation(file: Path) -> normalisation.Normalisation | None:
     except Exception:
         return None
     return normalisation.of_checkpoint(loaded.get("preprocess") if isinstance(loaded, dict) else None)
-
-
-def _save_safetensors(state: dict, path: Path) -> None:
-    from safetensors.torch import save_file
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + ".part")
-    # Copies: safetensors refuses tensors that share memory (tied weights, mmap'd views).
-    save_file({k: v.detach().clone().contiguous() for k, v in state.items()}, str(part))
-    part.replace(path)
 
 
 def _copy_atomic(source: Path, dest: Path) -> None:
