@@ -63,6 +63,22 @@ def check_processes(spec: ModelSpec, d: Dist) -> None:
                             "torch.distributed.run (as trainyard does), not as one process")
 
 
+# Network families whose training and validation are faster in channels_last on the CPU as well
+# (oneDNN's NHWC convolutions; bench/train.py measures it, with and without): LeNet and the
+# ResNets. Others keep NCHW on the CPU until measured. The choice follows from the spec and the
+# device alone, so a resumed run makes the same one and continues bit for bit.
+CPU_CHANNELS_LAST = ("lenet", "resnet")
+
+
+def use_channels_last(spec: ModelSpec, device: torch.device) -> bool:
+    """Whether the network and its batches use the channels_last memory layout."""
+    if not spec.channels_last:
+        return False
+    if device.type == "cuda":
+        return True
+    return device.type == "cpu" and bool(spec.network) and str(spec.network).startswith(CPU_CHANNELS_LAST)
+
+
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     """The AMP dtype for a precision setting: auto = bf16 (or fp16) on GPUs, fp32 on the CPU."""
     if precision == "auto":
@@ -113,10 +129,10 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
 
     input_size = (spec.crop, spec.crop) if spec.crop else (height, width)
     net, trainable, head = _build_network(spec, ckpt, len(classes), channels, image_size, input_size, events)
-    channels_last = spec.channels_last and device.type == "cuda"
+    channels_last = use_channels_last(spec, device)
     net.to(device)
     if channels_last:
-        net.to(memory_format=torch.channels_last)  # what cuDNN's fastest convolutions want
+        net.to(memory_format=torch.channels_last)  # what cuDNN's and oneDNN's fastest convolutions want
     params = [p for p in net.parameters() if p.requires_grad]
     if not params:
         raise TrainingError("no parameter is left to train (freeze_backbone froze them all)")
