@@ -148,8 +148,9 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     val_loader = BatchLoader(val_split, batch_size, device, **loader_args) if val_split else None
     if not len(train_loader):
         raise TrainingError(f"dataset {spec.dataset_id} has no training images")
-    if not ckpt and spec.pretrained and std is None:  # weights of unknown normalisation
-        transfer.recalibrate(net, BatchLoader(train_split, batch_size, device, **loader_args), events)
+    if not ckpt and spec.pretrained:  # BatchNorm statistics made on other images
+        transfer.recalibrate(net, BatchLoader(train_split, batch_size, device, **loader_args), events,
+                             known=std is not None)
     if trainable is not None and (frozen := transfer.keep_frozen_batchnorm_in_eval(net)):
         events.log(f"freeze_backbone: {frozen} frozen BatchNorm layers normalise with their running "
                    "statistics in training as in validation (eval mode)")

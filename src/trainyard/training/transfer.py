@@ -125,10 +125,13 @@ def pretrained_normalisation(spec: ModelSpec) -> normalisation.Normalisation | N
     return normalisation.of_checkpoint(loaded.get("preprocess") if isinstance(loaded, dict) else None)
 
 
-def recalibrate(net: nn.Module, loader: BatchLoader, events: EventWriter) -> None:
-    """Weights of unknown normalisation: their BatchNorm statistics fit other inputs."""
+def recalibrate(net: nn.Module, loader: BatchLoader, events: EventWriter, known: bool) -> None:
+    """Pretrained weights' BatchNorm statistics were made on other images (and, when their
+    normalisation is unknown, on other inputs): recompute them on this training set."""
     images = recalibrate_batchnorm(net, loader)
-    if images:
-        events.log(f"pretrained weights of unknown input normalisation: BatchNorm running statistics "
-                   f"recomputed on {images} training images before the first epoch (import the weights "
-                   "with --mean/--std to feed them what they were trained on instead)")
+    if not images:
+        return
+    why = ("" if known else "; the weights' input normalisation is unknown (import them with --mean/--std "
+           "to feed them what they were trained on)")
+    events.log(f"pretrained: BatchNorm running statistics recomputed on {images} training images before "
+               f"the first epoch{why}")
