@@ -10,7 +10,9 @@ and precision, trained three ways:
 
 Each epoch is timed after a warm-up epoch; the three take turns for several rounds and the
 fastest epoch of each counts, so a busy machine disturbs the ratios less. With CUDA it also
-reports ResNet-50 images/second with AMP (bf16) and channels_last through trainyard's loop.
+reports ResNet-50 images/second with AMP (bf16) and channels_last through trainyard's loop; on
+the CPU, LeNet and ResNet-18 with and without channels_last (which trainyard uses there for both
+families), as a ratio.
 
     python bench/train.py [--images 6000] [--rounds 3] [--workers 2] [--threads N]
 """
@@ -101,9 +103,11 @@ def timed(fn) -> tuple[float, float]:
 class Trainyard:
     """trainyard's own path: the job setup and loop, minus validation and checkpoints."""
 
-    def __init__(self, dataset: Path, job: Path, network: str, batch_size: int, precision: str = "auto"):
+    def __init__(self, dataset: Path, job: Path, network: str, batch_size: int, precision: str = "auto",
+                 channels_last: bool = True):
         spec = ModelSpec(dataset_id="bench", dataset_dir=str(dataset), network=network, epochs=100,
                          batch_size=batch_size, seed=0, precision=precision, val_interval=0,
+                         channels_last=channels_last,
                          snapshot_interval=0, lr={"policy": "fixed", "base_lr": 0.01})
         self.events = EventWriter(job)
         self.run = prepare(spec, job, self.events)
@@ -208,6 +212,31 @@ def compare(args, root: Path) -> None:
               f"trainyard/ImageFolder speed = {t['imagefolder'] / t['trainyard']:.2f}x")
 
 
+def cpu_channels_last(args, root: Path) -> None:
+    """trainyard's loop on the CPU with channels_last (what it picks for these families) and
+    without (``channels_last=False``), taking turns; the fastest epoch of each counts."""
+    print("channels_last on the CPU, trainyard's loop (training and validation batches alike):")
+    for network, size, channels, images in (("lenet", 28, 1, args.images), ("resnet18", 32, 3, args.resnet_cpu_images)):
+        pixels, labels = make_images(images, size, channels, seed=2)
+        dataset = write_dataset(root / f"cl-{network}", pixels, labels)
+        runners = {layout: Trainyard(dataset, root / f"cl-{network}-{layout}", network, args.batch_size,
+                                     channels_last=layout == "channels_last")
+                   for layout in ("channels_last", "contiguous")}
+        for runner in runners.values():
+            runner.train_epoch()  # warm-up
+        wall = {name: float("inf") for name in runners}
+        cpu = dict(wall)
+        for _ in range(args.rounds):
+            for name, runner in runners.items():
+                seconds, cpu_s = timed(runner.train_epoch)
+                wall[name], cpu[name] = min(wall[name], seconds), min(cpu[name], cpu_s)
+        for name in runners:
+            print(f"  {network:9s} {size}x{size}x{channels} {name:14s} {images / wall[name]:7.0f} images/s wall "
+                  f"{cpu[name] * 1000:9.1f} ms/epoch CPU")
+        print(f"  {network:9s} channels_last / contiguous speed: {wall['contiguous'] / wall['channels_last']:.2f}x "
+              f"wall, {cpu['contiguous'] / cpu['channels_last']:.2f}x CPU")
+
+
 def resnet50(args, root: Path) -> None:
     images, labels = make_images(args.resnet_images, 224, 3, seed=1)
     dataset = write_dataset(root / "rn50", images, labels)
@@ -229,13 +258,18 @@ def main() -> None:
                         help="torch CPU threads (0: torch's default); 1 is steadier on a busy machine")
     parser.add_argument("--resnet-images", type=int, default=2048)
     parser.add_argument("--resnet-batch-size", type=int, default=128)
+    parser.add_argument("--resnet-cpu-images", type=int, default=1024, help="ResNet-18 images for the CPU rows")
+    parser.add_argument("--channels-last-only", action="store_true", help="only the CPU channels_last rows")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
-        compare(args, Path(tmp))
+        if not args.channels_last_only:
+            compare(args, Path(tmp))
         if torch.cuda.is_available():
             resnet50(args, Path(tmp))
+        else:
+            cpu_channels_last(args, Path(tmp))
 
 
 if __name__ == "__main__":

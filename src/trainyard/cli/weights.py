@@ -81,9 +81,16 @@ def pull(name: str = typer.Argument(..., help="e.g. resnet18.imagenet or timm:re
 def import_(name: str = typer.Argument(..., help="a published entry, or a new name for your own weights"),
             file: Path = typer.Argument(..., help="the weights file (.pth, .pt, .safetensors, a checkpoint)"),
             network: str | None = typer.Option(None, help="the network your own weights are for"),
+            mean: str | None = typer.Option(None, help="your weights' input mean per channel, 0..1 "
+                                            "scale, e.g. 0.485,0.456,0.406 (one value: all channels)"),
+            std: str | None = typer.Option(None, help="their input std per channel, 0..1 scale"),
             as_json: bool = typer.Option(False, "--json")) -> None:
-    """Add a file copied by hand: a published entry's (hash-checked), or your own weights."""
-    _report(_store().import_file(name, file, network), as_json, "imported")
+    """Add a file copied by hand: a published entry's (hash-checked), or your own weights.
+
+    Fine-tuning feeds the weights ``(x - mean) / std`` (x in 0..1) as they were trained on; a
+    trainyard checkpoint brings its own. Without either, the fine-tune recomputes the
+    network's BatchNorm statistics on its data before the first epoch."""
+    _report(_store().import_file(name, file, network, mean, std), as_json, "imported")
 
 
 @app.command()
@@ -99,3 +106,11 @@ def _report(row: dict, as_json: bool, verb: str) -> None:
         err.print(f"{verb} {row['name']} ({row['network']})" + (f": {row['path']}" if row["path"] else ""))
         if row.get("verified") is False:
             err.print("unverified: its source published no hash to check the file against")
+        if verb == "imported" and row.get("source") == "user":
+            norm = (f"mean {row['mean']}, std {row['std']}" if row.get("mean") else
+                    "unknown (a fine-tune recomputes BatchNorm statistics on its data)")
+            err.print(f"input normalisation: {norm}")
+        if row.get("dropped"):
+            shown = ", ".join(row["dropped"]["names"])
+            err.print(f"dropped {row['dropped']['count']} tensors that are not {row['network']}'s: {shown}"
+                      + (", ..." if row["dropped"]["count"] > len(row["dropped"]["names"]) else ""))

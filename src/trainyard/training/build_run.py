@@ -29,7 +29,7 @@ from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
 from trainyard.datasets.storage import SplitReader, open_split, split_names
 from trainyard.networks.state_dicts import read_state_dict
-from trainyard.training import distributed
+from trainyard.training import distributed, transfer
 from trainyard.training.data import BatchLoader
 from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.event_points import Schedule
@@ -61,6 +61,22 @@ def check_processes(spec: ModelSpec, d: Dist) -> None:
     if not d.enabled and (wanted > 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1):
         raise TrainingError(f"this job asks for {wanted} processes: start it through "
                             "torch.distributed.run (as trainyard does), not as one process")
+
+
+# Network families whose training and validation are faster in channels_last on the CPU as well
+# (oneDNN's NHWC convolutions; bench/train.py measures it, with and without): LeNet and the
+# ResNets. Others keep NCHW on the CPU until measured. The choice follows from the spec and the
+# device alone, so a resumed run makes the same one and continues bit for bit.
+CPU_CHANNELS_LAST = ("lenet", "resnet")
+
+
+def use_channels_last(spec: ModelSpec, device: torch.device) -> bool:
+    """Whether the network and its batches use the channels_last memory layout."""
+    if not spec.channels_last:
+        return False
+    if device.type == "cuda":
+        return True
+    return device.type == "cpu" and bool(spec.network) and str(spec.network).startswith(CPU_CHANNELS_LAST)
 
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
@@ -113,10 +129,10 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
 
     input_size = (spec.crop, spec.crop) if spec.crop else (height, width)
     net, trainable, head = _build_network(spec, ckpt, len(classes), channels, image_size, input_size, events)
-    channels_last = spec.channels_last and device.type == "cuda"
+    channels_last = use_channels_last(spec, device)
     net.to(device)
     if channels_last:
-        net.to(memory_format=torch.channels_last)  # what cuDNN's fastest convolutions want
+        net.to(memory_format=torch.channels_last)  # what cuDNN's and oneDNN's fastest convolutions want
     params = [p for p in net.parameters() if p.requires_grad]
     if not params:
         raise TrainingError("no parameter is left to train (freeze_backbone froze them all)")
@@ -124,16 +140,7 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
         torch.manual_seed(distributed.rank_seed(seed, d.rank))  # own dropout masks per rank
 
     batch_size = spec.default_batch_size()
-    std = None
-    if spec.input_norm is not None:  # the weights' normalisation replaces the dataset mean
-        mean, std = _weights_normalisation(spec, channels, height, width)
-        mean_mode = "pixel"
-        events.log(f"input normalised as the pretrained weights expect: mean "
-                   f"{[round(v / 255, 4) for v in mean[0, 0].tolist()]}, std {std}")
-    else:
-        mean_mode = spec.mean if mean is not None else "none"
-        if mean is None and spec.mean != "none":
-            events.log(f"the dataset has no mean.npy: mean {spec.mean!r} falls back to none", "warning")
+    mean, mean_mode, std = transfer.input_normalisation(spec, ckpt, mean, train_split.shape, events)
     mean_t = mean_tensor(mean, mean_mode, spec.crop, device)
     loader_args = dict(mean=mean_t, crop=spec.crop, seed=seed, channels_last=channels_last,
                        rank=d.rank, world_size=d.world_size, std=std_tensor(std, device))
@@ -141,6 +148,12 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     val_loader = BatchLoader(val_split, batch_size, device, **loader_args) if val_split else None
     if not len(train_loader):
         raise TrainingError(f"dataset {spec.dataset_id} has no training images")
+    if not ckpt and spec.pretrained:  # BatchNorm statistics made on other images
+        transfer.recalibrate(net, BatchLoader(train_split, batch_size, device, **loader_args), events,
+                             known=std is not None)
+    if trainable is not None and (frozen := transfer.keep_frozen_batchnorm_in_eval(net)):
+        events.log(f"freeze_backbone: {frozen} frozen BatchNorm layers normalise with their running "
+                   "statistics in training as in validation (eval mode)")
     schedule = Schedule(len(train_loader), spec.epochs, spec.accumulation, spec.val_interval,
                         spec.snapshot_interval)
 
@@ -184,15 +197,6 @@ def _compiled(module: nn.Module) -> nn.Module:
     # torch.compile's stub returns a plain Callable; given a Module it returns an OptimizedModule,
     # an nn.Module subclass (unwrap_model relies on it).
     return cast(nn.Module, torch.compile(module))
-
-
-def _weights_normalisation(spec: ModelSpec, channels: int, height: int, width: int) -> tuple[np.ndarray, list[float]]:
-    """(the weights' mean as a constant (H, W, C) image in 0..255, their std) for this dataset."""
-    assert spec.input_norm is not None
-    mean, std = finetune.channel_normalisation(spec.input_norm.mean, spec.input_norm.std, channels)
-    image = np.empty((height, width, channels), np.float32)
-    image[:] = np.asarray(mean, np.float32) * np.float32(255.0)
-    return image, std
 
 
 def _build_network(spec: ModelSpec, ckpt: dict | None, num_classes: int, channels: int, image_size: int,

@@ -55,6 +55,20 @@ def check_fits(state: dict[str, torch.Tensor], network: str, image_size: int, wh
     return int(heads[0]) if heads else 0
 
 
+def network_tensors(names, network: str, image_size: int) -> tuple[list[str], list[str]]:
+    """(the names among ``names`` that are ``network``'s tensors, the others): an import keeps
+    only the first, so a file cannot smuggle anything else into the store."""
+    shapes, _ = network_layout(network, image_size)
+
+    def ours(name: str) -> bool:
+        if name.endswith(_IGNORED):  # a BatchNorm counter: the network's when its layer is
+            return name.rpartition(".")[0] + ".running_mean" in shapes
+        return name in shapes
+
+    names = list(names)
+    return [n for n in names if ours(n)], [n for n in names if not ours(n)]
+
+
 def _same_but_channels(found: tuple, expected: tuple) -> bool:
     # A first convolution trained on grey images fits an RGB build, and back (adapt_channels).
     if len(found) == 4 == len(expected):

@@ -11,18 +11,20 @@ import fcntl
 import math
 import re
 import shutil
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
 
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
 from trainyard.core.files import read_json, write_json_atomic
-from trainyard.weights import catalogue
+from trainyard.weights import catalogue, normalisation
 from trainyard.weights.catalogue import WeightsEntry
 from trainyard.weights.download import Progress, check_hash, download
 
 ENTRY_FILE = "entry.json"
 OWN_FILENAME = "weights.safetensors"
+DROPPED_SHOWN = 10  # names of dropped tensors an import lists
 _OWN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
@@ -127,16 +129,22 @@ class WeightsStore:
             return self._finish({**entry.to_dict(), "verified": fetched.verified}, path, fetched.sha256,
                                 origin=url)
 
-    def import_file(self, name: str, file: str | Path, network: str | None = None) -> dict:
+    def import_file(self, name: str, file: str | Path, network: str | None = None,
+                    mean: str | Sequence[float] | None = None, std: str | Sequence[float] | None = None) -> dict:
         """Store a file copied by hand: a published entry's (hash-checked), or the user's own
-        weights for ``network`` under a new name."""
+        weights for ``network`` under a new name, with the input normalisation they were trained
+        with (``mean``/``std`` per channel on 0..1; a trainyard checkpoint brings its own)."""
         file = Path(file)
+        norm = normalisation.given(mean, std)  # a typo is refused before the file is read
         if not file.is_file():
             raise NotFound(f"{file} is not a file")
         entry = catalogue.find_entry(name)
         if entry is not None:
+            if norm is not None:
+                raise InvalidInput(f"{entry.name} is a published entry: its normalisation is the "
+                                   f"library's (mean {list(entry.mean)}, std {list(entry.std)})")
             return self._import_published(entry, file, network)
-        return self._import_own(name, file, network)
+        return self._import_own(name, file, network, norm)
 
     def remove(self, name: str) -> dict:
         """Delete a stored entry's files; the catalogue keeps listing a published one."""
@@ -170,7 +178,8 @@ class WeightsStore:
             _copy_atomic(file, path)
             return self._finish(entry.to_dict(), path, sha, origin=f"import of {file.name}")
 
-    def _import_own(self, name: str, file: Path, network: str | None) -> dict:
+    def _import_own(self, name: str, file: Path, network: str | None,
+                    norm: normalisation.Normalisation | None) -> dict:
         if not _OWN_NAME.match(name):
             raise InvalidInput(f"{name!r} is not a published entry; a name for your own weights "
                                "uses letters, digits, '.', '_' and '-' (no ':')")
@@ -180,26 +189,32 @@ class WeightsStore:
         info = _network_info(network)
         record = {"name": name, "network": info.name, "source": "user", "filename": OWN_FILENAME,
                   "url": None, "accuracy": {}, "num_classes": 0, "aliases": [],
-                  "input_size": [3, info.image_size, info.image_size], **_normalisation(file)}
-        side = record["input_size"][-1]  # a trainyard checkpoint's own input size, not the network's default
+                  "input_size": [3, info.image_size, info.image_size]}
+        prep = _checkpoint_preprocess(file)
+        record.update(_input_size(prep))  # a trainyard checkpoint's own input size, not the network's default
+        side = record["input_size"][-1]
+        norm = norm or normalisation.of_checkpoint(prep)
+        record["mean"], record["std"] = norm if norm else (None, None)
         # these import torch: only what reads weights pays for it
-        from trainyard.networks.state_dicts import read_state_dict
-        from trainyard.weights import fit
+        from trainyard.weights import fit, tensor_files
 
-        state = read_state_dict(file)
-        record["num_classes"] = fit.check_fits(state, info.name, side, file.name)
+        # A tensor at a time: the file is never held in memory (nor copied there).
+        tensors = tensor_files.open_tensors(file)
+        record["num_classes"] = fit.check_fits(tensors.as_meta(), info.name, side, file.name)
+        keep, dropped = fit.network_tensors(tensors.shapes, info.name, side)
+        if dropped:  # anything but the network's tensors stays out of the store
+            record["dropped"] = {"count": len(dropped), "names": sorted(dropped)[:DROPPED_SHOWN]}
         folder = self.folder_of(name)
         with self._lock(name):
             path = folder / OWN_FILENAME
-            _save_safetensors(state, path)
+            tensor_files.write_safetensors(keep, tensors, path)
             return self._finish(record, path, check_hash(path, None, path.name), origin=f"import of {file.name}")
 
     def _check(self, path: Path, record: dict) -> None:
         # these import torch: only what reads weights pays for it
-        from trainyard.networks.state_dicts import read_state_dict
-        from trainyard.weights import fit
+        from trainyard.weights import fit, tensor_files
 
-        state = read_state_dict(path)
+        state = tensor_files.open_tensors(path).as_meta()  # shapes only: nothing read
         fit.check_fits(state, record["network"], int(record["input_size"][-1]), path.name)
 
     def _check_or_remove(self, path: Path, entry: WeightsEntry) -> None:
@@ -238,45 +253,30 @@ def _network_info(network: str):
         raise InvalidInput(str(exc)) from None
 
 
-def _normalisation(file: Path) -> dict:
-    """The input normalisation of a trainyard checkpoint fine-tuned from published weights
-    (per channel, in 0..1): fine-tuning from it again must feed what those weights were trained
-    on. None for other files, and for checkpoints trained with the dataset's own mean."""
-    import numpy as np
+def _checkpoint_preprocess(file: Path) -> dict | None:
+    """A trainyard checkpoint's ``preprocess`` entry (what its network was fed, and at what
+    size); None for a plain weights file, whose normalisation only the user can say."""
     import torch
 
     if file.suffix == ".safetensors":
-        return {"mean": None, "std": None}
+        return None
     try:
-        prep = torch.load(file, map_location="cpu", weights_only=True, mmap=True).get("preprocess") or {}
+        loaded = torch.load(file, map_location="cpu", weights_only=True, mmap=True)
     except Exception:
-        return {"mean": None, "std": None}
-    size = _input_size(prep)
-    if not prep.get("std") or prep.get("mean") is None:  # see training/build_run.py's preprocess entry
-        return {"mean": None, "std": None, **size}
-    image = np.asarray(prep["mean"], np.float64)  # the weights' mean as a constant (H, W, C) image, 0..255
-    return {"mean": [float(v) / 255.0 for v in image.mean(axis=(0, 1))], "std": [float(v) for v in prep["std"]],
-            **size}
+        return None
+    return loaded.get("preprocess") if isinstance(loaded, dict) else None
 
 
-def _input_size(prep: dict) -> dict:
+def _input_size(prep: dict | None) -> dict:
     """``{"input_size": [C, H, W]}`` the checkpoint's network was trained on (its crop, or its
     dataset's images), or nothing when the checkpoint does not say."""
+    if not prep:
+        return {}
     try:
         height, width = (prep["crop"], prep["crop"]) if prep.get("crop") else (prep["height"], prep["width"])
         return {"input_size": [int(prep["channels"]), int(height), int(width)]}
     except (KeyError, TypeError, ValueError):
         return {}
-
-
-def _save_safetensors(state: dict, path: Path) -> None:
-    from safetensors.torch import save_file
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + ".part")
-    # Copies: safetensors refuses tensors that share memory (tied weights, mmap'd views).
-    save_file({k: v.detach().clone().contiguous() for k, v in state.items()}, str(part))
-    part.replace(path)
 
 
 def _copy_atomic(source: Path, dest: Path) -> None:

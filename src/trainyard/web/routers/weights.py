@@ -69,13 +69,16 @@ async def pull_weights(request: Request, name: str) -> dict:
 
 @router.post("", status_code=201)
 async def import_weights(request: Request, name: str = Form(...), network: str | None = Form(None),
+                         mean: str | None = Form(None), std: str | None = Form(None),
                          file: UploadFile = File(...)) -> dict:
-    """Add an uploaded file: a published entry's (hash-checked) or your own for ``network``."""
+    """Add an uploaded file: a published entry's (hash-checked) or your own for ``network``,
+    with its input normalisation (``mean``/``std`` per channel on 0..1, comma-separated)."""
     settings = request.app.state.ctx.settings
     # save_upload: the file name made harmless, the size limit, an empty file refused
     path = await save_upload(file, settings.uploads_dir, settings.max_upload_mb * 2**20)
     try:
-        return await _call(pulls(request).store.import_file, name, path, network or None)
+        return await _call(pulls(request).store.import_file, name, path, network or None,
+                           mean or None, std or None)
     finally:
         shutil.rmtree(path.parent, ignore_errors=True)  # the upload's own folder
 

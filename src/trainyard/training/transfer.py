@@ -1,0 +1,137 @@
+"""Making transferred weights work on new inputs: what the network is fed, BatchNorm statistics
+and frozen BatchNorm.
+
+Weights whose input normalisation is known (a store entry's, or the one a trainyard checkpoint
+recorded) are fed exactly that (`input_normalisation`): their mean and std, recorded in the
+run's checkpoint so validation, classify, evaluate and the archive scripts do the same.
+
+A BatchNorm layer normalises with its running mean and variance in eval mode (validation,
+classify, export). Weights whose input normalisation is unknown were trained on other inputs, so
+those statistics misnormalise every layer until training replaces them (slowly with a low
+backbone LR, never with a frozen backbone): validation sits at chance while the training loss
+falls. `recalibrate_batchnorm` recomputes them on the new training data before the first epoch
+(one pass without gradients, a cumulative average: momentum None), which is what the weights'
+own training would have recorded had it seen these inputs.
+
+A frozen layer must stay what it was: `keep_frozen_batchnorm_in_eval` keeps BatchNorm layers
+without trainable parameters in eval mode while the rest trains, so they normalise with their
+(kept or recalibrated) running statistics in training exactly as in validation, and training
+does not move statistics that nothing else in the layer follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from trainyard.core.events import EventWriter
+from trainyard.training.data import BatchLoader
+from trainyard.training.spec import ModelSpec
+from trainyard.weights import finetune, normalisation
+
+MAX_RECALIBRATION_IMAGES = 4096  # enough for stable statistics; a big dataset's first epoch is not rerun
+
+
+def batchnorm_layers(model: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
+    return [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats]
+
+
+@torch.no_grad()
+def recalibrate_batchnorm(model: nn.Module, loader: BatchLoader, max_images: int = MAX_RECALIBRATION_IMAGES) -> int:
+    """Recompute every BatchNorm layer's running statistics on ``loader``'s images (no
+    augmentation); return the number of images used. Only BatchNorm runs in train mode, so
+    dropout draws no random numbers and nothing else changes."""
+    layers = batchnorm_layers(model)
+    if not layers:
+        return 0
+    was_training = model.training
+    model.eval()
+    momenta = [m.momentum for m in layers]
+    for m in layers:
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average over the pass, not an exponential one
+        m.train()
+    seen = 0
+    try:
+        for images, _ in _limited(loader, max_images):
+            model(images)
+            seen += len(images)
+    finally:
+        for m, momentum in zip(layers, momenta):
+            m.momentum = momentum
+        model.train(was_training)
+    return seen
+
+
+def _limited(loader: BatchLoader, max_images: int) -> Iterable[tuple[torch.Tensor, torch.Tensor]]:
+    batches = max(1, -(-max_images // loader.batch_size))
+    return loader.batches(0, 0, batches)
+
+
+def _stay_in_eval(module: nn.Module, _inputs) -> None:
+    module.training = False  # model.train() sets it again each epoch; a frozen layer ignores that
+
+
+def keep_frozen_batchnorm_in_eval(model: nn.Module) -> int:
+    """Keep every BatchNorm layer whose parameters are all frozen in eval mode; return how many."""
+    count = 0
+    for m in batchnorm_layers(model):
+        params = list(m.parameters())
+        if params and not any(p.requires_grad for p in params):
+            m.register_forward_pre_hook(_stay_in_eval)
+            count += 1
+    return count
+
+
+def input_normalisation(spec: ModelSpec, ckpt: dict | None, dataset_mean: np.ndarray | None,
+                         shape: tuple[int, int, int], events: EventWriter
+                         ) -> tuple[np.ndarray | None, str, list[float] | None]:
+    """(mean image (H, W, C) in 0..255 or None, mean mode, std or None) the network is fed.
+
+    Pretrained weights whose normalisation is known (the store entry's, or a trainyard
+    checkpoint's own) get exactly it: their mean as a constant image ("pixel") and their std.
+    Otherwise the dataset's mean, as the spec says. A resumed run takes its checkpoint's.
+    """
+    prep = ckpt["preprocess"] if ckpt else None
+    if prep and prep.get("std"):  # normalised as its starting weights expected: keep it
+        return np.asarray(prep["mean"], np.float32), "pixel", [float(v) for v in prep["std"]]
+    norm = None if ckpt else pretrained_normalisation(spec)
+    if norm is None:
+        if dataset_mean is None and spec.mean != "none":
+            events.log(f"the dataset has no mean.npy: mean {spec.mean!r} falls back to none", "warning")
+        return dataset_mean, spec.mean if dataset_mean is not None else "none", None
+    height, width, channels = shape
+    means, std = finetune.channel_normalisation(norm[0], norm[1], channels)
+    image = np.empty((height, width, channels), np.float32)
+    image[:] = np.asarray(means, np.float32) * np.float32(255.0)
+    events.log(f"input normalised as the pretrained weights expect: mean {[round(v, 4) for v in means]}, std {std}")
+    return image, "pixel", std
+
+
+def pretrained_normalisation(spec: ModelSpec) -> normalisation.Normalisation | None:
+    """The store entry's normalisation, or the one a trainyard checkpoint recorded."""
+    if spec.input_norm is not None:
+        return spec.input_norm.mean, spec.input_norm.std
+    if not spec.pretrained or spec.pretrained_entry or Path(spec.pretrained).suffix == ".safetensors":
+        return None
+    try:
+        loaded = torch.load(spec.pretrained, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # not a checkpoint: _load_pretrained says what is wrong with it
+        return None
+    return normalisation.of_checkpoint(loaded.get("preprocess") if isinstance(loaded, dict) else None)
+
+
+def recalibrate(net: nn.Module, loader: BatchLoader, events: EventWriter, known: bool) -> None:
+    """Pretrained weights' BatchNorm statistics were made on other images (and, when their
+    normalisation is unknown, on other inputs): recompute them on this training set."""
+    images = recalibrate_batchnorm(net, loader)
+    if not images:
+        return
+    why = ("" if known else "; the weights' input normalisation is unknown (import them with --mean/--std "
+           "to feed them what they were trained on)")
+    events.log(f"pretrained: BatchNorm running statistics recomputed on {images} training images before "
+               f"the first epoch{why}")

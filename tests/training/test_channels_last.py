@@ -1,0 +1,65 @@
+"""channels_last on the CPU for the network families it speeds up (bench/train.py measures it):
+the network and its batches use it, a resumed run continues exactly, and precision=auto stays
+fp32 on the CPU."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+from model_helpers import make_dataset, metrics, model_spec, one_thread
+
+from trainyard.artifact.checkpoint import load_checkpoint
+from trainyard.core.events import EventWriter
+from trainyard.core.paths import checkpoint_name
+from trainyard.training.build_run import autocast_dtype, prepare, use_channels_last
+from trainyard.training.loop import train
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="module")
+def rgb(tmp_path_factory):
+    return make_dataset(tmp_path_factory.mktemp("ds") / "rgb", train=48, val=16, size=32, channels=3)
+
+
+@pytest.mark.parametrize("network, expected", [("lenet", True), ("resnet18", True), ("resnet50", True),
+                                               ("vgg16", False), ("timm:test_resnet", False)])
+def test_the_cpu_uses_channels_last_for_the_families_it_speeds_up(rgb, network, expected):
+    assert use_channels_last(model_spec(rgb, network=network), CPU) is expected
+    assert use_channels_last(model_spec(rgb, network=network, channels_last=False), CPU) is False
+    assert use_channels_last(model_spec(rgb, network=network), torch.device("cuda", 0)) is True
+
+
+def test_precision_auto_stays_fp32_on_the_cpu():
+    assert autocast_dtype("auto", CPU) is None  # bf16 autocast was 0.31x on a CPU without bf16
+
+
+def test_a_resnet_and_its_batches_are_channels_last_on_the_cpu(rgb, tmp_path):
+    with EventWriter(tmp_path) as events, one_thread():
+        run = prepare(model_spec(rgb, network="resnet18", epochs=1), tmp_path, events)
+        images, _ = next(run.train_loader.batches(0))
+        val_images, _ = next(run.val_loader.batches(0))
+    assert run.net.conv1.weight.is_contiguous(memory_format=torch.channels_last)
+    assert images.is_contiguous(memory_format=torch.channels_last)
+    assert val_images.is_contiguous(memory_format=torch.channels_last)  # validation too
+
+
+def test_resume_in_channels_last_is_exact(rgb, tmp_path):
+    spec = model_spec(rgb, epochs=2, snapshot_interval=0.5, val_interval=0.5, solver="adam")
+    assert use_channels_last(spec, CPU)
+    full, resumed = tmp_path / "full", tmp_path / "resumed"
+    with EventWriter(full) as events, one_thread():
+        train(spec, full, events)
+    point = full / "checkpoints" / checkpoint_name(1.5)
+    (resumed / "checkpoints").mkdir(parents=True)
+    shutil.copy(point, resumed / "checkpoints" / point.name)
+    with EventWriter(resumed) as events, one_thread():
+        train(spec, resumed, events, resume=resumed / "checkpoints" / point.name)
+    for name in ("train_loss", "val_loss", "val_accuracy"):
+        after = [(e, v) for e, v in metrics(full, name) if e > 1.5]
+        assert after and metrics(resumed, name) == after, name
+    final_full = load_checkpoint(full / "checkpoints" / checkpoint_name(2))["model"]
+    final_resumed = load_checkpoint(resumed / "checkpoints" / checkpoint_name(2))["model"]
+    assert all(torch.equal(final_full[k], final_resumed[k]) for k in final_full)
