@@ -6,9 +6,7 @@ from __future__ import annotations
 from trainyard.jobs.resources import Pools
 from trainyard.web.app import create_app
 
-# Routes still answering a bare dict: weights.py is being reworked on its own (issue 24).
-WITHOUT_MODEL = {"GET /api/weights", "POST /api/weights", "GET /api/weights/{name}",
-                 "DELETE /api/weights/{name}", "POST /api/weights/{name}/pull"}
+WITHOUT_MODEL: set[str] = set()  # routes answering a bare dict: none left
 
 
 def _openapi(settings) -> dict:

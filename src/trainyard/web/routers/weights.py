@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 
 from trainyard.core.errors import InvalidInput
+from trainyard.web.schemas_runs import WeightsPage, WeightsRow
 from trainyard.web.uploads import save_upload
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ async def _call(function, *args):
     return await asyncio.to_thread(function, *args)
 
 
-@router.get("")
+@router.get("", response_model=WeightsPage)
 async def list_weights(request: Request, search: str = "", source: str | None = None,
                        present: bool = False, limit: int = Query(100, ge=0), offset: int = Query(0, ge=0)) -> dict:
     """One page of the entries whose name or network contains every word of ``search``, your own
@@ -50,14 +51,14 @@ async def list_weights(request: Request, search: str = "", source: str | None = 
             "offset": offset, "limit": limit}
 
 
-@router.get("/{name}")
+@router.get("/{name}", response_model=WeightsRow)
 async def get_weights(request: Request, name: str) -> dict:
     p = pulls(request)
     row = await _call(p.store.resolve, name)
     return {**row, "pull": p.status(row["name"])}
 
 
-@router.post("/{name}/pull", status_code=202)
+@router.post("/{name}/pull", status_code=202, response_model=WeightsRow)
 async def pull_weights(request: Request, name: str) -> dict:
     """Start downloading a published entry; GET /api/weights/{name} shows its progress."""
     p = pulls(request)
@@ -67,7 +68,7 @@ async def pull_weights(request: Request, name: str) -> dict:
     return {**row, "pull": p.start(row["name"])}
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, response_model=WeightsRow)
 async def import_weights(request: Request, name: str = Form(...), network: str | None = Form(None),
                          mean: str | None = Form(None), std: str | None = Form(None),
                          file: UploadFile = File(...)) -> dict:
@@ -83,6 +84,6 @@ async def import_weights(request: Request, name: str = Form(...), network: str |
         shutil.rmtree(path.parent, ignore_errors=True)  # the upload's own folder
 
 
-@router.delete("/{name}")
+@router.delete("/{name}", response_model=WeightsRow)
 async def remove_weights(request: Request, name: str) -> dict:
     return await _call(pulls(request).store.remove, name)
