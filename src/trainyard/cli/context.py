@@ -1,13 +1,36 @@
-"""Opening the shared job store from a command."""
+"""Opening the shared job store from a command, and the job documents it prints.
+
+Light to import: the store (SQLAlchemy) and the documents load when a command calls these, so
+`--help` and refusals that need no store never pay for them.
+"""
 
 from __future__ import annotations
 
-from trainyard.jobs.context import Context, open_context
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trainyard.jobs.context import Context
+    from trainyard.jobs.manager import JobManager
+    from trainyard.jobs.store import Job
 
 
 def cli_context() -> Context:
     """The store and manager, with jobs whose holder died already marked as interrupted (and
     their leases freed), so a command never shows a dead job as running or refuses to resume it."""
+    from trainyard.jobs.context import open_context
+
     ctx = open_context()
     ctx.manager.reap()
     return ctx
+
+
+def job_brief(job: Job) -> dict:
+    from trainyard.jobs.job_documents import job_brief as brief
+
+    return brief(job)
+
+
+def job_detail(manager: JobManager, job: Job) -> dict:
+    from trainyard.jobs.job_documents import job_detail as detail
+
+    return detail(manager, job)

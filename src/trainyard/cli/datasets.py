@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from trainyard.cli.context import cli_context, job_brief, job_detail
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.status import Status
@@ -17,27 +18,9 @@ if TYPE_CHECKING:
 
     from trainyard.datasets.spec import DatasetSpec
 
-# The job store, the spec's pydantic models and the job documents are imported by the commands
-# that use them: `dataset --help` and `dataset create --help` load none of them.
+# The spec's pydantic models are imported by the commands that use them, the store and the job
+# documents by cli/context.py's functions: `dataset --help` and `dataset create --help` load none.
 app = typer.Typer(help="Build image-classification datasets.", no_args_is_help=True, rich_markup_mode=None)
-
-
-def cli_context():
-    from trainyard.cli.context import cli_context
-
-    return cli_context()
-
-
-def job_brief(job) -> dict:
-    from trainyard.jobs.job_documents import job_brief
-
-    return job_brief(job)
-
-
-def job_detail(manager, job) -> dict:
-    from trainyard.jobs.job_documents import job_detail
-
-    return job_detail(manager, job)
 
 Folder = Path | None
 

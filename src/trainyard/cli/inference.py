@@ -14,16 +14,10 @@ from pathlib import Path
 
 import typer
 
+from trainyard.cli.context import cli_context
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import NotFound, UserError
 from trainyard.core.status import Status
-
-
-def cli_context():
-    """The job store, opened (imported here: `classify --help` never loads it)."""
-    from trainyard.cli.context import cli_context
-
-    return cli_context()
 
 
 def get_settings():

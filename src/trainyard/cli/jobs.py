@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import typer
 
+from trainyard.cli.context import cli_context, job_brief, job_detail
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
 from trainyard.core.formatting import age
@@ -12,25 +13,6 @@ from trainyard.core.status import Status
 
 app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume, compare, tag, note.",
                   no_args_is_help=True, rich_markup_mode=None)
-
-
-def cli_context():
-    """The job store, opened (imported here: `jobs --help` never loads it)."""
-    from trainyard.cli.context import cli_context
-
-    return cli_context()
-
-
-def job_brief(job) -> dict:
-    from trainyard.jobs.job_documents import job_brief
-
-    return job_brief(job)
-
-
-def job_detail(manager, job) -> dict:
-    from trainyard.jobs.job_documents import job_detail
-
-    return job_detail(manager, job)
 
 
 @app.command("list")
