@@ -65,7 +65,9 @@ class Server:
 
     def __init__(self, home: Path, data: Path, token: str = ""):
         self.env = {**os.environ, "TRAINYARD_HOME": str(home), "TRAINYARD_DATA_ROOTS": str(data),
-                    "TRAINYARD_AUTH_TOKEN": token, "TRAINYARD_CPU_JOBS": "1"}
+                    "TRAINYARD_AUTH_TOKEN": token, "TRAINYARD_CPU_JOBS": "1",
+                    # below the memory payload's 2 GiB (the default is half the machine's memory)
+                    "TRAINYARD_SANDBOX_MEMORY_MB": "1536"}
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None

@@ -16,8 +16,9 @@ in itself). The harness then judges from outside what the payload reached:
     forged answer   an {"answer": ...} line written to the answer pipe: returned to the client?
 
 `run_payloads` returns rows (payload, "reached" or "blocked", detail); adversary.py prints them.
-Payloads that only a sandbox stops (token, store, other job, memory, fork) show "reached" until
-one is in place; ``QUICK`` are those that do not need one (tests/bench/test_adversary_payloads.py).
+Token, store, other job, memory and fork are stopped by the sandbox (core/sandbox.py), flood and
+forged answer by the child protocol (core/childproc.py), cache forgery by the trust ledger;
+``QUICK`` are those that need no sandbox (tests/inference/test_adversary_payloads.py).
 """
 
 from __future__ import annotations
@@ -165,8 +166,8 @@ def cache_forgery(target: Target) -> tuple[str, str, str]:
 
 def memory(target: Target) -> tuple[str, str, str]:
     model, _ = custom_model(target, payload_source("hold = b'\\1' * (2 << 30)\nbuild.held = hold"), "memory")
-    response = classify(target, model)
-    return _row("memory (2 GiB)", response.status_code == 200, f"HTTP {response.status_code}")
+    response = classify(target, model)  # the bench's server allows user code 1.5 GiB
+    return _row("memory (2 GiB)", response.status_code == 200, f"HTTP {response.status_code}: {_detail(response)}")
 
 
 def fork(target: Target) -> tuple[str, str, str]:
@@ -205,6 +206,14 @@ def flood(target: Target) -> tuple[str, str, str]:
     return _row("flood (300 MiB)", grown > 150, f"HTTP {response.status_code}; server RSS +{grown:.0f} MiB")
 
 
+def _detail(response) -> str:
+    """The refusal's one line, shortened for the table."""
+    try:
+        return str(response.json().get("detail", ""))[:90]
+    except ValueError:
+        return ""
+
+
 def forged_answer(target: Target) -> tuple[str, str, str]:
     answer = {"answer": {"results": [{"image": "x.png", "predictions": [["FORGED", 1.0]]}]}}
     write = (f"line = {json.dumps(answer)!r}.encode() + b'\\n'\n"
@@ -216,8 +225,11 @@ def forged_answer(target: Target) -> tuple[str, str, str]:
     model, _ = custom_model(target, payload_source(write, PIPES), "forged answer")
     first, second = classify(target, model), classify(target, model)
     forged = "FORGED" in first.text or "FORGED" in second.text
-    return _row("forged answer", forged or second.status_code != 200,
-                f"HTTP {first.status_code}, then {second.status_code}")
+    # Reached: the forged document came back, or the next answer was out of step (a 4xx for a
+    # request that was fine). A worker that breaks the protocol at every build answers 503 each time.
+    out_of_step = second.status_code not in (200, 503)
+    return _row("forged answer", forged or out_of_step,
+                f"HTTP {first.status_code}, then {second.status_code}: {_detail(second)}")
 
 
 PAYLOADS: dict[str, Callable[[Target], tuple[str, str, str]]] = {
