@@ -24,14 +24,14 @@ import threading
 import time
 from collections.abc import Callable
 
-from trainyard.core.errors import Conflict, NotFound, UserError
-from trainyard.core.events import EventTail, EventWriter
+from trainyard.core.events import EventTail
 from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import ACTIVE_STATUSES, Status
-from trainyard.jobs import foreground, heartbeat, readiness, runner
+from trainyard.jobs import actions, foreground, heartbeat, readiness, runner
 from trainyard.jobs.early_stop import EarlyStopper
+from trainyard.jobs.job_errors import JobConflict, JobError, JobNotFound, launched  # noqa: F401 (re-exported)
 from trainyard.jobs.kinds import get_kind
 from trainyard.jobs.leases import reclaim_stale_leases, this_process
 from trainyard.jobs.progress import fold_events
@@ -39,25 +39,6 @@ from trainyard.jobs.resources import Pools
 from trainyard.jobs.store import Job, Store
 from trainyard.jobs.waiting import waiting_message
 from trainyard.settings import Settings
-
-
-def launched(job: Job) -> bool:
-    """Has the job's process started? A cluster job's launcher runs while the job waits for
-    the cluster (status waiting, with its pid), so ``waiting`` alone does not tell."""
-    return job.status == Status.RUNNING or (job.status == Status.WAITING and job.pid is not None)
-
-
-class JobError(UserError):
-    """A request about a job that cannot be met as given; the message says why (HTTP 400)."""
-
-
-class JobNotFound(NotFound, JobError):
-    """The job (or dataset, or model) named does not exist (HTTP 404)."""
-
-
-class JobConflict(Conflict, JobError):
-    """The job exists but its state does not allow this: ended, still running, in use (HTTP 409)."""
-
 
 LAUNCH_S = 60.0  # how long a job claimed here may go without a recorded pid before it counts as dead
 
@@ -277,57 +258,14 @@ class JobManager:
 
     # -- user actions --------------------------------------------------------------------------
     def abort(self, job_id: str) -> Job:
-        job = self.get(job_id)
-        if job.status.is_final:
-            raise JobConflict(f"job {job_id} has already ended ({job.status})")
-        if not launched(job):
-            with self._lock:
-                if self._finish(job, Status.ABORTED, None):
-                    return self.get(job_id)
-            job = self.get(job_id)  # a manager started it meanwhile: abort it running
-            if job.status.is_final:
-                return job
-        self.store.update_job(job_id, abort_requested=True)
-        # Only a process on this machine can be signalled from here; else its starter sees the
-        # request (after its launch, or in its next tick on another machine).
-        if job.pid and job.owner_host in (None, self.host):
-            self._stopping.add(job_id)
-            runner.terminate_group(job.pid, self.settings.abort_grace_s, self._children.get(job_id))
-        if self._mine(job) or not self._owner_alive(job):
-            with self._lock:
-                self._watch(self.get(job_id))
-        return self.get(job_id)
+        return actions.abort(self, job_id)
 
     def resume(self, job_id: str, foreground: bool = False) -> Job:
         """Queue an ended model job again; it continues from its last checkpoint."""
-        job = self.get(job_id)
-        if job.kind != "model" or not job.status.is_final:
-            raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
-        if (job.summary or {}).get("imported"):
-            raise JobError(f"model {job_id} was imported from an archive; fine-tune from it instead "
-                           f"(--pretrained {job_id})")
-        if foreground:
-            self.heartbeat.beat(force=True)
-        if self.store.update_job_if(job, status=Status.QUEUED, error=None, finished_at=None, pid=None,
-                                    **(self.owner if foreground else {"owner_pid": None, "owner_host": None}),
-                                    status_detail="resuming from the last checkpoint"):
-            # The last attempt's "done" or "failed" must not decide how this one ends, should its
-            # process die before it reports anything (runner.final_status reads the last status).
-            with EventWriter(self.folder(job_id).path) as events:
-                events.status(Status.QUEUED.value)
-        return self.get(job_id)
+        return actions.resume(self, job_id, foreground)
 
     def delete(self, job_id: str) -> None:
-        job = self.get(job_id)
-        # A dataset's later versions copied what they need; anything else still reads this job.
-        users = [c for c in self.store.children(job_id) if c.kind != "dataset"]
-        if users:
-            names = ", ".join(f"{c.kind} {c.id}" for c in users[:5])
-            raise JobConflict(f"{job.kind} {job_id} is used by other jobs ({names}); delete those first")
-        if not job.status.is_final:
-            self.abort(job_id)
-        self.store.delete_job(job_id)
-        shutil.rmtree(self.folder(job_id).path, ignore_errors=True)
+        actions.delete(self, job_id)
 
     # -- foreground ----------------------------------------------------------------------------
     def run_foreground(self, job_id: str, on_event: Callable[[dict], None] | None = None,
