@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from trainyard.jobs.context import open_context
+from trainyard.jobs.leases import this_process
 
 pytestmark = pytest.mark.browser
 
@@ -143,10 +144,11 @@ def test_a_failed_job_offers_clone_and_edit_not_classify_or_resume(trained_serve
 
 def test_result_pages_draw_their_results_without_a_reload(trained_server, new_page):
     url, trained = trained_server.url, trained_server.trained
-    # A long training holds the one CPU slot, so the result jobs wait until the pages are open.
-    blocker = api(url, "POST", "/api/models", {"name": "blocker", "datasets": [trained.dataset_id],
-                                               "networks": ["lenet"], "settings": {"epochs": 500}})["jobs"][0]
-    wait_status(url, blocker["id"], {"running"})
+    # The one inference slot is held here (inference no longer waits behind training), so the
+    # result jobs wait until their pages are open; deleting the holder frees it.
+    ctx = open_context(trained.settings)
+    blocker = ctx.manager.create("model", "slot-holder", {"name": "slot-holder"}, needs={"pool": "inference"})
+    assert ctx.store.try_lease(blocker.id, ["inference:0"], holder=this_process())
     evaluation = api(url, "POST", f"/api/models/{trained.model_id}/evaluate", {"split": "val"})
     many = api(url, "POST", f"/api/models/{trained.model_id}/classify-many", {"split": "val"})
     pages = []
@@ -156,7 +158,7 @@ def test_result_pages_draw_their_results_without_a_reload(trained_server, new_pa
         assert page.get_attribute(".job-header", "data-status") in ("queued", "waiting")
         page.evaluate("window.notReloaded = true")
         pages.append((context, page, errors))
-    api(url, "POST", f"/api/jobs/{blocker['id']}/abort")
+    ctx.manager.delete(blocker.id)  # frees the slot
     (_, eval_page, _), (_, many_page, _) = pages
     eval_page.wait_for_selector("#eval-result:not([hidden])", timeout=120_000)
     assert eval_page.locator("table.confusion tr").count() == 1 + len(trained.classes)
@@ -173,7 +175,6 @@ def test_result_pages_draw_their_results_without_a_reload(trained_server, new_pa
         context.close()
         assert errors == []
     TRACE["evaluation"] = evaluation["page"]
-    api(url, "DELETE", f"/api/jobs/{blocker['id']}")
 
 
 TRACE: dict[str, str] = {}
