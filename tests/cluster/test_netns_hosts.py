@@ -68,6 +68,13 @@ def _why_not() -> str | None:
     return None
 
 
+def _host_environment() -> dict[str, str]:
+    """This process's environment for a process on a namespace host, less the cluster_utils
+    tests' RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 (tests/cluster/conftest.py sets it for the whole
+    session): with it, ``ray start`` refuses to join a head on another address."""
+    return {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+
+
 class Hosts:
     """The namespaces, the bridge and the processes (each in a session of its own) run in them."""
 
@@ -97,7 +104,7 @@ class Hosts:
         """``command`` on ``host`` (its namespace, host name ``ty-HOST``), in a session of its own."""
         shell = f"hostname ty-{host} && exec " + " ".join(f"'{c}'" for c in command)
         proc = subprocess.Popen(["ip", "netns", "exec", self.ns(host), "unshare", "--uts", "sh", "-c", shell],
-                                env={**os.environ, **env}, start_new_session=True,
+                                env={**_host_environment(), **env}, start_new_session=True,
                                 stdout=(self.root / f"{name}.txt").open("ab"), stderr=subprocess.STDOUT)
         self.procs[name] = proc
         return proc
