@@ -41,13 +41,15 @@ def to_cpu_copy(value: Any, spare: list[torch.Tensor] | None = None,
     """``value`` with every tensor copied to CPU memory and every dict/list/tuple rebuilt.
 
     Tensors are copied into ``spare`` ones (taken in order) where shape and dtype match, else
-    into new memory; every destination is appended to ``used``, the next call's ``spare``.
+    into new, contiguous memory; every destination is appended to ``used``, the next call's ``spare``.
     """
     if isinstance(value, torch.Tensor):
         source = value.detach()
         target = spare.pop() if spare else None
         if target is None or target.shape != source.shape or target.dtype != source.dtype:
-            target = source.to("cpu", copy=True)
+            # Contiguous whatever the network's layout (channels_last on the CPU too): a
+            # checkpoint's tensors save as safetensors and load into any layout, bit for bit.
+            target = source.to("cpu", copy=True, memory_format=torch.contiguous_format)
         else:
             target.copy_(source)
         if used is not None:
