@@ -4,11 +4,27 @@ from __future__ import annotations
 
 import re
 
+import pytest
+from fastapi.testclient import TestClient
+
 from trainyard.core.status import Status
+from trainyard.jobs.resources import Pools
 from trainyard.jobs.store import Job
+from trainyard.web.app import create_app
 from trainyard.web.listing import PER_PAGE
 
 T0 = 1_700_000_000.0
+
+
+@pytest.fixture
+def app(settings):
+    return create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]), run_scheduler=False)
+
+
+@pytest.fixture
+def client(app):
+    with TestClient(app) as client:
+        yield client
 
 
 def add_models(app, count: int, **fields) -> list[str]:

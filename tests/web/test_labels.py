@@ -6,10 +6,24 @@ from __future__ import annotations
 import json
 
 import pytest
+from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from tests.web.test_compare import add_run
 from trainyard.cli.main import app as cli
+from trainyard.jobs.resources import Pools
+from trainyard.web.app import create_app
+
+
+@pytest.fixture
+def app(settings):
+    return create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]), run_scheduler=False)
+
+
+@pytest.fixture
+def client(app):
+    with TestClient(app) as client:
+        yield client
 
 
 @pytest.fixture
