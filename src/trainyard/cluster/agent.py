@@ -33,6 +33,7 @@ class RayAgent:
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen | None = None
+        self._joined: str | None = None  # the RAY_ADDRESS the running agent joined
         self._lock = threading.Lock()
 
     @property
@@ -48,6 +49,8 @@ class RayAgent:
             except ClusterUnavailable as exc:
                 self.drop()
                 raise ClusterUnavailable(f"{exc} (the server reconnects by itself once a head answers)") from None
+            if self.connected and self._joined != value:
+                self.drop()  # RAY_ADDRESS names another cluster now: join that one
             if not self.connected:
                 self._start(value)
             answer = self._exchange({"ask": name, "args": list(args)}, timeout_s)
@@ -63,6 +66,7 @@ class RayAgent:
         if "error" in answer:
             self.drop()
             raise ClusterUnavailable(answer["error"])
+        self._joined = value
 
     def _exchange(self, question: dict | None, timeout_s: float) -> dict:
         proc = self._proc
