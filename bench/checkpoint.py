@@ -27,6 +27,7 @@ from model_helpers import make_dataset, model_spec  # noqa: E402  (after the pat
 from trainyard.artifact.checkpoint import save_checkpoint  # noqa: E402
 from trainyard.core.events import EventWriter, read_events  # noqa: E402
 from trainyard.training import loop  # noqa: E402
+from trainyard.training.state import checkpoint_state  # noqa: E402
 
 
 def main() -> None:
@@ -42,7 +43,7 @@ def main() -> None:
     def timed_snapshot(self, epoch, batches):
         # What the loop used to pay: the same state written in the foreground, first, while no
         # background write runs (not counted in the epoch's time below).
-        state = loop.checkpoint_state(self.run, epoch, batches)
+        state = checkpoint_state(self.run, epoch, batches)
         start = time.perf_counter()
         save_checkpoint(Path(tempfile.gettempdir()) / "bench-foreground.pt", state)
         foreground.append(time.perf_counter() - start)

@@ -204,7 +204,7 @@ def test_scale_lr_multiplies_the_learning_rate_by_the_process_count_also_across_
     from trainyard.core.events import EventWriter
     from trainyard.training.build_run import prepare
     from trainyard.training.distributed import Dist
-    from trainyard.training.loop import checkpoint_state
+    from trainyard.training.state import checkpoint_state
 
     spec = ddp_spec(dataset, processes=1, scale_lr=True, lr={"policy": "fixed", "base_lr": 0.05})
     two = Dist(rank=0, world_size=2)  # rank 0 of two, without a process group: no collectives here

@@ -37,13 +37,7 @@ from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.epoch_log import EpochLog
 from trainyard.training.event_points import Point
 from trainyard.training.spec import ModelSpec
-from trainyard.training.state import (
-    Run,
-    Stepper,
-    TrainingError,
-    rng_state,
-    scheduler_state,
-)
+from trainyard.training.state import Run, Stepper, TrainingError, checkpoint_state, rng_state
 
 
 class LossMeter:
@@ -216,36 +210,6 @@ class Reporter:
         path = JobFolder(run.job_dir).checkpoints / checkpoint_name(epoch)
         self.checkpoints.submit(path, epoch, checkpoint_state(run, epoch, batches, rng))
         return path
-
-
-def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = None) -> dict:
-    """Everything a checkpoint holds (see artifact/checkpoint.py)."""
-    stepper = run.stepper
-    return {
-        "model": run.net.state_dict(),
-        "network": run.spec.network,
-        "network_source": run.spec.network_source,
-        "classes": run.classes,
-        "image_size": run.image_size,
-        "preprocess": run.preprocess,
-        "optimizer": stepper.optimizer.state_dict(),
-        "scheduler": scheduler_state(stepper.scheduler),
-        "scaler": stepper.scaler.state_dict() if stepper.scaler else None,
-        "rng": rng or rng_state(run.seed),
-        "epoch": epoch,
-        "iteration": batches // stepper.accumulation,
-        "batches": batches,
-        "batches_per_epoch": run.schedule.batches_per_epoch,
-        "world_size": run.dist.world_size,
-        "global_batch": run.global_batch,
-        "train_images": len(run.train_loader.reader),
-        "base_lr": run.base_lr,
-        "metrics": run.metrics,
-        "best": run.best,
-        "trainable": run.trainable,
-        "head": run.head,
-        "spec": run.spec.model_dump(mode="json"),
-    }
 
 
 def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,

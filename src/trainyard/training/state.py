@@ -134,3 +134,33 @@ def scheduler_state(scheduler) -> dict:
 def load_scheduler_state(scheduler, state: dict) -> None:
     lambdas = getattr(scheduler, "lr_lambdas", [])
     scheduler.load_state_dict({**state, "lr_lambdas": [None] * len(lambdas)})
+
+
+def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = None) -> dict:
+    """Everything a checkpoint holds (see artifact/checkpoint.py)."""
+    stepper = run.stepper
+    return {
+        "model": run.net.state_dict(),
+        "network": run.spec.network,
+        "network_source": run.spec.network_source,
+        "classes": run.classes,
+        "image_size": run.image_size,
+        "preprocess": run.preprocess,
+        "optimizer": stepper.optimizer.state_dict(),
+        "scheduler": scheduler_state(stepper.scheduler),
+        "scaler": stepper.scaler.state_dict() if stepper.scaler else None,
+        "rng": rng or rng_state(run.seed),
+        "epoch": epoch,
+        "iteration": batches // stepper.accumulation,
+        "batches": batches,
+        "batches_per_epoch": run.schedule.batches_per_epoch,
+        "world_size": run.dist.world_size,
+        "global_batch": run.global_batch,
+        "train_images": len(run.train_loader.reader),
+        "base_lr": run.base_lr,
+        "metrics": run.metrics,
+        "best": run.best,
+        "trainable": run.trainable,
+        "head": run.head,
+        "spec": run.spec.model_dump(mode="json"),
+    }
