@@ -1,5 +1,6 @@
 """What a training run is made of, apart from how it is built: `Run`, its optimizer side
-(`Stepper`), `TrainingError`, and the RNG and LR-scheduler states a checkpoint carries.
+(`Stepper`), `TrainingError`, the RNG and LR-scheduler states, and `checkpoint_state`: all a
+checkpoint carries.
 
 build_run.py builds a `Run`, resume.py loads a checkpoint's state into one and loop.py trains
 it; all three import this module, none imports another for these types.
