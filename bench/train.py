@@ -100,6 +100,20 @@ def timed(fn) -> tuple[float, float]:
     return time.perf_counter() - start, cpu_seconds() - cpu
 
 
+def best_epochs(runners: dict, rounds: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Each runner's fastest epoch (wall, CPU seconds) of ``rounds``, taking turns, after one
+    warm-up epoch each (allocator, cuDNN autotuning, worker start)."""
+    for runner in runners.values():
+        runner.train_epoch()
+    wall = {name: float("inf") for name in runners}
+    cpu = dict(wall)
+    for _ in range(rounds):
+        for name, runner in runners.items():
+            seconds, cpu_s = timed(runner.train_epoch)
+            wall[name], cpu[name] = min(wall[name], seconds), min(cpu[name], cpu_s)
+    return wall, cpu
+
+
 class Trainyard:
     """trainyard's own path: the job setup and loop, minus validation and checkpoints."""
 
@@ -194,14 +208,7 @@ def compare(args, root: Path) -> None:
         "minimal": Minimal(images, labels, "lenet", args.batch_size, device, dtype),
         "imagefolder": Folder(pngs, float(images.mean()), "lenet", args.batch_size, device, dtype, args.workers),
     }
-    for runner in runners.values():
-        runner.train_epoch()  # warm-up: allocator, cuDNN autotuning, worker start
-    wall = {name: float("inf") for name in runners}
-    cpu = dict(wall)
-    for _ in range(args.rounds):
-        for name, runner in runners.items():
-            seconds, cpu_s = timed(runner.train_epoch)
-            wall[name], cpu[name] = min(wall[name], seconds), min(cpu[name], cpu_s)
+    wall, cpu = best_epochs(runners, args.rounds)
     print(f"LeNet 28x28, {args.images} images, batch {args.batch_size}, on {device}, "
           f"torch threads {torch.get_num_threads()}, best of {args.rounds} epochs each:")
     for name in runners:
@@ -222,14 +229,7 @@ def cpu_channels_last(args, root: Path) -> None:
         runners = {layout: Trainyard(dataset, root / f"cl-{network}-{layout}", network, args.batch_size,
                                      channels_last=layout == "channels_last")
                    for layout in ("channels_last", "contiguous")}
-        for runner in runners.values():
-            runner.train_epoch()  # warm-up
-        wall = {name: float("inf") for name in runners}
-        cpu = dict(wall)
-        for _ in range(args.rounds):
-            for name, runner in runners.items():
-                seconds, cpu_s = timed(runner.train_epoch)
-                wall[name], cpu[name] = min(wall[name], seconds), min(cpu[name], cpu_s)
+        wall, cpu = best_epochs(runners, args.rounds)
         for name in runners:
             print(f"  {network:9s} {size}x{size}x{channels} {name:14s} {images / wall[name]:7.0f} images/s wall "
                   f"{cpu[name] * 1000:9.1f} ms/epoch CPU")
