@@ -48,11 +48,14 @@ def validation_points(events_path) -> list[tuple[float, float, float]]:
 
 
 def decide(runs: dict[str, list[tuple[float, float, float]]], job_id: str) -> dict | None:
-    """Whether ``job_id`` stops at its latest validation point, from every run's points.
+    """Whether ``job_id`` stops now, at its latest validation point, from every run's points.
 
-    Replays all points in time order through an in-memory Optuna study (one trial per run);
-    the answer for the run's newest point is the one acted on. None: it goes on; else
-    ``{"epoch", "point", "rank", "of"}`` (rank 1 is the best of ``of`` runs at that point).
+    Replays all points in time order through an in-memory Optuna study (one trial per run). The
+    run stops if it was pruned at any of its points: a watcher that looks late (a loaded machine,
+    a fast run) may first see the run a point or two past the rung that judged it, where the
+    pruner, asked afresh, has nothing to say. None: it goes on; else ``{"epoch"`` (its latest),
+    ``"judged_at"`` (the epoch of the rung that judged it), ``"point", "rank", "of"}`` (rank 1
+    is the best of ``of`` runs that reached that point).
     """
     import optuna  # here: only the watcher of an early-stopped sweep pays for it
 
@@ -67,16 +70,19 @@ def decide(runs: dict[str, list[tuple[float, float, float]]], job_id: str) -> di
     for _, run, step, epoch, value in timeline:
         trials[run].report(value, step)
         reached.setdefault(step, []).append(value)
-        pruned = trials[run].should_prune()
-        if run == job_id:
+        if trials[run].should_prune() and run == job_id and verdict is None:
             others = reached[step]
-            verdict = {"epoch": epoch, "point": step, "of": len(others),
-                       "rank": 1 + sum(v > value for v in others)} if pruned else None
+            verdict = {"judged_at": epoch, "point": step, "of": len(others),
+                       "rank": 1 + sum(v > value for v in others)}
+    if verdict is not None:
+        verdict["epoch"] = runs[job_id][-1][1]
     return verdict
 
 
 def message(verdict: dict) -> str:
-    return f"stopped early at epoch {verdict['epoch']:g}: bottom of {verdict['of']} at this point"
+    judged = verdict.get("judged_at", verdict["epoch"])
+    where = "this point" if judged == verdict["epoch"] else f"epoch {judged:g}"
+    return f"stopped early at epoch {verdict['epoch']:g}: bottom of {verdict['of']} at {where}"
 
 
 class EarlyStopper:
