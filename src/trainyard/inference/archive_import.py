@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -193,7 +194,7 @@ def _check_exactly(expected: dict[str, tuple[int, ...]], weights: dict[str, torc
                                  "labels.txt's classes: " + "; ".join(parts))
 
 
-def _history(doc) -> dict[str, list[list[float]]]:
+def _history(doc: object) -> dict[str, list[list[float]]]:
     """info.json's metric curves, keeping only well-formed [epoch, value] number pairs."""
     curves = {}
     for name, points in (doc.items() if isinstance(doc, dict) else ()):
@@ -205,7 +206,7 @@ def _history(doc) -> dict[str, list[list[float]]]:
     return curves
 
 
-def _number(value, default: float) -> float:
+def _number(value: Any, default: float) -> float:  # Any: info.json's, whatever the file holds
     try:
         number = float(value)
     except (TypeError, ValueError):

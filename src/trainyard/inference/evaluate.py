@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def evaluation(labels: np.ndarray, top: np.ndarray, conf: np.ndarray, classes: l
     return doc
 
 
-def evaluate_split(loaded: LoadedModel, dataset_dir: Path, split: str, **options) -> dict:
+def evaluate_split(loaded: LoadedModel, dataset_dir: Path, split: str, **options: Any) -> dict:
     """Run the model over a split and return its evaluation document."""
     labels, top, conf = predict_split(loaded, dataset_dir, split, **options)
     doc = evaluation(labels, top, conf, loaded.classes)

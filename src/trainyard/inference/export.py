@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import torch
@@ -253,7 +254,7 @@ browser), then train with `--pretrained JOB`.
 """
 
 
-def write_tar_gz(fileobj, top: str, members: list[tuple[str, bytes, int]], mtime: int) -> None:
+def write_tar_gz(fileobj: IO[bytes], top: str, members: list[tuple[str, bytes, int]], mtime: int) -> None:
     """A gzip'd tar of ``members`` under ``top/``, with nothing that varies between runs."""
     # filename="" and mtime=0 keep the name and time of this run out of the gzip header.
     with gzip.GzipFile(filename="", mode="wb", fileobj=fileobj, mtime=0, compresslevel=6) as gz:
@@ -276,7 +277,7 @@ def _json(doc: dict) -> bytes:
     return (json.dumps(doc, indent=2, sort_keys=True, default=_plain) + "\n").encode()
 
 
-def _plain(value):
+def _plain(value: object) -> object:
     """Numbers held as tensors or numpy scalars (metrics) as plain JSON numbers."""
     if isinstance(value, (torch.Tensor, np.generic)):
         return value.item()

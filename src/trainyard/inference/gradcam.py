@@ -8,6 +8,7 @@ per loaded model, by one forward pass that notes which module produced a 4-D out
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,8 +32,8 @@ def target_layer(loaded: LoadedModel, inputs: torch.Tensor) -> str:
         return loaded.gradcam_layer
     last: list[str] = []
 
-    def note(name):
-        def hook(module, args, output):
+    def note(name: str) -> Callable[[torch.nn.Module, tuple, object], None]:
+        def hook(module: torch.nn.Module, args: tuple, output: object) -> None:
             if isinstance(output, torch.Tensor) and output.ndim == 4 and output.shape[2] * output.shape[3] > 1:
                 last.append(name)
         return hook
@@ -75,7 +76,7 @@ class Saliency:
     layer: str
 
 
-def saliency_from(logits: torch.Tensor, activations: torch.Tensor, size, layer: str,
+def saliency_from(logits: torch.Tensor, activations: torch.Tensor, size: Sequence[int], layer: str,
                   class_index: int | None = None) -> Saliency:
     """Grad-CAM from a grad-enabled pass: ``activations`` (1, C, H, W) of ``layer`` led to ``logits``."""
     index = int(logits[0].argmax()) if class_index is None else class_index

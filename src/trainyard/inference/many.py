@@ -17,7 +17,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import cast
+from typing import BinaryIO, cast
 
 import numpy as np
 
@@ -149,7 +149,8 @@ def classify_many(loaded: LoadedModel, items: Iterable[Item], job_dir: Path, *, 
         out.write(_csv_lines([header + ["error"]]))
         # A split's images are stored pixels, read one by one: only files go through the pipeline
         # (whose input, read a window ahead, would otherwise be the whole split at once).
-        stream = ((item, sources(item)) for item in items) if split else _pixels(items, sources, pipeline)
+        stream = (((item, cast("np.ndarray | str", sources(item))) for item in items) if split
+                  else _pixels(items, sources, pipeline))
         while batch := list(itertools.islice(stream, batch_size)):
             if should_stop():
                 raise Aborted()
@@ -163,7 +164,8 @@ def classify_many(loaded: LoadedModel, items: Iterable[Item], job_dir: Path, *, 
     return summary
 
 
-def _classify_batch(loaded, batch, first_row, k, out, index, tally: Tally, best: TopN) -> int:
+def _classify_batch(loaded: LoadedModel, batch: list[tuple[Item, np.ndarray | str]], first_row: int, k: int,
+                    out: BinaryIO, index: BinaryIO, tally: Tally, best: TopN) -> int:
     """Classify one batch, write its rows and fold it into the tallies; return its error count."""
     good = [i for i, (_, pixels) in enumerate(batch) if not isinstance(pixels, str)]
     top = np.zeros((0, k), np.int64)
@@ -179,7 +181,8 @@ def _classify_batch(loaded, batch, first_row, k, out, index, tally: Tally, best:
     return len(batch) - len(good)
 
 
-def _write_rows(classes, batch, good, top, conf, first_row, k, out, index) -> None:
+def _write_rows(classes: list[str], batch: list[tuple[Item, np.ndarray | str]], good: list[int], top: np.ndarray,
+                conf: np.ndarray, first_row: int, k: int, out: BinaryIO, index: BinaryIO) -> None:
     """Append the batch's CSV rows, and each row's byte offset to the index."""
     at = dict(zip(good, range(len(good))))
     offsets, position = [], out.tell()

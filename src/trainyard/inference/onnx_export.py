@@ -16,6 +16,7 @@ import io
 import math
 import threading
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,9 +82,10 @@ def exportable(model: nn.Module, example: torch.Tensor) -> nn.Module:
     """``model``, or a copy whose adaptive average pools ONNX cannot express are replaced."""
     sizes: dict[str, tuple[int, int]] = {}
 
-    def record(name: str):
-        def hook(module, args) -> None:
-            sizes.setdefault(name, tuple(args[0].shape[-2:]))
+    def record(name: str) -> Callable[[nn.Module, tuple[torch.Tensor, ...]], None]:
+        def hook(module: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+            height, width = args[0].shape[-2:]
+            sizes.setdefault(name, (height, width))
         return hook
 
     hooks = [module.register_forward_pre_hook(record(name)) for name, module in model.named_modules()
@@ -110,7 +112,7 @@ def exportable(model: nn.Module, example: torch.Tensor) -> nn.Module:
     return model
 
 
-def _pair(value) -> tuple:
+def _pair(value: int | None | Sequence[int | None]) -> tuple:
     return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
 
 

@@ -144,7 +144,7 @@ def _verified(path: Path, expected: str | None) -> bytes | None:
     return data
 
 
-def _optional(saved, key: str) -> np.ndarray | None:
+def _optional(saved: np.lib.npyio.NpzFile, key: str) -> np.ndarray | None:
     return saved[key] if key in saved.files else None
 
 

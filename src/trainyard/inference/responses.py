@@ -27,6 +27,8 @@ from trainyard.inference.classify import (
 from trainyard.inference.loader import InferenceError, LoadedModel
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from trainyard.inference.gradcam import Saliency
 
 
@@ -61,7 +63,7 @@ def _inspect(loaded: LoadedModel, name: str, image: Image.Image, top: int, layer
     return result
 
 
-def saliency_doc(cam: Saliency, pixels, classes: list[str]) -> dict:
+def saliency_doc(cam: Saliency, pixels: np.ndarray, classes: list[str]) -> dict:
     from trainyard.inference.gradcam import overlay_png
 
     png = overlay_png(cam.cam, pixels)

@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 
 from trainyard.core.files import read_json
+from trainyard.core.paths import JobFolder
 
 RESULTS_CSV = "results.csv"
 RESULTS_INDEX = "results.idx"
@@ -103,8 +104,9 @@ def read_evaluation(job_dir: str | os.PathLike) -> dict | None:
         return None
 
 
-def describe_inference(job, folder) -> dict:
+def describe_inference(job: object, folder: JobFolder) -> dict:
     """What a classify-many or evaluate job adds to its JSON (the job registry's ``describe``)."""
+    # ``job`` is the jobs store's row (jobs/ sits above inference/, so not named here); unused
     try:
         spec = read_json(folder.spec)
     except FileNotFoundError:

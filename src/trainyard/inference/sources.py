@@ -10,7 +10,7 @@ file links are followed only while they stay inside the folder.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +42,7 @@ def parse_label(text: str, classes: list[str]) -> int | None:
     return value if 0 <= value < len(classes) else None
 
 
-def parse_line(line: str, classes: list[str], exists=lambda path: False) -> tuple[str, str]:
+def parse_line(line: str, classes: list[str], exists: Callable[[str], bool] = lambda path: False) -> tuple[str, str]:
     """``path [label]`` -> (path, label text or ""). Paths may hold spaces: the last word is the
     label when it is a number or a class name, or when the line without it names a file that
     ``exists`` and the whole line does not (a label the model does not know)."""

@@ -38,7 +38,7 @@ def constants(checkpoint: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
     return input_arrays(checkpoint["preprocess"])
 
 
-def logits_of(output) -> torch.Tensor:
+def logits_of(output: object) -> torch.Tensor:
     """The class scores of a forward pass (a network may return extra heads in a tuple)."""
     if isinstance(output, (tuple, list)):
         output = output[0]

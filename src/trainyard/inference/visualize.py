@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -110,7 +111,7 @@ def weight_mosaic(weight: torch.Tensor, rgb: bool) -> str | None:
     return png_data_uri(tile(to_uint8(kernels), cols))
 
 
-def describe_layer(name: str, module: nn.Module, output, rgb_input: bool) -> dict:
+def describe_layer(name: str, module: nn.Module, output: object, rgb_input: bool) -> dict:
     """Everything the layer table shows for one layer, from its output right after it ran."""
     tensor = output[0] if isinstance(output, (tuple, list)) else output
     weight = getattr(module, "weight", None)
@@ -165,8 +166,8 @@ def visualize(loaded: LoadedModel, prepared: Prepared, saliency: bool = False) -
     layers = [input_layer(prepared)]
     seen: dict[str, int] = {}
 
-    def hook(name):
-        def record(module, args, output):
+    def hook(name: str) -> Callable[[nn.Module, tuple, object], None]:
+        def record(module: nn.Module, args: tuple, output: object) -> None:
             seen[name] = seen.get(name, 0) + 1  # a module run twice is listed twice
             label = name if seen[name] == 1 else f"{name} (call {seen[name]})"
             with torch.no_grad():

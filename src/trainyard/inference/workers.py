@@ -21,6 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from trainyard.core.childproc import Child, ChildFailed, default_policy
 from trainyard.core.environment import child_environment
@@ -87,7 +88,7 @@ class ModelWorker:
                                         "its worker was stopped, try again or fix network.py") from None
             raise WorkerUnavailable(str(exc)) from None
 
-    def ask(self, sources: Sequence[tuple[str, bytes | Path]], **options) -> dict:
+    def ask(self, sources: Sequence[tuple[str, bytes | Path]], **options: Any) -> dict:
         """The worker's classify answer for ``sources``; WorkerError or WorkerUnavailable."""
         # Bytes, not paths: the worker's sandbox cannot read the server's uploads or data roots.
         images = [[name, {"data": base64.b64encode(src if isinstance(src, bytes) else Path(src).read_bytes())

@@ -13,9 +13,10 @@ from __future__ import annotations
 import hmac
 from urllib.parse import quote
 
-from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.types import ASGIApp
 
 from trainyard.web.peers import client_key
 from trainyard.web.sessions import COOKIE, LoginLimiter, valid_session
@@ -50,12 +51,12 @@ def authenticated(request: Request, token: str) -> bool:
 
 
 class TokenAuthMiddleware(BaseHTTPMiddleware):
-    def __init__(self, app, token: str, limiter: LoginLimiter | None = None):
+    def __init__(self, app: ASGIApp, token: str, limiter: LoginLimiter | None = None) -> None:
         super().__init__(app)
         self.token = token
         self.limiter = limiter or LoginLimiter()
 
-    async def dispatch(self, request: Request, call_next):
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         path = request.url.path
         if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             return await call_next(request)

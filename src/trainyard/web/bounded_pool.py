@@ -25,7 +25,7 @@ class BoundedPool:
         self._slots = threading.BoundedSemaphore(workers + queue)
         self.name = name
 
-    async def run(self, fn: Callable[..., Any], *args, **kwargs) -> Any:
+    async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if not self._slots.acquire(blocking=False):
             raise Busy("the server is busy with other checks of this kind; try again in a few seconds")
         # The slot frees when the work ends, not when the request does: a client that hangs up

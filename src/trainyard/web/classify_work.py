@@ -14,9 +14,10 @@ from pathlib import Path
 
 from trainyard.inference.loader import model_checkpoint
 from trainyard.inference.workers import classify_checkpoint
+from trainyard.jobs.context import Context
 
 
-def classify_sources(ctx, model_id: str, epoch: float | None, sources: list[tuple[str, bytes | Path]], *,
+def classify_sources(ctx: Context, model_id: str, epoch: float | None, sources: list[tuple[str, bytes | Path]], *,
                      top: int, visualize: bool, saliency: bool) -> dict:
     """The classify response: the answering model's description and one result per image."""
     _, path = model_checkpoint(ctx.manager.folder(model_id).path, epoch)

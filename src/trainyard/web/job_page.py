@@ -66,7 +66,7 @@ def label(key: str) -> str:
     return " · ".join(w[:1].upper() + w[1:] for w in words)
 
 
-def text(key: str, value) -> str:
+def text(key: str, value: object) -> str:
     if value is None or value == "":
         return DEFAULTS_SHOWN_AS.get(key, "—")
     if isinstance(value, bool):

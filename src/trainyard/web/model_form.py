@@ -21,7 +21,7 @@ PLAIN_FIELDS = ("epochs", "batch_size", "accumulation", "solver", "momentum", "w
                 "snapshot_interval", "val_interval", "seed", "crop", "mean", "precision", "backbone_lr_mult")
 
 
-def as_text(value) -> str:
+def as_text(value: object) -> str:
     """A number as a person types it: 30 not 30.0, 0.0001 not 1e-04 where possible."""
     if value is None:
         return ""

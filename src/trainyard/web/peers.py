@@ -43,7 +43,7 @@ def socket_owner(address: ipaddress.IPv4Address | ipaddress.IPv6Address, port: i
     return None
 
 
-def _same(local: str, address, port: int) -> bool:
+def _same(local: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int) -> bool:
     hex_address, _, hex_port = local.partition(":")
     if not hex_port or int(hex_port, 16) != port:
         return False

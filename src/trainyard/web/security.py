@@ -17,9 +17,10 @@ from __future__ import annotations
 import socket
 from urllib.parse import urlsplit
 
-from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp
 
 from trainyard.settings import Settings
 
@@ -88,11 +89,11 @@ def cross_site_reason(request: Request) -> str | None:
 class SameOriginMiddleware(BaseHTTPMiddleware):
     """Refuses foreign Host names (400) and cross-site writes (403); adds the security headers."""
 
-    def __init__(self, app, settings: Settings):
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
         super().__init__(app)
         self.names = allowed_host_names(settings)
 
-    async def dispatch(self, request: Request, call_next):
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         host = request.headers.get("host")
         if self.names is not None and host is not None and host_name(host) not in self.names:
             return JSONResponse({"detail": f"this server does not answer to the name {host_name(host)!r}; "

@@ -7,6 +7,7 @@ import secrets
 from pathlib import Path
 
 from starlette.datastructures import UploadFile  # request.form()'s; fastapi's File(...) subclasses it
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from trainyard.core.errors import TooLarge, UserError
 
@@ -51,11 +52,11 @@ class RequestSizeLimit:
     a Content-Length (chunked) are still limited per file by ``save_upload``.
     """
 
-    def __init__(self, app, max_bytes: int):
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             length = dict(scope["headers"]).get(b"content-length", b"")
             if length.isdigit() and int(length) > self.max_bytes:

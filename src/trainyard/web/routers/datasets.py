@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -18,9 +19,11 @@ from trainyard.datasets.images import ImageError, png_bytes
 from trainyard.datasets.preview import preview_resize
 from trainyard.datasets.sources import iter_images
 from trainyard.datasets.spec import DatasetSpec
-from trainyard.datasets.storage import SPLITS, open_split
+from trainyard.datasets.storage import SPLITS, SplitReader, open_split
+from trainyard.jobs.context import Context
 from trainyard.jobs.dataset_jobs import append_dataset_job, create_dataset_job
 from trainyard.jobs.job_documents import job_brief, job_detail
+from trainyard.jobs.store import Job
 from trainyard.web import schemas
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 from trainyard.web.json_body import parse_json_object
@@ -34,7 +37,7 @@ def _spec(fields: dict) -> DatasetSpec:
     return DatasetSpec.model_validate(fields)  # a ValidationError is a 422 (web/errors.py)
 
 
-def _create(ctx, make_job) -> dict:
+def _create(ctx: Context, make_job: Callable[[], Job]) -> dict:
     return job_detail(ctx.manager, make_job())
 
 
@@ -57,7 +60,7 @@ def _discard_uploads(fields: dict) -> None:
             shutil.rmtree(Path(fields[key]).parent, ignore_errors=True)
 
 
-def _create_from_upload(ctx, fields: dict, make_job) -> dict:
+def _create_from_upload(ctx: Context, fields: dict, make_job: Callable[[], Job]) -> dict:
     """Like _create, removing the uploaded files when the request is refused."""
     try:
         return _create(ctx, make_job)
@@ -66,7 +69,8 @@ def _create_from_upload(ctx, fields: dict, make_job) -> dict:
         raise
 
 
-async def _fields_with_uploads(ctx, spec_json: str, file: UploadFile | None, val_file: UploadFile | None) -> dict:
+async def _fields_with_uploads(ctx: Context, spec_json: str, file: UploadFile | None,
+                               val_file: UploadFile | None) -> dict:
     fields = parse_json_object(spec_json, "spec (the dataset options)")
     limit = ctx.settings.max_upload_mb * 2**20
     try:
@@ -111,7 +115,7 @@ async def append_upload(ctx: Ctx, dataset_id: str, file: Annotated[UploadFile, F
     return _create_from_upload(ctx, fields, lambda: append_dataset_job(ctx, dataset_id, fields))
 
 
-def _built_dataset(ctx, dataset_id: str):
+def _built_dataset(ctx: Context, dataset_id: str) -> Path:
     job = get_job_of_kind(ctx, dataset_id, "dataset")
     folder = ctx.manager.folder(job.id).dataset
     if job.status != Status.DONE or not folder.exists():
@@ -124,7 +128,7 @@ def mean_image(ctx: Ctx, dataset_id: str):
     return FileResponse(_built_dataset(ctx, dataset_id) / "mean.png", media_type="image/png")
 
 
-def _open(folder, split: str):
+def _open(folder: Path, split: str) -> SplitReader:
     if split not in SPLITS:  # a name, never a path
         raise NotFound(f"no split {split!r}: splits are {', '.join(SPLITS)}")
     try:
@@ -158,7 +162,7 @@ def image_png(ctx: Ctx, dataset_id: str, split: str, index: int):
 PREVIEW_TRIES = 20  # a folder's first few image files are tried: one of them may be broken
 
 
-def _folder_images(ctx, folder: str):
+def _folder_images(ctx: Context, folder: str) -> list[str]:
     """The first image files under a folder inside the data roots (for the resize preview)."""
     root = resolve_inside(folder, ctx.settings.allowed_roots)
     # The dataset builder's walk: a link out of the folder is skipped, never followed.
@@ -177,7 +181,7 @@ async def resize_preview(ctx: Ctx, width: Annotated[int, Form(ge=1, le=4096)] = 
                          image: Annotated[UploadFile | None, File()] = None):
     """The chosen resize mode applied to a sample image (uploaded, or the first readable one in a folder)."""
     if image is not None and image.filename:
-        samples = [await image.read(ctx.settings.max_upload_mb * 2**20)]
+        samples: list[bytes] | list[str] = [await image.read(ctx.settings.max_upload_mb * 2**20)]
     elif folder:
         samples = _folder_images(ctx, folder)
     else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tarfile
+from pathlib import Path
 
 from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.concurrency import run_in_threadpool
@@ -37,7 +38,7 @@ def download_model(ctx: Ctx, model_id: str, epoch: float | None = None) -> FileR
     return FileResponse(path, media_type="application/gzip", filename=filename)
 
 
-def _stem(path) -> str:
+def _stem(path: Path) -> str:
     """The archive's top folder name, which is also the name it downloads as."""
     with tarfile.open(path, "r:gz") as tar:
         first = tar.next()

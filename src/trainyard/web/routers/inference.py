@@ -20,6 +20,7 @@ from starlette.datastructures import UploadFile
 
 from trainyard.core.errors import InvalidInput, NotFound, TooLarge
 from trainyard.core.paths import resolve_inside
+from trainyard.jobs.context import Context
 from trainyard.jobs.inference_jobs import create_inference_job, inference_jobs
 from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web import schemas
@@ -43,7 +44,7 @@ CLASSIFY_BODY = {"requestBody": {"content": {
         "paths": {"type": "array", "items": {"type": "string"}}}}}}}}
 
 
-async def _images_of(ctx, request: Request) -> list[tuple[str, bytes | Path]]:
+async def _images_of(ctx: Context, request: Request) -> list[tuple[str, bytes | Path]]:
     """(name, uploaded bytes or a checked path) of each image in a multipart or JSON request."""
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         form = await request.form(max_files=MAX_IMAGES + 1)
@@ -66,7 +67,7 @@ async def _images_of(ctx, request: Request) -> list[tuple[str, bytes | Path]]:
     return found
 
 
-def _allowed_file(ctx, path: str) -> Path:
+def _allowed_file(ctx: Context, path: str) -> Path:
     resolved = resolve_inside(path, ctx.settings.allowed_roots, must_exist=False)
     if not resolved.is_file():
         raise NotFound(f"{path} is not a file")
@@ -120,7 +121,7 @@ class ManyRequest(BaseModel):
     batch_size: int = Field(64, ge=1, le=4096)
 
 
-async def _many(ctx, request: Request, model_id: str, top_n: int, anchor: str = "") -> dict:
+async def _many(ctx: Context, request: Request, model_id: str, top_n: int, anchor: str = "") -> dict:
     get_job_of_kind(ctx, model_id, "model")
     fields, upload = await upload_source(ctx, request)
     fields.setdefault("top_n", top_n)

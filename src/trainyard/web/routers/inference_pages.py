@@ -16,6 +16,7 @@ from fastapi.templating import Jinja2Templates
 from trainyard.artifact.checkpoint import checkpoint_epochs
 from trainyard.core import formatting
 from trainyard.datasets.storage import split_names
+from trainyard.jobs.context import Context
 from trainyard.jobs.inference_jobs import inference_jobs
 from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
@@ -26,7 +27,7 @@ templates = Jinja2Templates(directory=Path(__file__).parent.parent / "templates"
 formatting.install(templates.env)
 
 
-def _model(ctx, model_id: str) -> dict:
+def _model(ctx: Context, model_id: str) -> dict:
     return job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model"))
 
 

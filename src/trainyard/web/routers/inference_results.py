@@ -21,6 +21,7 @@ from trainyard.core.paths import is_inside
 from trainyard.datasets.images import ImageError, load_image, to_pil
 from trainyard.datasets.storage import open_split
 from trainyard.inference import results
+from trainyard.jobs.context import Context
 from trainyard.jobs.job_documents import job_detail
 from trainyard.jobs.store import Job
 from trainyard.web import schemas_more as more
@@ -33,7 +34,7 @@ THUMBNAIL = 160  # pixels, the longer side
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tgz", ".gz", ".bz2", ".xz")
 
 
-async def upload_source(ctx, request: Request) -> tuple[dict, dict | None]:
+async def upload_source(ctx: Context, request: Request) -> tuple[dict, dict | None]:
     """(the request's fields, ``{"archive"|"list_file": saved path}`` of an uploaded ``file``)."""
     if not request.headers.get("content-type", "").startswith("multipart/form-data"):
         body = await request.body()
@@ -49,7 +50,7 @@ async def upload_source(ctx, request: Request) -> tuple[dict, dict | None]:
     return fields, {"archive" if is_archive else "list_file": str(path)}
 
 
-def job_folder(ctx, model_id: str, job_id: str, kind: str) -> tuple[Job, Path, dict]:
+def job_folder(ctx: Context, model_id: str, job_id: str, kind: str) -> tuple[Job, Path, dict]:
     """(job, folder, spec) of an inference job of this model; 404 otherwise."""
     job = get_job_of_kind(ctx, job_id, kind)
     folder = ctx.manager.folder(job.id)
@@ -114,7 +115,7 @@ def many_image(ctx: Ctx, model_id: str, job_id: str, row: int = PathParam(ge=0))
     return Response(buf.getvalue(), media_type="image/png", headers={"Cache-Control": "max-age=3600"})
 
 
-def _row_image(ctx, folder: Path, name: str) -> Image.Image:
+def _row_image(ctx: Context, folder: Path, name: str) -> Image.Image:
     base = (results.read_source(folder) or {}).get("image_base")
     path = (Path(base) / name if base else Path(name)).resolve()
     allowed = [*ctx.settings.allowed_roots, folder]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from trainyard.core.events import EventTail
+from trainyard.jobs.context import Context
 from trainyard.jobs.job_documents import job_brief, job_detail
 from trainyard.jobs.job_feed import feed
 from trainyard.jobs.runner import tail_text
@@ -102,7 +104,7 @@ def _event_id(header: str | None) -> int:
     return int(text) if text.isdigit() and len(text) <= 18 else -1
 
 
-async def _stream(ctx, request: Request, job_id: str, tail: EventTail):
+async def _stream(ctx: Context, request: Request, job_id: str, tail: EventTail) -> AsyncIterator[str]:
     idle = 0.0
     while True:
         # Status first, events second: a job seen as ended has written all its events by then.

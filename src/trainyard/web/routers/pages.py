@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -19,6 +19,7 @@ from trainyard.core.files import read_json
 from trainyard.datasets.resize_plans import RESIZE_MODES
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.jobs import job_pages, labels
+from trainyard.jobs.context import Context
 from trainyard.jobs.job_documents import job_detail, list_briefs
 from trainyard.web import job_page, listing, model_form
 from trainyard.web.auth import requester, token_matches
@@ -33,7 +34,7 @@ REDRAW_S = 30
 templates.env.filters["num"] = model_form.as_text  # epochs as 3 or 2.5, never 3.0
 
 
-def render(request: Request, name: str, **context) -> HTMLResponse:
+def render(request: Request, name: str, **context: Any) -> HTMLResponse:
     return templates.TemplateResponse(request, name, context)
 
 
@@ -62,11 +63,11 @@ def job_tables(request: Request, ctx: Ctx, query: Annotated[listing.Query, Depen
     return response
 
 
-def _mark(ctx) -> str:
+def _mark(ctx: Context) -> str:
     return f"{job_pages.version(ctx.store)}-{int(time.time() // REDRAW_S)}"
 
 
-def _job_tables(ctx, query: listing.Query) -> dict:
+def _job_tables(ctx: Context, query: listing.Query) -> dict:
     datasets, models = (job_pages.job_page(ctx.store, query.for_kind(k)) for k in ("dataset", "model"))
     names = job_pages.names_of(ctx.store, {j["parent"] for j in datasets.jobs + models.jobs if j["parent"]})
     gpu_labels = {f"gpu:{g.index}": f"GPU {g.index}" for g in ctx.pools.gpus}
@@ -102,7 +103,7 @@ def show_dataset(request: Request, ctx: Ctx, dataset_id: str):
                   image_extensions=", ".join(sorted(e.lstrip(".") for e in IMAGE_EXTENSIONS)))
 
 
-def _read_spec(ctx, job_id: str) -> dict:
+def _read_spec(ctx: Context, job_id: str) -> dict:
     try:
         return read_json(ctx.manager.folder(job_id).spec)
     except FileNotFoundError:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from trainyard.weights.pulls import Pulls
 
 router = APIRouter(prefix="/api/weights", tags=["weights"])
+T = TypeVar("T")
 SOURCES = ("torchvision", "timm", "mine", "user")  # "user": what "mine" was called first
 
 
@@ -31,7 +33,7 @@ def pulls(request: Request) -> Pulls:
     return state.weight_pulls
 
 
-async def _call(function, *args):
+async def _call(function: Callable[..., T], *args: object) -> T:
     # The store reads big files and may import timm: off the event loop. Its UserErrors become
     # their 4xx in web/errors.py.
     return await asyncio.to_thread(function, *args)
