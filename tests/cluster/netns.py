@@ -25,6 +25,11 @@ HEAD = f"{SUBNET}.1"
 RAY_ADDRESS = f"{HEAD}:6379"
 RAY = Path(sys.executable).with_name("ray")
 SRC = Path(__file__).resolve().parents[2] / "src"
+# How long a Ray process (raylet, driver: a server's agent, a launcher) goes on without the head
+# before Ray ends it; 60 s by default, shortened so that a test of the head's loss can wait past it.
+GCS_GONE_S = 20
+RAY_ENV = {"PYTHONPATH": str(SRC), "RAY_USAGE_STATS_ENABLED": "0",
+           "RAY_gcs_rpc_server_reconnect_timeout_s": str(GCS_GONE_S)}
 
 
 def address(host: str) -> str:
@@ -144,8 +149,7 @@ def _ray_start_once(hosts: Hosts, host: str) -> tuple[subprocess.Popen, Path, in
         command = [str(RAY), "start", f"--address={RAY_ADDRESS}", "--num-cpus=1", *common]
     log = hosts.root / f"ray-{host}.txt"
     before = log.stat().st_size if log.exists() else 0
-    proc = hosts.start(f"ray-{host}", host, command,
-                       {"PYTHONPATH": str(SRC), "RAY_agent_register_timeout_ms": "120000"})
+    proc = hosts.start(f"ray-{host}", host, command, {**RAY_ENV, "RAY_agent_register_timeout_ms": "120000"})
     return proc, log, before
 
 
