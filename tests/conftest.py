@@ -152,14 +152,10 @@ def postgres():
 
     ``postgres.new_database()`` gives each test a fresh database's URL.
     """
-    from tests.postgres_server import PostgresServer, Unavailable
+    from tests.postgres_server import Unavailable, start_server
 
     try:
-        import psycopg  # noqa: F401  (the ``postgres`` extra)
-    except ImportError:
-        pytest.skip("psycopg is not installed (pip install 'trainyard[postgres]')")
-    try:
-        server = PostgresServer().start()
+        server = start_server()
     except Unavailable as exc:
         pytest.skip(str(exc))
     yield server

@@ -1,9 +1,10 @@
 """A throwaway PostgreSQL server for the test session, from Debian's postgresql binaries.
 
 The server lives in a temporary folder (data directory and unix socket) and listens on a free
-127.0.0.1 port with trust authentication. PostgreSQL refuses to run as root, and tests and CI run
-as root, so there it runs as the ``postgres`` system user (``runuser``). Each test gets a fresh
-database from ``PostgresServer.new_database``.
+127.0.0.1 port with trust authentication (or on another address of this machine, trusting a
+subnet: tests/cluster/test_netns_hosts.py puts it on its namespaces' bridge). PostgreSQL refuses
+to run as root, and tests and CI run as root, so there it runs as the ``postgres`` system user
+(``runuser``). Each test gets a fresh database from ``PostgresServer.new_database``.
 """
 
 from __future__ import annotations
@@ -56,13 +57,25 @@ def _as_server_user() -> list[str]:
     return [runuser, "-u", "postgres", "--"]
 
 
+def start_server(host: str = "127.0.0.1", trusted: str | None = None) -> PostgresServer:
+    """A started server; Unavailable says what is missing here (the binaries, psycopg, a user)."""
+    try:
+        import psycopg  # noqa: F401  (the ``postgres`` extra)
+    except ImportError:
+        raise Unavailable("psycopg is not installed (pip install 'trainyard[postgres]')") from None
+    return PostgresServer(host, trusted).start()
+
+
 class PostgresServer:
     """Start with ``start()``, stop with ``stop()``; ``url(db)`` is a SQLAlchemy URL."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1", trusted: str | None = None) -> None:
+        """``host``: the address it listens on; ``trusted``: a subnet (CIDR) whose clients may
+        connect too (initdb's trust covers only the loopback addresses)."""
         self.bin = find_bin_dir()
         self.prefix = _as_server_user()
         self.folder = Path(tempfile.mkdtemp(prefix="trainyard-pg-"))
+        self.host, self.trusted = host, trusted
         self.port = free_port()
         self._names = itertools.count()
 
@@ -78,7 +91,10 @@ class PostgresServer:
         data = self.folder / "data"
         self._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
                   "--no-sync", "--locale=C")
-        options = f"-k {self.folder} -h 127.0.0.1 -p {self.port} {FAST}"
+        if self.trusted:
+            with (data / "pg_hba.conf").open("a") as hba:
+                hba.write(f"host all all {self.trusted} trust\n")
+        options = f"-k {self.folder} -h {self.host} -p {self.port} {FAST}"
         self._run("pg_ctl", "-D", str(data), "-o", options, "-l", str(self.folder / "log.txt"),
                   "-w", "-t", "60", "start")
         return self
@@ -90,14 +106,14 @@ class PostgresServer:
             shutil.rmtree(self.folder, ignore_errors=True)
 
     def url(self, database: str = "postgres") -> str:
-        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
+        return f"postgresql+psycopg://postgres@{self.host}:{self.port}/{database}"
 
     def new_database(self) -> str:
         """Create an empty database; return its URL."""
         import psycopg
 
         name = f"test_{os.getpid()}_{next(self._names)}"
-        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres",
+        with psycopg.connect(f"host={self.host} port={self.port} user=postgres dbname=postgres",
                              autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)

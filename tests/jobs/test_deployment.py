@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from trainyard.cli.main import app
 from trainyard.core.files import read_json
+from trainyard.core.status import Status
 from trainyard.jobs.context import open_context
 from trainyard.jobs.deployment import record_backend, recorded_backend
 from trainyard.web.app import create_app
@@ -106,3 +107,50 @@ def test_a_store_made_before_these_tables_gains_them_and_keeps_its_jobs(database
     record_backend(store, "ray")
     heartbeat.renew(store, "node-a", 7, started=1.0)
     assert recorded_backend(store) == "ray" and heartbeat.last_beat(store, "node-a", 7) is not None
+
+
+def _ended_model_job(ctx, needs: dict, processes: int = 1):
+    job = ctx.manager.create("model", "ran", {"name": "ran", "processes": processes}, needs={"pool": "cpu"})
+    ctx.store.update_job(job.id, status=Status.FAILED, error="interrupted", needs=needs)  # GPUs of another machine
+    return job
+
+
+def _resume(cli_env, job_id, *args, **env):
+    return CliRunner().invoke(app, ["jobs", "resume", job_id, "--json", *args], env={**cli_env, **PLAIN_SHELL, **env})
+
+
+@pytest.mark.parametrize("args", [["--processes", "2"], ["--gpus", "1"], []])
+def test_a_foreground_resume_that_cannot_join_the_cluster_is_refused_with_the_reason(ctx, cli_env, args):
+    """Issue 19 item 5 for ``jobs resume``: before, ``--processes 2`` trained here with torchrun."""
+    record_backend(ctx.store, "ray")
+    job = _ended_model_job(ctx, {"pool": "cpu"})
+    result = _resume(cli_env, job.id, *args)
+    assert result.exit_code == 2, result.output
+    said = _one_line(result)
+    assert "this store's server trains on its Ray cluster" in said and "RAY_ADDRESS is not set here" in said
+    after = ctx.store.get_job(job.id)
+    assert (after.status, after.needs) == (Status.FAILED, {"pool": "cpu"})  # not started, not changed
+
+
+@pytest.mark.parametrize("args, needs, processes", [
+    (["--processes", "2"], {"pool": "cpu"}, 1),
+    (["--gpus", "2"], {"pool": "cpu"}, 1),
+    ([], {"pool": "cpu"}, 3),  # a job that ran here keeps its size: 3 processes -> 3 workers
+    ([], {"pool": "gpu", "ids": [0, 1]}, 1),
+])
+def test_a_resume_submitted_to_a_cluster_server_continues_on_the_cluster(ctx, cli_env, args, needs, processes):
+    record_backend(ctx.store, "ray")
+    job = _ended_model_job(ctx, needs, processes)
+    result = _resume(cli_env, job.id, "--submit", *args)
+    assert result.exit_code == 0, result.output
+    device, count = ("gpu", 2) if "--gpus" in args or needs["pool"] == "gpu" else ("cpu", 3 if processes == 3 else 2)
+    assert ctx.store.get_job(job.id).needs == {"pool": "cluster", "device": device, "count": count}
+    assert read_json(ctx.manager.folder(job.id).spec)["cluster"] == {"workers": count, "device": device}
+
+
+def test_a_resume_against_a_local_store_stays_local(ctx, cli_env):
+    record_backend(ctx.store, "local")
+    job = _ended_model_job(ctx, {"pool": "cpu"}, processes=2)
+    result = _resume(cli_env, job.id, "--submit")
+    assert result.exit_code == 0, result.output
+    assert ctx.store.get_job(job.id).needs == {"pool": "cpu"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 
 import pytest
 from fastapi.testclient import TestClient
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 
 from trainyard.cli.main import app as cli
 from trainyard.core.files import read_json
+from trainyard.core.formatting import clock
 from trainyard.jobs.context import open_context
 from trainyard.jobs.resources import Pools
 from trainyard.web.app import create_app
@@ -73,7 +75,8 @@ NODES = [{"id": "abcdef12" + "0" * 48, "host": "gpu-a", "ip": "10.0.0.1", "alive
           "cpus_in_use": 1, "gpus": [{"index": 0, "name": "NVIDIA H200", "memory_total": 141 * 2**30}],
           "gpus_in_use": 1, "memory_total": 2**36, "jobs": ["job-1"]},
          {"id": "99887766" + "0" * 48, "host": "gpu-b", "ip": "10.0.0.2", "alive": False, "head": False, "cpus": 8,
-          "cpus_in_use": None, "gpus": [], "gpus_in_use": None, "memory_total": 2**36, "jobs": []}]
+          "cpus_in_use": None, "gpus": [], "gpus_in_use": None, "memory_total": 2**36, "jobs": [],
+          "died_at": "2026-05-04T10:00:01+00:00"}]
 
 
 def test_cluster_mode_reports_the_nodes_in_the_api_the_cli_and_the_page(settings, cli_env, monkeypatch):
@@ -91,7 +94,8 @@ def test_cluster_mode_reports_the_nodes_in_the_api_the_cli_and_the_page(settings
     assert result.exit_code == 0, result.output
     assert "backend: ray" in result.output
     assert "node gpu-a (abcdef12) alive: 1/4 CPUs, 1/1 GPUs in use (NVIDIA H200); jobs job-1" in result.output
-    assert "node gpu-b (99887766) DEAD" in result.output
+    died = clock(datetime.fromisoformat(NODES[1]["died_at"]).timestamp())  # in this machine's time zone
+    assert f"node gpu-b (99887766) DEAD since {died} (" in result.output and " ago): " in result.output
     assert json.loads(CliRunner().invoke(cli, ["system", "--json"], env=env).stdout)["nodes"] == NODES
 
 

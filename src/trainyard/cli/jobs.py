@@ -83,9 +83,12 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
            processes: int | None = typer.Option(None, help="continue as N processes on the CPU"),
            as_json: bool = typer.Option(False, "--json")) -> None:
     """Continue an ended model job from its last checkpoint (on other devices if asked)."""
-    from trainyard.jobs.training_jobs import resume_model_job  # only resume needs it
+    from trainyard.jobs.deployment import follow_deployment  # only resume needs these
+    from trainyard.jobs.training_jobs import resume_model_job
 
     ctx = cli_context()
+    if ctx.manager.get(job_id).kind == "model":  # the store's server decides where it trains, as for train
+        follow_deployment(ctx, foreground=not submit)
     try:
         ids = [int(i) for i in gpu_ids.split(",") if i.strip()] if gpu_ids else None
     except ValueError:

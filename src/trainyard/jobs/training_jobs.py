@@ -199,8 +199,13 @@ def cluster_placement(needs: dict) -> dict | None:
 def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_ids: list[int] | None = None,
                      processes: int | None = None, foreground: bool = False) -> Job:
     """Queue an ended model job again, optionally on other devices (more or fewer GPUs or CPU
-    processes); it continues from its last checkpoint (training/resume.py says how exactly)."""
+    processes); it continues from its last checkpoint (training/resume.py says how exactly).
+
+    In cluster mode a job that ran on one machine continues on the cluster, on as many workers
+    as it had processes or GPUs: where jobs run is the deployment's choice (jobs/deployment.py)."""
     job = ctx.manager.get(job_id)
+    if not (gpus or gpu_ids or processes) and ctx.settings.cluster == "ray" and _ran_on_one_machine(job):
+        gpus, processes = _same_devices(job, read_json(ctx.manager.folder(job_id).spec))
     if gpus or gpu_ids or processes:
         if job.kind != "model" or not job.status.is_final:
             raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
@@ -213,6 +218,17 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
                                         "max_restarts": spec.get("max_restarts", 0) if placement else 0})
         ctx.store.update_job(job_id, needs=needs)
     return ctx.manager.resume(job_id, foreground=foreground)
+
+
+def _ran_on_one_machine(job: Job) -> bool:
+    return job.kind == "model" and job.needs.get("pool") in ("cpu", "gpu")
+
+
+def _same_devices(job: Job, spec: dict) -> tuple[int | None, int]:
+    """(GPUs, processes) of the devices ``job`` had on its machine, for as many cluster workers."""
+    if job.needs.get("pool") == "gpu":
+        return len(job.needs.get("ids") or []) or job.needs.get("count") or 1, 1
+    return None, spec.get("processes") or 1
 
 
 def _network_of_pretrained(ctx: Context, store: WeightsStore, request: TrainRequest) -> TrainRequest:
