@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, model_spec, write_job
 from trainyard.core import job_confinement, sandbox
 from trainyard.core.paths import JobFolder
@@ -80,3 +81,19 @@ def test_a_network_that_starts_process_after_process_is_stopped(tmp_path, datase
         except ProcessLookupError:
             pass
     assert alive == []
+
+
+def test_a_confined_job_still_aborts(tmp_path, dataset):
+    """Abort is SIGTERM to the job's process group: the training process (not its supervisor,
+    which waits for it) stops at a step boundary, and the job ends ``aborted``."""
+    spec = model_spec(dataset, network=None, network_source=NETWORK.format(payload="        pass\n"), epochs=500)
+    folder = JobFolder(write_job(tmp_path / "home" / "jobs" / "aborted", spec))
+    proc = runner.launch(get_kind("model").command(folder, []), folder, [])
+    def trained_or_ended():
+        return proc.poll() is not None or (folder.events.exists() and '"type":"metric"' in folder.events.read_text())
+
+    wait_for(trained_or_ended, 600, interval=0.5)
+    assert proc.poll() is None, (folder.path / "output.txt").read_text()[-2000:]
+    runner.terminate_group(proc.pid, 30, proc)
+    assert runner.final_status(folder, proc.returncode, abort_requested=True)[0] == "aborted"
+    assert proc.returncode == 143
