@@ -116,17 +116,25 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
-def _kill_all(root: int, within_s: float = 10.0) -> None:
-    """SIGKILL every descendant until none is left (a fork loop makes new ones meanwhile)."""
-    deadline = time.monotonic() + within_s
-    while (left := _descendants(root)) and time.monotonic() < deadline:
-        for pid in left:
+def _kill_all(root: int, within_s: float = 120.0) -> None:
+    """SIGKILL every descendant, again and again (a fork loop makes new ones meanwhile), and reap
+    them, until none is left: this process must not end before them, or the last ones would be
+    handed to init, out of reach. Hundreds of processes as big as torch's take seconds to die
+    on a busy machine; ``within_s`` is there only so that this never hangs."""
+    started = time.monotonic()
+    killed: set[int] = set()
+    while (left := _descendants(root)) and time.monotonic() - started < within_s:
+        for pid in left:  # again for those still dying: harmless
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        killed |= left
         time.sleep(0.05)
         _reap(-1)
+    if killed:
+        print(f"trainyard: stopped {len(killed)} processes in {time.monotonic() - started:.1f} s",
+              file=sys.stderr, flush=True)
 
 
 def _report(policy: sandbox.Policy, message: str) -> None:
