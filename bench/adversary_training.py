@@ -26,7 +26,7 @@ _datasets: dict[int, str] = {}  # one dataset per server
 def training_memory(target: Target) -> tuple[str, str, str]:
     job = _train(target, "if os.path.isfile('spec.json'):\n    hold = bytearray(16 << 30)", "training memory")
     stopped = job["status"] == "failed" and "GiB of memory" in (job["error"] or "")
-    return _row("training memory (16 GiB)", not stopped, f"{job['status']}: {(job['error'] or '')[:90]}")
+    return _row("train memory (16 GiB)", not stopped, f"{job['status']}: {(job['error'] or '')[:90]}")
 
 
 def training_fork(target: Target) -> tuple[str, str, str]:
@@ -44,7 +44,7 @@ def training_fork(target: Target) -> tuple[str, str, str]:
     children = [int(p) for p in pids.read_text().split()] if pids.exists() else []
     alive = sum(_alive(pid) for pid in children)
     stopped = job["status"] == "failed" and "processes" in (job["error"] or "") and not alive
-    return _row("training fork (300)", not stopped,
+    return _row("train fork (300)", not stopped,
                 f"{len(children)} forked, {alive} left; {job['status']}: {(job['error'] or '')[:60]}")
 
 
