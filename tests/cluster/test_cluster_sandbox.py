@@ -1,12 +1,13 @@
 """The ranks of a cluster job whose network is user code run in the sandbox on their nodes: a
 build() that reads the store from a rank fails the job with the rank's permission error, and
-the ranks ran under their supervisor with the sandbox's memory limit."""
+the ranks ran under their supervisor with the sandbox's memory limit; an abort still stops them."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.cluster.test_cluster_jobs import ended, spec, submit, tick_until
+from tests.cluster.test_cluster_jobs import ended, gone, spec, submit, tick_until, training_processes, wait_for_training
+from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset
 from trainyard.core import sandbox
 
@@ -44,3 +45,20 @@ def test_a_rank_of_a_custom_network_cannot_read_the_store(cluster_ctx, dataset, 
     folder = cluster_ctx.manager.folder(job.id).path
     limits = sorted(p.read_text() for p in folder.glob("rank-*.limit"))
     assert limits == ["3000", "3000"]  # both ranks confined, with the memory limit
+
+
+def test_the_confined_ranks_of_a_custom_network_abort(cluster_ctx, dataset):
+    """Abort reaches each rank's training process past its supervisor (its own process group)."""
+    source = ("from torch import nn\n"
+              "def build(num_classes, in_channels, image_size):\n"
+              "    return nn.Sequential(nn.Flatten(), nn.Linear(in_channels * image_size * image_size, num_classes))\n")
+    job = submit(cluster_ctx, spec(dataset, epochs=500, network=None, network_source=source), "boxed")
+    job = wait_for_training(cluster_ctx, job)
+    ranks = training_processes(cluster_ctx.manager.folder(job.id).path)
+    assert len(ranks) == 2
+    cluster_ctx.manager.abort(job.id)
+    wait_for(lambda: gone(ranks.values()), 60)
+    assert tick_until(cluster_ctx, job.id, ended, timeout=120).status == "aborted"
+    # said by rank 0's training process itself: it got the SIGTERM, it was not killed with its actor
+    log = (cluster_ctx.manager.folder(job.id).path / "log.txt").read_text()
+    assert "aborted; the checkpoints written so far are kept" in log
