@@ -23,7 +23,7 @@ from torch import nn
 
 from trainyard.artifact.checkpoint import save_checkpoint
 from trainyard.core.paths import checkpoint_name
-from trainyard.inference import archive_import, workers
+from trainyard.inference import workers
 
 SIZE, CHANNELS, CLASSES = 8, 3, ["a", "b"]
 TOKEN = "a-server-secret-that-user-code-must-not-see"
@@ -168,7 +168,7 @@ def test_import_checks_network_py_only_outside_the_server(server, tmp_path):
     ("__import__('time').sleep(600)", "could not be checked: the check took longer than 2 s")])
 def test_import_of_a_hostile_network_is_refused_and_the_server_lives(server, monkeypatch, hostile, reason):
     if "sleep" in hostile:  # else the whole check (starting Python, importing torch) may take longer
-        monkeypatch.setattr(archive_import, "CHECK_TIMEOUT_S", 2.0)
+        monkeypatch.setattr(server.app.state.ctx.settings, "check_timeout_s", 2.0)
     response = import_archive(server, payload(hostile))
     assert response.status_code == 400
     assert f"network.py {reason}" in response.json()["detail"]

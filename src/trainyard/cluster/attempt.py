@@ -35,7 +35,7 @@ HEAD_LOST_S = 10.0  # the head's port unanswered this long: the cluster is lost 
 HEAD_CHECK_S = 2.0
 # The launcher's thread settings (a local job's process inherits them) go to every rank, and
 # the checkpoint writer's documented test hook (checkpoint_writer.py) with them.
-PASSED_ON = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TRAINYARD_CHECKPOINT_HOLD")
+PASSED_ON = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TRAINYARD_CHECKPOINT_HOLD", "TRAINYARD_SANDBOX_MEMORY_MB")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """One rank of a cluster job on its node: a Ray actor that runs the training entry point as its
-child process, checks storage, and reports where it runs and what its process uses.
+child process, checks storage, and reports where it runs and what its process uses. A rank
+of a job whose network is user code runs in the sandbox, under its supervisor
+(core/job_confinement.py).
 
 A plain class: the launcher makes it a Ray actor (``ray.remote(RankWorker)``), and tests can use
 it directly. Ray runs a default actor's methods one at a time on the worker's main thread, so
@@ -19,10 +21,13 @@ from pathlib import Path
 
 import psutil
 
+from trainyard.core.job_confinement import confined_command
+
 
 class RankWorker:
     def __init__(self) -> None:
         self.child: subprocess.Popen | None = None
+        self.group = False  # the child leads a process group of its own (a confined rank)
         self.gpu_ids: list[str] = []
         self._procs: dict[int, psutil.Process] = {}  # kept, so cpu_percent measures between calls
 
@@ -67,9 +72,15 @@ class RankWorker:
         at ``niceness`` if this node lets us; its pid and the niceness it runs at."""
         if command and command[0] == "python":
             command = [sys.executable, *command[1:]]  # this node's interpreter (the cluster's venv)
+        # A rank runs the job's network: user code, when it is custom, confined on this node as a
+        # local job is (SandboxUnavailable, said by the launcher, where this node has no sandbox).
+        confined = confined_command(command, cwd, self.gpu_ids, env=child_environment(env))
+        # Its own process group, so that `stop` reaches the training process past its supervisor
+        # (which waits for it); it still dies with this actor (PR_SET_PDEATHSIG).
+        self.group = confined is not command
         with open(output, "ab") as out:
-            self.child = subprocess.Popen(command, cwd=cwd, env=child_environment(env), stdin=subprocess.DEVNULL,
-                                          stdout=out, stderr=subprocess.STDOUT,
+            self.child = subprocess.Popen(confined, cwd=cwd, env=child_environment(env), stdin=subprocess.DEVNULL,
+                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=self.group,
                                           preexec_fn=None if niceness is None else lambda: set_niceness(niceness))
         try:
             actual = psutil.Process(self.child.pid).nice()
@@ -85,7 +96,10 @@ class RankWorker:
         """SIGTERM the process (abort: the ranks agree to stop at a step boundary); killing is
         ray.kill's, on the actor, which the process dies with."""
         if self.child is not None and self.child.poll() is None:
-            self.child.send_signal(signal.SIGTERM)
+            if self.group:
+                os.killpg(self.child.pid, signal.SIGTERM)
+            else:
+                self.child.send_signal(signal.SIGTERM)
 
     def figures(self) -> dict:
         """CPU percent and memory of the training process tree, and its GPUs' NVML readings."""

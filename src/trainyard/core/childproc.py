@@ -87,6 +87,8 @@ class Child:
         self.what = what  # "the network check", for messages
         self._next_id = STATE_ID
         self.scratch = tempfile.mkdtemp(prefix="trainyard-child-")  # its TMPDIR, writable
+        if (uid := os.environ.get("TRAINYARD_SANDBOX_UID")) and os.geteuid() == 0:
+            os.chown(self.scratch, int(uid), -1)  # the child runs as that uid (core/sandbox.py)
         policy.write = [*policy.write, self.scratch]
         self.stderr = tempfile.TemporaryFile()
         request_r, self._requests = os.pipe()

@@ -14,15 +14,15 @@ What a sandboxed process gets, and from which mechanism (chosen for this machine
 - **rlimits**: memory (RLIMIT_DATA: what malloc and torch's allocator count; RLIMIT_AS would
   trip on the gigabytes of address space CUDA libraries reserve), open files, file size (a
   check's stderr cannot fill the disk), CPU seconds.
-- **seccomp** (a small BPF filter) for checks and workers: no new processes at all (threads
-  still work), since RLIMIT_NPROC counts every process of the uid, and not at all for root.
+- **seccomp** for checks and workers: no new processes at all (threads still work); a training
+  job may start some, counted by its supervisor (core/supervisor.py), since RLIMIT_NPROC is not.
 - **PR_SET_NO_NEW_PRIVS**, and as root: every capability dropped (bounding set, securebits
   NOROOT, capset), so the rlimits cannot be raised again and nothing privileged is left; an
   optional drop to an unprivileged uid (``TRAINYARD_SANDBOX_UID``) where files allow it.
 - **A scrubbed environment**: no ``TRAINYARD_AUTH_TOKEN``, no ``TRAINYARD_DATABASE_URL``.
 
-bubblewrap also works here, but it is a binary to install on every node and costs a process
-start; Landlock is applied in place, which a warm forked checker needs (core/childproc.py).
+bubblewrap also works, but is a binary to install on every node and costs a process start;
+Landlock is applied in place, which a warm forked checker needs (core/childproc.py).
 Where the kernel has no Landlock, `status()` says so and callers refuse custom code unless
 ``TRAINYARD_ALLOW_UNSANDBOXED=1``. Torch-free, like all of core.
 
@@ -44,8 +44,7 @@ from pathlib import Path
 
 from trainyard.core.errors import UserError
 
-SECRET_VARIABLES = ("TRAINYARD_AUTH_TOKEN", "TRAINYARD_DATABASE_URL", "TRAINYARD_TOKEN_FD",
-                    "TRAINYARD_TOKEN_FILE")
+SECRET_VARIABLES = ("TRAINYARD_AUTH_TOKEN", "TRAINYARD_DATABASE_URL", "TRAINYARD_TOKEN_FD", "TRAINYARD_TOKEN_FILE")
 ALLOW_UNSANDBOXED = "TRAINYARD_ALLOW_UNSANDBOXED"
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -76,6 +75,8 @@ class Policy:
     open_files: int = 1024
     file_size_mb: int | None = None
     cpu_s: int | None = None
+    max_processes: int | None = None  # counted by core/supervisor.py, which runs the process
+    report_dir: str | None = None  # the job folder the supervisor reports a limit's breach to
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

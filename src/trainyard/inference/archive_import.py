@@ -32,19 +32,24 @@ from trainyard.core.files import read_json
 from trainyard.datasets.archive import ArchiveError, safe_extract
 from trainyard.datasets.resize_plans import RESIZE_MODES
 from trainyard.networks import UnknownNetwork, check_network_isolated, network_source
+from trainyard.networks.isolated import check_timeout
 
 REQUIRED = ("weights.safetensors", "network.py", "labels.txt", "mean.npy", "preprocess.json")
 MAX_ARCHIVE_BYTES = 8 * 2**30  # unpacked; the largest torchvision networks are ~0.6 GB twice
 MAX_MEMBERS = 100
-CHECK_TIMEOUT_S = 60.0  # building and running a custom network.py once, in its child process
 
 
 class ArchiveImportError(UserError):
     """An archive that cannot be imported; the message says which file and why."""
 
 
-def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike) -> dict:
-    """Unpack ``archive`` into ``workdir`` (the caller deletes it) and return a checkpoint dict."""
+def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike,
+                       check_timeout_s: float | None = None) -> dict:
+    """Unpack ``archive`` into ``workdir`` (the caller deletes it) and return a checkpoint dict.
+
+    A custom network.py is checked as the network check checks one, with its time limit
+    (``check_timeout_s``: the server's setting; else TRAINYARD_CHECK_TIMEOUT_S or 900 s, which
+    the largest timm networks fit, networks/isolated.py): building one takes minutes."""
     try:
         root = safe_extract(Path(archive), Path(workdir), MAX_ARCHIVE_BYTES, MAX_MEMBERS)
     except ArchiveError as exc:
@@ -61,7 +66,8 @@ def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike) -
     image_size = prep.pop("image_size")
     weights = read_weights(root / "weights.safetensors")
     check_classes_fit(weights, len(classes))  # before anything is built: labels.txt alone sizes the network
-    expected = _state_shapes(network, source, len(classes), prep["channels"], image_size)
+    expected = _state_shapes(network, source, len(classes), prep["channels"], image_size,
+                             check_timeout_s or check_timeout())
     _check_exactly(expected, weights)
     return {
         "format": FORMAT, "model": {name: weights[name] for name in expected},
@@ -165,7 +171,7 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _state_shapes(network: str | None, source: str | None, num_classes: int, channels: int,
-                  image_size: int) -> dict[str, tuple[int, ...]]:
+                  image_size: int, timeout: float) -> dict[str, tuple[int, ...]]:
     """{name: shape} of the network's state dict, in its order.
 
     A custom network.py is user code: it is built and run only in a child process, which
@@ -174,7 +180,7 @@ def _state_shapes(network: str | None, source: str | None, num_classes: int, cha
     if source is None:
         model = create_model(network, None, num_classes, channels, image_size)
         return {name: tuple(t.shape) for name, t in model.state_dict().items()}
-    report = check_network_isolated(source, num_classes, channels, image_size, timeout=CHECK_TIMEOUT_S)
+    report = check_network_isolated(source, num_classes, channels, image_size, timeout=timeout)
     if not report.get("ok"):
         verdict = "could not be checked" if report.get("timed_out") else "does not build"  # slow is not broken
         raise ArchiveImportError(f"network.py {verdict}: {report.get('error')}")

@@ -39,7 +39,7 @@ def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | N
     try:
         # Unpack inside the job folder: same disk, and removed with the folder on failure.
         with tempfile.TemporaryDirectory(dir=folder.path, prefix=".import-") as work:
-            checkpoint = read_model_archive(archive, work)
+            checkpoint = read_model_archive(archive, work, ctx.settings.check_timeout_s)
         name = name or _default_name(checkpoint, archive)
         _write_folder(folder, job_id, name, checkpoint, archive.name)
     except ArchiveImportError as exc:

@@ -1,0 +1,109 @@
+"""The sandbox of a training process whose network is user code (a custom network or an imported
+one), wherever it starts: a local job (jobs/job_sandbox.py) or a cluster rank (cluster/worker.py).
+
+Such a process runs as ``python -m trainyard.core.supervisor POLICY -- <its command>``: the
+supervisor (core/supervisor.py) forks it, it confines itself (core/sandbox.py) and execs the
+command. It reads the system's and Python's folders, its dataset, its pretrained weights and
+the weights store; it writes only its own job folder (and /dev/shm, where the data loader's
+workers share batches, and the GPU device files it leased); it reaches TCP only when it spans
+processes (their rendezvous); it may start processes (the data loader, torch.distributed.run),
+at most `JOB_PROCESSES`; each of its processes may take `training_memory_mb` of memory. A
+standard network is trainyard's own code and runs as before. Torch-free, like all of core.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from trainyard.core import sandbox
+
+# A job's processes, counted by its supervisor (threads are not counted): a data loader's
+# workers (at most one a core), a rank per GPU and theirs; a fork loop is stopped here.
+JOB_PROCESSES = max(256, 8 * (os.cpu_count() or 1))
+MEMORY_SETTING = "TRAINYARD_SANDBOX_MEMORY_MB"
+
+
+def is_user_code(spec: object) -> bool:
+    """Whether the job's network is user code (its spec carries the network's source)."""
+    return isinstance(spec, dict) and bool(spec.get("network_source"))
+
+
+def read_spec(job_dir: str | os.PathLike) -> dict:
+    try:
+        spec = json.loads((Path(job_dir) / "spec.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return spec if isinstance(spec, dict) else {}
+
+
+def confined_command(command: list[str], job_dir: str | os.PathLike, gpu_ids: list[int] | list[str],
+                     env: dict[str, str] | None = None) -> list[str]:
+    """``command`` under the supervisor and in the sandbox when the job's network is user code;
+    unchanged otherwise, and where the kernel has no sandbox but running unconfined was allowed.
+    Raises `sandbox.SandboxUnavailable` where it has none and that was not allowed. The
+    supervisor reports a breach of the limits to the job folder (core/supervisor.py). ``env``:
+    the environment the command gets (its TRAINYARD_SANDBOX_MEMORY_MB), else this process's."""
+    spec = read_spec(job_dir)
+    if not is_user_code(spec) or not sandbox.require():
+        return command
+    policy = training_policy(spec, Path(job_dir), len(gpu_ids), os.environ if env is None else env)
+    policy.report_dir = str(job_dir)
+    return [sys.executable, "-m", "trainyard.core.supervisor", policy.to_json(), "--", *command]
+
+
+def training_policy(spec: dict, job_dir: Path, gpus: int, env: Mapping[str, str]) -> sandbox.Policy:
+    home = job_dir.resolve().parent.parent  # HOME/jobs/<id>
+    read = [str(home / "weights")]
+    for key in ("dataset_dir", "pretrained"):
+        if spec.get(key):
+            path = Path(spec[key])
+            read.append(str(path if path.is_dir() else path.parent))
+    write = [str(job_dir), "/dev/shm"]
+    if gpus:
+        write += glob.glob("/dev/nvidia*")  # opened read-write, then driven by ioctl
+    spans = gpus > 1 or int(spec.get("processes") or 1) > 1 or int(spec.get("nnodes") or 1) > 1 \
+        or bool(spec.get("cluster"))
+    return sandbox.Policy(read=read, write=write, network=spans, processes=True, open_files=65536,
+                          memory_mb=training_memory_mb(gpus > 0, env), max_processes=JOB_PROCESSES,
+                          hidden=[str(home)])
+
+
+def training_memory_mb(gpu: bool, env: Mapping[str, str]) -> int | None:
+    """The memory (RLIMIT_DATA) each process of a training job may take: TRAINYARD_SANDBOX_MEMORY_MB
+    when set; else three quarters of the machine's memory, and at least 4 GiB, for a CPU job.
+
+    RLIMIT_DATA counts private writable memory (malloc, torch's CPU tensors), not the address
+    space CUDA reserves; but a GPU job's pinned host buffers and driver mappings were not
+    measured against it on a GPU machine, so a GPU job gets a limit only when one was set."""
+    chosen = env.get(MEMORY_SETTING)
+    if chosen:
+        return int(chosen)
+    if gpu:
+        return None
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
+    except (ValueError, OSError):
+        return None
+    return max(4096, total * 3 // 4)
+
+
+def out_of_memory_message(error: BaseException) -> str | None:
+    """The user's one line when ``error`` (or what caused it) is this process running out of
+    the memory its sandbox gives it; None when it is not, or when this process has no limit."""
+    limit = sandbox.memory_limit_mb()
+    if limit is None:
+        return None
+    current: BaseException | None = error
+    for _ in range(20):  # the chain of causes, as far as it goes
+        if current is None:
+            return None
+        if isinstance(current, MemoryError) or "can't allocate memory" in str(current):
+            return (f"the network used more than {limit / 1024:.3g} GiB of memory, the most a training process "
+                    f"running user code may take ({MEMORY_SETTING})")
+        current = current.__cause__ or current.__context__
+    return None
