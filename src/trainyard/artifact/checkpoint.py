@@ -92,11 +92,10 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
 
 def build_model_from_checkpoint(checkpoint: dict) -> nn.Module:
     """The checkpoint's network with its weights, in eval mode, on the CPU."""
-    from trainyard.artifact.inputs import input_shape
     from trainyard.artifact.network import create_model
+    from trainyard.artifact.preprocessing import Preprocessing
 
-    prep = checkpoint["preprocess"]
-    channels, height, width = input_shape(prep)
+    channels, height, width = Preprocessing.of_checkpoint(checkpoint).input_shape
     model = create_model(checkpoint["network"], checkpoint["network_source"], len(checkpoint["classes"]),
                          channels, checkpoint["image_size"], (height, width))
     model.load_state_dict(checkpoint["model"])

@@ -14,16 +14,19 @@ importing torch at all.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
 
+from trainyard.artifact.preprocessing import SCALE, Preprocessing
 from trainyard.datasets.images import to_mode
 from trainyard.datasets.resize import resize_image
 
-SCALE = "0..1"
+__all__ = ["INFERENCE_NOISE_SEED", "SCALE", "Prepared", "center_window", "input_shape", "prepare_images",
+           "prepare_pixels", "resize_for_input"]
+
 # Noise seed for fill/half_crop padding at inference, so an image always classifies the same.
 INFERENCE_NOISE_SEED = 0
 _TO_UNIT = np.float32(1.0 / 255.0)  # what torch multiplies by for ``mul_(1.0 / 255.0)`` on float32
@@ -49,18 +52,18 @@ def center_window(h: int, w: int, crop: int) -> tuple[slice, slice]:
     return slice(top, top + crop), slice(left, left + crop)
 
 
-def input_shape(preprocess: dict) -> tuple[int, int, int]:
+def input_shape(preprocess: Preprocessing | Mapping) -> tuple[int, int, int]:
     """(C, h, w) of the network input: the crop, else the stored image size."""
-    crop = preprocess.get("crop")
-    return (preprocess["channels"], crop or preprocess["height"], crop or preprocess["width"])
+    return Preprocessing.of(preprocess).input_shape
 
 
-def resize_for_input(image: Image.Image, preprocess: dict) -> np.ndarray:
+def resize_for_input(image: Image.Image, preprocess: Preprocessing | Mapping) -> np.ndarray:
     """An image at the dataset's stored size, (H, W, C) uint8, converted and resized as the
     dataset build did (an image already at that size is used as is)."""
+    prep = Preprocessing.of(preprocess)
     # A fresh noise generator per image: an image gets the same input in any batch.
-    return resize_image(to_mode(image, preprocess["channels"]), preprocess["width"], preprocess["height"],
-                        preprocess["resize"], np.random.default_rng(INFERENCE_NOISE_SEED))
+    return resize_image(to_mode(image, prep.channels), prep.width, prep.height, prep.resize,
+                        np.random.default_rng(INFERENCE_NOISE_SEED))
 
 
 def prepare_pixels(batch: np.ndarray, crop: int | None, mean: np.ndarray | None,
@@ -77,14 +80,15 @@ def prepare_pixels(batch: np.ndarray, crop: int | None, mean: np.ndarray | None,
     return Prepared(np.ascontiguousarray(x), np.ascontiguousarray(batch))
 
 
-def prepare_images(images: Sequence[Image.Image], preprocess: dict, mean: np.ndarray | None,
+def prepare_images(images: Sequence[Image.Image], preprocess: Preprocessing | Mapping, mean: np.ndarray | None,
                    std: np.ndarray | None = None) -> Prepared:
     """PIL images -> the network input a checkpoint expects, plus the pixels it shows.
 
-    ``preprocess`` is a checkpoint's ``preprocess`` entry (width, height, channels, resize,
-    mean_mode, crop); ``mean`` and ``std`` its constants (see the module docstring).
+    ``preprocess`` is a checkpoint's preprocessing (or its stored ``preprocess`` entry);
+    ``mean`` and ``std`` its constants (see the module docstring).
     """
-    if preprocess.get("scale", SCALE) != SCALE:
-        raise ValueError(f"unsupported input scale {preprocess.get('scale')!r}; expected {SCALE!r}")
-    batch = np.stack([resize_for_input(image, preprocess) for image in images])
-    return prepare_pixels(batch, preprocess.get("crop"), mean, std)
+    prep = Preprocessing.of(preprocess)
+    if prep.scale != SCALE:
+        raise ValueError(f"unsupported input scale {prep.scale!r}; expected {SCALE!r}")
+    batch = np.stack([resize_for_input(image, prep) for image in images])
+    return prepare_pixels(batch, prep.crop, mean, std)

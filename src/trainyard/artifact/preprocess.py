@@ -17,15 +17,17 @@ validation gave for it. `mean_image` reads a checkpoint's ``preprocess`` entry f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 from PIL import Image
 
 from trainyard.artifact.inputs import center_window, prepare_images
+from trainyard.artifact.preprocessing import MEAN_MODES, Preprocessing
 
-MEAN_MODES = ("image", "pixel", "none")
+__all__ = ["MEAN_MODES", "center_crop_batch", "input_arrays", "input_mean", "input_std", "mean_image", "mean_tensor",
+           "normalize_batch", "preprocess_images", "std_tensor"]
 
 
 def mean_tensor(
@@ -91,34 +93,36 @@ def normalize_batch(
     return x.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
-def input_mean(preprocess: dict, device: torch.device | str = "cpu") -> torch.Tensor | None:
-    """`mean_tensor` of a checkpoint's ``preprocess`` entry."""
-    return mean_tensor(preprocess.get("mean"), preprocess.get("mean_mode", "none"), preprocess.get("crop"), device)
+def input_mean(preprocess: Preprocessing | Mapping, device: torch.device | str = "cpu") -> torch.Tensor | None:
+    """`mean_tensor` of a checkpoint's preprocessing (or its stored ``preprocess`` entry)."""
+    prep = Preprocessing.of(preprocess)
+    return mean_tensor(prep.mean, prep.mean_mode, prep.crop, device)
 
 
-def input_std(preprocess: dict, device: torch.device | str = "cpu") -> torch.Tensor | None:
-    """`std_tensor` of a checkpoint's ``preprocess`` entry (None for most models)."""
-    return std_tensor(preprocess.get("std"), device)
+def input_std(preprocess: Preprocessing | Mapping, device: torch.device | str = "cpu") -> torch.Tensor | None:
+    """`std_tensor` of a checkpoint's preprocessing (None for most models)."""
+    return std_tensor(Preprocessing.of(preprocess).std, device)
 
 
-def input_arrays(preprocess: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The mean and std of a checkpoint's ``preprocess`` entry as inputs.py takes them: made by
-    the very functions training uses, so the constants are validation's to the last bit."""
+def input_arrays(preprocess: Preprocessing | Mapping) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The mean and std of a checkpoint's preprocessing as inputs.py takes them: made by the
+    very functions training uses, so the constants are validation's to the last bit."""
     mean, std = input_mean(preprocess), input_std(preprocess)
     return (None if mean is None else mean.numpy(), None if std is None else std.numpy())
 
 
 def preprocess_images(
-    images: Sequence[Image.Image], preprocess: dict, device: torch.device | str = "cpu"
+    images: Sequence[Image.Image], preprocess: Preprocessing | Mapping, device: torch.device | str = "cpu"
 ) -> torch.Tensor:
     """PIL images -> the (N, C, h, w) float batch a checkpoint's network expects."""
     mean, std = input_arrays(preprocess)
     return torch.from_numpy(prepare_images(images, preprocess, mean, std).inputs).to(device)
 
 
-def mean_image(preprocess: dict) -> np.ndarray:
+def mean_image(preprocess: Preprocessing | Mapping) -> np.ndarray:
     """The mean image (H, W, C) float32 in 0..255; zeros when the model subtracts none."""
-    mean = preprocess.get("mean")
-    if mean is None:
-        return np.zeros((preprocess["height"], preprocess["width"], preprocess["channels"]), np.float32)
+    prep = Preprocessing.of(preprocess)
+    if prep.mean is None:
+        return np.zeros(prep.stored_shape, np.float32)
+    mean = prep.mean
     return np.asarray(mean.cpu().numpy() if isinstance(mean, torch.Tensor) else mean, dtype=np.float32)

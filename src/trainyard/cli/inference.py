@@ -95,7 +95,7 @@ def _classify_here(model: str, images: list[Path], epoch: float | None, top: int
     named, problems = [], {}
     for i, path in enumerate(images):
         try:
-            named.append((str(path), load_image(path, loaded.preprocess["channels"])))
+            named.append((str(path), load_image(path, loaded.preprocess.channels)))
         except ImageError as exc:
             problems[i] = {"image": str(path), "predictions": [], "error": str(exc)}
             err.print(f"[red]error:[/red] {path}: {exc}")

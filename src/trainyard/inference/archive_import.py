@@ -24,13 +24,11 @@ import numpy as np
 import torch
 
 from trainyard.artifact.checkpoint import FORMAT
-from trainyard.artifact.inputs import SCALE
 from trainyard.artifact.network import create_model
-from trainyard.artifact.preprocess import MEAN_MODES
+from trainyard.artifact.preprocessing import Preprocessing, from_document
 from trainyard.core.errors import UserError
 from trainyard.core.files import read_json
 from trainyard.datasets.archive import ArchiveError, safe_extract
-from trainyard.datasets.resize_plans import RESIZE_MODES
 from trainyard.networks import UnknownNetwork, check_network_isolated, network_source
 from trainyard.networks.isolated import check_timeout
 
@@ -59,20 +57,20 @@ def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike,
         raise ArchiveImportError(f"not a trainyard model archive: {', '.join(missing)} missing "
                                  "(expected one folder holding the files of a downloaded model)")
     info = _read_json(root, "info.json") if (root / "info.json").is_file() else {}
-    prep = read_preprocess(_read_json(root, "preprocess.json"))
+    prep, image_size = read_preprocess(_read_json(root, "preprocess.json"))
     classes = read_labels(root / "labels.txt")
-    mean = read_mean(root / "mean.npy", prep) if prep["mean_mode"] != "none" else None
+    if prep.mean_mode != "none":
+        prep = prep.replace(mean=read_mean(root / "mean.npy", prep))
     network, source = pick_network((root / "network.py").read_text(encoding="utf-8"), info.get("network"))
-    image_size = prep.pop("image_size")
     weights = read_weights(root / "weights.safetensors")
     check_classes_fit(weights, len(classes))  # before anything is built: labels.txt alone sizes the network
-    expected = _state_shapes(network, source, len(classes), prep["channels"], image_size,
+    expected = _state_shapes(network, source, len(classes), prep.channels, image_size,
                              check_timeout_s or check_timeout())
     _check_exactly(expected, weights)
     return {
         "format": FORMAT, "model": {name: weights[name] for name in expected},
         "network": network, "network_source": source,
-        "classes": classes, "image_size": image_size, "preprocess": {**prep, "mean": mean},
+        "classes": classes, "image_size": image_size, "preprocess": prep.to_dict(),
         "epoch": _number(info.get("epoch"), 0), "metrics": _history(info.get("history")),
         "best": info.get("best"), "optimizer": None, "scheduler": None, "scaler": None,
         "trainable": None, "imported": {k: info.get(k) for k in ("job", "dataset", "versions", "created")},
@@ -89,32 +87,12 @@ def _read_json(root: Path, name: str) -> dict:
     return doc
 
 
-def read_preprocess(doc: dict) -> dict:
-    """The checkpoint's preprocess entry (without mean) from preprocess.json, checked."""
+def read_preprocess(doc: dict) -> tuple[Preprocessing, int]:
+    """The checkpoint's preprocessing (without mean) and image size from preprocess.json, checked."""
     try:
-        width, height, channels = int(doc["width"]), int(doc["height"]), int(doc["channels"])
-        resize, mean_mode = doc.get("resize", "squash"), doc.get("mean_mode", "none")
-        crop = int(doc["crop"]) if doc.get("crop") else None
-        image_size = int(doc.get("image_size") or crop or min(width, height))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ArchiveImportError(f"preprocess.json: missing or bad field {exc}") from None
-    problems = []
-    if not (1 <= width <= 4096 and 1 <= height <= 4096):
-        problems.append(f"size {width}x{height} is outside 1..4096")
-    if channels not in (1, 3):
-        problems.append(f"channels {channels} is not 1 or 3")
-    if resize not in RESIZE_MODES:
-        problems.append(f"resize {resize!r} is not one of {', '.join(RESIZE_MODES)}")
-    if mean_mode not in MEAN_MODES:
-        problems.append(f"mean_mode {mean_mode!r} is not one of {', '.join(MEAN_MODES)}")
-    if crop is not None and not 0 < crop <= min(width, height):
-        problems.append(f"crop {crop} does not fit the {width}x{height} images")
-    if doc.get("scale", SCALE) != SCALE:
-        problems.append(f"scale {doc.get('scale')!r} is not {SCALE!r}")
-    if problems:
-        raise ArchiveImportError("preprocess.json: " + "; ".join(problems))
-    return {"width": width, "height": height, "channels": channels, "resize": resize,
-            "mean_mode": mean_mode, "crop": crop, "scale": SCALE, "image_size": image_size}
+        return from_document(doc)
+    except ValueError as exc:
+        raise ArchiveImportError(f"preprocess.json: {exc}") from None
 
 
 def read_labels(path: Path) -> list[str]:
@@ -136,13 +114,13 @@ def check_classes_fit(weights: dict[str, torch.Tensor], num_classes: int) -> Non
                                  "weights.safetensors has that many outputs")
 
 
-def read_mean(path: Path, prep: dict) -> torch.Tensor:
+def read_mean(path: Path, prep: Preprocessing) -> torch.Tensor:
     """mean.npy as float32 (H, W, C); read without pickle, shape checked against preprocess."""
     try:
         mean = np.load(path, allow_pickle=False)
     except ValueError as exc:
         raise ArchiveImportError(f"mean.npy cannot be read without pickle: {exc}") from None
-    expected = (prep["height"], prep["width"], prep["channels"])
+    expected = prep.stored_shape
     if mean.shape != expected or not np.issubdtype(mean.dtype, np.number):
         raise ArchiveImportError(f"mean.npy has shape {mean.shape} ({mean.dtype}); expected {expected}")
     return torch.from_numpy(np.ascontiguousarray(mean, dtype=np.float32))

@@ -26,7 +26,7 @@ MAX_TOP = 100
 def decode(data: bytes, loaded: LoadedModel) -> Image.Image:
     """An uploaded file as a Pillow image in the model's channel mode; InferenceError if unusable."""
     try:
-        return load_image_bytes(data, loaded.preprocess["channels"])
+        return load_image_bytes(data, loaded.preprocess.channels)
     except ImageError as exc:
         raise InferenceError(f"not a usable image: {exc}") from None
 
@@ -38,7 +38,7 @@ def prepare(loaded: LoadedModel, images: Sequence[Image.Image]) -> Prepared:
 
 def prepare_pixels(loaded: LoadedModel, batch: np.ndarray) -> Prepared:
     """Stored-size uint8 (N, H, W, C) images (a dataset split's) -> network input."""
-    return inputs.prepare_pixels(batch, loaded.preprocess.get("crop"), loaded.mean, loaded.std)
+    return inputs.prepare_pixels(batch, loaded.preprocess.crop, loaded.mean, loaded.std)
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

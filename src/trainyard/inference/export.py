@@ -42,8 +42,9 @@ from trainyard.artifact.checkpoint import (
     checkpoint_for_epoch,
     load_checkpoint,
 )
-from trainyard.artifact.inputs import INFERENCE_NOISE_SEED, SCALE, input_shape
+from trainyard.artifact.inputs import INFERENCE_NOISE_SEED
 from trainyard.artifact.preprocess import mean_image
+from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.files import write_atomic
 from trainyard.core.paths import checkpoint_epoch
 from trainyard.datasets.images import png_bytes
@@ -113,15 +114,15 @@ def archive_stem(checkpoint: dict) -> str:
 
 def archive_members(checkpoint: dict, checkpoint_path: Path) -> tuple[list[tuple[str, bytes, int]], dict]:
     """[(name, bytes, mode), ...] in archive order, and the ONNX check figures."""
-    prep = checkpoint["preprocess"]
+    prep = Preprocessing.of_checkpoint(checkpoint)
     model = build_model_from_checkpoint(checkpoint)
-    shape = input_shape(prep)
+    shape = prep.input_shape
     # Classify exported this snapshot already, most often: the same exporter, the same bytes.
     onnx_bytes = ort_runtime.cached_graph(checkpoint_path) or onnx_export.export_onnx(model, shape)
     check = onnx_export.check_onnx(onnx_bytes, model, shape).as_dict()  # the archive's own figures
     mean = mean_image(prep)
     files = {
-        "preprocess.json": _json(preprocess_document(checkpoint)),
+        "preprocess.json": _json(preprocess_document(checkpoint, prep)),
         "labels.txt": "".join(f"{name}\n" for name in checkpoint["classes"]).encode(),
         "mean.npy": _npy(mean),
         "mean.png": _png(mean),
@@ -130,27 +131,26 @@ def archive_members(checkpoint: dict, checkpoint_path: Path) -> tuple[list[tuple
         "network.py": network_file(checkpoint).encode(),
         **{name: script_source(name) for name in SCRIPTS},
     }
-    info = info_document(checkpoint, checkpoint_path, check, files)
+    info = info_document(checkpoint, prep, checkpoint_path, check, files)
     readme = readme_text(checkpoint, info).encode()
     ordered = [("README.md", readme), ("info.json", _json(info)), *files.items()]
     return [(name, data, 0o755 if name in SCRIPTS else 0o644) for name, data in ordered], check
 
 
-def preprocess_document(checkpoint: dict) -> dict:
-    """preprocess.json: everything example.py needs to give a network its input."""
-    prep = checkpoint["preprocess"]
-    channels, h, w = input_shape(prep)
-    mean_mode = prep.get("mean_mode", "none") if prep.get("mean") is not None else "none"
+def preprocess_document(checkpoint: dict, prep: Preprocessing) -> dict:
+    """preprocess.json: everything example.py needs to give ``checkpoint``'s network its input."""
+    channels, h, w = prep.input_shape
+    mean_mode = prep.mean_mode if prep.mean is not None else "none"
     return {
         "format": PREPROCESS_FORMAT,
-        "width": prep["width"], "height": prep["height"], "channels": channels,
+        "width": prep.width, "height": prep.height, "channels": channels,
         "channel_order": "RGB" if channels == 3 else "L",
-        "resize": prep.get("resize") or "squash", "interpolation": "bilinear",
+        "resize": prep.resize, "interpolation": "bilinear",
         "noise_seed": INFERENCE_NOISE_SEED,
         "noise": "fill/half_crop padding: numpy.random.default_rng(noise_seed).integers(0, 255, "
                  "(height, width, channels), uint8), a fresh generator per image",
-        "mean_mode": mean_mode, "crop": prep.get("crop"), "scale": prep.get("scale", SCALE),
-        "std": list(prep["std"]) if prep.get("std") else None,
+        "mean_mode": mean_mode, "crop": prep.crop, "scale": prep.scale,
+        "std": list(prep.std) if prep.std else None,
         "image_size": checkpoint["image_size"],
         "input": {"name": onnx_export.INPUT_NAME, "layout": "NCHW", "dtype": "float32",
                   "shape": ["batch", channels, h, w],
@@ -161,7 +161,8 @@ def preprocess_document(checkpoint: dict) -> dict:
     }
 
 
-def info_document(checkpoint: dict, checkpoint_path: Path, check: dict, files: dict[str, bytes]) -> dict:
+def info_document(checkpoint: dict, prep: Preprocessing, checkpoint_path: Path, check: dict,
+                  files: dict[str, bytes]) -> dict:
     """info.json: where the model comes from, how good it was, and with what it was made."""
     spec = checkpoint.get("spec") or {}
     epoch = checkpoint["epoch"]
@@ -172,7 +173,7 @@ def info_document(checkpoint: dict, checkpoint_path: Path, check: dict, files: d
         "job": {"id": spec.get("id"), "name": spec.get("name"), "checkpoint": checkpoint_path.name},
         "dataset": {"id": spec.get("dataset_id"), "name": _dataset_name(spec)},
         "network": checkpoint.get("network") or "custom",
-        "build": {"num_classes": len(checkpoint["classes"]), "in_channels": checkpoint["preprocess"]["channels"],
+        "build": {"num_classes": len(checkpoint["classes"]), "in_channels": prep.channels,
                   "image_size": checkpoint["image_size"]},
         "epoch": epoch,
         "metrics": {name: points[-1][1] for name, points in history.items()

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.inference import ort_runtime, trust
 from trainyard.inference.snapshots import InferenceError, NotFound, NotReady, model_checkpoint
 
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["InferenceError", "LoadedModel", "NotFound", "NotReady", "load_model", "model_checkpoint"]
 
 CACHE_SIZE = 4  # GoogLeNet is ~25 MB of weights; a few models stay warm
+# The preprocessing of a custom network's model in a process that refuses user code: load_model
+# raises UserCode before anything is fed, so no image ever meets these sizes.
+NEVER_FED = Preprocessing(width=0, height=0, channels=0)
 
 
 class UserCode(Exception):
@@ -50,7 +54,7 @@ class LoadedModel:
 
     path: Path
     classes: list[str]
-    preprocess: dict  # the checkpoint's preprocess entry (width, height, channels, resize, ...)
+    preprocess: Preprocessing  # the checkpoint's (width, height, channels, resize, crop, ...)
     epoch: float
     network: str  # a standard network's name, or "custom"
     device: str  # "cpu" or "cuda"
@@ -99,7 +103,7 @@ class LoadedModel:
     def inputs(self) -> ort_runtime.Inputs:
         """What an export of this model caches beside it, so a later load needs no checkpoint."""
         about = {"classes": self.classes, "epoch": self.epoch, "network": self.network, "spec": self.spec,
-                 "preprocess": self.preprocess}
+                 "preprocess": self.preprocess.to_dict(with_mean=False)}
         return ort_runtime.Inputs(about, self.mean, self.std)
 
     def logits(self, inputs: np.ndarray) -> np.ndarray:
@@ -165,7 +169,7 @@ def _load(named: Path, path: Path, device: str, user_code: bool) -> LoadedModel:
     checkpoint = read_checkpoint(path)
     about = {"classes": list(checkpoint["classes"]), "epoch": checkpoint["epoch"],
              "network": checkpoint["network"] or "custom", "spec": checkpoint.get("spec") or {},
-             "preprocess": {k: v for k, v in checkpoint["preprocess"].items() if k != "mean"}}
+             "preprocess": Preprocessing.of_checkpoint(checkpoint).to_dict(with_mean=False)}
     if record.get("network") != about["network"]:
         trust.remember(named, sha, network=about["network"])
     loaded = _loaded(named, path, device, ort_runtime.Inputs(about, *constants(checkpoint)), sha, user_code)
@@ -177,6 +181,7 @@ def _load(named: Path, path: Path, device: str, user_code: bool) -> LoadedModel:
 def _loaded(named: Path, path: Path, device: str, inputs: ort_runtime.Inputs, sha: str,
             user_code: bool) -> LoadedModel:
     about = inputs.about
-    return LoadedModel(path=path, classes=list(about["classes"]), preprocess=about["preprocess"],
+    preprocess = Preprocessing.from_dict(about["preprocess"]) if about["preprocess"] else NEVER_FED
+    return LoadedModel(path=path, classes=list(about["classes"]), preprocess=preprocess,
                        epoch=about["epoch"], network=about["network"], device=device, mean=inputs.mean,
                        std=inputs.std, spec=about.get("spec") or {}, sha=sha, named=named, user_code=user_code)

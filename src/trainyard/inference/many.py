@@ -141,7 +141,7 @@ def classify_many(loaded: LoadedModel, items: Iterable[Item], job_dir: Path, *, 
     tally, best = Tally(len(classes), k), TopN(len(classes), top_n)
     sources = Sources(list(roots), dataset_dir, split)
     p = loaded.preprocess
-    geometry = Geometry(p["width"], p["height"], p["channels"], p["resize"], encoding="none")
+    geometry = Geometry(p.width, p.height, p.channels, p.resize, encoding="none")
     done = errors = 0
     with (DecodePipeline(geometry, os.cpu_count() or 1, shm_name=new_shm_name(job_dir), count=total) as pipeline,
           open(job_dir / RESULTS_CSV, "wb") as out, open(job_dir / RESULTS_INDEX, "wb") as index):

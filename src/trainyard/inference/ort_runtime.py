@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trainyard.artifact.inputs import input_shape
+from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.files import write_atomic
 from trainyard.inference import trust
 
@@ -178,7 +178,7 @@ def ort_forward(checkpoint: Path, model: Callable[[], nn.Module], inputs: Inputs
         except Exception as exc:  # a damaged cache file: export again
             log.info("cached ONNX export of %s unreadable (%s); exporting again", checkpoint.name, exc)
     try:
-        data = _exported(model(), inputs.about["preprocess"])
+        data = _exported(model(), Preprocessing.from_dict(inputs.about["preprocess"]).input_shape)
         forward = OrtForward(data)
     except Exception as exc:  # any failure means PyTorch answers; the reason goes to the log
         log.warning("ONNX Runtime not used for %s, PyTorch answers instead: %s: %s",
@@ -190,11 +190,10 @@ def ort_forward(checkpoint: Path, model: Callable[[], nn.Module], inputs: Inputs
     return forward
 
 
-def _exported(model: nn.Module, preprocess: dict) -> bytes:
+def _exported(model: nn.Module, shape: tuple[int, int, int]) -> bytes:
     """A newly exported and checked graph."""
     from trainyard.inference.onnx_export import check_onnx, export_onnx
 
-    shape = input_shape(preprocess)
     data = export_onnx(model, shape)
     check_onnx(data, model, shape)  # raises ExportError with the figures if ORT disagrees
     return data

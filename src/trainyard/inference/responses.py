@@ -75,8 +75,8 @@ def model_doc(loaded: LoadedModel) -> dict:
     """What a classify response says about the model that answered."""
     p = loaded.preprocess
     return {"epoch": loaded.epoch, "network": loaded.network, "classes": loaded.classes,
-            "input": {"width": p["width"], "height": p["height"], "channels": p["channels"],
-                      "resize": p["resize"], "crop": p.get("crop"), "mean": p.get("mean_mode")}}
+            "input": {"width": p.width, "height": p.height, "channels": p.channels,
+                      "resize": p.resize, "crop": p.crop, "mean": p.mean_mode}}
 
 
 def answer(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | Path]], *, top: int = 5,
@@ -98,7 +98,7 @@ def _pil(loaded: LoadedModel, name: str, source: bytes | Path) -> Image.Image:
         if isinstance(source, bytes):
             image = decode(source, loaded)
         else:
-            image = load_image(source, loaded.preprocess["channels"])
+            image = load_image(source, loaded.preprocess.channels)
     except (InferenceError, ImageError) as exc:
         reason = str(exc).removeprefix("not a usable image: ")
         raise InferenceError(f"{name} is not a usable image: {reason}") from None

@@ -15,6 +15,7 @@ from torch import nn
 
 from trainyard.artifact.checkpoint import CheckpointError, build_model_from_checkpoint, load_checkpoint
 from trainyard.artifact.preprocess import input_arrays
+from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.inference.snapshots import InferenceError
 
 
@@ -35,7 +36,7 @@ def build_network(checkpoint: dict, device: str) -> nn.Module:
 
 def constants(checkpoint: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The mean and std the checkpoint's inputs are normalised with (artifact/inputs.py)."""
-    return input_arrays(checkpoint["preprocess"])
+    return input_arrays(Preprocessing.of_checkpoint(checkpoint))
 
 
 def logits_of(output: object) -> torch.Tensor:

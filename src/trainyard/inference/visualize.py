@@ -162,7 +162,7 @@ def visualize(loaded: LoadedModel, prepared: Prepared, saliency: bool = False) -
 
     Both come from one forward pass (with gradients only when the saliency map is wanted).
     """
-    rgb = loaded.preprocess["channels"] == 3
+    rgb = loaded.preprocess.channels == 3
     layers = [input_layer(prepared)]
     seen: dict[str, int] = {}
 

@@ -11,28 +11,20 @@ or process, so the global batch is that times the process count. In cluster mode
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainyard.artifact.checkpoint import CheckpointError, checkpoint_for_epoch
 from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import read_json, write_json_atomic
 from trainyard.core.limits import MAX_NAME
-from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.early_stop import mark_early_stop
 from trainyard.jobs.limits import check_processes
 from trainyard.jobs.lookup import job_of_kind
 from trainyard.jobs.manager import JobConflict, JobError
+from trainyard.jobs.pretrained import Pretrained, resolve_pretrained
 from trainyard.jobs.store import Job
 from trainyard.jobs.sweeps import MAX_TRIALS, check_ranges, combinations
-
-if TYPE_CHECKING:  # the store is imported when a job is created (create_model_jobs)
-    from trainyard.weights.store import WeightsStore
-
 
 
 class TrainRequest(BaseModel):
@@ -73,31 +65,26 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
     # Imported here, on the first job created, not by every process that imports this module
     # (the server's start-up). None of them imports torch: the CLI waiting for the job stays light.
     from trainyard.training.spec import ModelSpec
-    from trainyard.weights import finetune
-    from trainyard.weights.store import WeightsStore
 
     check_ranges(request.lr_range, request.batch_size_range, request.trials)
-    store = WeightsStore.from_settings(ctx.settings)
-    request = _network_of_pretrained(ctx, store, request)
+    pretrained = resolve_pretrained(ctx, request.pretrained)
+    request = _network_of_pretrained(request, pretrained)
     if not request.networks and not request.network_source:
         raise JobError("choose a standard network or give a custom network's source")
     needs = _needs(ctx, request)
-    value = request.pretrained
-    from_store = value is not None and not _is_job(ctx, value) and finetune.is_store_name(store, value)
-    pretrained = resolve_pretrained(ctx, value) if value and not from_store else None
     planned = []
     for dataset_id, network, lr, batch in _combinations(request):
         dataset = _dataset(ctx, dataset_id)
         fields = dict(request.settings)
         fields["lr"] = {**fields.get("lr", {}), **({"base_lr": lr} if lr is not None else {})}
         fields.update(name=_job_name(request, dataset, network, lr, batch), dataset_id=dataset.id,
-                      dataset_dir=str(ctx.manager.folder(dataset.id).dataset), pretrained=pretrained,
+                      dataset_dir=str(ctx.manager.folder(dataset.id).dataset), pretrained=None,
                       network=network, network_source=None if network else request.network_source,
                       batch_size=batch if batch is not None else fields.get("batch_size"),
                       cluster=cluster_placement(needs),
                       max_restarts=request.max_restarts or fields.get("max_restarts", 0))
-        if from_store and value is not None:
-            fields.update(_store_weights(store, value, network))
+        if pretrained is not None:
+            fields.update(pretrained.spec_fields(network))
         planned.append((validated(ModelSpec, fields, error=InvalidSpec), dataset))
     if not foreground:  # a job run at once reports the same problem at once; queued ones would not
         from trainyard.jobs.precheck import check_all  # builds networks in child processes
@@ -231,49 +218,10 @@ def _same_devices(job: Job, spec: dict) -> tuple[int | None, int]:
     return None, spec.get("processes") or 1
 
 
-def _network_of_pretrained(ctx: Context, store: WeightsStore, request: TrainRequest) -> TrainRequest:
+def _network_of_pretrained(request: TrainRequest, pretrained: Pretrained | None) -> TrainRequest:
     """Without a network, fine-tuning a previous model or store weights trains their network
     (DIGITS's "previous networks" and "pretrained networks" tabs)."""
-    from trainyard.weights import finetune
-
-    value = request.pretrained
-    if request.networks or request.network_source or not value:
+    if request.networks or request.network_source or pretrained is None or not pretrained.brings_network:
         return request
-    if _is_job(ctx, value):
-        spec = read_json(ctx.manager.folder(value.partition(":")[0]).spec)
-        return request.model_copy(update={"networks": [spec["network"]] if spec.get("network") else [],
-                                          "network_source": spec.get("network_source")})
-    if value != "imagenet" and finetune.is_store_name(store, value):
-        return request.model_copy(update={"networks": [store.resolve(value)["network"]]})
-    return request
-
-
-def _is_job(ctx: Context, value: str) -> bool:
-    return ctx.store.get_job(value.partition(":")[0]) is not None
-
-
-def _store_weights(store: WeightsStore, value: str, network: str | None) -> dict:
-    """The spec fields for fine-tuning ``network`` from store weights: refused now, not in the job,
-    when the entry is for another network or its file is not in the store."""
-    from trainyard.weights import finetune
-
-    found = finetune.resolve_for_network(store, value, network)
-    norm = {"mean": found["mean"], "std": found["std"]} if found["mean"] and found["std"] else None
-    return {"pretrained": found["path"], "pretrained_entry": found["entry"], "input_norm": norm}
-
-
-def resolve_pretrained(ctx: Context, value: str) -> str:
-    """``JOB[:EPOCH]`` -> that job's checkpoint path; otherwise a weights file in the data roots."""
-    job_id, _, epoch = value.partition(":")
-    job = ctx.store.get_job(job_id)
-    if job is not None:
-        if job.kind != "model":
-            raise JobError(f"{job_id} is a {job.kind} job; pretrained weights come from a model job")
-        try:
-            return str(checkpoint_for_epoch(ctx.manager.folder(job_id).path, float(epoch) if epoch else None))
-        except (CheckpointError, ValueError) as exc:
-            raise JobError(f"model {job_id}: {exc}") from exc
-    path = Path(resolve_inside(value, ctx.settings.allowed_roots))
-    if not path.is_file():
-        raise JobError(f"pretrained weights {value} is not a file")
-    return str(path)
+    return request.model_copy(update={"networks": [pretrained.network] if pretrained.network else [],
+                                      "network_source": pretrained.network_source})

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.errors import UserError
 from trainyard.core.events import EventWriter
 from trainyard.training.data import BatchLoader
@@ -85,7 +86,7 @@ class Run:
     schedule: Schedule
     classes: list[str]
     image_size: int
-    preprocess: dict
+    preprocess: Preprocessing  # written into each checkpoint as its stored dict
     seed: int
     trainable: list[str] | None = None  # None: every parameter trains
     head: list[str] | None = None  # the classifier's tensors when fine-tuning (its own LR group)
@@ -146,7 +147,7 @@ def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = No
         "network_source": run.spec.network_source,
         "classes": run.classes,
         "image_size": run.image_size,
-        "preprocess": run.preprocess,
+        "preprocess": run.preprocess.to_dict(),
         "optimizer": stepper.optimizer.state_dict(),
         "scheduler": scheduler_state(stepper.scheduler),
         "scaler": stepper.scaler.state_dict() if stepper.scaler else None,

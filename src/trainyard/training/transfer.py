@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.events import EventWriter
 from trainyard.training.data import BatchLoader
 from trainyard.training.spec import ModelSpec
@@ -96,9 +97,9 @@ def input_normalisation(spec: ModelSpec, ckpt: dict | None, dataset_mean: np.nda
     checkpoint's own) get exactly it: their mean as a constant image ("pixel") and their std.
     Otherwise the dataset's mean, as the spec says. A resumed run takes its checkpoint's.
     """
-    prep = ckpt["preprocess"] if ckpt else None
-    if prep and prep.get("std"):  # normalised as its starting weights expected: keep it
-        return np.asarray(prep["mean"], np.float32), "pixel", [float(v) for v in prep["std"]]
+    prep = Preprocessing.of_checkpoint(ckpt) if ckpt else None
+    if prep and prep.std:  # normalised as its starting weights expected: keep it
+        return np.asarray(prep.mean, np.float32), "pixel", list(prep.std)
     norm = None if ckpt else pretrained_normalisation(spec)
     if norm is None:
         if dataset_mean is None and spec.mean != "none":
