@@ -47,7 +47,8 @@ def test_unknown_ids_are_refused_and_known_ones_pass(tmp_path, monkeypatch):
 
 def test_jobs_show_of_an_unknown_id_loads_no_store(tmp_path):
     for args in (["jobs", "show", "nosuch"], ["jobs", "abort", "nosuch"], ["jobs", "note", "nosuch", "x"],
-                 ["dataset", "show", "nosuch"]):
+                 ["dataset", "show", "nosuch"], ["export", "nosuch", "-o", str(tmp_path / "m.tar.gz")]):
         answer, output = run(args, tmp_path)
-        assert answer["code"] == 2 and "no job with id 'nosuch'" in output, (args, output)
+        what = "model" if args[0] == "export" else "job"
+        assert answer["code"] == 2 and f"no {what} with id 'nosuch'" in output, (args, output)
         assert answer["heavy"] == [], args

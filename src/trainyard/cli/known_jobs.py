@@ -35,13 +35,15 @@ def default_sqlite_store() -> Path | None:
     return root.resolve() / "trainyard.db"
 
 
-def refuse_unknown(job_id: str) -> None:
-    """Raise NotFound, as JobManager.get does, when the default store surely lacks ``job_id``."""
+def refuse_unknown(job_id: str, message: str | None = None) -> None:
+    """Raise NotFound when the default store surely lacks ``job_id``, with the command's own
+    message for it (by default JobManager.get's)."""
     path = default_sqlite_store()
     if path is None:
         return
+    message = message or f"no job with id {job_id!r}"
     if not path.exists():  # no store yet: it holds no job
-        raise NotFound(f"no job with id {job_id!r}")
+        raise NotFound(message)
     try:
         db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5)
         try:
@@ -51,4 +53,4 @@ def refuse_unknown(job_id: str) -> None:
     except sqlite3.Error:  # locked, no table yet, unreadable: the store answers instead
         return
     if found is None:
-        raise NotFound(f"no job with id {job_id!r}")
+        raise NotFound(message)
