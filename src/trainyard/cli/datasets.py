@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from trainyard.cli.context import cli_context, job_brief, job_detail
+from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.status import Status
@@ -153,6 +154,7 @@ def list_(as_json: bool = typer.Option(False, "--json")) -> None:
 @app.command()
 def show(dataset_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Show a dataset: classes, counts per split, skipped files."""
+    refuse_unknown(dataset_id)  # before the store opens (cli/known_jobs.py)
     ctx = cli_context()
     job = ctx.manager.get(dataset_id)
     if job.kind != "dataset":

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, fail
 from trainyard.core.errors import NotFound
 
@@ -17,6 +18,7 @@ def export(
     as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
 ) -> None:
     """Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."""
+    refuse_unknown(model, f"no model with id {model!r}")  # before torch and the store load
     from trainyard.artifact.checkpoint import CheckpointError
     from trainyard.cli.context import cli_context
     from trainyard.inference.export import export_model

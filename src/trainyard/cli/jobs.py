@@ -6,6 +6,7 @@ from __future__ import annotations
 import typer
 
 from trainyard.cli.context import cli_context, job_brief, job_detail
+from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
 from trainyard.core.formatting import age
@@ -35,6 +36,7 @@ def list_(kind: str | None = typer.Option(None, help="dataset | model"),
 @app.command()
 def show(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Everything about one job."""
+    refuse_unknown(job_id)  # before the store opens: a mistyped id is answered at once
     ctx = cli_context()
     detail = job_detail(ctx.manager, ctx.manager.get(job_id))
     if as_json:
@@ -46,6 +48,7 @@ def show(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
 
 
 def _act(action, job_id: str, as_json: bool, verb: str) -> None:
+    refuse_unknown(job_id)
     ctx = cli_context()
     result = action(ctx, job_id)
     if as_json:
@@ -126,6 +129,7 @@ def tag(job_id: str, tags: list[str] = typer.Argument(..., help="words such as b
         remove: bool = typer.Option(False, "--remove", help="take these tags off instead"),
         as_json: bool = typer.Option(False, "--json")) -> None:
     """Add tags to a job (or take them off with --remove); the home list filters by tag."""
+    refuse_unknown(job_id)  # before the store's modules load
     from trainyard.jobs.labels import labels_of, set_labels
 
     ctx = cli_context()
@@ -144,6 +148,7 @@ def tag(job_id: str, tags: list[str] = typer.Argument(..., help="words such as b
 def note(job_id: str, text: str = typer.Argument(..., help="the job's notes (replaces them; \"\" clears)"),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """Write a job's notes: what it tried, what came of it."""
+    refuse_unknown(job_id)  # before the store's modules load
     from trainyard.jobs.labels import set_labels
 
     ctx = cli_context()

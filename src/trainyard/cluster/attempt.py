@@ -25,6 +25,7 @@ from trainyard.cluster.worker import RankWorker
 from trainyard.core.events import EventWriter
 from trainyard.core.jobproc import EXIT_ABORTED, one_line
 from trainyard.core.paths import JobFolder
+from trainyard.core.status import Status
 
 ENTRY_POINT = ["python", "-m", "trainyard.training.run"]
 POLL_S = 0.5
@@ -64,7 +65,7 @@ class Attempt:
 
         try:
             if not self._place():
-                return Outcome("aborted")
+                return Outcome(Status.ABORTED)
             try:
                 problem = self._start_actors()
             except RayError as exc:  # an actor (or its node) died before its rank started
@@ -109,7 +110,7 @@ class Attempt:
                 checked = time.monotonic()
                 detail = self.placement.waiting_detail(self.ray.available_resources())
                 if detail != shown:
-                    self.events.emit("status", status="waiting", error=None, detail=detail)
+                    self.events.emit("status", status=Status.WAITING, error=None, detail=detail)
                     shown = detail
         return True
 
@@ -137,7 +138,7 @@ class Attempt:
         self.events.emit("summary", workers=workers)
         self.events.log("placed on the cluster: " + ", ".join(
             f"rank {w['rank']} on {w['host']} ({w['device']})" for w in workers))
-        self.events.emit("status", status="running", error=None, detail=None)
+        self.events.emit("status", status=Status.RUNNING, error=None, detail=None)
         envs = rank_environments(self.infos, port, str(self.spec.get("id") or "job"), self.placement.device)
         niceness = os.getpriority(os.PRIO_PROCESS, 0)  # a local job's: the launcher's own
         for env in envs:
@@ -169,7 +170,7 @@ class Attempt:
             self._check_head()
             codes.update(self._poll(codes, asked))
             if len(codes) == len(self.actors) and all(c == 0 for c in codes.values()):
-                return Outcome("done")
+                return Outcome(Status.DONE)
             if any(c != 0 for c in codes.values()):
                 return self._settle(codes)
 
@@ -214,8 +215,8 @@ class Attempt:
             if isinstance(code, str) or code < 0:
                 return Outcome("lost", self._describe_loss(rank, code))
         if all(code == EXIT_ABORTED for code in codes.values()):
-            return Outcome("aborted")
-        return Outcome("failed")
+            return Outcome(Status.ABORTED)
+        return Outcome(Status.FAILED)
 
     def _describe_loss(self, rank: int, code: int | str) -> str:
         node = self.infos[rank].node_label
@@ -236,7 +237,7 @@ class Attempt:
         asked: dict[int, tuple[Any, float]] = {}
         while len(codes) < len(self.actors) and time.monotonic() < deadline:
             codes.update(self._poll(codes, asked, silent_is_lost=False))
-        return Outcome("aborted")
+        return Outcome(Status.ABORTED)
 
     def _stop_ranks(self, ended: set[int]) -> None:
         for rank, actor in enumerate(self.actors):

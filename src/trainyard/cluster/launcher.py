@@ -34,7 +34,7 @@ from trainyard.core.events import EventWriter, read_events
 from trainyard.core.files import read_json
 from trainyard.core.jobproc import EXIT_ABORTED, EXIT_FAILED, StopFlag
 from trainyard.core.paths import JobFolder
-from trainyard.core.status import FINAL_STATUSES
+from trainyard.core.status import FINAL_STATUSES, Status
 
 HEAD_WAIT_S = 2.0
 RECONNECT_TIMEOUT = "RAY_gcs_rpc_server_reconnect_timeout_s"  # Ray's own setting, read at ray.init
@@ -55,10 +55,10 @@ def main(job_dir: str | Path, number: int = 0) -> int:
                         events.close()
                         restart(folder, number + 1)
         except ClusterUnavailable as exc:
-            outcome = Outcome("failed", str(exc))
+            outcome = Outcome(Status.FAILED, str(exc))
         except Exception as exc:  # a defect, or Ray failing under us: the job fails, it says why
             traceback.print_exc()
-            outcome = Outcome("failed", f"cluster launcher: {type(exc).__name__}: {exc}")
+            outcome = Outcome(Status.FAILED, f"cluster launcher: {type(exc).__name__}: {exc}")
         return finish(folder, events, outcome)
 
 
@@ -80,11 +80,11 @@ def wait_for_head(events: EventWriter, lost: Outcome, stop: StopFlag) -> Outcome
     value = address()
     events.log(f"{lost.message}; waiting for a head at RAY_ADDRESS={value} to resume from the last checkpoint",
                "warning")
-    events.emit("status", status="waiting", error=None,
+    events.emit("status", status=Status.WAITING, error=None,
                 detail=f"waiting for the Ray cluster's head at RAY_ADDRESS={value} to answer again")
     while unreachable(value, timeout_s=1.0):
         if _sleep_unless(stop):
-            return Outcome("aborted")
+            return Outcome(Status.ABORTED)
     return lost
 
 
@@ -105,17 +105,17 @@ def restart(folder: JobFolder, number: int) -> None:
 def finish(folder: JobFolder, events: EventWriter, outcome: Outcome) -> int:
     """Record how the job ended where its ranks could not, and return the exit code."""
     last = _last_status(folder)
-    if outcome.kind == "done":
+    if outcome.kind == Status.DONE:
         return 0
-    if outcome.kind == "aborted":
+    if outcome.kind == Status.ABORTED:
         if last not in FINAL_STATUSES:
-            events.status("aborted")
+            events.status(Status.ABORTED)
         return EXIT_ABORTED
     if outcome.message or last not in FINAL_STATUSES:
         # a lost rank's node and signal say more than rank 0's "another process stopped"
         message = outcome.message or "the training processes ended without reporting a result; see output-rank-*.txt"
         events.log(message, "error")
-        events.status("failed", error=message)
+        events.status(Status.FAILED, error=message)
     return EXIT_FAILED
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from trainyard.core.status import FINAL_STATUSES, Status, vocabulary
+
 
 def duration(seconds: float | None) -> str:
     if seconds is None:
@@ -34,5 +36,8 @@ def clock(timestamp: float | None) -> str:
 
 
 def install(env) -> None:
-    """Make these available as Jinja2 filters."""
+    """Make these available as Jinja2 filters, and the job statuses as globals: templates compare
+    with ``Status.DONE`` and ``final_statuses``, and base.html hands ``status_vocabulary`` to the
+    pages' scripts (static/status.js), so no status name is spelled outside core/status.py."""
     env.filters.update(duration=duration, age=age, gib=gib, clock=clock)
+    env.globals.update(Status=Status, final_statuses=FINAL_STATUSES, status_vocabulary=vocabulary())

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from trainyard.core.events import EventWriter
+from trainyard.core.status import Status
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -166,7 +167,7 @@ def run_job(events: EventWriter, body: Callable[[StopFlag], Any], *, aborted_not
     """
     stop = StopFlag()
     with stop.installed(), events:
-        events.status("running")
+        events.status(Status.RUNNING)
         try:
             try:
                 stop.raise_at_once = raise_at_once  # armed only while the body runs
@@ -176,7 +177,7 @@ def run_job(events: EventWriter, body: Callable[[StopFlag], Any], *, aborted_not
                 stop.raise_at_once = False  # from here a late signal must not interrupt the report
         except Aborted:
             events.log(aborted_note, "warning")
-            events.status("aborted")
+            events.status(Status.ABORTED)
             return EXIT_ABORTED
         except Exception as error:
             message = describe(error)
@@ -185,7 +186,7 @@ def run_job(events: EventWriter, body: Callable[[StopFlag], Any], *, aborted_not
             elif unreported is not None:
                 unreported(message)
             return EXIT_FAILED
-        events.status("done")
+        events.status(Status.DONE)
     return EXIT_OK
 
 
@@ -194,7 +195,7 @@ def report_failed(events: EventWriter, message: str) -> None:
     events.log(message, "error")
     with open(events.job_dir / "log.txt", "a", encoding="utf-8") as log:
         log.write(traceback.format_exc())
-    events.status("failed", error=message)
+    events.status(Status.FAILED, error=message)
 
 
 def exit_process(code: int) -> None:

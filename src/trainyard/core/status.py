@@ -27,3 +27,10 @@ class Status(StrEnum):
 
 FINAL_STATUSES = frozenset({Status.DONE, Status.ABORTED, Status.FAILED})
 ACTIVE_STATUSES = (Status.QUEUED, Status.WAITING, Status.RUNNING)  # in the order a job goes through them
+
+
+def vocabulary() -> dict[str, object]:
+    """The statuses for the web pages' templates and scripts (base.html renders this as JSON,
+    static/status.js reads it): the names, and which are final and active, from here alone."""
+    return {"values": {status.name: status.value for status in Status},
+            "final": sorted(FINAL_STATUSES), "active": list(ACTIVE_STATUSES)}

@@ -33,6 +33,7 @@ from trainyard.core.events import EventWriter
 from trainyard.core.gc_control import collect_from_here, pause_collection
 from trainyard.core.jobproc import EXIT_FAILED, Aborted, StopFlag, exit_process, run_job
 from trainyard.core.paths import JobFolder
+from trainyard.core.status import Status
 
 
 class RankEvents(EventWriter):
@@ -129,7 +130,7 @@ def _plan(folder: JobFolder, spec, d, events: RankEvents):
         if d.is_main else None, d)
     if not d.is_main and d.local_rank == 0 and leader["spec"]["id"] != spec.id:
         events.activate()  # first process of another node's own job: report to that job
-        events.status("running")
+        events.status(Status.RUNNING)
     own = {"dataset_dir": spec.dataset_dir, "id": spec.id, "name": spec.name, "node_rank": spec.node_rank}
     spec = ModelSpec.model_validate({**leader["spec"], **own})
     try:

@@ -1,6 +1,6 @@
-// Small helpers shared by every page: JSON calls to the API, live job events, formatting.
-"use strict";
-const ty = {
+// Small helpers shared by every page: JSON calls to the API, formatting, escaping (an ES module:
+// pages import what they use; a job's live events are job_page.js's).
+export const ty = {
   async api(method, url, body) {
     const options = { method, headers: {} };
     if (body instanceof FormData) {
@@ -20,23 +20,6 @@ const ty = {
       throw error;
     }
     return data;
-  },
-  // Calls handlers[event.type](event) for every event of the job, old and new; the browser
-  // reconnects by itself with Last-Event-ID, so no point is lost or repeated.
-  watchJob(jobId, handlers) {
-    const source = new EventSource(`/api/jobs/${jobId}/events`);
-    const types = ["log", "progress", "status", "metric", "checkpoint", "result", "summary"];
-    for (const type of types) {
-      source.addEventListener(type, (e) => {
-        const handler = handlers[type] || handlers.any;
-        if (handler) handler(JSON.parse(e.data), Number(e.lastEventId));
-      });
-    }
-    source.addEventListener("end", (e) => {
-      source.close();
-      if (handlers.end) handlers.end(JSON.parse(e.data));
-    });
-    return source;
   },
   // One date format on every page, the server's too (core/formatting.py clock): ISO order, local time.
   clock(seconds) {

@@ -1,8 +1,7 @@
 // Charts over uPlot (vendored): a growing table of aligned series, and line charts that redraw
 // at most a few times a second however fast points arrive. Every point is kept: uPlot draws
 // tens of thousands of points in a few milliseconds, so nothing is thinned out.
-"use strict";
-const tyCharts = (function () {
+export const charts = (function () {
   // Columns aligned on one x array, as uPlot wants them: [xs, ys1, ys2, ...], null where a series
   // has no point at that x. Points nearly always arrive in x order (append); a resumed job
   // repeats epochs (the later value replaces the earlier one) and may insert (binary search).

@@ -1,5 +1,7 @@
 // A classify-many job's page: live progress, paged results, top-N per class, accuracy.
-"use strict";
+import { ty } from "./app.js";
+import { view } from "./classify_view.js";
+import { JobPage } from "./job_page.js";
 (function () {
   const root = document.getElementById("many");
   const $ = (id) => document.getElementById(id);
@@ -27,13 +29,13 @@
 
   function showSummary(s) {
     $("many-summary").hidden = false;
-    const parts = [tyClassify.metric("Images", s.images), tyClassify.metric("Unreadable", s.errors)];
+    const parts = [view.metric("Images", s.images), view.metric("Unreadable", s.errors)];
     if (s.labelled) {
-      parts.push(tyClassify.metric("Top-1 accuracy", tyClassify.pct(s.accuracy)),
-        tyClassify.metric("Top-5 accuracy", tyClassify.pct(s.top5_accuracy)), tyClassify.metric("Labelled", s.labelled));
+      parts.push(view.metric("Top-1 accuracy", view.pct(s.accuracy)),
+        view.metric("Top-5 accuracy", view.pct(s.top5_accuracy)), view.metric("Labelled", s.labelled));
       $("accuracy-tab").hidden = false;
-      $("per-class").innerHTML = tyClassify.perClass(s.per_class);
-      $("confusion").innerHTML = tyClassify.confusion(s.confusion, s.classes);
+      $("per-class").innerHTML = view.perClass(s.per_class);
+      $("confusion").innerHTML = view.confusion(s.confusion, s.classes);
     }
     $("many-metrics").innerHTML = parts.join("");
     $("topn").innerHTML = s.top_n.map((c) => `<div class="topn-class"><h3>${ty.escape(c.class)}</h3>
@@ -50,14 +52,13 @@
   $("prev-page").addEventListener("click", () => { offset = Math.max(0, offset - PAGE); loadRows(); });
   $("next-page").addEventListener("click", () => { offset += PAGE; loadRows(); });
   let lastRefresh = 0;
-  tyClassify.onProgress = () => {  // refresh the first page now and then while rows arrive
+  function refreshRows() {  // the first page, now and then while rows arrive
     if (offset === 0 && Date.now() - lastRefresh > 2000) { lastRefresh = Date.now(); loadRows(); }
-  };
+  }
   function loadSummary() {
     return ty.api("GET", api).then((doc) => { if (doc.summary) showSummary(doc.summary); });
   }
-  tyClassify.onEnd = () => { loadRows(); loadSummary(); };
-  tyClassify.watch(root);
+  new JobPage(root, { on: { progress: refreshRows }, onEnd() { loadRows(); loadSummary(); } }).connect();
   loadRows();
   loadSummary().then(() => { if (window.location.hash === "#top-n") showTab("topn"); });
 })();

@@ -1,6 +1,7 @@
 // The compare page: every run's curves on shared axes (one colour per run, as in the table's
 // swatches) from /api/jobs/compare, and the runs table sorted by any column.
-"use strict";
+import { ty } from "./app.js";
+import { charts } from "./charts.js";
 (function () {
   const PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
     "#bcbd22", "#393b79", "#ad494a", "#637939", "#e6550d", "#7b4173", "#843c39", "#de9ed6", "#3182bd", "#31a354", "#756bb1"];
@@ -23,16 +24,16 @@
     const metric = element.dataset.metric;
     const data = aligned(doc, metric);
     const logScale = metric === "lr" && data.slice(1).flat().every((v) => v == null || v > 0);
-    const series = [{ label: "epoch", value: tyCharts.fmt(5) }, ...doc.jobs.map((j, i) => ({
+    const series = [{ label: "epoch", value: charts.fmt(5) }, ...doc.jobs.map((j, i) => ({
       label: j.name, stroke: PALETTE[i % PALETTE.length], width: 1.5, spanGaps: true,
-      value: tyCharts.fmt(4, metric === "val_accuracy" ? "%" : ""),
+      value: charts.fmt(4, metric === "val_accuracy" ? "%" : ""),
       points: { show: metric === "val_accuracy", size: 5, fill: PALETTE[i % PALETTE.length] },
     }))];
     const width = () => Math.max(element.clientWidth, 280);
     const plot = new uPlot({
       width: width(), height: 240, series, legend: { show: false },
       scales: { x: { time: false }, y: logScale ? { distr: 3 } : {} },
-      axes: [{ label: "epoch", labelSize: 18, size: 36 }, { size: 56, values: tyCharts.significantTicks }],
+      axes: [{ label: "epoch", labelSize: 18, size: 36 }, { size: 56, values: charts.significantTicks }],
       cursor: { drag: { x: true, y: false } },
     }, data, element);
     new ResizeObserver(() => { if (width() !== plot.width) plot.setSize({ width: width(), height: plot.height }); })

@@ -1,5 +1,5 @@
 // The new-dataset form: source tabs, live resize preview, submit to the API.
-"use strict";
+import { ty } from "./app.js";
 (function () {
   const form = document.getElementById("dataset-form");
   const parent = form.dataset.parent;

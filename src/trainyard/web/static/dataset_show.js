@@ -1,5 +1,6 @@
 // A dataset's page: live build progress, the image explorer, abort and delete.
-"use strict";
+import { ty } from "./app.js";
+import { JobPage } from "./job_page.js";
 (function () {
   const root = document.getElementById("job");
   const jobId = root.dataset.job;
@@ -16,10 +17,8 @@
       showProgress();
     }
   }
-  function showProgress() {
-    const skipped = skippedSoFar ? ` · ${skippedSoFar} file${skippedSoFar > 1 ? "s" : ""} skipped so far` : "";
-    document.getElementById("progress-text").textContent = lastProgress + skipped;
-  }
+  const skippedText = () => (skippedSoFar ? ` · ${skippedSoFar} file${skippedSoFar > 1 ? "s" : ""} skipped so far` : "");
+  function showProgress() { document.getElementById("progress-text").textContent = lastProgress + skippedText(); }
 
   // Images per class written so far, per split: the table grows while the build runs.
   function showCounts(counts) {
@@ -33,31 +32,20 @@
     table.hidden = false;
   }
 
-  ty.watchJob(jobId, {
-    log: appendLog,
-    progress(event) {
-      const percent = event.total ? (100 * event.done) / event.total : 0;
-      document.getElementById("progress-bar").style.width = `${percent.toFixed(1)}%`;
-      const eta = event.eta != null ? `, about ${ty.duration(event.eta)} left` : "";
-      lastProgress = `${event.phase || "building"}: ${event.done} of ${event.total} images${eta}`;
-      showProgress();
-    },
-    summary(event) {
-      if (event.counts) showCounts(event.counts);
-    },
-    status(event) {
-      document.getElementById("job-status").textContent = event.status;
-      if (event.error) document.getElementById("job-error").textContent = event.error;
-    },
-    end(event) {
+  const page = new JobPage(root, {
+    on: {
+      log: appendLog,
+      summary(event) { if (event.counts) showCounts(event.counts); },
       // Reload once when a build we watched finishes, so counts, mean and explorer appear.
-      if (root.dataset.status !== event.status) window.location.reload();
+      end(status) { if (status !== page.rendered) window.location.reload(); },
+    },
+    progressText(event, eta) {
+      lastProgress = `${event.phase || "building"}: ${event.done} of ${event.total} images${eta}`;
+      return lastProgress + skippedText();
     },
   });
+  page.connect();
 
-  document.getElementById("abort-button").addEventListener("click", async () => {
-    try { await ty.api("POST", `/api/jobs/${jobId}/abort`); } catch (err) { alert(err.message); }
-  });
   document.getElementById("delete-button").addEventListener("click", async () => {
     if (!confirm("Delete this dataset and its files?")) return;
     try { await ty.api("DELETE", `/api/jobs/${jobId}`); window.location.href = "/"; }

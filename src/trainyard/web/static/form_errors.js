@@ -1,7 +1,6 @@
 // Form errors shown at the field (or fieldset) they are about and scrolled into view, not in one
 // line at the bottom of a long form; each goes away as soon as its field is changed.
-"use strict";
-const tyForm = {
+export const formErrors = {
   // An error about one field: throw it from code that reads the form.
   FieldError: class FieldError extends Error {
     constructor(field, message) { super(message); this.field = field; }
@@ -33,7 +32,7 @@ const tyForm = {
 
   // Clear each field's error when that field changes.
   watch(form) {
-    const clear = (e) => tyForm.clear(form, e.target);
+    const clear = (e) => formErrors.clear(form, e.target);
     form.addEventListener("input", clear);
     form.addEventListener("change", clear);
   },

@@ -2,7 +2,8 @@
 // jobs to abort or delete. Every 2 s htmx asks for the tables with `since`, the version of what
 // they show: the server answers 204 (nothing to swap) unless a job changed. When the tables are
 // redrawn the selection survives, because it lives here.
-"use strict";
+import { ty } from "./app.js";
+import { isActive } from "./status.js";
 (function () {
   const form = document.getElementById("job-filters");
   const tables = document.getElementById("job-tables");
@@ -87,7 +88,7 @@
 
   function showSelection() {
     const chosen = boxes();
-    const active = chosen.filter((b) => ["queued", "waiting", "running"].includes(b.dataset.status));
+    const active = chosen.filter((b) => isActive(b.dataset.status));
     document.getElementById("selected-count").textContent = chosen.length ? `${chosen.length} selected` : "none selected";
     document.getElementById("abort-selected").disabled = !active.length;
     document.getElementById("delete-selected").disabled = !chosen.length;
@@ -108,7 +109,7 @@
   }
 
   document.getElementById("abort-selected").addEventListener("click", () => {
-    const active = boxes().filter((b) => ["queued", "waiting", "running"].includes(b.dataset.status));
+    const active = boxes().filter((b) => isActive(b.dataset.status));
     each(active, (id) => ty.api("POST", `/api/jobs/${id}/abort`));
   });
 

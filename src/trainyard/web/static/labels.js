@@ -1,6 +1,6 @@
 // A job page's tags and notes: saved with PATCH /api/jobs/{id}; the answer's tags are shown
 // as the server cleaned them (lower case, each once).
-"use strict";
+import { ty } from "./app.js";
 (function () {
   const card = document.getElementById("labels");
   if (!card) return;

@@ -1,15 +1,16 @@
 // The new-model form's learning-rate preview: the policy's curve over the whole training, with
 // the optimizer steps counted as training counts them, and each policy's own settings shown.
-"use strict";
-const tyLrPreview = {
+import { ty } from "./app.js";
+import { charts } from "./charts.js";
+export const lrPreview = {
   // Returns the (debounced) redraw, for the form to call when any field changes.
   attach(form, { lrSettings, numbers, firstDataset, checked }) {
     const f = form.elements;
     const $ = (id) => document.getElementById(id);
-    const curve = new tyCharts.Table(["lr"]);
-    const curveChart = tyCharts.lineChart($("lr-preview"), {
+    const curve = new charts.Table(["lr"]);
+    const curveChart = charts.lineChart($("lr-preview"), {
       table: curve, height: 150, series: [{ name: "lr", label: "learning rate", color: "#c53030", scale: "lr", digits: 3 }],
-      scales: { lr: { auto: true } }, axes: [{ scale: "lr", label: "learning rate", values: tyCharts.significantTicks }],
+      scales: { lr: { auto: true } }, axes: [{ scale: "lr", label: "learning rate", values: charts.significantTicks }],
     });
 
     // Optimizer steps as training counts them (training/data.py, schedule.py): each of the

@@ -1,7 +1,14 @@
 // The new-model form: network tabs and code editor, "Visualize", the LR-curve preview, the sweep
 // count, and turning the form into a TrainRequest for POST /api/models.
-"use strict";
-(function () {
+import { ty } from "./app.js";
+import { formErrors } from "./form_errors.js";
+import { lrPreview } from "./lr_preview.js";
+import { netViz } from "./netviz.js";
+import { networkTable } from "./network_table.js";
+import { sweepForm } from "./sweep_form.js";
+
+// For model_new_networks.js: timm rows found by search draw and count like the others.
+export const modelForm = (function () {
   const form = document.getElementById("model-form");
   const $ = (id) => document.getElementById(id);
   const f = form.elements;
@@ -30,7 +37,7 @@ def build(num_classes, in_channels, image_size):
   });
   if (!editor.getValue().trim()) editor.setValue(EXAMPLE);
   let errorLine = null;
-  editor.on("change", () => { clearErrorLine(); tyForm.clear(form, $("network-source")); updateSweep(); });
+  editor.on("change", () => { clearErrorLine(); formErrors.clear(form, $("network-source")); updateSweep(); });
 
   function showTab(name) {
     f.network_mode.value = name;
@@ -53,7 +60,7 @@ def build(num_classes, in_channels, image_size):
     });
   }
 
-  tyNetworkTable.watch(form, () => geometry());
+  networkTable.watch(form, () => geometry());
 
   // -- visualize ---------------------------------------------------------------------------------
   function firstDataset() {
@@ -87,7 +94,7 @@ def build(num_classes, in_channels, image_size):
         return;
       }
       $("network-view-title").textContent = `${title} for ${g.num_classes} classes, ${result.input_shape.join("×")} input`;
-      tyNetViz.draw($("network-diagram"), result);
+      netViz.draw($("network-diagram"), result);
     } catch (err) {
       $("network-view-title").textContent = `${title}: could not inspect`;
       $("network-error").textContent = err.message;
@@ -117,11 +124,11 @@ def build(num_classes, in_channels, image_size):
     const text = f[name].value.trim();
     if (!text) {
       if (optional) return undefined;
-      throw new tyForm.FieldError(f[name], `${label} is empty`);
+      throw new formErrors.FieldError(f[name], `${label} is empty`);
     }
     const value = Number(text);
     if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
-      throw new tyForm.FieldError(f[name], `${label}: "${text}" is not ${integer ? "a whole number" : "a number"}`);
+      throw new formErrors.FieldError(f[name], `${label}: "${text}" is not ${integer ? "a whole number" : "a number"}`);
     }
     return value;
   }
@@ -129,7 +136,7 @@ def build(num_classes, in_channels, image_size):
     return f[name].value.split(",").map((t) => t.trim()).filter(Boolean).map((t) => {
       const value = Number(t);
       if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
-        throw new tyForm.FieldError(f[name], `${label}: "${t}" is not ${integer ? "a whole number" : "a number"}`);
+        throw new formErrors.FieldError(f[name], `${label}: "${t}" is not ${integer ? "a whole number" : "a number"}`);
       }
       return value;
     });
@@ -194,14 +201,14 @@ def build(num_classes, in_channels, image_size):
       name: f.name.value.trim(), datasets: checked("dataset").map((b) => b.value),
       networks: mode === "standard" ? checked("network").map((b) => b.value) : [],
       network_source: custom ? editor.getValue() : null,
-      ...tySweepForm.fields(f, numbers),
+      ...sweepForm.fields(f, numbers),
       pretrained: mode === "previous" || mode === "pretrained" ? tabPretrained(mode) : pretrained(), settings,
     };
     if (f.gpu_mode) {
       const mode = form.querySelector('input[name="gpu_mode"]:checked');
       if (mode && mode.value === "ids") {
         body.gpu_ids = checked("gpu_id").map((b) => Number(b.value));
-        if (!body.gpu_ids.length) throw new tyForm.FieldError($("gpu-fieldset"), "Tick the GPUs to train on, or choose the next free ones.");
+        if (!body.gpu_ids.length) throw new formErrors.FieldError($("gpu-fieldset"), "Tick the GPUs to train on, or choose the next free ones.");
       } else {
         body.gpus = number("gpu_count", "Number of GPUs", { integer: true });
       }
@@ -219,7 +226,7 @@ def build(num_classes, in_channels, image_size):
   function updateSweep() {
     const out = $("sweep-count");
     let lrs, batches;
-    try { [lrs, batches] = tySweepForm.counted(f, numbers); }
+    try { [lrs, batches] = sweepForm.counted(f, numbers); }
     catch (err) { out.textContent = err.message; return; }
     const mode = f.network_mode.value;
     const networks = { custom: 1, standard: checked("network").length, previous: f.previous_job.value ? 1 : 0,
@@ -240,7 +247,7 @@ def build(num_classes, in_channels, image_size):
   }
 
   // -- learning-rate preview (lr_preview.js) ------------------------------------------------------
-  const previewCurve = tyLrPreview.attach(form, { lrSettings, numbers: tySweepForm.lowEnds(f, numbers), firstDataset, checked });
+  const previewCurve = lrPreview.attach(form, { lrSettings, numbers: sweepForm.lowEnds(f, numbers), firstDataset, checked });
 
   form.addEventListener("input", () => { updateSweep(); previewCurve(); });
   form.addEventListener("change", () => { updateSweep(); previewCurve(); });
@@ -248,19 +255,19 @@ def build(num_classes, in_channels, image_size):
   previewCurve();
 
   // -- submit ------------------------------------------------------------------------------------
-  tyForm.watch(form);
+  formErrors.watch(form);
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     $("form-error").textContent = "";
-    tyForm.clear(form);
+    formErrors.clear(form);
     let body;
     try {
       body = request();
-      if (!body.datasets.length) throw new tyForm.FieldError($("datasets-fieldset"), "Choose a dataset.");
+      if (!body.datasets.length) throw new formErrors.FieldError($("datasets-fieldset"), "Choose a dataset.");
       if (!body.networks.length && !body.network_source && !body.pretrained) {
-        throw new tyForm.FieldError($("network-fieldset"), "Choose a network.");
+        throw new formErrors.FieldError($("network-fieldset"), "Choose a network.");
       }
-      if (!body.name) throw new tyForm.FieldError(f.name, "Give the model a name.");
+      if (!body.name) throw new formErrors.FieldError(f.name, "Give the model a name.");
     } catch (err) { showError(err); return; }
     $("create-button").disabled = true;
     const jobs = sweepSize();
@@ -298,7 +305,7 @@ def build(num_classes, in_channels, image_size):
   }
 
   function showError(err) {
-    if (err instanceof tyForm.FieldError) tyForm.show(err.field, err.message);
+    if (err instanceof formErrors.FieldError) formErrors.show(err.field, err.message);
     else { $("form-error").textContent = err.message; $("form-error").scrollIntoView({ block: "center" }); }
   }
 
@@ -309,16 +316,15 @@ def build(num_classes, in_channels, image_size):
     if (/^(network |the custom network )/.test(text)) {
       const line = /line (\d+):/.exec(text);
       if (line && f.network_mode.value === "custom") markErrorLine(Number(line[1]));
-      return new tyForm.FieldError($("network-fieldset"), text);
+      return new formErrors.FieldError($("network-fieldset"), text);
     }
-    if (/^crop /.test(text)) return new tyForm.FieldError(f.crop, text);
+    if (/^crop /.test(text)) return new formErrors.FieldError(f.crop, text);
     // A setting the server's validation refused: "epochs: ...", "lr.gamma: ...", "augment.noise_std: ...".
     const field = /^(?:lr\.|augment\.)?(\w+):/.exec(text);
     const name = field && field[1];
-    if (name && f[name] && f[name].tagName) return new tyForm.FieldError(f[name], text);
-    if (/pretrained|model job/.test(text)) return new tyForm.FieldError($("pretrained-fieldset"), text);
+    if (name && f[name] && f[name].tagName) return new formErrors.FieldError(f[name], text);
+    if (/pretrained|model job/.test(text)) return new formErrors.FieldError($("pretrained-fieldset"), text);
     return err;
   }
-  // For model_new_networks.js: timm rows found by search draw and count like the others.
-  window.tyModelForm = { visualize, updateSweep };
+  return { visualize, updateSweep };
 })();

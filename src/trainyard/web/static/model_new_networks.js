@@ -1,7 +1,8 @@
 // The new-model form's networks beyond the table: timm's zoo by search (details fetched when a
 // name is picked, so hundreds of names cost nothing), and the weights store's entries for the
 // pretrained-networks tab.
-"use strict";
+import { ty } from "./app.js";
+import { modelForm } from "./model_new.js";
 (() => {
   const form = document.getElementById("model-form");
   const search = document.getElementById("timm-search");
@@ -34,11 +35,11 @@
     };
     box.addEventListener("change", () => {
       if (box.checked) { picked.add(name); fill(); } else { picked.delete(name); }
-      window.tyModelForm.updateSweep();
+      modelForm.updateSweep();
     });
     const button = Object.assign(document.createElement("button"), { type: "button", textContent: "Visualize",
                                                                      className: "secondary small-button" });
-    button.addEventListener("click", () => { fill(); window.tyModelForm.visualize({ network: name }, name); });
+    button.addEventListener("click", () => { fill(); modelForm.visualize({ network: name }, name); });
     const first = document.createElement("td");
     first.append(box);
     const actions = document.createElement("td");
@@ -55,7 +56,7 @@
     const shown = [...new Set([...picked, ...names])];
     results.hidden = !shown.length;
     results.tBodies[0].replaceChildren(...shown.map(timmRow));
-    window.tyModelForm.updateSweep();
+    modelForm.updateSweep();
   }
   search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(find, 250); });
   // A cloned timm job: its network is not in the table, so show it ticked.
@@ -73,7 +74,7 @@
       const tr = document.createElement("tr");
       const radio = Object.assign(document.createElement("input"), { type: "radio", name: "store_entry", value: row.name });
       radio.checked = row.name === store.dataset.selected;
-      radio.addEventListener("change", () => window.tyModelForm.updateSweep());
+      radio.addEventListener("change", () => modelForm.updateSweep());
       const first = document.createElement("td");
       first.append(radio);
       const key = Object.keys(row.accuracy || {}).find((k) => k.endsWith("acc@1"));
@@ -81,7 +82,7 @@
                 cell(key && typeof row.accuracy[key] === "number" ? `${row.accuracy[key].toFixed(1)}%` : ""));
       return tr;
     }));
-    window.tyModelForm.updateSweep();
+    modelForm.updateSweep();
   }
   loadStore().catch((err) => { store.tBodies[0].innerHTML = `<tr><td colspan="5" class="error-text"></td></tr>`;
                                store.tBodies[0].querySelector("td").textContent = err.message; });

@@ -1,18 +1,19 @@
 // A model's page, live: every event of the job arrives over Server-Sent Events (the whole history
 // first, then new ones); the hardware panel and the status are polled from the API every 1.5 s.
-"use strict";
+import { ty } from "./app.js";
+import { charts } from "./charts.js";
+import { JobPage } from "./job_page.js";
+import { isActive, Status } from "./status.js";
 (function () {
   const root = document.getElementById("job");
   const jobId = root.dataset.job;
   const $ = (id) => document.getElementById(id);
-  const ACTIVE = ["queued", "waiting", "running"];
-  let status = root.dataset.status;
 
   // -- charts ------------------------------------------------------------------------------------
-  const main = new tyCharts.Table(["train_loss", "val_loss", "val_accuracy", "val_top5"]);
-  const lr = new tyCharts.Table(["lr"]);
+  const main = new charts.Table(["train_loss", "val_loss", "val_accuracy", "val_top5"]);
+  const lr = new charts.Table(["lr"]);
   let best = null; // {x: epoch, y: accuracy}
-  const mainChart = tyCharts.lineChart($("chart-main"), {
+  const mainChart = charts.lineChart($("chart-main"), {
     table: main, height: 320,
     series: [
       { name: "train_loss", label: "train loss", color: "#2f6fde", scale: "loss" },
@@ -22,25 +23,23 @@
     ],
     scales: { loss: { auto: true }, pct: { range: [0, 100] } },
     axes: [{ scale: "loss", label: "loss" }, { scale: "pct", label: "accuracy (%)", side: 1 }],
-    plugins: [tyCharts.bestMarker(() => best && { ...best, scale: "pct" })],
+    plugins: [charts.bestMarker(() => best && { ...best, scale: "pct" })],
   });
-  const lrChart = tyCharts.lineChart($("chart-lr"), {
+  const lrChart = charts.lineChart($("chart-lr"), {
     table: lr, height: 180,
     series: [{ name: "lr", label: "learning rate", color: "#c53030", scale: "lr", digits: 3 }],
-    scales: { lr: { auto: true } }, axes: [{ scale: "lr", label: "learning rate", values: tyCharts.significantTicks }],
+    scales: { lr: { auto: true } }, axes: [{ scale: "lr", label: "learning rate", values: charts.significantTicks }],
   });
 
   // -- state from events -------------------------------------------------------------------------
   const log = [];
   const view = { epoch: null, speed: null, eta: null, done: null, total: null };
   const snapshots = new Set([...$("snapshot-list").children].map((li) => li.dataset.epoch));
-  let lastId = -1;
-  let source = null;
   // The job writes its final status a moment before the server records it: for a while after,
   // a poll that still says "running" is old news, not a restart.
   let endedByEvent = 0;
 
-  const handlers = {
+  const on = {
     metric(e) {
       if (main.has(e.name)) main.add(e.name, e.epoch, e.value);
       else if (e.name === "lr") lr.add("lr", e.epoch, e.value);
@@ -50,23 +49,17 @@
     },
     progress(e) { Object.assign(view, { done: e.done, total: e.total, eta: e.eta }); },
     checkpoint(e) { addSnapshot(e.epoch); },
-    status(e) {
-      if (!ACTIVE.includes(e.status)) endedByEvent = Date.now();
-      setStatus(e.status, e.error);
-    },
+    status(e) { if (!isActive(e.status)) endedByEvent = Date.now(); },
     log(e) { log.push(`[${e.level}] ${e.message}`); if (log.length > 600) log.splice(0, log.length - 500); },
   };
 
-  const render = tyCharts.throttle(() => {
+  const render = charts.throttle(() => {
     if (main.dirty) { main.dirty = false; mainChart.setData(main.cols); $("chart-main").dataset.points = main.length; }
     if (lr.dirty) { lr.dirty = false; lrChart.setData(lr.cols); }
     if (view.epoch != null) $("stat-epoch").textContent = +view.epoch.toFixed(2);
-    if (view.total) {
-      $("stat-iteration").textContent = `${view.done} / ${view.total}`;
-      $("progress-bar").style.width = `${(100 * view.done / view.total).toFixed(1)}%`;
-    }
+    if (view.total) $("stat-iteration").textContent = `${view.done} / ${view.total}`;
     if (view.speed != null) $("stat-speed").textContent = Math.round(view.speed).toLocaleString();
-    $("stat-eta").textContent = ACTIVE.includes(status) && view.eta != null ? ty.duration(view.eta) : "–";
+    $("stat-eta").textContent = isActive(page.status) && view.eta != null ? ty.duration(view.eta) : "–";
     if (best) $("stat-best").textContent = `${best.y.toFixed(2)}% (epoch ${+best.x.toFixed(3)})`;
     const pre = $("job-log");
     const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
@@ -74,47 +67,12 @@
     if (atBottom) pre.scrollTop = pre.scrollHeight;
   }, 250);
 
-  // The browser reconnects by itself after a dropped connection, sending Last-Event-ID; `after`
-  // covers a fresh connection (after a resume). Ids are line numbers, so a repeat is dropped too.
-  function connect() {
-    if (source && source.readyState !== EventSource.CLOSED) return;
-    source = new EventSource(`/api/jobs/${jobId}/events?after=${lastId}`);
-    for (const type of ["log", "progress", "status", "metric", "checkpoint", "result", "summary"]) {
-      source.addEventListener(type, (e) => {
-        const id = Number(e.lastEventId);
-        if (id <= lastId) return;
-        lastId = id;
-        const handler = handlers[type];
-        if (handler) handler(JSON.parse(e.data));
-        render();
-      });
-    }
-    source.addEventListener("end", (e) => {
-      source.close();
-      setStatus(JSON.parse(e.data).status);
-      $("stat-stream").textContent = "ended";
-      render();
-    });
-    source.onopen = () => { $("stat-stream").textContent = "live"; };
-    source.onerror = () => {
-      $("stat-stream").textContent = source.readyState === EventSource.CLOSED ? "closed" : "reconnecting…";
-    };
-  }
-
   // -- status and actions ------------------------------------------------------------------------
-  function setStatus(next, error, detail) {
-    if (!next) return;
-    const wasActive = ACTIVE.includes(status);
-    status = next;
-    root.dataset.status = next;
-    const badge = $("job-status");
-    badge.textContent = next;
-    badge.className = `status status-${next}`;
-    if (error !== undefined) $("job-error").textContent = error || "";
-    if (detail !== undefined) $("status-detail").textContent = detail || "";
+  // What the model page does beside the header when the status changes (job_page.js).
+  function onStatus(next, previous) {
     showActions();
-    if (ACTIVE.includes(next) && !wasActive) { connect(); poll(); }
-    if (!ACTIVE.includes(next)) showEnded();
+    if (isActive(next) && !isActive(previous)) { page.connect(); poll(); }
+    if (!isActive(next)) showEnded();
     if (next !== shownTimeline) refreshTimeline(next);
   }
 
@@ -123,12 +81,13 @@
   // is to clone it and change what made it fail.
   function showActions() {
     const hasSnapshot = snapshots.size > 0;
-    $("abort-button").hidden = !ACTIVE.includes(status);
-    $("resume-button").hidden = !(status === "aborted" || (status === "failed" && hasSnapshot));
+    const status = page.status;
+    $("abort-button").hidden = !isActive(status);
+    $("resume-button").hidden = !(status === Status.ABORTED || (status === Status.FAILED && hasSnapshot));
     $("classify-link").hidden = !hasSnapshot;
     const clone = $("clone-button");
-    clone.textContent = status === "failed" ? "Clone and edit" : "Clone";
-    clone.classList.toggle("secondary", status !== "failed");
+    clone.textContent = status === Status.FAILED ? "Clone and edit" : "Clone";
+    clone.classList.toggle("secondary", status !== Status.FAILED);
   }
 
   function showEnded() {  // an ended job holds no GPU and runs no process: no live figures
@@ -143,17 +102,17 @@
   // ends with how it ended (as the server draws it: web/job_page.py timeline).
   // The page may learn of an end (the abort button's answer) before the server has recorded it
   // (the process is still exiting): then it asks again until the server's status is the page's.
-  let shownTimeline = status;
+  let shownTimeline = root.dataset.status;
   let timelineRetry = null;
   async function refreshTimeline(next, tries = 30) {
     shownTimeline = next;
     clearTimeout(timelineRetry);
     try {
       const job = await ty.api("GET", `/api/jobs/${jobId}`);
-      if (job.status !== status && tries > 0) {
-        timelineRetry = setTimeout(() => refreshTimeline(status, tries - 1), 1000);
+      if (job.status !== page.status && tries > 0) {
+        timelineRetry = setTimeout(() => refreshTimeline(page.status, tries - 1), 1000);
       }
-      const ended = !ACTIVE.includes(job.status);
+      const ended = !isActive(job.status);
       const history = [...job.history];
       if (ended && job.finished_at && (!history.length || history[history.length - 1].status !== job.status)) {
         history.push({ status: job.status, time: job.finished_at, detail: null });
@@ -165,7 +124,7 @@
           <td class="muted">${ty.escape(h.detail || "")}</td></tr>`;
       });
       $("timeline-table").innerHTML = rows.join("");
-      runClock = { elapsed: job.elapsed, at: Date.now() / 1000, running: job.status === "running",
+      runClock = { elapsed: job.elapsed, at: Date.now() / 1000, running: job.status === Status.RUNNING,
                    started: job.started_at, finished: job.finished_at };
       showRunTime();
     } catch (err) { /* the page keeps the timeline it has */ }
@@ -174,7 +133,7 @@
   // The run time ticks while the job runs: the server's figure plus the time since it was read.
   const runTimeEl = $("run-time");
   let runClock = { elapsed: runTimeEl.dataset.elapsed === "" ? null : Number(runTimeEl.dataset.elapsed),
-                   at: Date.now() / 1000, running: status === "running" };
+                   at: Date.now() / 1000, running: root.dataset.status === Status.RUNNING };
   function showRunTime() {
     const c = runClock;
     if (c.elapsed == null) { runTimeEl.textContent = "Not started yet."; return; }
@@ -201,17 +160,10 @@
     button.disabled = true;
     try { after(await ty.api(method, url)); } catch (err) { alert(err.message); } finally { button.disabled = false; }
   }
-  $("abort-button").addEventListener("click", (e) =>
-    action(e.target, "POST", `/api/jobs/${jobId}/abort`, (job) => {
-      // The answer can come while the process is still exiting: then the events or the next
-      // poll bring the final status; never step back from one the job already reported.
-      if (!ACTIVE.includes(job.status)) setStatus(job.status, job.error);
-      else if (ACTIVE.includes(status)) $("status-detail").textContent = "stopping…";
-    }));
   $("resume-button").addEventListener("click", (e) =>
     action(e.target, "POST", `/api/jobs/${jobId}/resume`, (job) => {
       endedByEvent = 0;
-      setStatus(job.status, job.error, job.status_detail);
+      page.setStatus(job.status, { error: job.error, detail: job.status_detail });
     }));
   $("delete-button").addEventListener("click", (e) => {
     if (!confirm("Delete this model, its checkpoints and its log?")) return;
@@ -253,20 +205,24 @@
     let hw = null;
     try {
       hw = await ty.api("GET", `/api/jobs/${jobId}/hardware`);
-      if (ACTIVE.includes(hw.status)) showHardware(hw);
-      const stale = ACTIVE.includes(hw.status) && !ACTIVE.includes(status) && Date.now() - endedByEvent < 15000;
-      if (hw.status !== status && !stale) setStatus(hw.status, hw.error, hw.status_detail);
+      if (isActive(hw.status)) showHardware(hw);
+      const stale = isActive(hw.status) && !isActive(page.status) && Date.now() - endedByEvent < 15000;
+      if (hw.status !== page.status && !stale) page.setStatus(hw.status, { error: hw.error, detail: hw.status_detail });
       else $("status-detail").textContent = hw.status_detail || "";
     } catch (err) {
       $("hardware-time").textContent = `not updated: ${err.message}`;
     }
     // Poll while the job may still change; a document in a background tab polls less often.
-    if (ACTIVE.includes(status) || ACTIVE.includes(hw && hw.status)) {
+    if (isActive(page.status) || isActive(hw && hw.status)) {
       polling = setTimeout(poll, document.hidden ? 10000 : 1500);
     }
   }
 
-  setStatus(status);
-  connect();
+  const page = new JobPage(root, {
+    on, afterEvent: render, onStatus,
+    aborting() { if (isActive(page.status)) $("status-detail").textContent = "stopping…"; },
+  });
+  onStatus(page.status, page.status);  // the buttons and panels for the status drawn
+  page.connect();
   poll();
 })();

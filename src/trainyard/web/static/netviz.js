@@ -2,8 +2,8 @@
 // settings, output shape and parameters, top to bottom in the order the forward pass runs them.
 // A container whose children all see the same input and are concatenated along channels
 // (GoogLeNet's inception blocks) shows those children side by side as branches.
-"use strict";
-const tyNetViz = (function () {
+import { ty } from "./app.js";
+export const netViz = (function () {
   const esc = (t) => ty.escape(t);
   const SEQUENCES = ["Sequential", "ModuleList", "ModuleDict"];
   const shape = (s) => (s ? s.join("×") : "not run in eval mode");

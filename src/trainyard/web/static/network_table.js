@@ -1,8 +1,8 @@
 // The new-model form's table of standard networks: parameter counts for the chosen dataset's
 // classes and channels (the same figure Visualize gives), and a warning where a network's
 // intended image size is far from the dataset's.
-"use strict";
-const tyNetworkTable = {
+import { ty } from "./app.js";
+export const networkTable = {
   watch(form, geometry) {
     let shown = "";
     const refresh = async () => {

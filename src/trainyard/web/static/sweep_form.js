@@ -1,15 +1,15 @@
 // The new-model form's search fields: a learning rate or batch size given as LOW..HIGH draws
 // "Trials" combinations (log-uniform rates, whole batch sizes), and "Stop hopeless runs early"
 // asks for early stopping across the sweep. Lists (0.1,0.01) still make a grid.
-"use strict";
-const tySweepForm = {
+import { formErrors } from "./form_errors.js";
+export const sweepForm = {
   // [low, high] for "1e-4..1e-1", null for anything else.
   range(f, name, label, integer = false) {
     const text = f[name].value.trim();
     if (!text.includes("..")) return null;
     const bounds = text.split("..").map((t) => Number(t.trim()));
     if (bounds.length !== 2 || !bounds.every((v) => Number.isFinite(v) && (!integer || Number.isInteger(v)))) {
-      throw new tyForm.FieldError(f[name], `${label}: "${text}" should be a range LOW..HIGH, e.g. ${integer ? "16..128" : "1e-4..1e-1"}`);
+      throw new formErrors.FieldError(f[name], `${label}: "${text}" should be a range LOW..HIGH, e.g. ${integer ? "16..128" : "1e-4..1e-1"}`);
     }
     return bounds;
   },
@@ -17,7 +17,7 @@ const tySweepForm = {
     const text = f.trials ? f.trials.value.trim() : "";
     if (!text) return null;
     const value = Number(text);
-    if (!Number.isInteger(value) || value < 1) throw new tyForm.FieldError(f.trials, `Trials: "${text}" is not a whole number of 1 or more`);
+    if (!Number.isInteger(value) || value < 1) throw new formErrors.FieldError(f.trials, `Trials: "${text}" is not a whole number of 1 or more`);
     return value;
   },
   // The request's lists, ranges, trials and early stop; numbers() reads a comma-separated list.

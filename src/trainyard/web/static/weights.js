@@ -1,5 +1,5 @@
 // The weights page: search the store, pull with live progress, import and remove.
-"use strict";
+import { ty } from "./app.js";
 (() => {
   const body = document.querySelector("#weights-table tbody");
   const search = document.getElementById("weights-search");
