@@ -12,22 +12,24 @@ is trainyard's own code and runs as before.
 from __future__ import annotations
 
 import glob
-import json
 import sys
 from pathlib import Path
 
 from trainyard.core import sandbox
+from trainyard.core.errors import InvalidInput
+from trainyard.core.files import read_json
 from trainyard.core.paths import JobFolder
+from trainyard.training.spec import ModelSpec, stored_spec
 
 
 def sandboxed(command: list[str], folder: JobFolder, gpu_ids: list[int] | None) -> list[str]:
     """``command`` wrapped in the sandbox when the job's network is user code; PermissionError
     (the job cannot start) where the kernel offers no sandbox and running unconfined is not allowed."""
-    try:
-        spec = json.loads(folder.spec.read_text())
-    except (OSError, ValueError):
+    try:  # every kind's job starts here; only a model job's spec reads as a ModelSpec
+        spec = stored_spec(read_json(folder.spec))
+    except (OSError, ValueError, InvalidInput):
         return command
-    if not isinstance(spec, dict) or not spec.get("network_source"):
+    if not spec.network_source:
         return command
     try:
         if not sandbox.require():
@@ -38,16 +40,16 @@ def sandboxed(command: list[str], folder: JobFolder, gpu_ids: list[int] | None) 
     return [sys.executable, "-m", "trainyard.core.sandbox", policy.to_json(), "--", *command]
 
 
-def training_policy(spec: dict, folder: JobFolder, gpu_ids: list[int]) -> sandbox.Policy:
+def training_policy(spec: ModelSpec, folder: JobFolder, gpu_ids: list[int]) -> sandbox.Policy:
     home = folder.path.resolve().parent.parent  # HOME/jobs/<id>
     read = [str(home / "weights")]
-    for key in ("dataset_dir", "pretrained"):
-        if spec.get(key):
-            path = Path(spec[key])
+    for value in (spec.dataset_dir, spec.pretrained):
+        if value:
+            path = Path(value)
             read.append(str(path if path.is_dir() else path.parent))
     write = [str(folder.path), "/dev/shm"]
     if gpu_ids:
         write += glob.glob("/dev/nvidia*")  # opened read-write, then driven by ioctl
-    spans = len(gpu_ids) > 1 or int(spec.get("processes") or 1) > 1 or int(spec.get("nnodes") or 1) > 1
+    spans = len(gpu_ids) > 1 or spec.processes > 1 or spec.nnodes > 1
     return sandbox.Policy(read=read, write=write, network=spans, processes=True, open_files=65536,
                           hidden=[str(home)])

@@ -15,11 +15,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from trainyard.core import formatting
-from trainyard.core.files import read_json
 from trainyard.datasets.resize_plans import RESIZE_MODES
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.jobs import job_pages, labels
 from trainyard.jobs.job_documents import job_detail, list_briefs
+from trainyard.jobs.kinds import DATASET, MODEL
 from trainyard.web import job_page, listing, model_form
 from trainyard.web.auth import requester, token_matches
 from trainyard.web.deps import Ctx, get_job_of_kind
@@ -98,15 +98,8 @@ def new_dataset(request: Request, ctx: Ctx, parent: str | None = None):
 def show_dataset(request: Request, ctx: Ctx, dataset_id: str):
     job = get_job_of_kind(ctx, dataset_id, "dataset")
     return render(request, "dataset_show.html", job=job_detail(ctx.manager, job),
-                  spec=_read_spec(ctx, dataset_id),
+                  spec=DATASET.find_spec(ctx.manager.folder(dataset_id)),
                   image_extensions=", ".join(sorted(e.lstrip(".") for e in IMAGE_EXTENSIONS)))
-
-
-def _read_spec(ctx, job_id: str) -> dict:
-    try:
-        return read_json(ctx.manager.folder(job_id).spec)
-    except FileNotFoundError:
-        return {}
 
 
 # -- models --------------------------------------------------------------------------------------
@@ -115,7 +108,7 @@ def _read_spec(ctx, job_id: str) -> dict:
 def new_model(request: Request, ctx: Ctx, dataset: str | None = None, clone: str | None = None):
     """The new-model form; ``clone=ID`` fills it with that model's settings."""
     source = get_job_of_kind(ctx, clone, "model") if clone else None
-    values = model_form.form_values(ctx, _read_spec(ctx, source.id) if source else None,
+    values = model_form.form_values(ctx, MODEL.find_spec(ctx.manager.folder(source.id)) if source else None,
                                     source.needs if source else None)
     briefs = list_briefs(ctx.store)
     offered = model_form.choices(ctx, briefs)
