@@ -24,8 +24,7 @@ import torch
 from PIL import Image
 
 from trainyard.artifact.inputs import center_window, prepare_images
-
-MEAN_MODES = ("image", "pixel", "none")
+from trainyard.core.vocabulary import MEAN_MODES
 
 
 def mean_tensor(

@@ -25,9 +25,9 @@ import torch
 from trainyard.artifact.checkpoint import FORMAT
 from trainyard.artifact.inputs import SCALE
 from trainyard.artifact.network import create_model
-from trainyard.artifact.preprocess import MEAN_MODES
 from trainyard.core.errors import UserError
 from trainyard.core.files import read_json
+from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.datasets.archive import ArchiveError, safe_extract
 from trainyard.datasets.resize_plans import RESIZE_MODES
 from trainyard.networks import UnknownNetwork, check_network_isolated, network_source

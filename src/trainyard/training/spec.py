@@ -17,6 +17,7 @@ from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import read_json
 from trainyard.core.limits import MAX_NAME, MAX_PROCESSES
 from trainyard.core.stored import SpecModel, is_stored, read_stored
+from trainyard.core.vocabulary import MeanMode
 from trainyard.networks import get_network
 from trainyard.training.augment_settings import AugmentSettings
 from trainyard.training.lr_policies import LRSettings
@@ -83,7 +84,7 @@ class ModelSpec(SpecModel):
     seed: int | None = Field(None, ge=0, le=MAX_SEED)  # None: a random seed, recorded in the log and checkpoints
 
     crop: int | None = Field(None, ge=1)
-    mean: Literal["image", "pixel", "none"] = "image"
+    mean: MeanMode = "image"
     augment: AugmentSettings = Field(default_factory=AugmentSettings)
 
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"

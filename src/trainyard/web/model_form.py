@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainyard.core.paths import checkpoint_epoch
+from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.jobs.context import Context
 from trainyard.training.lr_policies import list_lr_policies
 from trainyard.training.solvers import list_solvers
@@ -138,11 +139,11 @@ def choices(ctx: Context, briefs: list[dict]) -> dict:
         "datasets": dataset_choices(briefs),
         "networks": [asdict(n) for n in list_networks()],
         "previous": previous_models(briefs),
-        "gpus": [{"index": g.index, "label": g.label, "job": leases.get(f"gpu:{g.index}")}
+        "gpus": [{"index": g.index, "label": g.label, "job": leases.get(g.resource)}
                  for g in ctx.pools.gpus],
         "solvers": [asdict(s) for s in list_solvers()],
         "lr_policies": [asdict(p) for p in list_lr_policies()],
         "flips": ["none", "lr", "ud", "both"],
-        "means": ["image", "pixel", "none"],
+        "means": list(MEAN_MODES),
         "precisions": ["auto", "fp32", "bf16", "fp16"],
     }

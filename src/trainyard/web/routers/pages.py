@@ -69,7 +69,7 @@ def _mark(ctx) -> str:
 def _job_tables(ctx, query: listing.Query) -> dict:
     datasets, models = (job_pages.job_page(ctx.store, query.for_kind(k)) for k in ("dataset", "model"))
     names = job_pages.names_of(ctx.store, {j["parent"] for j in datasets.jobs + models.jobs if j["parent"]})
-    gpu_labels = {f"gpu:{g.index}": f"GPU {g.index}" for g in ctx.pools.gpus}
+    gpu_labels = {g.resource: f"GPU {g.index}" for g in ctx.pools.gpus}
     shown = datasets.jobs + models.jobs
     listing.add_cells(shown, names, gpu_labels)
     listing.add_tags(shown, labels.labels_of(ctx.store, [j["id"] for j in shown]))
@@ -123,7 +123,7 @@ def new_model(request: Request, ctx: Ctx, dataset: str | None = None, clone: str
 def show_model(request: Request, ctx: Ctx, model_id: str):
     job = job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model"))
     dataset = ctx.store.get_job(job["dataset"]) if job["dataset"] else None
-    gpu_labels = {f"gpu:{g.index}": g.label for g in ctx.pools.gpus}
+    gpu_labels = {g.resource: g.label for g in ctx.pools.gpus}
     resources = [gpu_labels.get(r, r) for r in (job["summary"] or {}).get("resources", [])]
     extra = {"Hardware": [("Devices", ", ".join(resources))]} if resources else None
     return render(request, "model_show.html", job=job, spec=job["spec"], dataset=dataset,
