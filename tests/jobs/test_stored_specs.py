@@ -96,3 +96,15 @@ def test_a_model_job_of_an_old_spec_is_described_and_started_as_before(tmp_path)
     folder = folder_with(tmp_path, {**OLD_MODEL_SPEC, "processes": 2})
     command = MODEL.command(folder, [])
     assert "torch.distributed.run" in command and "--nproc-per-node=2" in command
+
+
+def test_a_broken_model_spec_still_describes_the_job(tmp_path):
+    from types import SimpleNamespace
+
+    from trainyard.jobs.kinds import describe_model
+
+    folder = folder_with(tmp_path, {"id": "m-bad", "kind": "model", "epochs": "many"})
+    doc = describe_model(SimpleNamespace(parent_id=None, summary={}), folder)
+    assert (doc["network"], doc["epochs"], doc["spec"]["epochs"]) == (None, None, "many")
+    good = describe_model(SimpleNamespace(parent_id="d-old", summary={}), folder_with(tmp_path, OLD_MODEL_SPEC))
+    assert (good["network"], good["epochs"], good["spec"]) == ("lenet", 12, OLD_MODEL_SPEC)

@@ -171,7 +171,7 @@ def describe_model(job: Job, folder: JobFolder) -> dict:
     accuracy = metrics["val_accuracy"]
     best = max(accuracy, key=lambda p: p[1]) if accuracy else None
     stored = _stored(folder)
-    spec = MODEL.read(stored) if stored else None
+    spec = _model_spec(stored)
     network = spec.network or ("custom" if spec.network_source else None) if spec else None
     return {
         "dataset": job.parent_id,
@@ -195,6 +195,14 @@ def remove_uploaded_archives(folder: JobFolder, uploads_dir: Path) -> None:
             path.unlink()
             if not any(path.parent.iterdir()):
                 path.parent.rmdir()  # the upload's own folder, made by save_upload
+
+
+def _model_spec(stored: dict) -> ModelSpec | None:
+    # A spec that does not read as a model's (a broken folder) leaves the job described, not failed.
+    try:
+        return MODEL.read(stored) if stored else None
+    except InvalidInput:
+        return None
 
 
 def _stored(folder: JobFolder) -> dict:
