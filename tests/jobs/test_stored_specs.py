@@ -108,3 +108,21 @@ def test_a_broken_model_spec_still_describes_the_job(tmp_path):
     assert (doc["network"], doc["epochs"], doc["spec"]["epochs"]) == (None, None, "many")
     good = describe_model(SimpleNamespace(parent_id="d-old", summary={}), folder_with(tmp_path, OLD_MODEL_SPEC))
     assert (good["network"], good["epochs"], good["spec"]) == ("lenet", 12, OLD_MODEL_SPEC)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_appending_to_a_dataset_whose_stored_spec_is_old(ctx, image_folder):
+    """The parent's spec is read back tolerant; the new version's spec is checked as ever."""
+    from trainyard.core.status import Status
+    from trainyard.jobs.dataset_jobs import append_dataset_job
+    from trainyard.jobs.store import Job
+
+    ctx.manager.folder("d-old").path.mkdir(parents=True)
+    ctx.manager.folder("d-old").spec.write_text(json.dumps(OLD_DATASET_SPEC))
+    ctx.store.add_job(Job(id="d-old", kind="dataset", name="digits", status=Status.DONE, needs={}, summary={}))
+    job = append_dataset_job(ctx, "d-old", {"train_folder": str(image_folder)})
+    spec = DATASET.spec_of(ctx.manager.folder(job.id))
+    assert (spec.name, spec.dataset_version, spec.width, spec.channels, spec.encoding) == (
+        "digits v2", 2, 28, 1, "png")
+    with pytest.raises(ValueError, match="legacy_backend"):  # the API makes it a 422
+        append_dataset_job(ctx, "d-old", {"train_folder": str(image_folder), "legacy_backend": "lmdb"})
