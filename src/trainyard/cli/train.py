@@ -9,6 +9,7 @@ import typer
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
 from trainyard.core.status import Status
+from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.networks.table import FAMILIES, STANDARD
 from trainyard.training.solvers import solver_names
 
@@ -55,7 +56,7 @@ def train(
     snapshot_interval: float = typer.Option(1.0, help="epochs between checkpoints"),
     val_interval: float = typer.Option(1.0, help="epochs between validations"),
     seed: int | None = typer.Option(None), crop: int | None = typer.Option(None),
-    mean: str = typer.Option("image", help="image | pixel | none"),
+    mean: str = typer.Option("image", help=" | ".join(MEAN_MODES)),
     gpus: int | None = typer.Option(None, help="use the next N free GPUs"),
     gpu_ids: str | None = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
     processes: int = typer.Option(1, help="data-parallel processes on the CPU (gloo), e.g. to test multi-GPU runs"),

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from trainyard.core.vocabulary import gpu_resource
+
 
 @dataclass(frozen=True)
 class Placement:
@@ -102,5 +104,5 @@ def rank_environments(ranked: list[WorkerInfo], master_port: int, run_id: str, d
 def worker_docs(ranked: list[WorkerInfo], device: str) -> list[dict]:
     """The job document's ``workers``: one entry per rank."""
     return [{"rank": rank, "node_id": info.node_id, "host": info.hostname or info.host, "ip": info.host,
-             "device": f"gpu:{info.gpu_ids[0]}" if device == "gpu" and info.gpu_ids else "cpu"}
+             "device": gpu_resource(info.gpu_ids[0]) if device == "gpu" and info.gpu_ids else "cpu"}
             for rank, info in enumerate(ranked)]

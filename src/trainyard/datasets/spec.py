@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, model_validator
 
 from trainyard.core.errors import InvalidInput
+from trainyard.core.stored import SpecModel, is_stored, read_stored
 from trainyard.datasets.resize_plans import RESIZE
 
 MAX_SIZE = 4096
@@ -31,7 +32,7 @@ def parse_size(text: str) -> tuple[int, int]:
     return width, height
 
 
-class DatasetSpec(BaseModel):
+class DatasetSpec(SpecModel):
     """What to build: image sources, target geometry, split percents and storage encoding."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -71,7 +72,9 @@ class DatasetSpec(BaseModel):
     data_roots: list[str] | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> DatasetSpec:
+    def _check(self, info: ValidationInfo) -> DatasetSpec:
+        if is_stored(info):  # it was valid when it was written
+            return self
         train_sources = [self.train_folder, self.train_list, self.train_archive]
         if sum(s is not None for s in train_sources) != 1:
             raise ValueError("give exactly one training source: train_folder, train_list "
@@ -96,3 +99,8 @@ class DatasetSpec(BaseModel):
     @property
     def has_test_source(self) -> bool:
         return self.test_folder is not None or self.test_list is not None
+
+
+def stored_spec(data: object) -> DatasetSpec:
+    """A stored dataset spec (a spec.json's content) read back, however old (core/stored.py)."""
+    return read_stored(DatasetSpec, data, what="stored dataset spec")

@@ -107,13 +107,15 @@ def read_evaluation(job_dir: str | os.PathLike) -> dict | None:
 def describe_inference(job: object, folder: JobFolder) -> dict:
     """What a classify-many or evaluate job adds to its JSON (the job registry's ``describe``)."""
     # ``job`` is the jobs store's row (jobs/ sits above inference/, so not named here); unused
+    from trainyard.inference.spec import stored_spec
+
     try:
-        spec = read_json(folder.spec)
+        spec = stored_spec(read_json(folder.spec))
     except FileNotFoundError:
-        spec = {}
-    doc = {"model": spec.get("model_id"), "epoch": spec.get("epoch"), "task": spec.get("kind"),
-           "split": spec.get("split"), "rows": row_count(folder.path)}
-    result = read_evaluation(folder.path) if spec.get("kind") == "evaluate" else read_summary(folder.path)
+        return {"model": None, "epoch": None, "task": None, "split": None, "rows": row_count(folder.path)}
+    doc = {"model": spec.model_id, "epoch": spec.epoch, "task": spec.kind, "split": spec.split,
+           "rows": row_count(folder.path)}
+    result = read_evaluation(folder.path) if spec.kind == "evaluate" else read_summary(folder.path)
     if result:
         doc["accuracy"] = result.get("accuracy")
         doc["top5_accuracy"] = result.get("top5_accuracy")

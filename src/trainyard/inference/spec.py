@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, model_validator
+
+from trainyard.core.stored import SpecModel, is_stored, read_stored
 
 SPEC_VERSION = 1
 KINDS = ("classify-many", "evaluate")
 SOURCES = ("list_file", "folder", "archive", "split")
 
 
-class InferenceSpec(BaseModel):
+class InferenceSpec(SpecModel):
     """What to run a model on, and how to report it."""
 
     model_config = ConfigDict(extra="forbid")
@@ -45,7 +47,9 @@ class InferenceSpec(BaseModel):
     batch_size: int = Field(64, ge=1, le=4096)
 
     @model_validator(mode="after")
-    def _check(self) -> InferenceSpec:
+    def _check(self, info: ValidationInfo) -> InferenceSpec:
+        if is_stored(info):  # it was valid when it was written
+            return self
         if self.kind == "evaluate":
             if not (self.dataset_dir and self.split):
                 raise ValueError("an evaluation needs a dataset and a split")
@@ -66,3 +70,8 @@ class InferenceSpec(BaseModel):
         if self.kind == "evaluate" or self.split:
             return "split"
         return next(s for s in ("list_file", "folder", "archive") if getattr(self, s))
+
+
+def stored_spec(data: object) -> InferenceSpec:
+    """A stored inference spec (a spec.json's content) read back, however old (core/stored.py)."""
+    return read_stored(InferenceSpec, data, what="stored inference spec")

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
-from trainyard.core.files import read_json
-from trainyard.jobs.kinds import model_metrics
+from trainyard.jobs.kinds import MODEL, model_metrics
 from trainyard.jobs.manager import JobError, JobManager, JobNotFound
 from trainyard.jobs.store import Job
 
@@ -55,10 +54,7 @@ def _model_job(manager: JobManager, job_id: str) -> Job:
 def _run(manager: JobManager, job: Job) -> tuple[dict, dict]:
     folder = manager.folder(job.id)
     metrics, _ = model_metrics(folder)
-    try:
-        spec = read_json(folder.spec)
-    except FileNotFoundError:
-        spec = {}
+    spec = MODEL.find_spec(folder)
     accuracy = metrics.get("val_accuracy") or []
     best = max(accuracy, key=lambda p: p[1]) if accuracy else None
     final = {name: points[-1][1] for name in SERIES if (points := metrics.get(name))}
@@ -66,7 +62,8 @@ def _run(manager: JobManager, job: Job) -> tuple[dict, dict]:
     if final:
         final["epoch"] = max(epochs)
     run = {"id": job.id, "name": job.name, "status": job.status.value, "group": job.group,
-           "settings": flat_settings(spec),
+           # As the spec was written (exclude_unset): a setting a job never had is not made up.
+           "settings": flat_settings(spec.model_dump(mode="json", exclude_unset=True) if spec else {}),
            "best": {"epoch": best[0], "val_accuracy": best[1]} if best else None,
            "final": final or None}
     return run, {name: metrics.get(name, []) for name in SERIES}

@@ -9,6 +9,7 @@ from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.jobs.context import Context
+from trainyard.jobs.kinds import DATASET
 from trainyard.jobs.lookup import job_of_kind
 from trainyard.jobs.manager import JobConflict, JobError
 from trainyard.jobs.store import Job
@@ -53,7 +54,7 @@ def append_dataset_job(ctx: Context, parent_id: str, fields: dict, *, foreground
     if parent.status != Status.DONE:
         raise JobConflict(f"dataset {parent_id} is {parent.status}; only a built dataset can be appended to")
     folder = ctx.manager.folder(parent_id)
-    base = DatasetSpec.model_validate_json(folder.spec.read_text())
+    base = DATASET.spec_of(folder)  # the parent's spec as stored, however old; the new one is checked
     version = base.dataset_version + 1
     inherited = {key: getattr(base, key) for key in ("width", "height", "channels", "resize", "encoding")}
     spec = DatasetSpec.model_validate({

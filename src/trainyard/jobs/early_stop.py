@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 
 from trainyard.core.events import EventTail, EventWriter, read_events
-from trainyard.core.files import read_json
 from trainyard.core.status import Status
+from trainyard.jobs.kinds import MODEL
 from trainyard.jobs.store import Job, Store
 
 if TYPE_CHECKING:
@@ -139,8 +139,5 @@ class EarlyStopper:
 
 
 def _is_last(folder, epoch: float) -> bool:
-    try:
-        epochs = read_json(folder.spec).get("epochs")
-    except FileNotFoundError:
-        return False
-    return epochs is not None and epoch >= float(epochs) - 1e-9
+    spec = MODEL.find_spec(folder)
+    return spec is not None and epoch >= spec.epochs - 1e-9

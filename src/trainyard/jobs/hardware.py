@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 
 from trainyard.core.status import Status
+from trainyard.core.vocabulary import gpu_index
 from trainyard.jobs.resources import _visible_indices
 
 
@@ -212,7 +213,7 @@ class Hardware:
         """Live figures of a job row: its GPUs and processes while it runs, nothing after."""
         running = job.status == Status.RUNNING
         resources = (job.summary or {}).get("resources", []) if running else []
-        gpu_ids = [int(r.split(":")[1]) for r in resources if r.startswith("gpu:")]
+        gpu_ids = [i for i in (gpu_index(r, shares=False) for r in resources) if i is not None]
         workers = (job.summary or {}).get("workers") or []
         return {
             "id": job.id,

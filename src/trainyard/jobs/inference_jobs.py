@@ -10,15 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainyard.core.errors import Conflict, validated
-from trainyard.core.files import read_json
 from trainyard.core.paths import resolve_inside
 from trainyard.datasets.storage import split_names
 from trainyard.inference.snapshots import model_checkpoint
 from trainyard.inference.spec import KINDS, InferenceSpec
 from trainyard.jobs.context import Context
+from trainyard.jobs.kinds import MODEL, get_kind
 from trainyard.jobs.lookup import job_of_kind
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.store import Job
+from trainyard.training.spec import ModelSpec
 
 PATH_FIELDS = ("list_file", "folder", "archive", "image_root")
 
@@ -39,7 +40,7 @@ def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float
         if fields.get(key):
             fields[key] = str(resolve_inside(fields[key], ctx.settings.allowed_roots))
     if fields.get("split"):
-        fields.update(_dataset_split(folder.spec, fields["split"]))
+        fields.update(_dataset_split(MODEL.spec_of(folder), fields["split"]))
     what = fields.get("split") or "images"
     spec = validated(InferenceSpec, {**fields, "kind": kind, "name": f"{kind} {what}: {model.name} @ epoch {epoch:g}",
                                      "model_id": model.id, "checkpoint": str(checkpoint), "epoch": epoch,
@@ -49,18 +50,17 @@ def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float
     return job  # no parent_id: an inference job must not wait for a model that is still training
 
 
-def _dataset_split(model_spec_path, split: str) -> dict:
+def _dataset_split(model_spec: ModelSpec, split: str) -> dict:
     """The spec fields naming the model's dataset; JobError if it lacks ``split``, Conflict (409)
     if the model has no dataset at all (an imported one)."""
-    model_spec = read_json(model_spec_path)
-    if not model_spec.get("dataset_dir"):  # an imported archive: trained elsewhere, on data not here
+    if not model_spec.dataset_dir:  # an imported archive: trained elsewhere, on data not here
         raise Conflict(f"this model has no dataset here (it was imported), so it has no {split} split to "
                        "evaluate; classify a folder or a list of labelled images instead")
-    dataset_dir = Path(model_spec["dataset_dir"])
+    dataset_dir = Path(model_spec.dataset_dir)
     have = split_names(dataset_dir) if dataset_dir.is_dir() else []
     if split not in have:
         raise JobError(f"the model's dataset has no {split} split (it has: {', '.join(have) or 'none, deleted?'})")
-    return {"dataset_dir": str(dataset_dir), "dataset_id": model_spec.get("dataset_id")}
+    return {"dataset_dir": str(dataset_dir), "dataset_id": model_spec.dataset_id}
 
 
 def inference_jobs(ctx: Context, model_id: str) -> list[Job]:
@@ -70,7 +70,5 @@ def inference_jobs(ctx: Context, model_id: str) -> list[Job]:
 
 
 def _model_of(ctx: Context, job: Job) -> str | None:
-    try:
-        return read_json(ctx.manager.folder(job.id).spec).get("model_id")
-    except (FileNotFoundError, ValueError):
-        return None
+    spec = get_kind(job.kind).find_spec(ctx.manager.folder(job.id))
+    return spec.model_id if spec else None

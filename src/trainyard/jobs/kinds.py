@@ -5,7 +5,9 @@ builds a dataset, ``model`` trains a network, and a model's inference jobs ``cla
 (a list, folder or archive of images) and ``evaluate`` (a dataset split) share one entry point.
 
 Adding a kind means registering a ``JobKind`` here; the store, runner, scheduler, API and CLI
-handle every kind the same way.
+handle every kind the same way. Each kind carries its spec class: code outside the job's own
+process reads a job's spec.json through ``kind.spec_of(folder)``, typed, and tolerant of specs
+that an older trainyard wrote (core/stored.py).
 """
 
 from __future__ import annotations
@@ -14,44 +16,73 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
+from trainyard.core.errors import InvalidInput
 from trainyard.core.events import read_events
 from trainyard.core.files import read_json
 from trainyard.core.paths import JobFolder, checkpoint_name, is_inside
 from trainyard.core.registry import Registry
+from trainyard.core.stored import SpecModel, read_stored
 from trainyard.datasets.leftovers import remove_build_leftovers
+from trainyard.datasets.spec import DatasetSpec
 from trainyard.inference.results import describe_inference
+from trainyard.inference.spec import InferenceSpec
 from trainyard.jobs.runner import python_module_command
 from trainyard.jobs.store import Job
+from trainyard.training.spec import ModelSpec
+
+S = TypeVar("S", bound=SpecModel)
 
 
 @dataclass(frozen=True)
-class JobKind:
+class JobKind(Generic[S]):
     name: str
     module: str  # the subprocess entry point: python -m <module> JOBDIR
     describe: Callable[[Job, JobFolder], dict]
     # Called once the job has ended, however it ended: (job folder, the server's uploads folder).
     on_end: Callable[[JobFolder, Path], None] | None = field(default=None, kw_only=True)
+    # The class of its spec.json; None for kinds that tests define with specs of their own.
+    spec: type[S] | None = field(default=None, kw_only=True)
 
     def command(self, folder: JobFolder, gpu_ids: list[int]) -> list[str]:
         return python_module_command(self.module, folder)
 
+    def spec_of(self, folder: JobFolder) -> S:
+        """The job's stored spec, typed; FileNotFoundError when it has none, InvalidInput when it
+        is not a spec of this kind."""
+        return self.read(read_json(folder.spec), what=f"{self.name} job {folder.path.name}'s spec")
+
+    def read(self, stored: object, *, what: str = "") -> S:
+        """A spec.json's content (``stored``) as this kind's spec class."""
+        if self.spec is None:
+            raise TypeError(f"job kind {self.name} declares no spec class")
+        return read_stored(self.spec, stored, what=what or f"stored {self.name} spec")
+
+    def find_spec(self, folder: JobFolder) -> S | None:
+        """``spec_of``, or None where the job folder has no spec (yet, or any more) or none of this
+        kind: for the watchers and listings, which must not stop at one job's broken folder."""
+        try:
+            return self.spec_of(folder)
+        except (FileNotFoundError, ValueError, InvalidInput):  # ValueError: not JSON
+            return None
+
 
 @dataclass(frozen=True)
-class ModelKind(JobKind):
+class ModelKind(JobKind[ModelSpec]):
     """Training: one process, or one per leased GPU (per CPU process, per node) under
     torch.distributed.run when the job spans several."""
 
     def command(self, folder: JobFolder, gpu_ids: list[int]) -> list[str]:
-        spec = _spec(folder)
-        if spec.get("cluster"):  # Ray places the ranks (trainyard.cluster), in place of torchrun
-            return python_module_command(CLUSTER_LAUNCHER, folder)
-        processes = len(gpu_ids) if gpu_ids else int(spec.get("processes") or 1)
-        nnodes = int(spec.get("nnodes") or 1)
-        if processes == 1 and nnodes == 1:
+        spec = self.find_spec(folder)
+        if spec is None:  # the training process reports what is wrong with it, in the job's log
             return python_module_command(self.module, folder)
-        return distributed_command(self.module, folder, processes, nnodes,
-                                   int(spec.get("node_rank") or 0), spec.get("master"))
+        if spec.cluster:  # Ray places the ranks (trainyard.cluster), in place of torchrun
+            return python_module_command(CLUSTER_LAUNCHER, folder)
+        processes = len(gpu_ids) if gpu_ids else spec.processes
+        if processes == 1 and spec.nnodes == 1:
+            return python_module_command(self.module, folder)
+        return distributed_command(self.module, folder, processes, spec.nnodes, spec.node_rank, spec.master)
 
 
 CLUSTER_LAUNCHER = "trainyard.cluster.launcher"
@@ -76,15 +107,15 @@ def distributed_command(module: str, folder: JobFolder, processes: int, nnodes: 
     return command + ["-m", module, str(folder.path)]
 
 
-KINDS: Registry[JobKind] = Registry("job kind")
+KINDS: Registry[JobKind[Any]] = Registry("job kind")
 
 
-def register_kind(kind: JobKind) -> JobKind:
+def register_kind(kind: JobKind[Any]) -> JobKind[Any]:
     # Registering a kind again replaces it, as before the Registry: tests define kinds per test.
     return KINDS.register(kind.name, kind, replace=True)
 
 
-def get_kind(name: str) -> JobKind:
+def get_kind(name: str) -> JobKind[Any]:
     """The registered kind `name`; UnknownName (a NotFound) if there is none."""
     return KINDS.get(name)
 
@@ -139,32 +170,42 @@ def describe_model(job: Job, folder: JobFolder) -> dict:
         metrics.setdefault(name, [])
     accuracy = metrics["val_accuracy"]
     best = max(accuracy, key=lambda p: p[1]) if accuracy else None
-    spec = _spec(folder)
+    stored = _stored(folder)
+    spec = _model_spec(stored)
+    network = spec.network or ("custom" if spec.network_source else None) if spec else None
     return {
         "dataset": job.parent_id,
-        "network": spec.get("network") or ("custom" if spec.get("network_source") else None),
+        "network": network,
         "epoch": job.summary.get("epoch", 0),
-        "epochs": spec.get("epochs"),
+        "epochs": spec.epochs if spec else None,
         "snapshots": snapshots,
         "metrics": metrics,
         "best": {"epoch": best[0], "val_accuracy": best[1]} if best else None,
         "workers": (job.summary or {}).get("workers", []),  # cluster mode: where each rank runs
-        "spec": spec,
+        "spec": stored,  # the spec.json as it was written
     }
 
 
 def remove_uploaded_archives(folder: JobFolder, uploads_dir: Path) -> None:
     """A dataset copies what it needs from uploaded archives, so they go once the build ends."""
-    spec = _spec(folder)
-    for key in ("train_archive", "val_archive"):
-        path = Path(spec[key]) if spec.get(key) else None
+    spec = DATASET.find_spec(folder)
+    for archive in (spec.train_archive, spec.val_archive) if spec else ():
+        path = Path(archive) if archive else None
         if path is not None and is_inside(path, uploads_dir) and path.is_file():
             path.unlink()
             if not any(path.parent.iterdir()):
                 path.parent.rmdir()  # the upload's own folder, made by save_upload
 
 
-def _spec(folder: JobFolder) -> dict:
+def _model_spec(stored: dict) -> ModelSpec | None:
+    # A spec that does not read as a model's (a broken folder) leaves the job described, not failed.
+    try:
+        return MODEL.read(stored) if stored else None
+    except InvalidInput:
+        return None
+
+
+def _stored(folder: JobFolder) -> dict:
     try:
         return read_json(folder.spec)
     except FileNotFoundError:
@@ -183,8 +224,10 @@ def end_inference_job(folder: JobFolder, uploads_dir: Path) -> None:
     remove_build_leftovers(folder.path)
 
 
-register_kind(JobKind("dataset", "trainyard.datasets.run", describe_dataset, on_end=end_dataset_job))
-register_kind(ModelKind("model", "trainyard.training.run", describe_model))
+DATASET = JobKind("dataset", "trainyard.datasets.run", describe_dataset, on_end=end_dataset_job, spec=DatasetSpec)
+MODEL = ModelKind("model", "trainyard.training.run", describe_model, spec=ModelSpec)
 # Inference jobs of a model: classify a list, folder or archive; evaluate a split.
-for _name in ("classify-many", "evaluate"):
-    register_kind(JobKind(_name, "trainyard.inference.run", describe_inference, on_end=end_inference_job))
+CLASSIFY_MANY, EVALUATE = (JobKind(name, "trainyard.inference.run", describe_inference, on_end=end_inference_job,
+                                   spec=InferenceSpec) for name in ("classify-many", "evaluate"))
+for _kind in (DATASET, MODEL, CLASSIFY_MANY, EVALUATE):
+    register_kind(_kind)

@@ -14,7 +14,7 @@ from trainyard.core.errors import InvalidInput
 from trainyard.core.files import read_json
 from trainyard.jobs.context import Context
 from trainyard.networks.cache import NetworkCache, network_cache
-from trainyard.training.spec import ModelSpec
+from trainyard.training.spec import ModelSpec, dataset_folder
 
 DEFAULT_CLASSES = 10  # a dataset still building has no class list yet: any count checks shapes
 
@@ -26,14 +26,15 @@ def cache_for(ctx: Context) -> NetworkCache:
 def dataset_geometry(ctx: Context, spec: ModelSpec) -> dict:
     """{classes, channels, height, width} of the model's dataset: its info.json once built, else
     what its job has reported so far, else its spec.json (classes are then unknown)."""
+    dataset_id = spec.dataset_id or ""  # a checked spec has one (ModelSpec._check)
     try:
-        info = read_json(Path(spec.dataset_dir) / "info.json")
+        info = read_json(Path(dataset_folder(spec)) / "info.json")
     except FileNotFoundError:
-        job = ctx.store.get_job(spec.dataset_id)
+        job = ctx.store.get_job(dataset_id)
         info = job.summary if job is not None and (job.summary or {}).get("width") else {}
         if not info:
             try:
-                info = read_json(ctx.manager.folder(spec.dataset_id).spec)
+                info = read_json(ctx.manager.folder(dataset_id).spec)
             except FileNotFoundError:
                 info = {}
     return {"classes": len(info.get("classes") or []) or None, "channels": int(info.get("channels") or 3),

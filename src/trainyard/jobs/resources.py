@@ -21,9 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from trainyard.core.errors import InvalidInput
+from trainyard.core.vocabulary import gpu_index, gpu_resource, gpu_share
 from trainyard.jobs.store import Store
-
-GPU_PREFIX, SHARE_PREFIX = "gpu:", "gpushare:"  # a whole GPU; a GPU shared by one inference job
 
 
 @dataclass(frozen=True)
@@ -32,6 +31,11 @@ class GPU:
     name: str
     memory_total: int  # bytes
     uuid: str = ""
+
+    @property
+    def resource(self) -> str:
+        """Its name as a leased resource: ``gpu:0``."""
+        return gpu_resource(self.index)
 
     @property
     def label(self) -> str:
@@ -173,9 +177,9 @@ class Pools:
                 return None
         elif pool == "gpu":
             if needs.get("ids"):
-                wanted = [f"gpu:{i}" for i in needs["ids"]]
+                wanted = [gpu_resource(i) for i in needs["ids"]]
             else:
-                free = [f"gpu:{g.index}" for g in self.gpus if f"gpu:{g.index}" not in taken]
+                free = [g.resource for g in self.gpus if g.resource not in taken]
                 wanted = free[: needs.get("count", 1)]
                 if len(wanted) < needs.get("count", 1):
                     return None
@@ -190,8 +194,8 @@ class Pools:
 
     def _inference_gpu(self, taken: dict[str, str]) -> list[str] | None:
         """A free GPU, else a share of the first GPU no other inference job shares."""
-        for prefix in (GPU_PREFIX, SHARE_PREFIX):
-            free = [f"{prefix}{gpu.index}" for gpu in self.gpus if f"{prefix}{gpu.index}" not in taken]
+        for name in (gpu_resource, gpu_share):
+            free = [name(gpu.index) for gpu in self.gpus if name(gpu.index) not in taken]
             if free:
                 return free[:1]
         return None
@@ -199,4 +203,4 @@ class Pools:
     @staticmethod
     def gpu_ids(resources: list[str]) -> list[int]:
         """The GPU indices a job's leases give it (whole or shared)."""
-        return [int(r.split(":")[1]) for r in resources if r.startswith((GPU_PREFIX, SHARE_PREFIX))]
+        return [i for i in map(gpu_index, resources) if i is not None]

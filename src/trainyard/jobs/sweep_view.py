@@ -7,8 +7,8 @@ from collections import Counter
 
 from sqlalchemy import select
 
-from trainyard.core.files import read_json
 from trainyard.jobs.compare import MAX_RUNS
+from trainyard.jobs.kinds import MODEL
 from trainyard.jobs.manager import JobManager, JobNotFound
 from trainyard.jobs.store import Job
 
@@ -36,10 +36,8 @@ def sweep(manager: JobManager, group: str) -> dict:
 
 def _run(manager: JobManager, job: Job) -> dict:
     summary = job.summary or {}
-    try:
-        epochs = read_json(manager.folder(job.id).spec).get("epochs")
-    except FileNotFoundError:
-        epochs = None
+    spec = MODEL.find_spec(manager.folder(job.id))
+    epochs = spec.epochs if spec else None
     stopped = summary.get("stopped_early")
     ended_stopped = stopped if stopped and job.status_detail == stopped.get("message") else None
     return {"id": job.id, "name": job.name, "status": job.status.value, "epoch": summary.get("epoch", 0),

@@ -24,7 +24,7 @@ def system_report(ctx: Context, hardware: Hardware) -> dict:
         "backend": ctx.settings.cluster,
         "gpus": [
             {**live.get(g.index, {}), "index": g.index, "name": g.name, "memory_total": g.memory_total,
-             "label": g.label, "job": leases.get(f"gpu:{g.index}")}
+             "label": g.label, "job": leases.get(g.resource)}
             for g in ctx.pools.gpus
         ],
         "cpu": {"count": figures["cpu_count"], "percent": figures["cpu_percent"]},

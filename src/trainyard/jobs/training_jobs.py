@@ -19,6 +19,7 @@ from trainyard.core.limits import MAX_NAME
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.early_stop import mark_early_stop
+from trainyard.jobs.kinds import MODEL
 from trainyard.jobs.limits import check_processes
 from trainyard.jobs.lookup import job_of_kind
 from trainyard.jobs.manager import JobConflict, JobError
@@ -199,10 +200,12 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
         needs = devices_needed(ctx, gpus, gpu_ids, processes or 1)
         ctx.pools.check(needs)
         folder = ctx.manager.folder(job_id)
-        spec = read_json(folder.spec)
+        stored = read_json(folder.spec)
         placement = cluster_placement(needs)
-        write_json_atomic(folder.spec, {**spec, "processes": processes or 1, "cluster": placement,
-                                        "max_restarts": spec.get("max_restarts", 0) if placement else 0})
+        # The stored document is rewritten as it was, but for these: fields it has that this version
+        # does not know stay; its own reader is the training process, which checks it strictly.
+        write_json_atomic(folder.spec, {**stored, "processes": processes or 1, "cluster": placement,
+                                        "max_restarts": MODEL.read(stored).max_restarts if placement else 0})
         ctx.store.update_job(job_id, needs=needs)
     return ctx.manager.resume(job_id, foreground=foreground)
 

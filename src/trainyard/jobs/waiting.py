@@ -8,7 +8,8 @@ then, which only makes the words more general (the next tick starts the job).
 
 from __future__ import annotations
 
-from trainyard.jobs.resources import GPU_PREFIX, SHARE_PREFIX, Pools
+from trainyard.core.vocabulary import gpu_resource, gpu_share
+from trainyard.jobs.resources import Pools
 from trainyard.jobs.store import Store
 
 MAX_NAMED = 3  # holders named in one message; more are counted
@@ -25,11 +26,11 @@ def waiting_message(pools: Pools, store: Store, needs: dict) -> str:
         ids, count = needs.get("ids") or [], needs.get("count", 1)
         what = (f"GPU{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}" if ids
                 else "a GPU" if count == 1 else f"{count} GPUs")
-        jobs, n = held([f"{GPU_PREFIX}{i}" for i in ids] or [f"{GPU_PREFIX}{g.index}" for g in pools.gpus])
+        jobs, n = held([gpu_resource(i) for i in ids] or [g.resource for g in pools.gpus])
         it = "it" if (len(ids) if ids else count) == 1 else "them"
         return f"waiting for {what}: {jobs} {'holds' if n == 1 else 'hold'} {it}" if n else f"waiting for {what}"
     if pool == "inference" and pools.gpus:
-        jobs, n = held([f"{SHARE_PREFIX}{g.index}" for g in pools.gpus])
+        jobs, n = held([gpu_share(g.index) for g in pools.gpus])
         return (f"waiting for a GPU: each is in use and already shared with an inference job ({jobs})"
                 if n else "waiting for a GPU")
     slots = [f"{pool}:{i}" for i in range(pools.sizes.get(pool, 0))]

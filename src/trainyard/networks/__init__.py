@@ -3,8 +3,8 @@ custom network files, the training loss convention, and layer-by-layer inspectio
 
 Importing this package loads only the torch-free table (NetworkInfo, get_network,
 list_networks), so spec validation and the processes that only wait for a job stay light.
-The names that build or run networks load their module, and torch, on first use; the standard
-builders are registered when the first of them loads the registry.
+The names that build or run networks load their module, and torch, on first use; each standard
+network's builder is a path in its registry entry (table.py), imported when it is first built.
 """
 
 from __future__ import annotations
@@ -13,21 +13,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .info import NetworkInfo, UnknownNetwork
-from .table import get_network, list_networks
+from .table import get_network, list_networks, register_network
 
 if TYPE_CHECKING:
     from .custom import NetworkError, check_network, load_network_source
     from .isolated import check_network_isolated
     from .layer_report import inspect_network
     from .loss import main_output, training_loss, unwrap_model
-    from .registry import create_network, network_source, register_network
+    from .registry import create_network, network_source
 
 # name -> the module (importing torch) that defines it
 _LAZY = {
     "NetworkError": "custom", "check_network": "custom", "check_network_isolated": "isolated",
     "load_network_source": "custom", "inspect_network": "layer_report", "main_output": "loss",
     "training_loss": "loss", "unwrap_model": "loss", "create_network": "registry",
-    "network_source": "registry", "register_network": "registry",
+    "network_source": "registry",
 }
 
 __all__ = [

@@ -21,8 +21,10 @@ from trainyard.core.zygote import Zygote
 DEFAULT_TIMEOUT_S = 900.0
 START_TIMEOUT_S = 180.0  # a cold start (no warm checker): Python and torch on a busy machine
 
+# The builders' modules too: the registry imports a builder only when it is first used (table.py).
 CHECKER = Zygote(["torch", "torchvision", "timm", "trainyard.networks.check", "trainyard.networks.custom",
                   "trainyard.networks.layer_report", "trainyard.networks.registry", "trainyard.networks.zoo",
+                  "trainyard.networks.lenet", "trainyard.networks.alexnet", "trainyard.networks.googlenet",
                   "trainyard.networks.timm_networks"])
 
 

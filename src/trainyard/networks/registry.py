@@ -1,10 +1,10 @@
-"""The builders of the standard networks: one name -> one builder, registered against the table.
+"""Building the standard networks, and their source: through the one registry in table.py.
 
 A builder is `build(num_classes, in_channels, image_size) -> nn.Module`, the same signature a
 custom network file defines, so a standard network and a custom one are interchangeable.
-Names are user-facing and stable (they are stored in job specs and checkpoints). What a user
-needs to pick a network (its NetworkInfo) lives in table.py, which does not import torch; this
-module is for the processes that build networks.
+Names are user-facing and stable (they are stored in job specs and checkpoints). Each entry
+names its builder by path; the builder's module (and torch, torchvision or timm with it) is
+imported by the first call that builds that network or reads its source, not by this module.
 """
 
 from __future__ import annotations
@@ -12,38 +12,31 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from torch import nn
-
-from trainyard.core.registry import Registry
-
-from . import table, timm_networks, zoo
 from .info import NetworkInfo, UnknownNetwork
-from .table import get_network, list_networks
+from .table import STANDARD, get_network, list_networks, load_builder, register_network
+
+if TYPE_CHECKING:
+    from torch import nn
 
 __all__ = ["NetworkInfo", "UnknownNetwork", "create_network", "get_network", "list_networks", "network_source",
            "register_network"]
 
-Builder = Callable[[int, int, int], nn.Module]
-
-_BUILDERS: Registry[Builder] = Registry("network", error=UnknownNetwork)
-_SOURCES: dict[str, Callable[[], str]] = {}
+Builder = Callable[[int, int, int], "nn.Module"]
 
 
-def register_network(name: str, *, source: Callable[[], str] | None = None) -> Callable[[Builder], Builder]:
-    """Decorator: register `build` for the standard network `name` (which the table must list).
+def _builder(name: str) -> tuple[Builder, Callable[[], str]]:
+    """(build, source) of a network that ``get_network`` knows: a standard one or ``timm:``."""
+    if name in STANDARD:
+        build = load_builder(STANDARD.get(name))
+        # A builder with a source() gives its own file's text; DIGITS's three are their module.
+        source = getattr(build, "source", None) or (lambda: _module_source(build.__module__))
+        return build, source
+    from . import timm_networks  # imports timm and torch: timm names only
 
-    `source` returns the text of a stand-alone custom-network file equivalent to the builder;
-    without it the source is the builder's own module file (which must then be self-contained).
-    """
-    table.STANDARD.get(name)  # UnknownNetwork: describe the network in table.py first
-
-    def decorator(build: Builder) -> Builder:
-        _BUILDERS.register(name, build)  # its NetworkInfo is the table's
-        _SOURCES[name] = source or (lambda: _module_source(build.__module__))
-        return build
-
-    return decorator
+    _, build, source = timm_networks.resolve(name)
+    return build, source
 
 
 def create_network(
@@ -53,14 +46,14 @@ def create_network(
     info = get_network(name)
     if num_classes < 1 or in_channels < 1:
         raise ValueError(f"num_classes and in_channels must be >= 1, got {num_classes}, {in_channels}")
-    build = _BUILDERS.get(name) if name in _BUILDERS else timm_networks.resolve(name)[1]
+    build, _ = _builder(name)
     return build(num_classes, in_channels, image_size or info.image_size)
 
 
 def network_source(name: str) -> str:
     """Python source of a custom-network file equivalent to the standard network `name`."""
     get_network(name)
-    return _SOURCES[name]() if name in _SOURCES else timm_networks.resolve(name)[2]()
+    return _builder(name)[1]()
 
 
 def _module_source(module_name: str) -> str:
@@ -69,10 +62,3 @@ def _module_source(module_name: str) -> str:
     if module.__file__ is None:  # a namespace package has no file to ship
         raise ValueError(f"network module {module_name!r} has no source file")
     return Path(module.__file__).read_text(encoding="utf-8")
-
-
-for _name, _build, _source in zoo.builders():
-    register_network(_name, source=_source)(_build)
-_missing = set(table.STANDARD.names()) - set(_BUILDERS.names())
-if _missing:  # a table entry nobody can build would fail only when a job starts
-    raise RuntimeError(f"standard networks without a builder: {sorted(_missing)}")

@@ -1,16 +1,23 @@
-"""The table of standard networks: each one's NetworkInfo, without importing torch.
+"""The standard networks: one registry, each entry its NetworkInfo and its builder's path.
 
-Spec validation, the CLI's help and the new-model form look names up here, so a process that
-only creates or waits for a job never loads torch (seconds and hundreds of MB). The torch
-builders register against these entries (registry.py); a builder without an entry here, or an
-entry without a builder, is refused when the registry loads.
+An entry's builder is a ``"module:attr"`` string (timm's ``OptimInfo`` with a class path is the
+model), imported only when a network is built (``load_builder``). So spec validation, the CLI's
+help and the new-model form look names up here without loading torch (seconds and hundreds of
+MB), and a process builds only what it uses: importing torchvision or timm is paid by the first
+network that needs them. A builder is ``build(num_classes, in_channels, image_size) -> nn.Module``,
+the signature of a custom network file; one with a ``source()`` method gives the text of an
+equivalent custom file, otherwise its module file is that text (registry.py).
 
-Names with a family prefix (``timm:<model>``) are not tabled: timm has over a thousand. Looking
+Names with a family prefix (``timm:<model>``) are not registered: timm has over a thousand. Looking
 one up imports that family's module, and with it torch and timm; only those names pay for it.
 Checking that one exists (`check_network_name`) reads timm's names from a cache file instead.
 """
 
 from __future__ import annotations
+
+import importlib
+from functools import reduce
+from typing import Any
 
 from trainyard.core.registry import Registry
 
@@ -19,38 +26,60 @@ from .info import TIMM_PREFIX, NetworkInfo, UnknownNetwork
 FAMILIES = [f"{TIMM_PREFIX}<model>"]  # how the error message names the untabled families
 
 _TORCHVISION = "torchvision.models"
+_ZOO = "trainyard.networks.zoo"
 
-STANDARD: Registry[NetworkInfo] = Registry("network", error=UnknownNetwork)
-for _info in (
+# name -> the builder's "module:attr" path, with the network's NetworkInfo as the entry's info.
+STANDARD: Registry[str] = Registry("network", error=UnknownNetwork)
+
+
+def register_network(info: NetworkInfo, builder: str, *, replace: bool = False) -> NetworkInfo:
+    """Add a standard network: what it is (``info``) and where its builder is (``"module:attr"``)."""
+    module, colon, attr = builder.partition(":")
+    if not (module and colon and attr):
+        raise ValueError(f"builder {builder!r} should be a path \"package.module:attribute\"")
+    STANDARD.register(info.name, builder, info=info, replace=replace)
+    return info
+
+
+def load_builder(path: str) -> Any:
+    """The object a ``"module:attr"`` path names (``attr`` may be dotted), imported now."""
+    module, _, attr = path.partition(":")
+    return reduce(getattr, attr.split("."), importlib.import_module(module))
+
+
+for _info, _builder in (
     # DIGITS's three come first: lists and the form show them first.
-    NetworkInfo("lenet", "LeNet (DIGITS): two convolutions, for small grayscale images like MNIST (28x28).",
-                image_size=28, batch_size=64, source_module="trainyard.networks.lenet", min_image_size=16),
-    NetworkInfo("alexnet", "AlexNet (DIGITS/Caffe layout with LRN): 227x227 crops of 256x256 images.",
-                image_size=227, batch_size=128, source_module="trainyard.networks.alexnet", min_image_size=63),
-    NetworkInfo("googlenet", "GoogLeNet / Inception v1 (DIGITS) with batch norm and both auxiliary "
-                "classifiers; 224x224.",
-                image_size=224, batch_size=32, source_module="trainyard.networks.googlenet", min_image_size=32),
-    NetworkInfo("resnet18", "ResNet-18 (torchvision): residual network, a fast strong baseline.",
-                image_size=224, batch_size=64, source_module=_TORCHVISION),
-    NetworkInfo("resnet50", "ResNet-50 (torchvision): deeper residual network with bottleneck blocks.",
-                image_size=224, batch_size=32, source_module=_TORCHVISION),
-    NetworkInfo("vgg16", "VGG-16 (torchvision): plain 3x3 convolutions; large (138M parameters).",
-                image_size=224, batch_size=32, source_module=_TORCHVISION),
-    NetworkInfo("mobilenet_v3", "MobileNet V3 large (torchvision): small and fast, for mobile and embedded "
-                "deployment.", image_size=224, batch_size=64, source_module=_TORCHVISION),
-    NetworkInfo("efficientnet_b0", "EfficientNet-B0 (torchvision): accurate for its size.",
-                image_size=224, batch_size=64, source_module=_TORCHVISION),
-    NetworkInfo("convnext_tiny", "ConvNeXt-Tiny (torchvision): modern convolutional network.",
-                image_size=224, batch_size=32, source_module=_TORCHVISION),
-    NetworkInfo("vit_b_16", "Vision Transformer B/16 (torchvision): image size must be a multiple of 16; "
-                "needs much data.", image_size=224, batch_size=32, source_module=_TORCHVISION),
+    (NetworkInfo("lenet", "LeNet (DIGITS): two convolutions, for small grayscale images like MNIST (28x28).",
+                 image_size=28, batch_size=64, source_module="trainyard.networks.lenet", min_image_size=16),
+     "trainyard.networks.lenet:build"),
+    (NetworkInfo("alexnet", "AlexNet (DIGITS/Caffe layout with LRN): 227x227 crops of 256x256 images.",
+                 image_size=227, batch_size=128, source_module="trainyard.networks.alexnet", min_image_size=63),
+     "trainyard.networks.alexnet:build"),
+    (NetworkInfo("googlenet", "GoogLeNet / Inception v1 (DIGITS) with batch norm and both auxiliary "
+                 "classifiers; 224x224.",
+                 image_size=224, batch_size=32, source_module="trainyard.networks.googlenet", min_image_size=32),
+     "trainyard.networks.googlenet:build"),
+    (NetworkInfo("resnet18", "ResNet-18 (torchvision): residual network, a fast strong baseline.",
+                 image_size=224, batch_size=64, source_module=_TORCHVISION), f"{_ZOO}:resnet18"),
+    (NetworkInfo("resnet50", "ResNet-50 (torchvision): deeper residual network with bottleneck blocks.",
+                 image_size=224, batch_size=32, source_module=_TORCHVISION), f"{_ZOO}:resnet50"),
+    (NetworkInfo("vgg16", "VGG-16 (torchvision): plain 3x3 convolutions; large (138M parameters).",
+                 image_size=224, batch_size=32, source_module=_TORCHVISION), f"{_ZOO}:vgg16"),
+    (NetworkInfo("mobilenet_v3", "MobileNet V3 large (torchvision): small and fast, for mobile and embedded "
+                 "deployment.", image_size=224, batch_size=64, source_module=_TORCHVISION), f"{_ZOO}:mobilenet_v3"),
+    (NetworkInfo("efficientnet_b0", "EfficientNet-B0 (torchvision): accurate for its size.",
+                 image_size=224, batch_size=64, source_module=_TORCHVISION), f"{_ZOO}:efficientnet_b0"),
+    (NetworkInfo("convnext_tiny", "ConvNeXt-Tiny (torchvision): modern convolutional network.",
+                 image_size=224, batch_size=32, source_module=_TORCHVISION), f"{_ZOO}:convnext_tiny"),
+    (NetworkInfo("vit_b_16", "Vision Transformer B/16 (torchvision): image size must be a multiple of 16; "
+                 "needs much data.", image_size=224, batch_size=32, source_module=_TORCHVISION), f"{_ZOO}:vit_b_16"),
 ):
-    STANDARD.register(_info.name, _info, info=_info)
+    register_network(_info, _builder)
 
 
 def list_networks() -> list[NetworkInfo]:
-    """All standard networks, in table order (the DIGITS three first)."""
-    return STANDARD.list()
+    """All standard networks, in registration order (the DIGITS three first)."""
+    return STANDARD.infos()
 
 
 def is_standard(name: object) -> bool:
@@ -61,7 +90,8 @@ def get_network(name: str) -> NetworkInfo:
     """The NetworkInfo for `name` (a standard network, or resolved such as ``timm:<model>``);
     UnknownNetwork (a NotFound, so a ValueError) if there is none, suggesting the closest name."""
     if is_standard(name):
-        return STANDARD.get(name)
+        info: NetworkInfo = STANDARD.info(name)
+        return info
     if isinstance(name, str) and name.startswith(TIMM_PREFIX):
         from . import timm_networks  # resolving imports timm (and torch): timm names only
 

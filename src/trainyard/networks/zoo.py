@@ -1,21 +1,18 @@
-"""The standard networks' builders: DIGITS's three (our modules) and a few torchvision models.
+"""The torchvision networks' builders (DIGITS's three are builders in modules of their own).
 
-What each network is (sizes, batch size, description) is in table.py, which does not import
-torch; registry.py registers these builders against it. Torchvision models are always built
-with weights=None (trainyard never downloads weights). For 1-channel datasets their first
-convolution is replaced by an identical one with one input channel. Each torchvision entry also
-has a short stand-alone source file (the "Customize" button's starting point) that builds
-exactly the same model.
+Each standard network's entry in table.py names its builder here by path (``zoo:resnet18``);
+this module loads, with torch, when the first of them is built. Torchvision models are always
+built with weights=None (trainyard never downloads weights). For 1-channel datasets their first
+convolution is replaced by an identical one with one input channel. Each builder also gives a
+short stand-alone source file (the "Customize" button's starting point) that builds exactly
+the same model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from functools import partial
+from dataclasses import dataclass
 
 from torch import nn
-
-from . import alexnet, googlenet, lenet
 
 
 def replace_first_conv(model: nn.Module, path: str, in_channels: int) -> None:
@@ -81,32 +78,28 @@ _VIT_BODY = (
 )
 
 
-def _torchvision_source(fn: str, title: str, first_conv: str) -> str:
-    body = (_VIT_BODY if fn == "vit_b_16" else _PLAIN_BODY).format(fn=fn)
-    return _SOURCE_TEMPLATE.format(title=title, first_conv=first_conv, body=body)
+@dataclass(frozen=True)
+class TorchvisionNetwork:
+    """A torchvision model as a builder: ``build(num_classes, in_channels, image_size)``."""
+
+    torchvision: str  # its torchvision function; the weights catalogue reads its weight enums by it
+    title: str
+    first_conv: str  # the module path of its first convolution, replaced for other channel counts
+
+    def __call__(self, num_classes: int, in_channels: int, image_size: int) -> nn.Module:
+        return _build_torchvision(self.torchvision, self.first_conv, num_classes, in_channels, image_size)
+
+    def source(self) -> str:
+        """A stand-alone custom-network file that builds exactly the same model."""
+        body = (_VIT_BODY if self.torchvision == "vit_b_16" else _PLAIN_BODY).format(fn=self.torchvision)
+        return _SOURCE_TEMPLATE.format(title=self.title, first_conv=self.first_conv, body=body)
 
 
-# name, torchvision function, title, first conv (sizes and descriptions: table.py)
-_TORCHVISION = [
-    ("resnet18", "resnet18", "ResNet-18", "conv1"),
-    ("resnet50", "resnet50", "ResNet-50", "conv1"),
-    ("vgg16", "vgg16", "VGG-16", "features.0"),
-    ("mobilenet_v3", "mobilenet_v3_large", "MobileNet V3 (large)", "features.0.0"),
-    ("efficientnet_b0", "efficientnet_b0", "EfficientNet-B0", "features.0.0"),
-    ("convnext_tiny", "convnext_tiny", "ConvNeXt-Tiny", "features.0.0"),
-    ("vit_b_16", "vit_b_16", "ViT-B/16", "conv_proj"),
-]
-
-# Standard network name -> torchvision builder: the weights catalogue reads torchvision's weight
-# enums through it (weights/catalogue.py).
-TORCHVISION_FUNCTIONS = {name: fn for name, fn, *_ in _TORCHVISION}
-
-
-def builders() -> Iterator[tuple[str, Callable[[int, int, int], nn.Module], Callable[[], str] | None]]:
-    """(name, build, source) of every standard network, in the table's order; a source of None
-    means the builder's own module file is the source (DIGITS's three are self-contained)."""
-    yield "lenet", lenet.build, None
-    yield "alexnet", alexnet.build, None
-    yield "googlenet", googlenet.build, None
-    for name, fn, title, conv in _TORCHVISION:
-        yield name, partial(_build_torchvision, fn, conv), partial(_torchvision_source, fn, title, conv)
+# The builders table.py names (sizes and descriptions are there).
+resnet18 = TorchvisionNetwork("resnet18", "ResNet-18", "conv1")
+resnet50 = TorchvisionNetwork("resnet50", "ResNet-50", "conv1")
+vgg16 = TorchvisionNetwork("vgg16", "VGG-16", "features.0")
+mobilenet_v3 = TorchvisionNetwork("mobilenet_v3_large", "MobileNet V3 (large)", "features.0.0")
+efficientnet_b0 = TorchvisionNetwork("efficientnet_b0", "EfficientNet-B0", "features.0.0")
+convnext_tiny = TorchvisionNetwork("convnext_tiny", "ConvNeXt-Tiny", "features.0.0")
+vit_b_16 = TorchvisionNetwork("vit_b_16", "ViT-B/16", "conv_proj")

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from trainyard.core.stored import SpecModel
 
 
-class AugmentSettings(BaseModel):
+class AugmentSettings(SpecModel):
     """The augmentation panel. Ranges are symmetric: each sample draws uniformly in ±value."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)

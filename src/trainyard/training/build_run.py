@@ -37,7 +37,7 @@ from trainyard.training.event_points import Schedule
 from trainyard.training.lr_policies import create_scheduler
 from trainyard.training.resume import resume_run
 from trainyard.training.solvers import create_optimizer
-from trainyard.training.spec import ModelSpec
+from trainyard.training.spec import ModelSpec, dataset_folder
 from trainyard.training.state import Run, Stepper, TrainingError
 from trainyard.weights import finetune, fit
 
@@ -91,7 +91,7 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
 
 def open_dataset(spec: ModelSpec) -> tuple[dict, SplitReader, SplitReader | None, np.ndarray | None]:
     """(info, train split, val split or None when it is empty or absent, mean image or None)."""
-    folder = Path(spec.dataset_dir)
+    folder = Path(dataset_folder(spec))
     if not (folder / "info.json").is_file():
         raise TrainingError(f"dataset {spec.dataset_id} is not built ({folder} has no info.json)")
     info = read_json(folder / "info.json")

@@ -24,9 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from trainyard.core.registry import Registry, UnknownName
+from trainyard.core.stored import SpecModel
 
 if TYPE_CHECKING:  # torch loads only when a scheduler is built, so the CLI's help stays fast
     import torch
@@ -75,7 +76,7 @@ def get_lr_policy(name: str) -> LRPolicyInfo:
     return _POLICIES.info(name)
 
 
-class LRSettings(BaseModel):
+class LRSettings(SpecModel):
     """The learning-rate panel: a policy, its parameters (percentages of training) and warm-up."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)

@@ -119,7 +119,7 @@ def _plan(folder: JobFolder, spec, d, events: RankEvents):
     from trainyard.artifact.checkpoint import latest_checkpoint, load_checkpoint
     from trainyard.datasets.storage import open_split
     from trainyard.training import distributed
-    from trainyard.training.spec import ModelSpec
+    from trainyard.training.spec import ModelSpec, dataset_folder
     from trainyard.training.state import TrainingError
 
     latest = latest_checkpoint(folder.path) if d.is_main else None
@@ -134,7 +134,7 @@ def _plan(folder: JobFolder, spec, d, events: RankEvents):
     own = {"dataset_dir": spec.dataset_dir, "id": spec.id, "name": spec.name, "node_rank": spec.node_rank}
     spec = ModelSpec.model_validate({**leader["spec"], **own})
     try:
-        images = len(open_split(spec.dataset_dir, "train"))
+        images = len(open_split(Path(dataset_folder(spec)), "train"))
     except (OSError, ValueError):
         images = -1  # reported below, on every rank alike
     counts = distributed.gather(images, d)

@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import read_json
 from trainyard.core.limits import MAX_NAME, MAX_PROCESSES
+from trainyard.core.stored import SpecModel, is_stored, read_stored
+from trainyard.core.vocabulary import MeanMode
 from trainyard.networks import get_network
 from trainyard.training.augment_settings import AugmentSettings
 from trainyard.training.lr_policies import LRSettings
@@ -26,7 +28,7 @@ MAX_EPOCHS = 100_000
 MAX_SEED = 2**32 - 1  # numpy's classic seed range; torch.manual_seed refuses 1e23
 
 
-class ClusterPlacement(BaseModel):
+class ClusterPlacement(SpecModel):
     """Cluster mode (trainyard.cluster): ``workers`` ranks placed by Ray, one GPU or CPU each."""
 
     model_config = ConfigDict(extra="forbid")
@@ -35,7 +37,7 @@ class ClusterPlacement(BaseModel):
     device: Literal["cpu", "gpu"] = "cpu"
 
 
-class InputNorm(BaseModel):
+class InputNorm(SpecModel):
     """The per-channel mean and std (0..1 units) that pretrained weights expect their input in."""
 
     model_config = ConfigDict(extra="forbid")
@@ -44,13 +46,13 @@ class InputNorm(BaseModel):
     std: list[float] = Field(min_length=1, max_length=4)
 
     @model_validator(mode="after")
-    def _same_channels(self) -> InputNorm:
-        if len(self.mean) != len(self.std) or min(self.std) <= 0:
+    def _same_channels(self, info: ValidationInfo) -> InputNorm:
+        if not is_stored(info) and len(self.mean) != len(self.std) or min(self.std) <= 0:
             raise ValueError("input_norm needs one mean and one positive std per channel")
         return self
 
 
-class ModelSpec(BaseModel):
+class ModelSpec(SpecModel):
     """What to train: a network, on a dataset, with a solver and an LR policy, for so long."""
 
     # inf or NaN in any number would pass gt/ge checks and fail only in the training process.
@@ -61,8 +63,10 @@ class ModelSpec(BaseModel):
     id: str | None = None
     name: str = Field("model", min_length=1, max_length=MAX_NAME)
 
-    dataset_id: str = Field(min_length=1)
-    dataset_dir: str = Field(min_length=1)  # the dataset folder (info.json, train/, val/, ...)
+    # Required (``_check``); optional only in a stored spec: an imported model's has none, it was
+    # trained elsewhere (jobs/imported_models.py).
+    dataset_id: str | None = Field(None, min_length=1)
+    dataset_dir: str | None = Field(None, min_length=1)  # the dataset folder (info.json, train/, val/, ...)
 
     # Exactly one: a standard network by name, or a custom network file's Python source.
     network: str | None = None
@@ -80,7 +84,7 @@ class ModelSpec(BaseModel):
     seed: int | None = Field(None, ge=0, le=MAX_SEED)  # None: a random seed, recorded in the log and checkpoints
 
     crop: int | None = Field(None, ge=1)
-    mean: Literal["image", "pixel", "none"] = "image"
+    mean: MeanMode = "image"
     augment: AugmentSettings = Field(default_factory=AugmentSettings)
 
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
@@ -109,24 +113,28 @@ class ModelSpec(BaseModel):
 
     @field_validator("version")
     @classmethod
-    def _known_version(cls, value: int) -> int:
-        if value != SPEC_VERSION:
+    def _known_version(cls, value: int, info: ValidationInfo) -> int:
+        if value != SPEC_VERSION and not is_stored(info):
             raise ValueError(f"spec version {value} is not supported (this trainyard reads version "
                              f"{SPEC_VERSION})")
         return value
 
     @field_validator("network")
     @classmethod
-    def _known_network(cls, value: str | None) -> str | None:
-        return None if value is None else get_network(value).name
+    def _known_network(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return value if value is None or is_stored(info) else get_network(value).name
 
     @field_validator("solver")
     @classmethod
-    def _known_solver(cls, value: str) -> str:
-        return get_solver(value).name
+    def _known_solver(cls, value: str, info: ValidationInfo) -> str:
+        return value if is_stored(info) else get_solver(value).name
 
     @model_validator(mode="after")
-    def _check(self) -> ModelSpec:
+    def _check(self, info: ValidationInfo) -> ModelSpec:
+        if is_stored(info):  # it was valid when it was written; later rules do not apply to it
+            return self
+        if not (self.dataset_id and self.dataset_dir):
+            raise ValueError("a model trains on a dataset: give dataset_id and dataset_dir")
         if (self.network is None) == (self.network_source is None):
             raise ValueError("give exactly one of network (a standard network's name) or "
                              "network_source (a custom network file)")
@@ -152,8 +160,8 @@ class ModelSpec(BaseModel):
 
     @field_validator("master")
     @classmethod
-    def _host_port(cls, value: str | None) -> str | None:
-        if value is None:
+    def _host_port(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None or is_stored(info):
             return None
         host, _, port = value.strip().rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -184,6 +192,18 @@ class SpecError(InvalidInput):
 
 
 def load_spec(path: str | os.PathLike) -> ModelSpec:
-    """Read and validate a model job's spec.json."""
+    """Read and validate a model job's spec.json, for training it."""
     return validated(ModelSpec, read_json(path), what=f"invalid model spec {path}", error=SpecError)
+
+
+def stored_spec(data: object) -> ModelSpec:
+    """A stored model spec (a spec.json's content) read back, however old (core/stored.py)."""
+    return read_stored(ModelSpec, data, what="stored model spec")
+
+
+def dataset_folder(spec: ModelSpec) -> str:
+    """The folder of the dataset ``spec`` trains on (``load_spec`` made sure it has one)."""
+    if not spec.dataset_dir:
+        raise SpecError("this model has no dataset to train on")
+    return spec.dataset_dir
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainyard.core.paths import checkpoint_epoch
+from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.jobs.context import Context
-from trainyard.training.lr_policies import LRSettings, list_lr_policies
+from trainyard.training.lr_policies import list_lr_policies
 from trainyard.training.solvers import list_solvers
+
+if TYPE_CHECKING:
+    from trainyard.training.spec import ModelSpec
 
 PLAIN_FIELDS = ("epochs", "batch_size", "accumulation", "solver", "momentum", "weight_decay",
                 "snapshot_interval", "val_interval", "seed", "crop", "mean", "precision", "backbone_lr_mult")
@@ -34,43 +38,34 @@ def as_text(value: object) -> str:
     return str(value)
 
 
-def _defaults() -> dict:
+def _defaults() -> ModelSpec:
     # Imported on the first form render, not at start-up (the spec and the table are torch-free).
-    from trainyard.training.spec import ModelSpec
+    from trainyard.training.spec import stored_spec
 
-    spec = {name: f.get_default(call_default_factory=True)
-            for name, f in ModelSpec.model_fields.items() if not f.is_required()}
-    spec["lr"] = LRSettings().model_dump()
-    spec["augment"] = _augment_defaults()
-    return spec
+    return stored_spec({})  # every field at its default (a stored read checks no rule)
 
 
-def _augment_defaults() -> dict:
-    from trainyard.training.augment_settings import AugmentSettings
-
-    return AugmentSettings().model_dump()
-
-
-def form_values(ctx: Context, spec: dict | None = None, needs: dict | None = None) -> dict:
-    """The form's values: ModelSpec defaults, overridden by ``spec`` (a job to clone)."""
-    spec = {**_defaults(), **(spec or {})}
-    values: dict[str, Any] = {name: as_text(spec.get(name)) for name in PLAIN_FIELDS}
-    values["name"] = spec.get("name") if spec.get("id") else ""
-    values["datasets"] = [spec["dataset_id"]] if spec.get("dataset_id") else []
-    values["networks"] = [spec["network"]] if spec.get("network") else []
+def form_values(ctx: Context, spec: ModelSpec | None = None, needs: dict | None = None) -> dict:
+    """The form's values: ModelSpec defaults, or ``spec`` (a job to clone; its unset fields at
+    their defaults)."""
+    spec = spec or _defaults()
+    values: dict[str, Any] = {name: as_text(getattr(spec, name)) for name in PLAIN_FIELDS}
+    values["name"] = spec.name if spec.id else ""
+    values["datasets"] = [spec.dataset_id] if spec.dataset_id else []
+    values["networks"] = [spec.network] if spec.network else []
     values["timm_networks"] = [n for n in values["networks"] if n.startswith("timm:")]  # found by search
-    values["network_source"] = spec.get("network_source") or ""
-    values["base_lr"] = as_text(spec["lr"].get("base_lr"))
-    values["lr"] = {k: as_text(v) for k, v in {**LRSettings().model_dump(), **spec["lr"]}.items()}
+    values["network_source"] = spec.network_source or ""
+    values["base_lr"] = as_text(spec.lr.base_lr)
+    values["lr"] = {k: as_text(v) for k, v in spec.lr.model_dump().items()}
     values["augment"] = {k: v if isinstance(v, (bool, str)) else as_text(v)
-                         for k, v in {**_augment_defaults(), **spec["augment"]}.items()}
-    values["freeze_backbone"] = bool(spec.get("freeze_backbone"))
-    values["scale_lr"] = bool(spec.get("scale_lr"))
+                         for k, v in spec.augment.model_dump().items()}
+    values["freeze_backbone"] = spec.freeze_backbone
+    values["scale_lr"] = spec.scale_lr
     values.update(_gpu_values(needs or {}))
-    entry = spec.get("pretrained_entry")  # store weights: the pretrained networks tab
-    values.update(_pretrained_values(ctx, None if entry else spec.get("pretrained")))
+    entry = spec.pretrained_entry  # store weights: the pretrained networks tab
+    values.update(_pretrained_values(ctx, None if entry else spec.pretrained))
     values["store_entry"] = entry or ""
-    values["network_mode"] = "custom" if spec.get("network_source") else "pretrained" if entry else "standard"
+    values["network_mode"] = "custom" if spec.network_source else "pretrained" if entry else "standard"
     return values
 
 
@@ -144,11 +139,11 @@ def choices(ctx: Context, briefs: list[dict]) -> dict:
         "datasets": dataset_choices(briefs),
         "networks": [asdict(n) for n in list_networks()],
         "previous": previous_models(briefs),
-        "gpus": [{"index": g.index, "label": g.label, "job": leases.get(f"gpu:{g.index}")}
+        "gpus": [{"index": g.index, "label": g.label, "job": leases.get(g.resource)}
                  for g in ctx.pools.gpus],
         "solvers": [asdict(s) for s in list_solvers()],
         "lr_policies": [asdict(p) for p in list_lr_policies()],
         "flips": ["none", "lr", "ud", "both"],
-        "means": ["image", "pixel", "none"],
+        "means": list(MEAN_MODES),
         "precisions": ["auto", "fp32", "bf16", "fp16"],
     }

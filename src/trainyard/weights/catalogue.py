@@ -70,9 +70,10 @@ def _hf_endpoint() -> str:
 
 def torchvision_function(network: str) -> str | None:
     """The torchvision builder behind a standard network (``mobilenet_v3`` -> ``mobilenet_v3_large``)."""
-    from trainyard.networks.zoo import TORCHVISION_FUNCTIONS
+    from trainyard.networks.table import STANDARD, load_builder
 
-    return TORCHVISION_FUNCTIONS.get(network)
+    # A torchvision network's builder names its torchvision function; others have none.
+    return getattr(load_builder(STANDARD.get(network)), "torchvision", None) if network in STANDARD else None
 
 
 @cache

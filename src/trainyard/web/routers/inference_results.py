@@ -16,13 +16,14 @@ from fastapi.responses import FileResponse, Response
 from PIL import Image
 
 from trainyard.core.errors import Conflict, Forbidden, InvalidInput, NotFound
-from trainyard.core.files import read_json
 from trainyard.core.paths import is_inside
 from trainyard.datasets.images import ImageError, load_image, to_pil
 from trainyard.datasets.storage import open_split
 from trainyard.inference import results
+from trainyard.inference.spec import InferenceSpec
 from trainyard.jobs.context import Context
 from trainyard.jobs.job_documents import job_detail
+from trainyard.jobs.kinds import get_kind
 from trainyard.jobs.store import Job
 from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx, get_job_of_kind
@@ -50,12 +51,12 @@ async def upload_source(ctx: Context, request: Request) -> tuple[dict, dict | No
     return fields, {"archive" if is_archive else "list_file": str(path)}
 
 
-def job_folder(ctx: Context, model_id: str, job_id: str, kind: str) -> tuple[Job, Path, dict]:
+def job_folder(ctx: Context, model_id: str, job_id: str, kind: str) -> tuple[Job, Path, InferenceSpec]:
     """(job, folder, spec) of an inference job of this model; 404 otherwise."""
     job = get_job_of_kind(ctx, job_id, kind)
     folder = ctx.manager.folder(job.id)
-    spec = read_json(folder.spec)
-    if spec.get("model_id") != model_id:
+    spec = get_kind(kind).spec_of(folder)
+    if spec.model_id != model_id:
         raise NotFound(f"no {kind} job {job_id!r} of model {model_id!r}")
     return job, folder.path, spec
 
@@ -104,8 +105,8 @@ def many_image(ctx: Ctx, model_id: str, job_id: str, row: int = PathParam(ge=0))
     found = results.read_row(folder, row)
     if found is None:
         raise NotFound(f"no result row {row}")
-    if spec.get("split"):
-        pixels = open_split(Path(spec["dataset_dir"]), spec["split"]).read(row)
+    if spec.split and spec.dataset_dir:
+        pixels = open_split(Path(spec.dataset_dir), spec.split).read(row)
         image = to_pil(pixels)
     else:
         image = _row_image(ctx, folder, found["image"])
@@ -131,5 +132,5 @@ def _row_image(ctx: Context, folder: Path, name: str) -> Image.Image:
 def evaluation(ctx: Ctx, model_id: str, job_id: str) -> dict:
     """The job and (once done) its evaluation: accuracy, per-class figures, confusion, pairs."""
     job, folder, spec = job_folder(ctx, model_id, job_id, "evaluate")
-    return {"job": job_detail(ctx.manager, job), "split": spec.get("split"), "dataset": spec.get("dataset_id"),
-            "epoch": spec.get("epoch"), "evaluation": results.read_evaluation(folder)}
+    return {"job": job_detail(ctx.manager, job), "split": spec.split, "dataset": spec.dataset_id,
+            "epoch": spec.epoch, "evaluation": results.read_evaluation(folder)}

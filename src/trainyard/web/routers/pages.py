@@ -15,12 +15,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from trainyard.core import formatting
-from trainyard.core.files import read_json
 from trainyard.datasets.resize_plans import RESIZE_MODES
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.jobs import job_pages, labels
 from trainyard.jobs.context import Context
 from trainyard.jobs.job_documents import job_detail, list_briefs
+from trainyard.jobs.kinds import DATASET, MODEL
 from trainyard.web import job_page, listing, model_form
 from trainyard.web.auth import requester, token_matches
 from trainyard.web.deps import Ctx, get_job_of_kind
@@ -70,7 +70,7 @@ def _mark(ctx: Context) -> str:
 def _job_tables(ctx: Context, query: listing.Query) -> dict:
     datasets, models = (job_pages.job_page(ctx.store, query.for_kind(k)) for k in ("dataset", "model"))
     names = job_pages.names_of(ctx.store, {j["parent"] for j in datasets.jobs + models.jobs if j["parent"]})
-    gpu_labels = {f"gpu:{g.index}": f"GPU {g.index}" for g in ctx.pools.gpus}
+    gpu_labels = {g.resource: f"GPU {g.index}" for g in ctx.pools.gpus}
     shown = datasets.jobs + models.jobs
     listing.add_cells(shown, names, gpu_labels)
     listing.add_tags(shown, labels.labels_of(ctx.store, [j["id"] for j in shown]))
@@ -99,15 +99,8 @@ def new_dataset(request: Request, ctx: Ctx, parent: str | None = None):
 def show_dataset(request: Request, ctx: Ctx, dataset_id: str):
     job = get_job_of_kind(ctx, dataset_id, "dataset")
     return render(request, "dataset_show.html", job=job_detail(ctx.manager, job),
-                  spec=_read_spec(ctx, dataset_id),
+                  spec=DATASET.find_spec(ctx.manager.folder(dataset_id)),
                   image_extensions=", ".join(sorted(e.lstrip(".") for e in IMAGE_EXTENSIONS)))
-
-
-def _read_spec(ctx: Context, job_id: str) -> dict:
-    try:
-        return read_json(ctx.manager.folder(job_id).spec)
-    except FileNotFoundError:
-        return {}
 
 
 # -- models --------------------------------------------------------------------------------------
@@ -116,7 +109,7 @@ def _read_spec(ctx: Context, job_id: str) -> dict:
 def new_model(request: Request, ctx: Ctx, dataset: str | None = None, clone: str | None = None):
     """The new-model form; ``clone=ID`` fills it with that model's settings."""
     source = get_job_of_kind(ctx, clone, "model") if clone else None
-    values = model_form.form_values(ctx, _read_spec(ctx, source.id) if source else None,
+    values = model_form.form_values(ctx, MODEL.find_spec(ctx.manager.folder(source.id)) if source else None,
                                     source.needs if source else None)
     briefs = list_briefs(ctx.store)
     offered = model_form.choices(ctx, briefs)
@@ -131,7 +124,7 @@ def new_model(request: Request, ctx: Ctx, dataset: str | None = None, clone: str
 def show_model(request: Request, ctx: Ctx, model_id: str):
     job = job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model"))
     dataset = ctx.store.get_job(job["dataset"]) if job["dataset"] else None
-    gpu_labels = {f"gpu:{g.index}": g.label for g in ctx.pools.gpus}
+    gpu_labels = {g.resource: g.label for g in ctx.pools.gpus}
     resources = [gpu_labels.get(r, r) for r in (job["summary"] or {}).get("resources", [])]
     extra = {"Hardware": [("Devices", ", ".join(resources))]} if resources else None
     return render(request, "model_show.html", job=job, spec=job["spec"], dataset=dataset,

@@ -1,0 +1,36 @@
+"""Names that several layers spell alike: the mean modes, and how a GPU is named as a resource.
+
+One source each, so the spec, the CLI, the form, the artefact and the scheduler cannot drift
+apart. Plain strings and no imports beyond typing: every process may read this.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# What a model subtracts from its input: the dataset's mean image, its mean pixel, or nothing.
+MeanMode = Literal["image", "pixel", "none"]
+MEAN_MODES: tuple[str, ...] = get_args(MeanMode)
+
+# A whole GPU ("gpu:0") and a GPU shared by one inference job ("gpushare:0"), as leases name them.
+GPU_PREFIX, SHARE_PREFIX = "gpu:", "gpushare:"
+
+
+def gpu_resource(index: int | str) -> str:
+    """The resource name of GPU ``index``: ``gpu:0`` (a cluster worker's GPU id may be a string)."""
+    return f"{GPU_PREFIX}{index}"
+
+
+def gpu_share(index: int) -> str:
+    """The resource name of an inference job's share of GPU ``index``: ``gpushare:0``."""
+    return f"{SHARE_PREFIX}{index}"
+
+
+def gpu_index(resource: str, *, shares: bool = True) -> int | None:
+    """The GPU index a resource name holds (``gpu:1`` -> 1; ``gpushare:1`` too unless not
+    ``shares``), or None for any other resource (``cpu:0``, ``dataset:x``)."""
+    prefixes = (GPU_PREFIX, SHARE_PREFIX) if shares else (GPU_PREFIX,)
+    for prefix in prefixes:
+        if resource.startswith(prefix) and resource[len(prefix):].isdigit():
+            return int(resource[len(prefix):])
+    return None
