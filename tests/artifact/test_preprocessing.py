@@ -62,3 +62,12 @@ def test_an_archive_document_is_checked_and_gives_the_image_size():
     with pytest.raises(ValueError, match="missing or bad field 'channels'"):
         from_document({"width": 32, "height": 30})
     assert np.isclose(prep.replace(std=(0.5,)).to_dict()["std"][0], 0.5)
+
+
+def test_an_archives_std_is_read_so_a_fine_tuned_import_is_fed_as_it_was_trained():
+    prep, _ = from_document({"width": 32, "height": 32, "channels": 3, "std": [0.229, 0.224, 0.225]})
+    assert prep.std == (0.229, 0.224, 0.225)
+    assert from_document({"width": 32, "height": 32, "channels": 3, "std": None})[0].std is None
+    for bad in ([0.2, 0.3], [0.2, 0.0, 0.3], "0.5", [float("nan")]):
+        with pytest.raises(ValueError, match="std .* is not 3 positive numbers"):
+            from_document({"width": 32, "height": 32, "channels": 3, "std": bad})

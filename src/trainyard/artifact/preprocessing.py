@@ -17,6 +17,7 @@ or None once dropped for JSON), so writing it back gives the same checkpoint.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -121,7 +122,22 @@ def from_document(doc: Mapping[str, Any]) -> tuple[Preprocessing, int]:
         problems.append(f"crop {crop} does not fit the {width}x{height} images")
     if doc.get("scale", SCALE) != SCALE:
         problems.append(f"scale {doc.get('scale')!r} is not {SCALE!r}")
+    std = _document_std(doc.get("std"), channels, problems)
     if problems:
         raise ValueError("; ".join(problems))
-    # std is not read: an imported model is fed as it always was (pixel / 255 - mean)
-    return Preprocessing(width, height, channels, resize, mean_mode, crop, scale=SCALE), image_size
+    # A model fine-tuned from published weights was fed (pixel / 255 - mean) / std: so is its import.
+    return Preprocessing(width, height, channels, resize, mean_mode, crop, scale=SCALE, std=std), image_size
+
+
+def _document_std(value: Any, channels: int, problems: list[str]) -> tuple[float, ...] | None:
+    """preprocess.json's std (null, or one positive number per channel, or one for all)."""
+    if value is None:
+        return None
+    try:
+        std = tuple(float(s) for s in value)
+    except (TypeError, ValueError):
+        std = ()
+    if len(std) not in (1, channels) or not all(math.isfinite(s) and s > 0 for s in std):
+        problems.append(f"std {value!r} is not {channels} positive numbers")
+        return None
+    return std
