@@ -25,7 +25,8 @@ from trainyard.jobs.store import Deletion, Job, Store
 
 JOBS = Job.__table__
 # Status order for sorting: what needs attention first.
-STATUS_RANK = {"running": 0, "waiting": 1, "queued": 2, "failed": 3, "aborted": 4, "done": 5}
+STATUS_RANK = {Status.RUNNING: 0, Status.WAITING: 1, Status.QUEUED: 2, Status.FAILED: 3, Status.ABORTED: 4,
+               Status.DONE: 5}
 SORTS = ("created", "name", "status", "progress", "elapsed", "best")
 
 

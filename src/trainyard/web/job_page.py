@@ -11,7 +11,7 @@ import re
 import time
 from pathlib import Path
 
-from trainyard.core.status import FINAL_STATUSES
+from trainyard.core.status import FINAL_STATUSES, Status
 from trainyard.web.model_form import as_text
 
 # Spec key (dotted for nested ones, a trailing "." for a whole nested group) -> group.
@@ -148,5 +148,5 @@ def actions(job: dict) -> dict:
     has_snapshot = bool(job.get("snapshots"))
     status = job["status"]
     return {"classify": has_snapshot,
-            "resume": status == "aborted" or (status == "failed" and has_snapshot),
-            "clone_first": status == "failed"}
+            "resume": status == Status.ABORTED or (status == Status.FAILED and has_snapshot),
+            "clone_first": status == Status.FAILED}

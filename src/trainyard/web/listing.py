@@ -96,11 +96,12 @@ def add_cells(jobs: list[dict], names: dict[str, str], gpu_labels: dict[str, str
         text = [f"{percent}%"]
         if summary.get("epoch") and job["kind"] == "model":
             text.append(f"epoch {summary['epoch']:.4g}")
-        if job["status"] == "running" and job["eta"]:
+        if job["status"] == Status.RUNNING and job["eta"]:
             text.append(f"ETA {duration(job['eta'])}")
         notes = ""
         stopped = (summary.get("stopped_early") or {}).get("message")  # a sweep's run stopped early
-        if job["status_detail"] and (job["status"] in ("waiting", "queued") or job["status_detail"] == stopped):
+        waiting = job["status"] in (Status.WAITING, Status.QUEUED)
+        if job["status_detail"] and (waiting or job["status_detail"] == stopped):
             notes += f'<div class="small muted">{escape(job["status_detail"])}</div>'
         if job["error"]:
             notes += f'<div class="small error-text clip" title="{escape(job["error"])}">{escape(job["error"])}</div>'

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainyard.core.paths import checkpoint_epoch
+from trainyard.core.status import Status
 from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.jobs.context import Context
 from trainyard.training.lr_policies import list_lr_policies
@@ -96,7 +97,7 @@ def dataset_choices(briefs: list[dict]) -> list[dict]:
     """Datasets a model can train on (built, or still building: the model then waits)."""
     out = []
     for job in briefs:
-        if job["kind"] != "dataset" or job["status"] in ("failed", "aborted"):
+        if job["kind"] != "dataset" or job["status"] in (Status.FAILED, Status.ABORTED):
             continue
         summary = job["summary"] or {}
         images = summary.get("images") or {}
@@ -110,7 +111,7 @@ def dataset_choices(briefs: list[dict]) -> list[dict]:
 
 def default_dataset(datasets: list[dict]) -> list[str]:
     """The dataset a new model most likely trains on: the newest built one, else the newest."""
-    built = [d for d in datasets if d["status"] == "done"]
+    built = [d for d in datasets if d["status"] == Status.DONE]
     return [(built or datasets)[0]["id"]] if datasets else []
 
 
@@ -128,7 +129,7 @@ def previous_models(briefs: list[dict]) -> list[dict]:
     """Model jobs whose checkpoints can start a new training (fine-tuning)."""
     return [{"id": j["id"], "name": j["name"], "status": j["status"],
              "epoch": (j["summary"] or {}).get("epoch")}
-            for j in briefs if j["kind"] == "model" and j["status"] in ("done", "aborted", "running")]
+            for j in briefs if j["kind"] == "model" and j["status"] in (Status.DONE, Status.ABORTED, Status.RUNNING)]
 
 
 def choices(ctx: Context, briefs: list[dict]) -> dict:
