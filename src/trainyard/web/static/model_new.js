@@ -2,6 +2,7 @@
 // count, and turning the form into a TrainRequest for POST /api/models.
 import { ty } from "./app.js";
 import { formErrors } from "./form_errors.js";
+import { formFields } from "./form_fields.js";
 import { lrPreview } from "./lr_preview.js";
 import { netViz } from "./netviz.js";
 import { networkTable } from "./network_table.js";
@@ -120,46 +121,7 @@ def build(num_classes, in_channels, image_size):
   $("network-view-close").addEventListener("click", () => { $("network-view").hidden = true; });
 
   // -- reading the form --------------------------------------------------------------------------
-  function number(name, label, { integer = false, optional = false } = {}) {
-    const text = f[name].value.trim();
-    if (!text) {
-      if (optional) return undefined;
-      throw new formErrors.FieldError(f[name], `${label} is empty`);
-    }
-    const value = Number(text);
-    if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
-      throw new formErrors.FieldError(f[name], `${label}: "${text}" is not ${integer ? "a whole number" : "a number"}`);
-    }
-    return value;
-  }
-  function numbers(name, label, integer = false) {
-    return f[name].value.split(",").map((t) => t.trim()).filter(Boolean).map((t) => {
-      const value = Number(t);
-      if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
-        throw new formErrors.FieldError(f[name], `${label}: "${t}" is not ${integer ? "a whole number" : "a number"}`);
-      }
-      return value;
-    });
-  }
-
-  function lrSettings() {
-    const lr = { policy: f.lr_policy.value, steps_percent: numbers("steps_percent", "Step points") };
-    for (const [name, label] of [["step_percent", "Step size"], ["gamma", "Gamma"], ["power", "Power"],
-                                 ["warmup_percent", "Warm-up"], ["warmup_start_factor", "Warm-up start"]]) {
-      lr[name] = number(name, label);
-    }
-    return lr;
-  }
-
-  function augment() {
-    const out = { flip: f.flip.value, quarter_turns: f.quarter_turns.checked };
-    for (const [name, label] of [["rotate_degrees", "Rotation"], ["scale_jitter", "Scale"], ["noise_std", "Noise"],
-                                 ["contrast", "Contrast"], ["hue_shift", "Hue"], ["saturation_shift", "Saturation"],
-                                 ["value_shift", "Value"]]) {
-      out[name] = number(name, label);
-    }
-    return out;
-  }
+  const { number, numbers, lrSettings, augment } = formFields(f);
 
   function pretrained() {
     if (f.pretrained_job.value) {
