@@ -98,6 +98,13 @@ def test_a_model_job_of_an_old_spec_is_described_and_started_as_before(tmp_path)
     assert "torch.distributed.run" in command and "--nproc-per-node=2" in command
 
 
+def test_a_stored_multi_node_spec_keeps_its_rendezvous(tmp_path):
+    folder = folder_with(tmp_path, {**OLD_MODEL_SPEC, "nnodes": 2, "node_rank": 1, "master": "10.0.0.1:29500"})
+    assert MODEL.spec_of(folder).master == "10.0.0.1:29500"
+    command = MODEL.command(folder, [])
+    assert "--master-addr=10.0.0.1" in command and "--master-port=29500" in command and "--node-rank=1" in command
+
+
 def test_a_broken_model_spec_still_describes_the_job(tmp_path):
     from types import SimpleNamespace
 

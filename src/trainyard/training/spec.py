@@ -162,7 +162,7 @@ class ModelSpec(SpecModel):
     @classmethod
     def _host_port(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None or is_stored(info):
-            return None
+            return value  # a stored spec's master was checked when it was written
         host, _, port = value.strip().rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValueError(f"master {value!r} should be HOST:PORT, e.g. 10.0.0.1:29500")
