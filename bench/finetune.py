@@ -5,7 +5,8 @@
 2. Pretrain torchvision's ResNet-18 on task A with a hand loop, inputs ``(x - 0.5) / 0.25``, and
    save its state dict as digA.pth. Import it twice with `trainyard weights import`: ``digA``
    with ``--mean 0.5 --std 0.25`` (the normalisation it was trained with), ``digA-unknown``
-   without (trainyard then recomputes BatchNorm statistics before the first epoch).
+   without (trainyard then recomputes BatchNorm statistics before the first epoch). Every fine-tune
+   with trainable BatchNorm also recomputes them before each validation and checkpoint.
 3. Task B with few images (20 training and 20 validation images a class): trainyard from scratch
    and from the weights (plain, ``--backbone-lr-mult 0.1``, ``--freeze-backbone``), through the
    CLI as a user would; and a hand torchvision loop from the same file with a new ``fc`` (full,

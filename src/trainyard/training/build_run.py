@@ -149,9 +149,12 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     val_loader = BatchLoader(val_split, batch_size, device, **loader_args) if val_split else None
     if not len(train_loader):
         raise TrainingError(f"dataset {spec.dataset_id} has no training images")
-    if not ckpt and spec.pretrained:  # BatchNorm statistics made on other images
-        transfer.recalibrate(net, BatchLoader(train_split, batch_size, device, **loader_args), events,
-                             known=std is not None)
+    refresh = None
+    if spec.pretrained:  # BatchNorm statistics made on other images, for other weights
+        statistics_loader = BatchLoader(train_split, batch_size, device, **loader_args)
+        if not ckpt:
+            transfer.recalibrate(net, statistics_loader, events, known=std is not None)
+        refresh = transfer.refresh_loader(net, statistics_loader, events)
     if trainable is not None and (frozen := transfer.keep_frozen_batchnorm_in_eval(net)):
         events.log(f"freeze_backbone: {frozen} frozen BatchNorm layers normalise with their running "
                    "statistics in training as in validation (eval mode)")
@@ -172,7 +175,8 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
                                torch.from_numpy(mean.astype(np.float32)) if mean is not None else None,
                                SCALE, tuple(std) if std else None)
     run = Run(spec, Path(job_dir), events, device, net, net, stepper, train_loader, val_loader,
-              schedule, classes, image_size, preprocess, seed, trainable, head, dist=d, base_lr=base_lr)
+              schedule, classes, image_size, preprocess, seed, trainable, head, dist=d, base_lr=base_lr,
+              batchnorm_refresh=refresh)
     if ckpt:
         resume_run(run, ckpt)
     _wrap(run)

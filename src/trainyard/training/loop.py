@@ -29,7 +29,7 @@ from trainyard.core.events import EventWriter
 from trainyard.core.jobproc import Aborted
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.networks import main_output, training_loss
-from trainyard.training import distributed
+from trainyard.training import distributed, transfer
 from trainyard.training.build_run import prepare
 from trainyard.training.checkpoint_writer import CheckpointWriter
 from trainyard.training.data import BatchLoader
@@ -149,6 +149,8 @@ class Reporter:
         point = self.run.schedule.at(batches)
         if point is not None:
             self.read_back(point)
+            if point.validate is not None or point.snapshot is not None:
+                transfer.refresh_batchnorm(self.run.net, self.run.batchnorm_refresh)
             if point.validate is not None:
                 self.validate(point.validate)
             if point.snapshot is not None:

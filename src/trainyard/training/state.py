@@ -96,6 +96,9 @@ class Run:
     dist: Dist = SINGLE
     eval_model: nn.Module | None = None  # what validates: model without DDP (no collectives)
     base_lr: float = 0.0  # spec.lr.base_lr, times the process count with scale_lr
+    # a fine-tune's training images, on which its BatchNorm statistics are recomputed before each
+    # validation and checkpoint (training/transfer.py); None: the running averages stay as they are
+    batchnorm_refresh: BatchLoader | None = None
 
     @property
     def global_batch(self) -> int:

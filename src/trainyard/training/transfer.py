@@ -13,6 +13,15 @@ falls. `recalibrate_batchnorm` recomputes them on the new training data before t
 (one pass without gradients, a cumulative average: momentum None), which is what the weights'
 own training would have recorded had it seen these inputs.
 
+The running averages (momentum 0.1) also lag a fine-tune's weights: a small dataset gives few
+steps an epoch while the pretrained weights move fast, so after an epoch the averages are still
+largely those of the starting weights and validation in eval mode can drop to chance while the
+same weights do well in training mode (a hand-written torchvision loop shows it too). So a
+fine-tune recomputes the statistics of its trainable BatchNorm layers before every validation and
+checkpoint (`refresh_batchnorm`, "precise BN"): what is validated, saved, classified and
+exported normalises with the statistics of its own weights. The pass is a pure function of the
+weights and the stored training images, so a resumed run makes the same one.
+
 A frozen layer must stay what it was: `keep_frozen_batchnorm_in_eval` keeps BatchNorm layers
 without trainable parameters in eval mode while the rest trains, so they normalise with their
 (kept or recalibrated) running statistics in training exactly as in validation, and training
@@ -42,11 +51,12 @@ def batchnorm_layers(model: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
 
 
 @torch.no_grad()
-def recalibrate_batchnorm(model: nn.Module, loader: BatchLoader, max_images: int = MAX_RECALIBRATION_IMAGES) -> int:
-    """Recompute every BatchNorm layer's running statistics on ``loader``'s images (no
-    augmentation); return the number of images used. Only BatchNorm runs in train mode, so
-    dropout draws no random numbers and nothing else changes."""
-    layers = batchnorm_layers(model)
+def recalibrate_batchnorm(model: nn.Module, loader: BatchLoader, max_images: int = MAX_RECALIBRATION_IMAGES,
+                          layers: list[nn.modules.batchnorm._BatchNorm] | None = None) -> int:
+    """Recompute the running statistics of ``layers`` (every BatchNorm layer by default) on
+    ``loader``'s images (no augmentation); return the number of images used. Only BatchNorm runs
+    in train mode, so dropout draws no random numbers and nothing else changes."""
+    layers = batchnorm_layers(model) if layers is None else layers
     if not layers:
         return 0
     was_training = model.training
@@ -71,6 +81,20 @@ def recalibrate_batchnorm(model: nn.Module, loader: BatchLoader, max_images: int
 def _limited(loader: BatchLoader, max_images: int) -> Iterable[tuple[torch.Tensor, torch.Tensor]]:
     batches = max(1, -(-max_images // loader.batch_size))
     return loader.batches(0, 0, batches)
+
+
+def trainable_batchnorm(model: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
+    """The BatchNorm layers that train: a frozen one keeps its statistics (and stays in eval
+    mode, so recomputing would leave it reset)."""
+    return [m for m in batchnorm_layers(model) if any(p.requires_grad for p in m.parameters())
+            or not list(m.parameters())]
+
+
+def refresh_batchnorm(net: nn.Module, loader: BatchLoader | None) -> None:
+    """Before a validation or checkpoint of a fine-tune: its trainable BatchNorm layers'
+    statistics for its current weights (``loader``: the training images, None for no pass)."""
+    if loader is not None:
+        recalibrate_batchnorm(net, loader, layers=trainable_batchnorm(net))
 
 
 def _stay_in_eval(module: nn.Module, _inputs) -> None:
@@ -136,3 +160,15 @@ def recalibrate(net: nn.Module, loader: BatchLoader, events: EventWriter, known:
            "to feed them what they were trained on)")
     events.log(f"pretrained: BatchNorm running statistics recomputed on {images} training images before "
                f"the first epoch{why}")
+
+
+def refresh_loader(net: nn.Module, loader: BatchLoader, events: EventWriter) -> BatchLoader | None:
+    """``loader`` when a fine-tune has trainable BatchNorm layers to refresh (`refresh_batchnorm`)."""
+    layers = trainable_batchnorm(net)
+    if not layers:
+        return None
+    images = min(loader.images_per_epoch, -(-MAX_RECALIBRATION_IMAGES // loader.batch_size) * loader.batch_size)
+    events.log(f"pretrained: the running statistics of {len(layers)} BatchNorm layers are recomputed on "
+               f"{images} training images before every validation and checkpoint (the weights move faster "
+               "than the running averages follow)")
+    return loader
