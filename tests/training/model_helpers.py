@@ -101,3 +101,29 @@ def one_thread():
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def train_and_resume(spec: ModelSpec, tmp_path: Path, at: float = 1.5,
+                     compared=("train_loss", "val_loss", "val_accuracy")) -> tuple[dict, dict]:
+    """Train ``spec`` through, then again from its checkpoint at epoch ``at`` in another folder;
+    assert every ``compared`` metric after ``at`` is equal. The two final checkpoints (full, resumed)."""
+    import shutil
+
+    from trainyard.artifact.checkpoint import load_checkpoint
+    from trainyard.core.events import EventWriter
+    from trainyard.core.paths import checkpoint_name
+    from trainyard.training.loop import train
+
+    full, resumed = tmp_path / "full", tmp_path / "resumed"
+    with EventWriter(full) as events, one_thread():
+        train(spec, full, events)
+    point = full / "checkpoints" / checkpoint_name(at)
+    (resumed / "checkpoints").mkdir(parents=True)
+    shutil.copy(point, resumed / "checkpoints" / point.name)
+    with EventWriter(resumed) as events, one_thread():
+        train(spec, resumed, events, resume=resumed / "checkpoints" / point.name)
+    for name in compared:
+        after = [(e, v) for e, v in metrics(full, name) if e > at]
+        assert after and metrics(resumed, name) == after, name
+    last = checkpoint_name(spec.epochs)
+    return (load_checkpoint(full / "checkpoints" / last), load_checkpoint(resumed / "checkpoints" / last))

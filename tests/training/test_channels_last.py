@@ -4,17 +4,12 @@ fp32 on the CPU."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 import torch
-from model_helpers import make_dataset, metrics, model_spec, one_thread
+from model_helpers import make_dataset, model_spec, one_thread, train_and_resume
 
-from trainyard.artifact.checkpoint import load_checkpoint
 from trainyard.core.events import EventWriter
-from trainyard.core.paths import checkpoint_name
 from trainyard.training.build_run import autocast_dtype, prepare, use_channels_last
-from trainyard.training.loop import train
 
 CPU = torch.device("cpu")
 
@@ -49,17 +44,6 @@ def test_a_resnet_and_its_batches_are_channels_last_on_the_cpu(rgb, tmp_path):
 def test_resume_in_channels_last_is_exact(rgb, tmp_path):
     spec = model_spec(rgb, epochs=2, snapshot_interval=0.5, val_interval=0.5, solver="adam")
     assert use_channels_last(spec, CPU)
-    full, resumed = tmp_path / "full", tmp_path / "resumed"
-    with EventWriter(full) as events, one_thread():
-        train(spec, full, events)
-    point = full / "checkpoints" / checkpoint_name(1.5)
-    (resumed / "checkpoints").mkdir(parents=True)
-    shutil.copy(point, resumed / "checkpoints" / point.name)
-    with EventWriter(resumed) as events, one_thread():
-        train(spec, resumed, events, resume=resumed / "checkpoints" / point.name)
-    for name in ("train_loss", "val_loss", "val_accuracy"):
-        after = [(e, v) for e, v in metrics(full, name) if e > 1.5]
-        assert after and metrics(resumed, name) == after, name
-    final_full = load_checkpoint(full / "checkpoints" / checkpoint_name(2))["model"]
-    final_resumed = load_checkpoint(resumed / "checkpoints" / checkpoint_name(2))["model"]
+    full, resumed = train_and_resume(spec, tmp_path)
+    final_full, final_resumed = full["model"], resumed["model"]
     assert all(torch.equal(final_full[k], final_resumed[k]) for k in final_full)

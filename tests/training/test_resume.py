@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from model_helpers import (
     model_spec,
     one_thread,
     statuses,
+    train_and_resume,
     write_job,
 )
 
@@ -48,19 +48,10 @@ def resumable_spec(dataset, **overrides):
 def test_resume_from_a_mid_epoch_checkpoint_is_exact(dataset, tmp_path):
     spec = resumable_spec(dataset, network=None, network_source=DROPOUT_NET, solver="adam",
                           lr={"policy": "exp", "base_lr": 0.002, "gamma": 0.9})
-    full, resumed = tmp_path / "full", tmp_path / "resumed"
-    with EventWriter(full) as events, one_thread():
-        train(spec, full, events)
-    point = full / "checkpoints" / checkpoint_name(1.5)  # batch 9 of 12: mid-epoch 1
-    (resumed / "checkpoints").mkdir(parents=True)
-    shutil.copy(point, resumed / "checkpoints" / point.name)
-    with EventWriter(resumed) as events, one_thread():
-        train(spec, resumed, events, resume=resumed / "checkpoints" / point.name)
-    for name in ("train_loss", "lr", "val_loss", "val_accuracy", "val_top5"):
-        after = [(e, v) for e, v in metrics(full, name) if e > 1.5]
-        assert after and metrics(resumed, name) == after, name
-    final_full = load_checkpoint(full / "checkpoints" / checkpoint_name(2))["model"]
-    final_resumed = load_checkpoint(resumed / "checkpoints" / checkpoint_name(2))["model"]
+    # from 1.5: batch 9 of 12, mid-epoch 1
+    full, resumed = train_and_resume(spec, tmp_path,
+                                     compared=("train_loss", "lr", "val_loss", "val_accuracy", "val_top5"))
+    final_full, final_resumed = full["model"], resumed["model"]
     assert all((final_full[k] == final_resumed[k]).all() for k in final_full)
 
 
