@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from trainyard.core.events import EventWriter, read_events
-from trainyard.core.jobproc import EXIT_ABORTED, EXIT_FAILED, EXIT_OK, Aborted, Progress, run_job
+from trainyard.core.jobproc import EXIT_ABORTED, EXIT_FAILED, EXIT_OK, Aborted, Progress, report_end, run_job
+from trainyard.core.status import Status
 
 
 def statuses(job: Path) -> list[tuple[str, str | None]]:
@@ -114,6 +115,22 @@ def test_a_rank_that_does_not_report_hands_its_message_on_and_writes_nothing(tmp
     assert run_job(Silent(tmp_path), body, unreported=handed.append) == EXIT_FAILED
     assert handed == ["peer lost"]
     assert not (tmp_path / "events.jsonl").exists() and not (tmp_path / "log.txt").exists()
+
+
+def test_a_job_its_ranks_reported_for_ends_with_only_what_they_left_unsaid(tmp_path: Path):
+    def end(name, status, message, reported):
+        with EventWriter(tmp_path / name) as events:
+            code = report_end(events, status, message, reported)
+        return code, statuses(tmp_path / name) if (tmp_path / name / "events.jsonl").exists() else []
+
+    assert end("done", Status.DONE, None, "done") == (EXIT_OK, [])
+    assert end("aborted", Status.ABORTED, None, "aborted") == (EXIT_ABORTED, [])  # rank 0 said it
+    assert end("abort", Status.ABORTED, None, "running") == (EXIT_ABORTED, [("aborted", None)])
+    # A lost node: the launcher knows which, rank 0 only that "another process stopped".
+    assert end("lost", Status.FAILED, "lost node ty-w2", "failed") == (EXIT_FAILED, [("failed", "lost node ty-w2")])
+    assert end("said", Status.FAILED, None, "failed") == (EXIT_FAILED, [])
+    code, said = end("silent", Status.FAILED, None, "running")
+    assert code == EXIT_FAILED and "output-rank-*.txt" in said[0][1]
 
 
 def test_progress_is_throttled_but_the_last_point_always_reported(tmp_path: Path, monkeypatch):

@@ -32,9 +32,9 @@ from trainyard.cluster.connect import ClusterUnavailable, address, connect, unre
 from trainyard.cluster.placement import Placement
 from trainyard.core.events import EventWriter, read_events
 from trainyard.core.files import read_json
-from trainyard.core.jobproc import EXIT_ABORTED, EXIT_FAILED, StopFlag
+from trainyard.core.jobproc import StopFlag, exit_process, report_end
 from trainyard.core.paths import JobFolder
-from trainyard.core.status import FINAL_STATUSES, Status
+from trainyard.core.status import Status
 
 HEAD_WAIT_S = 2.0
 RECONNECT_TIMEOUT = "RAY_gcs_rpc_server_reconnect_timeout_s"  # Ray's own setting, read at ray.init
@@ -103,20 +103,10 @@ def restart(folder: JobFolder, number: int) -> None:
 
 
 def finish(folder: JobFolder, events: EventWriter, outcome: Outcome) -> int:
-    """Record how the job ended where its ranks could not, and return the exit code."""
-    last = _last_status(folder)
-    if outcome.kind == Status.DONE:
-        return 0
-    if outcome.kind == Status.ABORTED:
-        if last not in FINAL_STATUSES:
-            events.status(Status.ABORTED)
-        return EXIT_ABORTED
-    if outcome.message or last not in FINAL_STATUSES:
-        # a lost rank's node and signal say more than rank 0's "another process stopped"
-        message = outcome.message or "the training processes ended without reporting a result; see output-rank-*.txt"
-        events.log(message, "error")
-        events.status(Status.FAILED, error=message)
-    return EXIT_FAILED
+    """Record how the job ended where its ranks could not (core/jobproc.py), and return the exit code."""
+    # a lost node, a lost head, a full disk: each ends the job failed, with its message
+    status = Status(outcome.kind) if outcome.kind in (Status.DONE, Status.ABORTED) else Status.FAILED
+    return report_end(events, status, outcome.message, _last_status(folder))
 
 
 def _last_status(folder: JobFolder) -> str | None:
@@ -129,7 +119,5 @@ def _last_status(folder: JobFolder) -> str | None:
 if __name__ == "__main__":
     if len(sys.argv) not in (2, 3):
         sys.exit("usage: python -m trainyard.cluster.launcher JOB_DIR [RESTARTS_USED]")
-    code = main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) == 3 else 0)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # no waiting on Ray's exit hooks (or on a join that never answered)
+    # no waiting on Ray's exit hooks (or on a join that never answered)
+    exit_process(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) == 3 else 0), exit_handlers=False)

@@ -12,6 +12,9 @@ its body to `run_job`, which
   the user and returns `EXIT_FAILED`; a rank that does not report (its events inactive) hands
   the message to ``unreported`` instead.
 
+A job whose body ran in other processes that reported for it (a cluster job's ranks: rank 0
+writes the events) ends through `report_end`, which reports only what they left unsaid.
+
 `Progress` is the throttled progress reporter the bodies share. `exit_process` ends a job process
 without the interpreter's teardown. Torch-free, like all of core.
 """
@@ -30,7 +33,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from trainyard.core.events import EventWriter
-from trainyard.core.status import Status
+from trainyard.core.status import FINAL_STATUSES, Status
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -198,19 +201,42 @@ def report_failed(events: EventWriter, message: str) -> None:
     events.status(Status.FAILED, error=message)
 
 
-def exit_process(code: int) -> None:
+def report_end(events: EventWriter, status: Status, message: str | None, reported: str | None) -> int:
+    """End a job that others reported for (``reported``: the last status they wrote); the exit code.
+
+    Done: they said so. Aborted: said here unless they already ended it. Failed: said here with
+    ``message`` (it knows more than they could, e.g. which node was lost), or with a pointer to
+    their output when they ended without a final status.
+    """
+    if status == Status.DONE:
+        return EXIT_OK
+    if status == Status.ABORTED:
+        if reported not in FINAL_STATUSES:
+            events.status(Status.ABORTED)
+        return EXIT_ABORTED
+    if message or reported not in FINAL_STATUSES:
+        message = message or "the training processes ended without reporting a result; see output-rank-*.txt"
+        events.log(message, "error")
+        events.status(Status.FAILED, error=message)
+    return EXIT_FAILED
+
+
+def exit_process(code: int, *, exit_handlers: bool = True) -> None:
     """End this job process with ``code``, skipping the interpreter's teardown when it is safe.
 
     Once the job has reported and closed its files, tearing down torch's modules only costs
     time: about a second of garbage collection and deallocation, which the user waiting on the
     job's end (the foreground CLI, the next queued job) would wait through. The exit handlers
     still run (``atexit``, ``weakref.finalize``); with another thread still working, or a child
-    process to reap, the process exits the ordinary way, which waits for them.
+    process to reap, the process exits the ordinary way, which waits for them. Without
+    ``exit_handlers`` (a cluster launcher: Ray's handlers would wait on a head that may be gone)
+    it exits at once, whatever is still running.
     """
-    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
-    if others or _has_children():
-        sys.exit(code)
-    atexit._run_exitfuncs()
+    if exit_handlers:
+        others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+        if others or _has_children():
+            sys.exit(code)
+        atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
