@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from trainyard.cli.context import cli_context
+from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import NotFound, UserError
 from trainyard.core.status import Status
@@ -51,6 +52,8 @@ def classify(
     as_json: bool = typer.Option(False, "--json", help='print {"results": [...]} on stdout'),
 ) -> None:
     """Classify images: the top classes with their confidences, preprocessed as in training."""
+    if not _is_checkpoint_file(model):  # before torch, the store or a server is asked
+        refuse_unknown(model, f"no model with id {model!r} (give a model job id, or a checkpoint .pt file)")
     from trainyard.cli.remote import classify_via_server
 
     local = _is_checkpoint_file(model) or _exported(model, epoch)
@@ -109,6 +112,7 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json", help="print the evaluation on stdout"),
 ) -> None:
     """Evaluate a model on its dataset's validation or test split."""
+    refuse_unknown(model, f"no model with id {model!r}")  # before the store and torch load
     from trainyard.inference.results import read_evaluation
     from trainyard.jobs.inference_jobs import create_inference_job
 

@@ -86,6 +86,7 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
            processes: int | None = typer.Option(None, help="continue as N processes on the CPU"),
            as_json: bool = typer.Option(False, "--json")) -> None:
     """Continue an ended model job from its last checkpoint (on other devices if asked)."""
+    refuse_unknown(job_id)  # before the store's modules load
     from trainyard.jobs.deployment import follow_deployment  # only resume needs these
     from trainyard.jobs.training_jobs import resume_model_job
 
