@@ -38,6 +38,9 @@ ROWS = [
     ("mistyped network (resnt18)", ["train", "--dataset", "x", "--network", "resnt18"]),
     ("mistyped timm name (timm:resnet10tt)", ["train", "--dataset", "x", "--network", "timm:resnet10tt"]),
     ("unknown job id (jobs show; a store exists)", ["jobs", "show", "20261130-000000-abcd"]),
+    ("unknown job id (jobs resume)", ["jobs", "resume", "20261130-000000-abcd"]),
+    ("unknown job id (evaluate)", ["evaluate", "20261130-000000-abcd"]),
+    ("unknown job id (classify)", ["classify", "20261130-000000-abcd", "/etc/hostname"]),
     ("weights list (1,773 rows; catalogue cached)", ["weights", "list"]),
 ]
 

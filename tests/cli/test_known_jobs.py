@@ -52,5 +52,10 @@ def test_jobs_show_of_an_unknown_id_loads_no_store(tmp_path):
         answer, output = run(args, tmp_path)
         what = "model" if args[0] in ("export", "evaluate", "classify") else "job"
         assert answer["code"] == 2 and f"no {what} with id 'nosuch'" in output, (args, output)
-        # Typer itself brings pydantic for classify's list-of-paths argument (typer._adapters)
-        assert answer["heavy"] == (["pydantic"] if args[0] == "classify" else []), args
+        assert answer["heavy"] == [], args
+
+
+def test_classify_refuses_a_top_out_of_range_before_anything_loads(tmp_path):
+    answer, output = run(["classify", "nosuch", str(tmp_path), "--top", "0"], tmp_path)
+    assert answer["code"] == 2 and "Invalid value for '--top': 0 is not in the range 1<=x<=100." in output
+    assert answer["heavy"] == []
