@@ -20,7 +20,6 @@ from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import NotFound, UserError
 from trainyard.core.status import Status
 
-
 MAX_TOP = 100
 
 
