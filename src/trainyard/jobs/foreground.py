@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the manager imports this module
     from trainyard.jobs.manager import JobManager
     from trainyard.jobs.store import Job
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -35,13 +35,16 @@ class Interrupted(KeyboardInterrupt):
 
 
 @contextmanager
-def signals_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM and SIGHUP raise ``Interrupted`` in the main thread, once: a
-    second one while the job is being aborted must not cut that short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread may set handlers (a test driving a job from a thread)
-        return
+def signals_interrupt() -> Iterator[list[int]]:
+    """Within the block, SIGINT, SIGTERM and SIGHUP raise ``Interrupted`` in the main thread,
+    once: a second one while the job is being aborted must not cut that short. Yields the
+    signals received: a signal that lands while Python runs a weakref callback or a ``__del__``
+    has its exception printed and dropped ("Exception ignored in ..."), so the watcher also
+    raises for a signal it finds there (`raise_if_signalled`)."""
     raised: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield raised  # only the main thread may set handlers (a test driving a job from a thread)
+        return
 
     def handler(signum, frame) -> None:
         if not raised:
@@ -50,22 +53,29 @@ def signals_interrupt() -> Iterator[None]:
 
     previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
-        yield
+        yield raised
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
 
 
+def raise_if_signalled(raised: list[int]) -> None:
+    """Raise for a stop signal whose exception was swallowed where it landed."""
+    if raised:
+        raise Interrupted(raised[0])
+
+
 def run(manager: JobManager, job_id: str, on_event: Callable[[dict], None] | None, poll_s: float) -> Job:
     """Start and watch the job from this process until it ends; abort it if interrupted."""
     tail = EventTail(manager.folder(job_id).events)
-    with signals_interrupt():
+    with signals_interrupt() as raised:
         try:
             while True:
                 manager.tick(only=job_id)
                 for _, event in tail.read_new():
                     if on_event:
                         on_event(event)
+                raise_if_signalled(raised)
                 job = manager.get(job_id)
                 if job.status.is_final:
                     return job
