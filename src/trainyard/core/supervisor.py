@@ -28,6 +28,7 @@ from pathlib import Path
 from trainyard.core import sandbox
 from trainyard.core.environment import die_with_parent
 from trainyard.core.events import EventWriter
+from trainyard.core.status import Status
 
 POLL_S = 0.5  # a scan of /proc costs a few milliseconds; twice a second is noise beside training
 _PR_SET_CHILD_SUBREAPER = 36
@@ -151,7 +152,7 @@ def _report(policy: sandbox.Policy, message: str) -> None:
             return
         with EventWriter(policy.report_dir) as events:
             events.log(message, "error")
-            events.status("failed", error=message)
+            events.status(Status.FAILED, error=message)
     except OSError:
         pass
 
