@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+
 from trainyard.core import sandbox
 from trainyard.core.environment import die_with_parent
 from trainyard.core.events import EventWriter
@@ -96,25 +98,11 @@ def _reap(job: int) -> int | None:
 
 
 def _descendants(root: int) -> set[int]:
-    """Every process below ``root``, from /proc's parent links (no /proc/PID/task/*/children
-    on kernels without CONFIG_PROC_CHILDREN)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                stat = Path(f"/proc/{entry.name}/stat").read_text()
-            except OSError:
-                continue  # ended meanwhile
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(entry.name))
-    found: set[int] = set()
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
+    """Every process below ``root`` (psutil reads /proc's parent links)."""
+    try:
+        return {child.pid for child in psutil.Process(root).children(recursive=True)}
+    except psutil.NoSuchProcess:
+        return set()
 
 
 def _kill_all(root: int, within_s: float = 120.0) -> None:
