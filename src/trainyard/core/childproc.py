@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainyard.core import sandbox
+from trainyard.core.environment import sandbox_memory_mb
 from trainyard.core.errors import UserError
 
 if TYPE_CHECKING:
@@ -56,20 +57,11 @@ def default_policy(read: list[str] | None = None, write: list[str] | None = None
     """A check's or worker's policy: reads only ``read`` besides Python's and the system's
     folders (none of which may hold ``hidden`` or TRAINYARD_HOME), writes nothing (but its
     scratch folder), no network, no processes."""
-    memory = int(os.environ.get("TRAINYARD_SANDBOX_MEMORY_MB") or _default_memory_mb())
+    memory = sandbox_memory_mb(0.5)  # half the machine, unless set
     home = os.environ.get("TRAINYARD_HOME") or os.path.expanduser("~/.trainyard")
     return sandbox.Policy(read=list(read or []), write=list(write or []), memory_mb=memory,
                           open_files=512, file_size_mb=64,
                           hidden=[os.path.realpath(p) for p in [home, *(hidden or [])]])
-
-
-def _default_memory_mb() -> int:
-    """Half of the machine's memory, and at least 4 GiB: the largest timm models build in it."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
-    except (ValueError, OSError):
-        total = 8192
-    return max(4096, total // 2)
 
 
 def write_frame(fd: int, request_id: int, doc: dict) -> None:

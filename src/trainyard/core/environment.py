@@ -11,8 +11,22 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 
 SECRET_VARIABLES = ("TRAINYARD_AUTH_TOKEN",)
+MEMORY_SETTING = "TRAINYARD_SANDBOX_MEMORY_MB"  # the most memory a process running user code may take
+
+
+def sandbox_memory_mb(share: float, env: Mapping[str, str] = os.environ) -> int:
+    """TRAINYARD_SANDBOX_MEMORY_MB when set; else ``share`` of the machine's memory, and at least
+    4 GiB (the largest timm models build in it)."""
+    if env.get(MEMORY_SETTING):
+        return int(env[MEMORY_SETTING])
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
+    except (ValueError, OSError):
+        total = 8192
+    return max(4096, int(total * share))
 
 
 def child_environment(**overrides: str) -> dict[str, str]:

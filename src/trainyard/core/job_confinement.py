@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from trainyard.core import sandbox
+from trainyard.core.environment import MEMORY_SETTING, sandbox_memory_mb
 
 # A job's processes, counted by its supervisor (threads are not counted): a data loader's
 # workers (at most one a core), a rank per GPU and theirs; a fork loop is stopped here.
 JOB_PROCESSES = max(256, 8 * (os.cpu_count() or 1))
-MEMORY_SETTING = "TRAINYARD_SANDBOX_MEMORY_MB"
 
 
 def is_user_code(spec: object) -> bool:
@@ -80,16 +80,9 @@ def training_memory_mb(gpu: bool, env: Mapping[str, str]) -> int | None:
     RLIMIT_DATA counts private writable memory (malloc, torch's CPU tensors), not the address
     space CUDA reserves; but a GPU job's pinned host buffers and driver mappings were not
     measured against it on a GPU machine, so a GPU job gets a limit only when one was set."""
-    chosen = env.get(MEMORY_SETTING)
-    if chosen:
-        return int(chosen)
-    if gpu:
+    if gpu and not env.get(MEMORY_SETTING):
         return None
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
-    except (ValueError, OSError):
-        return None
-    return max(4096, total * 3 // 4)
+    return sandbox_memory_mb(0.75, env)
 
 
 def out_of_memory_message(error: BaseException) -> str | None:
