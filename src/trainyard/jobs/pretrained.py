@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from trainyard.artifact.checkpoint import CheckpointError, checkpoint_for_epoch
-from trainyard.core.files import read_json
 from trainyard.core.paths import resolve_inside
 from trainyard.jobs.context import Context
+from trainyard.jobs.kinds import MODEL
 from trainyard.jobs.manager import JobError
 
 if TYPE_CHECKING:
@@ -79,8 +79,8 @@ def resolve_pretrained(ctx: Context, value: str | None) -> Pretrained | None:
             path = checkpoint_for_epoch(folder.path, float(epoch) if epoch else None)
         except (CheckpointError, ValueError) as exc:
             raise JobError(f"model {job_id}: {exc}") from exc
-        spec = read_json(folder.spec)
-        return Pretrained(value, "job", str(path), spec.get("network") or None, spec.get("network_source"))
+        spec = MODEL.spec_of(folder)
+        return Pretrained(value, "job", str(path), spec.network, spec.network_source)
     from trainyard.weights import finetune
     from trainyard.weights.store import WeightsStore
 

@@ -11,6 +11,8 @@ or process, so the global batch is that times the process count. In cluster mode
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainyard.core.errors import InvalidInput, validated
@@ -26,6 +28,9 @@ from trainyard.jobs.manager import JobConflict, JobError
 from trainyard.jobs.pretrained import Pretrained, resolve_pretrained
 from trainyard.jobs.store import Job
 from trainyard.jobs.sweeps import MAX_TRIALS, check_ranges, combinations
+
+if TYPE_CHECKING:
+    from trainyard.training.spec import ModelSpec
 
 
 class TrainRequest(BaseModel):
@@ -193,7 +198,7 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
     as it had processes or GPUs: where jobs run is the deployment's choice (jobs/deployment.py)."""
     job = ctx.manager.get(job_id)
     if not (gpus or gpu_ids or processes) and ctx.settings.cluster == "ray" and _ran_on_one_machine(job):
-        gpus, processes = _same_devices(job, read_json(ctx.manager.folder(job_id).spec))
+        gpus, processes = _same_devices(job, MODEL.spec_of(ctx.manager.folder(job_id)))
     if gpus or gpu_ids or processes:
         if job.kind != "model" or not job.status.is_final:
             raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
@@ -214,11 +219,11 @@ def _ran_on_one_machine(job: Job) -> bool:
     return job.kind == "model" and job.needs.get("pool") in ("cpu", "gpu")
 
 
-def _same_devices(job: Job, spec: dict) -> tuple[int | None, int]:
+def _same_devices(job: Job, spec: ModelSpec) -> tuple[int | None, int]:
     """(GPUs, processes) of the devices ``job`` had on its machine, for as many cluster workers."""
     if job.needs.get("pool") == "gpu":
         return len(job.needs.get("ids") or []) or job.needs.get("count") or 1, 1
-    return None, spec.get("processes") or 1
+    return None, spec.processes
 
 
 def _network_of_pretrained(request: TrainRequest, pretrained: Pretrained | None) -> TrainRequest:
