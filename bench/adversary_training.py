@@ -12,14 +12,12 @@ only in the job's own folder), the job trained by the server. adversary_payloads
 
 from __future__ import annotations
 
-import os
-import time
-
 import numpy as np
+import psutil
 from bench.adversary_payloads import Target, _row, payload_source
+from bench.adversary_server import wait_job
 from PIL import Image
 
-FINAL = {"done", "failed", "aborted"}
 _datasets: dict[int, str] = {}  # one dataset per server
 
 
@@ -42,18 +40,10 @@ def training_fork(target: Target) -> tuple[str, str, str]:
     job = _train(target, spawn, "training fork")
     pids = target.ctx.manager.folder(job["id"]).path / "children.txt"
     children = [int(p) for p in pids.read_text().split()] if pids.exists() else []
-    alive = sum(_alive(pid) for pid in children)
+    alive = sum(psutil.pid_exists(pid) for pid in children)
     stopped = job["status"] == "failed" and "processes" in (job["error"] or "") and not alive
     return _row("train fork (300)", not stopped,
                 f"{len(children)} forked, {alive} left; {job['status']}: {(job['error'] or '')[:60]}")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _train(target: Target, hostile: str, name: str) -> dict:
@@ -63,7 +53,7 @@ def _train(target: Target, hostile: str, name: str) -> dict:
         "settings": {"epochs": 1}})
     if response.status_code != 201:
         raise RuntimeError(f"the model was refused: HTTP {response.status_code} {response.text[:200]}")
-    return _wait(target, response.json()["jobs"][0]["id"])
+    return wait_job(target.client, response.json()["jobs"][0]["id"], timeout=900)
 
 
 def _dataset(target: Target) -> str:
@@ -79,18 +69,8 @@ def _dataset(target: Target) -> str:
             "name": "payload images", "train_folder": str(folder), "width": 8, "height": 8, "val_percent": 25})
         if response.status_code != 201:
             raise RuntimeError(f"the dataset was refused: HTTP {response.status_code} {response.text[:200]}")
-        job = _wait(target, response.json()["id"])
+        job = wait_job(target.client, response.json()["id"], timeout=900)
         if job["status"] != "done":
             raise RuntimeError(f"the dataset did not build: {job['error']}")
         _datasets[id(target)] = job["id"]
     return _datasets[id(target)]
-
-
-def _wait(target: Target, job_id: str, timeout_s: float = 900) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        job = target.client.get(f"/api/jobs/{job_id}").json()
-        if job["status"] in FINAL:
-            return job
-        time.sleep(1)
-    raise RuntimeError(f"job {job_id} did not end within {timeout_s:.0f} s")
