@@ -45,6 +45,19 @@ def test_use_archive_says_which_file_is_missing_without_a_traceback(tmp_path):
     assert result.stderr.strip() == f"no such file: {tmp_path / 'nope.png'}"
 
 
+def test_use_archive_says_a_file_is_not_an_archive_without_a_traceback(tmp_path):
+    archive = tmp_path / "model.tar.gz"
+    archive.write_bytes(b"a page of HTML saved by mistake")
+    (tmp_path / "cat.png").write_bytes(b"")
+    result = run_isolated([str(PACKAGED_SCRIPTS / "use_archive.py"), str(archive), "cat.png"], tmp_path, check=False)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"{archive} is not a trainyard model archive (")
+    assert "Traceback" not in result.stderr
+    folder = run_isolated([str(PACKAGED_SCRIPTS / "use_archive.py"), ".", "cat.png"], tmp_path, check=False)
+    assert folder.stderr.strip() == (". is not a trainyard model archive (missing model.onnx, labels.txt, "
+                                     "mean.npy, preprocess.json, example.py)")
+
+
 def test_the_script_environment_cannot_import_trainyard(tmp_path):
     result = run_isolated(["-c", "import trainyard"], tmp_path, check=False)
     assert result.returncode != 0 and "No module named 'trainyard'" in result.stderr
@@ -74,7 +87,8 @@ def test_scripts_match_the_server_on_every_validation_image(trained, tmp_path_fa
     by_archive = script_json(["use_archive.py", archive, *images, "--batch-size", "5"], top)
     by_files = script_json(["example.py", "model.onnx", *images, "-l", "labels.txt", "-m", "mean.npy",
                             "-p", "preprocess.json", "--batch-size", "4"], top)
-    for predictions in (by_archive, by_files):
+    by_folder = script_json(["use_archive.py", ".", *images], top)  # the unpacked archive, from inside it
+    for predictions in (by_archive, by_files, by_folder):
         scripts = as_matrix(predictions, images, classes)
         assert list(scripts.argmax(1)) == list(server.argmax(1))
         np.testing.assert_allclose(scripts, server, atol=1e-4, rtol=0)
