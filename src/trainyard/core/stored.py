@@ -45,7 +45,7 @@ class SpecModel(BaseModel):
 class SpecView(SpecModel):
     """The fields of a stored spec that one reader needs, the rest ignored: for code that may not
     import the kind's spec class. A field missing, null or empty reads as its default, as
-    ``spec.get(key) or default`` did before the view."""
+    reading it with ``get(key) or default`` did before there were views."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -108,7 +108,7 @@ def _epoch_of(checkpoint_path: Path) -> float:
 
 def archive_stem(checkpoint: dict) -> str:
     """The archive's top folder and download name: ``<job name>-epoch-<N>``."""
-    name = (checkpoint.get("spec") or {}).get("name") or "model"
+    name = JobOrigin.of_checkpoint(checkpoint).name or "model"
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._") or "model"
     return f"{slug}-epoch-{checkpoint['epoch']:g}"
 
