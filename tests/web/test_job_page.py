@@ -62,3 +62,14 @@ def test_settings_show_what_the_lr_policy_reads_and_the_seed_used(tmp_path):
     rows = {g["name"]: dict(g["rows"]) for g in settings_groups(step, seed=7)}["Solver"]
     assert rows["Step size (% of training)"] == "33" and rows["Gamma"] == "0.1" and "Power" not in rows
     assert rows["Random seed"] == "7"
+
+
+def test_lr_settings_are_all_shown_when_the_policy_is_not_known():
+    """The policy is read through the model's spec class: one this version does not know, or
+    none given, hides nothing rather than guessing."""
+    lr = {"base_lr": 0.01, "gamma": 0.5, "power": 2.0}
+    for spec in ({"lr": {**lr, "policy": "cosine-of-the-future"}}, {"lr": lr}):
+        solver = {g["name"]: dict(g["rows"]) for g in settings_groups(spec)}["Solver"]
+        assert solver["Gamma"] == "0.5" and solver["Power"] == "2"
+    solver = {g["name"]: dict(g["rows"]) for g in settings_groups({"lr": {**lr, "policy": "exp"}})}["Solver"]
+    assert solver["Gamma"] == "0.5" and "Power" not in solver  # exp reads gamma, not power

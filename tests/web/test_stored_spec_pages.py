@@ -28,3 +28,20 @@ def test_the_dataset_page_and_the_clone_form_show_an_old_spec(settings):
         assert form.status_code == 200
         assert 'name="epochs" value="12"' in form.text and 'name="crop" value="24"' in form.text  # cloned
         assert client.get(f"/api/jobs/{OLD_MODEL_SPEC['id']}").json()["network"] == "lenet"
+
+
+def test_the_classify_page_offers_the_old_models_dataset_splits(settings, tmp_path):
+    """The dataset folder is read through the model's spec class; its val and test splits are
+    offered for evaluation (train is not), and a model whose spec names no folder offers none."""
+    dataset = tmp_path / "digits"
+    for split in ("train", "val", "test"):
+        (dataset / split).mkdir(parents=True)
+        (dataset / split / "meta.json").write_text("{}")
+    with open_client(settings, run_scheduler=False) as client:
+        _add(settings, client, {**OLD_MODEL_SPEC, "dataset_dir": str(dataset)}, "model")
+        _add(settings, client, {**OLD_MODEL_SPEC, "id": "m-imported", "dataset_dir": None}, "model")
+        page = client.get(f"/models/{OLD_MODEL_SPEC['id']}/classify")
+        assert page.status_code == 200 and '<option value="val">' in page.text
+        assert '<option value="test">' in page.text and '<option value="train">' not in page.text
+        imported = client.get("/models/m-imported/classify")
+        assert imported.status_code == 200 and 'id="evaluate-split"' not in imported.text

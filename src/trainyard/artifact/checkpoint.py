@@ -22,7 +22,7 @@ booleans and None, so ``torch.load(..., weights_only=True)`` reads it without ru
     metrics         {name: [[epoch, value], ...]}, best {epoch, val_accuracy} or None
     trainable       parameter names left trainable (freeze_backbone), or None for all
     head            the classifier's tensor names when fine-tuning (their own LR group), or None
-    spec            the job's spec as a dict
+    spec            the job's spec as a dict (training's; `JobOrigin` reads what others need of it)
 
 Files are ``JOB/checkpoints/epoch-0003.pt`` (`checkpoint_name`).
 
@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from trainyard.core.errors import NotFound
+from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.files import write_atomic
 from trainyard.core.paths import (
     CHECKPOINT_GLOB,
@@ -46,6 +46,7 @@ from trainyard.core.paths import (
     checkpoint_epoch,
     checkpoint_name,
 )
+from trainyard.core.stored import SpecView, read_stored
 
 if TYPE_CHECKING:
     import torch
@@ -57,6 +58,27 @@ MAX_EPOCH = 1e6  # far beyond any training; keeps checkpoint file names short
 
 class CheckpointError(NotFound):
     """A file that is not a trainyard checkpoint, or an epoch without one."""
+
+
+class JobOrigin(SpecView):
+    """The job a checkpoint was trained in, as its embedded ``spec`` says. The spec is training's
+    (which inference may not import), so only these fields are read; an older checkpoint, or
+    one imported from an archive, may say less (None)."""
+
+    id: str | None = None
+    name: str | None = None
+    dataset_id: str | None = None
+    dataset_dir: str | None = None
+
+    @classmethod
+    def of_checkpoint(cls, checkpoint: Mapping[str, Any]) -> JobOrigin:
+        """What ``checkpoint`` says of its job: nothing (all None) when it embeds no spec, or
+        one of another shape (the archive is still made; it names no job)."""
+        stored = checkpoint.get("spec")
+        try:
+            return read_stored(cls, stored) if isinstance(stored, Mapping) else cls()
+        except InvalidInput:
+            return cls()
 
 
 def save_checkpoint(path: str | os.PathLike, checkpoint: dict,

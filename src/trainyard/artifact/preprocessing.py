@@ -22,8 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainyard.core.vocabulary import MEAN_MODES
-from trainyard.datasets.resize_plans import RESIZE_MODES
+from trainyard.core.vocabulary import MEAN_MODES, RESIZE_MODES
 
 SCALE = "0..1"  # inputs are pixel / 255, then the mean, then the std (preprocess.py)
 DEFAULT_RESIZE = "squash"

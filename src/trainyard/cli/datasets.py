@@ -12,7 +12,7 @@ from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.status import Status
-from trainyard.datasets.resize_plans import RESIZE_MODES
+from trainyard.core.vocabulary import RESIZE_MODES
 
 if TYPE_CHECKING:
     from pydantic import ValidationError

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainyard.cluster.connect import address, unreachable
+from trainyard.cluster.job_spec import LaunchSpec
 from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
 from trainyard.cluster.worker import RankWorker
 from trainyard.core.events import EventWriter
@@ -50,7 +51,7 @@ class HeadLost(Exception):
 
 
 class Attempt:
-    def __init__(self, ray: Any, folder: JobFolder, spec: dict, placement: Placement, events: EventWriter,
+    def __init__(self, ray: Any, folder: JobFolder, spec: LaunchSpec, placement: Placement, events: EventWriter,
                  should_stop: Callable[[], bool], number: int = 0):
         self.ray, self.folder, self.spec, self.placement = ray, folder, spec, placement
         self.events, self.should_stop, self.number = events, should_stop, number
@@ -100,7 +101,7 @@ class Attempt:
         from ray.util.placement_group import placement_group
 
         self.pg = placement_group(self.placement.bundles(), strategy="PACK",
-                                  name=f"trainyard-{self.spec.get('id')}-{self.number}")
+                                  name=f"trainyard-{self.spec.id}-{self.number}")
         shown, checked = None, 0.0
         while not self.ray.wait([self.pg.ready()], timeout=POLL_S)[0]:
             if self.should_stop():
@@ -125,7 +126,7 @@ class Attempt:
         order = rank_order(infos)
         self.actors, self.infos = [actors[i] for i in order], [infos[i] for i in order]
         job_dir = str(self.folder.path)
-        checks = self.ray.get([a.check_storage.remote(self.spec["dataset_dir"], job_dir) for a in self.actors],
+        checks = self.ray.get([a.check_storage.remote(self.spec.dataset_dir, job_dir) for a in self.actors],
                               timeout=60)
         for info, problem in zip(self.infos, checks, strict=True):
             if problem:
@@ -139,7 +140,7 @@ class Attempt:
         self.events.log("placed on the cluster: " + ", ".join(
             f"rank {w['rank']} on {w['host']} ({w['device']})" for w in workers))
         self.events.emit("status", status=Status.RUNNING, error=None, detail=None)
-        envs = rank_environments(self.infos, port, str(self.spec.get("id") or "job"), self.placement.device)
+        envs = rank_environments(self.infos, port, self.spec.run_id, self.placement.device)
         niceness = os.getpriority(os.PRIO_PROCESS, 0)  # a local job's: the launcher's own
         for env in envs:
             env.update({k: os.environ[k] for k in PASSED_ON if k in os.environ})
@@ -158,7 +159,7 @@ class Attempt:
                             "in its environment", "warning")
 
     def _actor_name(self, index: int) -> str:
-        return f"trainyard-{self.spec.get('id')}-{self.number}-{index}"
+        return f"trainyard-{self.spec.id}-{self.number}-{index}"
 
     # -- watching -------------------------------------------------------------------------------
     def _watch(self) -> Outcome:

@@ -29,9 +29,9 @@ from pathlib import Path
 
 from trainyard.cluster.attempt import Attempt, Outcome
 from trainyard.cluster.connect import ClusterUnavailable, address, connect, unreachable
+from trainyard.cluster.job_spec import LaunchSpec, read_launch_spec
 from trainyard.cluster.placement import Placement
 from trainyard.core.events import EventWriter, read_events
-from trainyard.core.files import read_json
 from trainyard.core.jobproc import StopFlag, exit_process, report_end
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
@@ -45,11 +45,11 @@ def main(job_dir: str | Path, number: int = 0) -> int:
     os.environ.setdefault(RECONNECT_TIMEOUT, "600")
     with EventWriter(folder.path) as events:
         try:
-            spec = read_json(folder.spec)
+            spec = read_launch_spec(folder.spec)
             ray = connect()
             with StopFlag().installed() as stop:  # after ray.init, which installs handlers of its own
                 outcome = run_attempts(ray, folder, spec, events, stop, number)
-                if outcome.kind == "head" and number < int(spec.get("max_restarts") or 0) and not stop():
+                if outcome.kind == "head" and number < spec.max_restarts and not stop():
                     outcome = wait_for_head(events, outcome, stop)
                     if outcome.kind == "head":
                         events.close()
@@ -62,10 +62,10 @@ def main(job_dir: str | Path, number: int = 0) -> int:
         return finish(folder, events, outcome)
 
 
-def run_attempts(ray, folder: JobFolder, spec: dict, events: EventWriter, stop: StopFlag,
+def run_attempts(ray, folder: JobFolder, spec: LaunchSpec, events: EventWriter, stop: StopFlag,
                  number: int = 0) -> Outcome:
     placement = Placement.from_spec(spec)
-    restarts = int(spec.get("max_restarts") or 0)
+    restarts = spec.max_restarts
     while True:
         outcome = Attempt(ray, folder, spec, placement, events, stop, number).run()
         if outcome.kind != "lost" or number >= restarts or stop():

@@ -11,8 +11,12 @@ keeps their traffic inside the node).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from trainyard.cluster.job_spec import LaunchSpec
+from trainyard.core.stored import read_stored
 from trainyard.core.vocabulary import gpu_resource
 
 
@@ -24,9 +28,10 @@ class Placement:
     device: str = "cpu"  # "cpu" | "gpu"
 
     @classmethod
-    def from_spec(cls, spec: dict) -> Placement:
-        cluster = spec.get("cluster") or {}
-        return cls(int(cluster.get("workers") or 1), cluster.get("device") or "cpu")
+    def from_spec(cls, spec: LaunchSpec | Mapping[str, Any]) -> Placement:
+        """What the job's spec asks for (the launcher's view of it, or a spec.json's content)."""
+        cluster = (spec if isinstance(spec, LaunchSpec) else read_stored(LaunchSpec, spec)).cluster
+        return cls(cluster.workers, cluster.device)
 
     @property
     def resource(self) -> str:

@@ -19,26 +19,52 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from trainyard.core import sandbox
 from trainyard.core.environment import MEMORY_SETTING, sandbox_memory_mb
+from trainyard.core.stored import SpecView, read_stored
 
 # A job's processes, counted by its supervisor (threads are not counted): a data loader's
 # workers (at most one a core), a rank per GPU and theirs; a fork loop is stopped here.
 JOB_PROCESSES = max(256, 8 * (os.cpu_count() or 1))
 
 
-def is_user_code(spec: object) -> bool:
-    """Whether the job's network is user code (its spec carries the network's source)."""
-    return isinstance(spec, dict) and bool(spec.get("network_source"))
+class ConfinedJob(SpecView):
+    """What the sandbox needs from a job's spec.json (core/stored.py): whether its network is
+    user code, what it reads, and whether it spans processes. Read from the job folder, because
+    the cluster rank that confines itself imports only core and has nothing else; any kind's
+    spec reads (only a model's names user code)."""
+
+    network_source: str | None = None  # the custom network file's source
+    dataset_dir: str | None = None
+    pretrained: str | None = None
+    processes: int = 1
+    nnodes: int = 1
+    cluster: dict[str, Any] | None = None  # cluster mode, placed by Ray (cluster/job_spec.py reads it)
+
+    @property
+    def is_user_code(self) -> bool:
+        """Whether the job's network is user code (its spec carries the network's source)."""
+        return bool(self.network_source)
+
+    @property
+    def on_cluster(self) -> bool:
+        return self.cluster is not None
+
+    def spans_processes(self, gpus: int) -> bool:
+        """Whether its processes meet over TCP (a rendezvous): several GPUs, processes or nodes."""
+        return gpus > 1 or self.processes > 1 or self.nnodes > 1 or self.on_cluster
 
 
-def read_spec(job_dir: str | os.PathLike) -> dict:
+def read_spec(job_dir: str | os.PathLike) -> ConfinedJob:
+    """The job's spec.json as the sandbox reads it; a job without a readable one runs no user
+    code. One that is JSON but not a spec (a wrong type) raises InvalidInput: never unconfined."""
     try:
-        spec = json.loads((Path(job_dir) / "spec.json").read_text())
+        data = json.loads((Path(job_dir) / "spec.json").read_text())
     except (OSError, ValueError):
-        return {}
-    return spec if isinstance(spec, dict) else {}
+        return ConfinedJob()
+    return read_stored(ConfinedJob, data, what=f"job spec in {job_dir}") if isinstance(data, dict) else ConfinedJob()
 
 
 def confined_command(command: list[str], job_dir: str | os.PathLike, gpu_ids: list[int] | list[str],
@@ -48,29 +74,27 @@ def confined_command(command: list[str], job_dir: str | os.PathLike, gpu_ids: li
     Raises `sandbox.SandboxUnavailable` where it has none and that was not allowed. The
     supervisor reports a breach of the limits to the job folder (core/supervisor.py). ``env``:
     the environment the command gets (its TRAINYARD_SANDBOX_MEMORY_MB), else this process's."""
-    spec = read_spec(job_dir)
-    if not is_user_code(spec) or not sandbox.require():
+    job = read_spec(job_dir)
+    if not job.is_user_code or not sandbox.require():
         return command
-    policy = training_policy(spec, Path(job_dir), len(gpu_ids), os.environ if env is None else env)
+    policy = training_policy(job, Path(job_dir), len(gpu_ids), os.environ if env is None else env)
     policy.report_dir = str(job_dir)
     return [sys.executable, "-m", "trainyard.core.supervisor", policy.to_json(), "--", *command]
 
 
-def training_policy(spec: dict, job_dir: Path, gpus: int, env: Mapping[str, str]) -> sandbox.Policy:
+def training_policy(job: ConfinedJob, job_dir: Path, gpus: int, env: Mapping[str, str]) -> sandbox.Policy:
     home = job_dir.resolve().parent.parent  # HOME/jobs/<id>
     read = [str(home / "weights")]
-    for key in ("dataset_dir", "pretrained"):
-        if spec.get(key):
-            path = Path(spec[key])
+    for value in (job.dataset_dir, job.pretrained):
+        if value:
+            path = Path(value)
             read.append(str(path if path.is_dir() else path.parent))
     write = [str(job_dir), "/dev/shm"]
     if gpus:
         write += glob.glob("/dev/nvidia*")  # opened read-write, then driven by ioctl
-    spans = gpus > 1 or int(spec.get("processes") or 1) > 1 or int(spec.get("nnodes") or 1) > 1 \
-        or bool(spec.get("cluster"))
-    return sandbox.Policy(read=read, write=write, network=spans, processes=True, open_files=65536,
-                          memory_mb=training_memory_mb(gpus > 0, env), max_processes=JOB_PROCESSES,
-                          hidden=[str(home)])
+    return sandbox.Policy(read=read, write=write, network=job.spans_processes(gpus), processes=True,
+                          open_files=65536, memory_mb=training_memory_mb(gpus > 0, env),
+                          max_processes=JOB_PROCESSES, hidden=[str(home)])
 
 
 def training_memory_mb(gpu: bool, env: Mapping[str, str]) -> int | None:

@@ -7,14 +7,15 @@ trainyard still loads, its fields since removed dropped, its fields added since 
 defaults, and rules added since not applied to it (it was valid when it was written).
 
 Spec classes derive from ``SpecModel``; a validator that checks a rule rather than a type asks
-``is_stored(info)`` and lets a stored spec through.
+``is_stored(info)`` and lets a stored spec through. A process that cannot import a kind's spec
+class (the cluster launcher imports only core) reads the few fields it needs as a ``SpecView``.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from trainyard.core.errors import InvalidInput, validation_message
 
@@ -39,6 +40,21 @@ class SpecModel(BaseModel):
             known = set(cls.model_fields) | {f.alias for f in cls.model_fields.values() if f.alias}
             return {key: value for key, value in data.items() if key in known}
         return data
+
+
+class SpecView(SpecModel):
+    """The fields of a stored spec that one reader needs, the rest ignored: for code that may not
+    import the kind's spec class. A field missing, null or empty reads as its default, as
+    reading it with ``get(key) or default`` did before there were views."""
+
+    model_config = ConfigDict(frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _unset_is_default(cls, value: Any, info: ValidationInfo) -> Any:
+        if value or info.field_name is None:
+            return value
+        return cls.model_fields[info.field_name].get_default(call_default_factory=True)
 
 
 def read_stored(model: type[S], data: Any, *, what: str = "stored spec") -> S:

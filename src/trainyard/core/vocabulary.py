@@ -1,4 +1,4 @@
-"""Names that several layers spell alike: the mean modes, and how a GPU is named as a resource.
+"""Names that several layers spell alike: the mean and resize modes, and how a GPU is named as a resource.
 
 One source each, so the spec, the CLI, the form, the artefact and the scheduler cannot drift
 apart. Plain strings and no imports beyond typing: every process may read this.
@@ -11,6 +11,11 @@ from typing import Literal, get_args
 # What a model subtracts from its input: the dataset's mean image, its mean pixel, or nothing.
 MeanMode = Literal["image", "pixel", "none"]
 MEAN_MODES: tuple[str, ...] = get_args(MeanMode)
+
+# How a dataset build fits an image to its size (datasets/resize_plans.py holds each one's
+# geometry); named here because the artefact checks an archive's mode without loading datasets.
+ResizeMode = Literal["squash", "crop", "fill", "half_crop"]
+RESIZE_MODES: tuple[str, ...] = get_args(ResizeMode)
 
 # A whole GPU ("gpu:0") and a GPU shared by one inference job ("gpushare:0"), as leases name them.
 GPU_PREFIX, SHARE_PREFIX = "gpu:", "gpushare:"

@@ -15,8 +15,8 @@ its ``round()`` rounds halves away from zero, and its padding used integer divis
 The noise is uniform in 0..254 (DIGITS's ``randint(0, 255)``), so a network does not learn the
 padding as a feature. Interpolation is bilinear, DIGITS's default.
 
-Pure arithmetic, no numpy or Pillow: the CLI and spec validation read the mode names from here
-without paying for those imports; datasets/resize.py applies a plan to pixels.
+Pure arithmetic, no numpy or Pillow: spec validation reads the plans from here without paying for those
+imports (the mode names are core/vocabulary.py's); datasets/resize.py applies a plan to pixels.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from trainyard.core.registry import Registry, UnknownName
+from trainyard.core.vocabulary import RESIZE_MODES
 
 
 def py2_round(x: float) -> int:
@@ -96,12 +97,13 @@ class UnknownResizeMode(UnknownName):
     """A resize mode that does not exist."""
 
 
+# The names are core's (core/vocabulary.py), in its order; each has its plan here. A name
+# without a plan fails this import; RESIZE_MODES stays importable from here for datasets' users.
+_PLANS: dict[str, PlanFn] = {"squash": _plan_squash, "crop": _plan_crop, "fill": _plan_fill,
+                             "half_crop": _plan_half_crop}
 RESIZE: Registry[PlanFn] = Registry("resize mode", error=UnknownResizeMode, plural="modes")
-RESIZE.register("squash", _plan_squash)
-RESIZE.register("crop", _plan_crop)
-RESIZE.register("fill", _plan_fill)
-RESIZE.register("half_crop", _plan_half_crop)
-RESIZE_MODES: tuple[str, ...] = tuple(RESIZE)  # the names, for choices and validation
+for _mode in RESIZE_MODES:
+    RESIZE.register(_mode, _PLANS[_mode])
 
 
 def plan_resize(src_size: tuple[int, int], width: int, height: int, mode: str) -> Plan:

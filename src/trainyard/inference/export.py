@@ -38,6 +38,7 @@ import torch
 
 import trainyard
 from trainyard.artifact.checkpoint import (
+    JobOrigin,
     build_model_from_checkpoint,
     checkpoint_for_epoch,
     load_checkpoint,
@@ -107,7 +108,7 @@ def _epoch_of(checkpoint_path: Path) -> float:
 
 def archive_stem(checkpoint: dict) -> str:
     """The archive's top folder and download name: ``<job name>-epoch-<N>``."""
-    name = (checkpoint.get("spec") or {}).get("name") or "model"
+    name = JobOrigin.of_checkpoint(checkpoint).name or "model"
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._") or "model"
     return f"{slug}-epoch-{checkpoint['epoch']:g}"
 
@@ -164,14 +165,14 @@ def preprocess_document(checkpoint: dict, prep: Preprocessing) -> dict:
 def info_document(checkpoint: dict, prep: Preprocessing, checkpoint_path: Path, check: dict,
                   files: dict[str, bytes]) -> dict:
     """info.json: where the model comes from, how good it was, and with what it was made."""
-    spec = checkpoint.get("spec") or {}
+    origin = JobOrigin.of_checkpoint(checkpoint)
     epoch = checkpoint["epoch"]
     history = checkpoint.get("metrics") or {}
     return {
         "format": ARCHIVE_FORMAT,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "job": {"id": spec.get("id"), "name": spec.get("name"), "checkpoint": checkpoint_path.name},
-        "dataset": {"id": spec.get("dataset_id"), "name": _dataset_name(spec)},
+        "job": {"id": origin.id, "name": origin.name, "checkpoint": checkpoint_path.name},
+        "dataset": {"id": origin.dataset_id, "name": _dataset_name(origin.dataset_dir)},
         "network": checkpoint.get("network") or "custom",
         "build": {"num_classes": len(checkpoint["classes"]), "in_channels": prep.channels,
                   "image_size": checkpoint["image_size"]},
@@ -186,10 +187,13 @@ def info_document(checkpoint: dict, prep: Preprocessing, checkpoint_path: Path, 
     }
 
 
-def _dataset_name(spec: dict) -> str | None:
+def _dataset_name(dataset_dir: str | None) -> str | None:
+    """The training dataset's name, while its folder is still there."""
+    if not dataset_dir:
+        return None
     try:
-        return json.loads((Path(spec["dataset_dir"]) / "info.json").read_text()).get("name")
-    except (KeyError, OSError, ValueError):
+        return json.loads((Path(dataset_dir) / "info.json").read_text()).get("name")
+    except (OSError, ValueError):
         return None
 
 

@@ -14,7 +14,7 @@ from trainyard.core.paths import JobFolder
 def sandboxed(command: list[str], folder: JobFolder, gpu_ids: list[int] | None) -> list[str]:
     """``command`` wrapped in the sandbox when the job's network is user code; PermissionError
     (the job cannot start) where the kernel offers no sandbox and running unconfined is not allowed."""
-    if job_confinement.read_spec(folder.path).get("cluster"):
+    if job_confinement.read_spec(folder.path).on_cluster:
         return command
     try:
         return job_confinement.confined_command(command, folder.path, gpu_ids or [])

@@ -128,7 +128,7 @@ def _plan(folder: JobFolder, spec, d, events: RankEvents):
     leader = distributed.broadcast(
         {"spec": spec.model_dump(mode="json"), "checkpoint": load_checkpoint(latest) if latest else None}
         if d.is_main else None, d)
-    if not d.is_main and d.local_rank == 0 and leader["spec"]["id"] != spec.id:
+    if not d.is_main and d.local_rank == 0 and ModelSpec.model_validate(leader["spec"]).id != spec.id:
         events.activate()  # first process of another node's own job: report to that job
         events.status(Status.RUNNING)
     own = {"dataset_dir": spec.dataset_dir, "id": spec.id, "name": spec.name, "node_rank": spec.node_rank}

@@ -31,13 +31,13 @@ does not move statistics that nothing else in the layer follows.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
 from trainyard.artifact.preprocessing import Preprocessing
+from trainyard.artifact.recorded import RecordedInput
 from trainyard.core.events import EventWriter
 from trainyard.training.data import BatchLoader
 from trainyard.training.spec import ModelSpec
@@ -141,13 +141,9 @@ def pretrained_normalisation(spec: ModelSpec) -> normalisation.Normalisation | N
     """The store entry's normalisation, or the one a trainyard checkpoint recorded."""
     if spec.input_norm is not None:
         return spec.input_norm.mean, spec.input_norm.std
-    if not spec.pretrained or spec.pretrained_entry or Path(spec.pretrained).suffix == ".safetensors":
+    if not spec.pretrained or spec.pretrained_entry:
         return None
-    try:
-        loaded = torch.load(spec.pretrained, map_location="cpu", weights_only=True, mmap=True)
-    except Exception:  # not a checkpoint: _load_pretrained says what is wrong with it
-        return None
-    return normalisation.of_checkpoint(loaded.get("preprocess") if isinstance(loaded, dict) else None)
+    return RecordedInput.of_file(spec.pretrained).normalisation  # not a checkpoint: _load_pretrained says so
 
 
 def recalibrate(net: nn.Module, loader: BatchLoader, events: EventWriter, known: bool) -> None:

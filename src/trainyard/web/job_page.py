@@ -11,7 +11,10 @@ import re
 import time
 from pathlib import Path
 
+from trainyard.core.errors import InvalidInput
 from trainyard.core.status import FINAL_STATUSES, Status
+from trainyard.jobs.kinds import MODEL
+from trainyard.training.lr_policies import get_lr_policy
 from trainyard.web.model_form import as_text
 
 # Spec key (dotted for nested ones, a trailing "." for a whole nested group) -> group.
@@ -82,18 +85,20 @@ LR_ALWAYS = {"lr.base_lr", "lr.policy", "lr.warmup_percent"}
 _SEED_LOGGED = re.compile(r"^(?:\S+ \S+ \[info\] )?training .*, seed (\d+)$", re.MULTILINE)  # loop.py's start line
 
 
-def lr_unused(spec: dict) -> set[str]:
-    """The ``lr.*`` keys the spec's policy never reads (a fixed LR has no step size or gamma)."""
-    from trainyard.training.lr_policies import get_lr_policy
-
-    lr = spec.get("lr") or {}
+def lr_read(spec: dict) -> set[str] | None:
+    """The ``lr.*`` settings the spec's policy reads (a fixed LR has no step size or gamma), read
+    through the model kind's spec class; None when that is not known (no policy given, one this
+    version does not know, a spec that does not read as a model's): then every one is shown."""
     try:
-        uses = set(get_lr_policy(lr.get("policy", "")).uses)
-    except ValueError:  # a policy this version does not know: show everything
-        return set()
-    if lr.get("warmup_percent"):
+        lr = MODEL.read(spec).lr
+    except InvalidInput:
+        return None
+    if "policy" not in lr.model_fields_set:
+        return None
+    uses = set(get_lr_policy(lr.policy).uses)
+    if lr.warmup_percent:
         uses.add("warmup_start_factor")
-    return {f"lr.{key}" for key in lr if f"lr.{key}" not in LR_ALWAYS and key not in uses}
+    return LR_ALWAYS | {f"lr.{key}" for key in uses}
 
 
 def seed_used(job_dir: Path) -> int | None:
@@ -111,9 +116,9 @@ def settings_groups(spec: dict, extra: dict[str, list[tuple[str, str]]] | None =
     ``seed``: the seed the run used, shown in place of "random"."""
     grouped: dict[str, list] = {name: [] for name, _ in GROUPS}
     grouped["Other"] = []
-    unused = lr_unused(spec)
+    read = lr_read(spec)
     for key, value in flatten(spec):
-        if key in unused:
+        if read is not None and key.startswith("lr.") and key not in read:
             continue
         if key == "seed" and seed is not None:
             value = f"{seed}" if value is not None else f"{seed} (drawn at random)"

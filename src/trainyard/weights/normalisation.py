@@ -2,8 +2,9 @@
 0..1 pixels.
 
 A user names it when importing weights (``--mean``/``--std``); a trainyard checkpoint records
-its own (its ``preprocess`` entry); published entries carry their library's. Fine-tuning feeds
-the network exactly that (training/build_run.py), so its BatchNorm statistics fit its inputs.
+its own (its ``preprocess`` entry, read by artifact/recorded.py); published entries carry their
+library's. Fine-tuning feeds the network exactly that (training/build_run.py), so its BatchNorm
+statistics fit its inputs.
 """
 
 from __future__ import annotations
@@ -48,29 +49,3 @@ def given(mean, std) -> Normalisation | None:
         raise InvalidInput(f"--mean has {len(means)} values and --std {len(stds)}: give one per "
                            "channel for both, or one value for all channels")
     return means * (channels // len(means)), stds * (channels // len(stds))
-
-
-def of_checkpoint(prep: dict | None) -> Normalisation | None:
-    """What a trainyard checkpoint's network was fed, as a per-channel normalisation.
-
-    Its ``preprocess`` entry holds the mean subtracted (an (H, W, C) image in 0..255, or none)
-    and, when it was fine-tuned from published weights, their std. A per-pixel mean image is
-    taken by its channel average (another dataset's images have another size). None when the
-    entry says nothing usable.
-    """
-    if not prep or "mean_mode" not in prep:
-        return None
-    import numpy as np
-
-    mean = prep.get("mean")
-    mode = prep["mean_mode"]
-    if mean is None and mode != "none":
-        return None
-    channels = int(prep.get("channels") or (np.asarray(mean).shape[-1] if mean is not None else 3))
-    if mode == "none" or mean is None:
-        means = [0.0] * channels
-    else:
-        image = np.asarray(mean.numpy() if hasattr(mean, "numpy") else mean, np.float64)
-        means = [float(v) / 255.0 for v in image.reshape(-1, image.shape[-1]).mean(axis=0)]
-    stds = [float(s) for s in prep["std"]] if prep.get("std") else [1.0] * len(means)
-    return means, stds

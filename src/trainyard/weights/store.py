@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
 
+from trainyard.artifact.recorded import RecordedInput
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
 from trainyard.core.files import read_json, write_json_atomic
 from trainyard.weights import catalogue, normalisation
@@ -190,10 +191,11 @@ class WeightsStore:
         record = {"name": name, "network": info.name, "source": "user", "filename": OWN_FILENAME,
                   "url": None, "accuracy": {}, "num_classes": 0, "aliases": [],
                   "input_size": [3, info.image_size, info.image_size]}
-        prep = _checkpoint_preprocess(file)
-        record.update(_input_size(prep))  # a trainyard checkpoint's own input size, not the network's default
+        recorded = RecordedInput.of_file(file)  # a plain weights file records nothing: only the user can say
+        if recorded.input_size:  # a trainyard checkpoint's own input size, not the network's default
+            record["input_size"] = list(recorded.input_size)
         side = record["input_size"][-1]
-        norm = norm or normalisation.of_checkpoint(prep)
+        norm = norm or recorded.normalisation
         record["mean"], record["std"] = norm if norm else (None, None)
         # these import torch: only what reads weights pays for it
         from trainyard.weights import fit, tensor_files
@@ -251,32 +253,6 @@ def _network_info(network: str):
         return get_network(network)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
-
-
-def _checkpoint_preprocess(file: Path) -> dict | None:
-    """A trainyard checkpoint's ``preprocess`` entry (what its network was fed, and at what
-    size); None for a plain weights file, whose normalisation only the user can say."""
-    import torch
-
-    if file.suffix == ".safetensors":
-        return None
-    try:
-        loaded = torch.load(file, map_location="cpu", weights_only=True, mmap=True)
-    except Exception:
-        return None
-    return loaded.get("preprocess") if isinstance(loaded, dict) else None
-
-
-def _input_size(prep: dict | None) -> dict:
-    """``{"input_size": [C, H, W]}`` the checkpoint's network was trained on (its crop, or its
-    dataset's images), or nothing when the checkpoint does not say."""
-    if not prep:
-        return {}
-    try:
-        height, width = (prep["crop"], prep["crop"]) if prep.get("crop") else (prep["height"], prep["width"])
-        return {"input_size": [int(prep["channels"]), int(height), int(width)]}
-    except (KeyError, TypeError, ValueError):
-        return {}
 
 
 def _copy_atomic(source: Path, dest: Path) -> None:

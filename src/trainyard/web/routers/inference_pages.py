@@ -19,6 +19,7 @@ from trainyard.datasets.storage import split_names
 from trainyard.jobs.context import Context
 from trainyard.jobs.inference_jobs import inference_jobs
 from trainyard.jobs.job_documents import job_brief, job_detail
+from trainyard.jobs.kinds import MODEL
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.routers.inference_results import job_folder
 
@@ -31,8 +32,11 @@ def _model(ctx: Context, model_id: str) -> dict:
     return job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model"))
 
 
-def _splits(model: dict) -> list[str]:
-    folder = (model.get("spec") or {}).get("dataset_dir")
+def _splits(ctx: Context, model_id: str) -> list[str]:
+    """The splits of the model's dataset to evaluate on, while its folder is there (an imported
+    model's spec names none)."""
+    spec = MODEL.find_spec(ctx.manager.folder(model_id))
+    folder = spec.dataset_dir if spec else None
     return [s for s in split_names(Path(folder)) if s != "train"] if folder and Path(folder).is_dir() else []
 
 
@@ -44,7 +48,7 @@ def classify_page(request: Request, ctx: Ctx, model_id: str, epoch: float | None
     # The checkpoint files themselves: a snapshot is usable as soon as its file is complete.
     snapshots = list(checkpoint_epochs(ctx.manager.folder(model_id).path))
     return templates.TemplateResponse(request, "classify.html", {
-        "model": model, "snapshots": snapshots, "splits": _splits(model), "jobs": jobs, "epoch": epoch,
+        "model": model, "snapshots": snapshots, "splits": _splits(ctx, model_id), "jobs": jobs, "epoch": epoch,
         "roots": [str(r) for r in ctx.settings.allowed_roots]})
 
 

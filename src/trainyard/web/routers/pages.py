@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from trainyard.core import formatting
-from trainyard.datasets.resize_plans import RESIZE_MODES
+from trainyard.core.vocabulary import RESIZE_MODES
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.jobs import job_pages, labels
 from trainyard.jobs.context import Context
