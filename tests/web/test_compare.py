@@ -6,24 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from trainyard.cli.main import app as cli
 from trainyard.core.events import EventWriter
-from trainyard.jobs.resources import Pools
-from trainyard.web.app import create_app
-
-
-@pytest.fixture
-def app(settings):
-    return create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]), run_scheduler=False)
-
-
-@pytest.fixture
-def client(app):
-    with TestClient(app) as client:
-        yield client
 
 
 def add_run(ctx, dataset_id: str, name: str, lr: float, accuracy: list[float], status: str = "done",
@@ -42,8 +28,8 @@ def add_run(ctx, dataset_id: str, name: str, lr: float, accuracy: list[float], s
 
 
 @pytest.fixture
-def runs(app) -> dict:
-    ctx = app.state.ctx
+def runs(idle_app) -> dict:
+    ctx = idle_app.state.ctx
     dataset = ctx.manager.create("dataset", "digits", {"name": "digits"}, needs={"pool": "dataset"})
     ctx.store.update_job(dataset.id, status="done")
     return {"dataset": dataset.id,
@@ -51,8 +37,8 @@ def runs(app) -> dict:
             "slow": add_run(ctx, dataset.id, "slow", 1e-4, [50.0, 52.0])}
 
 
-def test_the_document_holds_settings_differences_best_final_and_curves(client, runs):
-    doc = client.get(f"/api/jobs/compare?ids={runs['fast']},{runs['slow']}").json()
+def test_the_document_holds_settings_differences_best_final_and_curves(idle_client, runs):
+    doc = idle_client.get(f"/api/jobs/compare?ids={runs['fast']},{runs['slow']}").json()
     assert [j["id"] for j in doc["jobs"]] == [runs["fast"], runs["slow"]]
     fast, slow = doc["jobs"]
     assert fast["name"] == "fast" and fast["status"] == "done"
@@ -71,27 +57,27 @@ def test_the_document_holds_settings_differences_best_final_and_curves(client, r
     ("DATASET", 400, "only model"),
     (",".join(f"j{i}" for i in range(21)), 400, "at most 20"),
 ])
-def test_bad_id_lists_get_one_line_4xx(client, runs, ids, status, words):
-    response = client.get("/api/jobs/compare", params={"ids": ids.replace("DATASET", runs["dataset"])})
+def test_bad_id_lists_get_one_line_4xx(idle_client, runs, ids, status, words):
+    response = idle_client.get("/api/jobs/compare", params={"ids": ids.replace("DATASET", runs["dataset"])})
     assert response.status_code == status
     detail = response.json()["detail"]
     assert words in detail and "\n" not in detail
 
 
-def test_one_run_and_a_repeated_id_are_fine(client, runs):
-    doc = client.get(f"/api/jobs/compare?ids={runs['fast']},{runs['fast']}").json()
+def test_one_run_and_a_repeated_id_are_fine(idle_client, runs):
+    doc = idle_client.get(f"/api/jobs/compare?ids={runs['fast']},{runs['fast']}").json()
     assert len(doc["jobs"]) == 1 and doc["differs"] == []
 
 
-def test_the_page_links_each_run_and_highlights_what_differs(client, runs):
-    html = client.get(f"/compare?ids={runs['fast']},{runs['slow']}").text
+def test_the_page_links_each_run_and_highlights_what_differs(idle_client, runs):
+    html = idle_client.get(f"/compare?ids={runs['fast']},{runs['slow']}").text
     assert f'href="/models/{runs["fast"]}"' in html and f'href="/models/{runs["slow"]}"' in html
     assert '<th class="sortable differs" data-type="auto">lr.base_lr</th>' in html
     assert '<tr class="differs"><th>epochs</th>' in html and "<tr><th>network</th>" in html
-    assert client.get("/compare?ids=nosuchjob").status_code == 404
+    assert idle_client.get("/compare?ids=nosuchjob").status_code == 404
 
 
-def test_the_cli_prints_the_document_or_a_table_of_what_differs(app, runs, settings):
+def test_the_cli_prints_the_document_or_a_table_of_what_differs(idle_app, runs, settings):
     env = {"TRAINYARD_HOME": str(settings.home), "TRAINYARD_DATA_ROOTS": str(settings.data_roots[0]),
            "TRAINYARD_AUTH_TOKEN": ""}
     result = CliRunner().invoke(cli, ["jobs", "compare", runs["fast"], runs["slow"], "--json"], env=env)
@@ -106,7 +92,7 @@ def test_the_cli_prints_the_document_or_a_table_of_what_differs(app, runs, setti
     assert result.exit_code == 2 and "only model" in result.stderr
 
 
-def test_the_home_list_offers_to_compare_a_sweep(client, runs):
-    html = client.get("/?group=sweep").text
+def test_the_home_list_offers_to_compare_a_sweep(idle_client, runs):
+    html = idle_client.get("/?group=sweep").text
     assert f'<a class="compare-sweep" href="/compare?ids={runs["slow"]},{runs["fast"]}">' in html
-    assert 'id="compare-selected"' in client.get("/").text
+    assert 'id="compare-selected"' in idle_client.get("/").text

@@ -6,45 +6,32 @@ from __future__ import annotations
 import json
 
 import pytest
-from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from tests.web.test_compare import add_run
 from trainyard.cli.main import app as cli
-from trainyard.jobs.resources import Pools
-from trainyard.web.app import create_app
 
 
 @pytest.fixture
-def app(settings):
-    return create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]), run_scheduler=False)
-
-
-@pytest.fixture
-def client(app):
-    with TestClient(app) as client:
-        yield client
-
-
-@pytest.fixture
-def runs(app) -> list[str]:
-    ctx = app.state.ctx
+def runs(idle_app) -> list[str]:
+    ctx = idle_app.state.ctx
     dataset = ctx.manager.create("dataset", "digits", {"name": "digits"}, needs={"pool": "dataset"})
     ctx.store.update_job(dataset.id, status="done")
     return [add_run(ctx, dataset.id, name, 0.1, [50.0]) for name in ("first", "second")]
 
 
-def test_patch_sets_tags_and_notes_which_the_job_and_its_page_show(client, runs):
-    answer = client.patch(f"/api/jobs/{runs[0]}", json={"tags": ["Baseline", "lr-search", "baseline"],
+def test_patch_sets_tags_and_notes_which_the_job_and_its_page_show(idle_client, runs):
+    answer = idle_client.patch(f"/api/jobs/{runs[0]}", json={"tags": ["Baseline", "lr-search", "baseline"],
                                                          "notes": "  the first try  "})
     assert answer.status_code == 200
     assert answer.json()["tags"] == ["baseline", "lr-search"] and answer.json()["notes"] == "the first try"
-    job = client.get(f"/api/jobs/{runs[0]}").json()
+    job = idle_client.get(f"/api/jobs/{runs[0]}").json()
     assert job["tags"] == ["baseline", "lr-search"] and job["notes"] == "the first try"
-    assert client.patch(f"/api/jobs/{runs[0]}", json={"notes": "changed"}).json()["tags"] == ["baseline", "lr-search"]
-    page = client.get(f"/models/{runs[0]}").text
+    answer = idle_client.patch(f"/api/jobs/{runs[0]}", json={"notes": "changed"})
+    assert answer.json()["tags"] == ["baseline", "lr-search"]
+    page = idle_client.get(f"/models/{runs[0]}").text
     assert '<a class="tag" href="/?tag=lr-search">lr-search</a>' in page and ">changed</textarea>" in page
-    assert client.get(f"/api/jobs/{runs[1]}").json()["tags"] == []
+    assert idle_client.get(f"/api/jobs/{runs[1]}").json()["tags"] == []
 
 
 @pytest.mark.parametrize("body, status, words", [
@@ -55,27 +42,27 @@ def test_patch_sets_tags_and_notes_which_the_job_and_its_page_show(client, runs)
     ({"notes": "x" * 10_001}, 422, "notes"),
     ({"status": "done"}, 422, "status"),
 ])
-def test_bad_labels_are_refused_with_one_line(client, runs, body, status, words):
-    answer = client.patch(f"/api/jobs/{runs[0]}", json=body)
+def test_bad_labels_are_refused_with_one_line(idle_client, runs, body, status, words):
+    answer = idle_client.patch(f"/api/jobs/{runs[0]}", json=body)
     assert answer.status_code == status and words in answer.json()["detail"]
     assert "\n" not in answer.json()["detail"]
-    assert client.get(f"/api/jobs/{runs[0]}").json()["tags"] == []  # nothing half-applied
+    assert idle_client.get(f"/api/jobs/{runs[0]}").json()["tags"] == []  # nothing half-applied
 
 
-def test_unknown_job_is_404(client):
-    assert client.patch("/api/jobs/nosuchjob", json={"tags": ["a"]}).status_code == 404
+def test_unknown_job_is_404(idle_client):
+    assert idle_client.patch("/api/jobs/nosuchjob", json={"tags": ["a"]}).status_code == 404
 
 
-def test_the_home_list_shows_tags_and_filters_by_one(client, runs):
-    client.patch(f"/api/jobs/{runs[1]}", json={"tags": ["keep"]})
-    everything = client.get("/").text
+def test_the_home_list_shows_tags_and_filters_by_one(idle_client, runs):
+    idle_client.patch(f"/api/jobs/{runs[1]}", json={"tags": ["keep"]})
+    everything = idle_client.get("/").text
     assert runs[0] in everything and '<option value="keep"' in everything
-    filtered = client.get("/?tag=keep").text.split('id="models-table"', 1)[1]
+    filtered = idle_client.get("/?tag=keep").text.split('id="models-table"', 1)[1]
     assert runs[1] in filtered and runs[0] not in filtered
-    assert runs[0] not in client.get("/partials/jobs?tag=KEEP").text  # tags are lower case
+    assert runs[0] not in idle_client.get("/partials/jobs?tag=KEEP").text  # tags are lower case
 
 
-def test_cli_tags_and_notes(app, runs, settings):
+def test_cli_tags_and_notes(idle_app, runs, settings):
     env = {"TRAINYARD_HOME": str(settings.home), "TRAINYARD_DATA_ROOTS": str(settings.data_roots[0]),
            "TRAINYARD_AUTH_TOKEN": ""}
 
