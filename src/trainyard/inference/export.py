@@ -239,6 +239,7 @@ Pillow and onnxruntime only; the scripts preprocess exactly as the trainyard ser
 
     pip install numpy pillow onnxruntime
     python use_archive.py {stem}.tar.gz IMAGE...          # straight from the archive
+    python use_archive.py . IMAGE...                      # or from this unpacked folder
     python example.py model.onnx IMAGE... -l labels.txt -m mean.npy -p preprocess.json
     python example.py ... --json --batch-size 32          # JSON for machines; --cpu forces the CPU
 
@@ -293,7 +294,6 @@ def _npy(array: np.ndarray) -> bytes:
     buffer = io.BytesIO()
     np.save(buffer, array, allow_pickle=False)
     return buffer.getvalue()
-
 
 
 def _png(mean: np.ndarray) -> bytes:
