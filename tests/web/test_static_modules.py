@@ -32,6 +32,20 @@ def test_no_script_publishes_a_global_and_every_import_is_exported():
             assert not missing, (path.name, target, missing)
 
 
+def test_a_script_imports_every_other_modules_export_it_uses():
+    """A module sees another's names only by import: a bare ``ty.api`` without one is a
+    ReferenceError on the page (the System page's script once had none)."""
+    exported = {name: path.name for path in STATIC.glob("*.js") for name in exports(path)}
+    for path in STATIC.glob("*.js"):
+        text = path.read_text()
+        imported = {n.strip() for names in re.findall(r"^import \{ ([^}]+) \}", text, re.M) for n in names.split(",")}
+        code = re.sub(r"//.*", "", text)
+        own = set(re.findall(r"\b(?:const|let|var|function|class) (\w+)", code))  # a local of the same name
+        used = {name for name, home in exported.items()
+                if home != path.name and name not in own and re.search(rf"(?<![\w.$-]){name}\s*[.(]", code)}
+        assert used <= imported, (path.name, sorted(used - imported))
+
+
 def test_the_job_pages_share_one_controller_and_one_header():
     controllers = [p.name for p in STATIC.glob("*.js") if "new EventSource(" in p.read_text()]
     assert controllers == ["job_page.js"]

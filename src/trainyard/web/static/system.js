@@ -1,5 +1,7 @@
 // The system page: /api/system every few seconds (this machine's GPUs, CPU and memory; in
 // cluster mode every node of the cluster, with what is in use and by which jobs).
+import { ty } from "./app.js";
+
 (() => {
   const $ = (id) => document.getElementById(id);
   const gib = (bytes) => (bytes == null ? "?" : (bytes / 2 ** 30).toFixed(1));
