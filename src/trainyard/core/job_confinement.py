@@ -68,13 +68,14 @@ def read_spec(job_dir: str | os.PathLike) -> ConfinedJob:
 
 
 def confined_command(command: list[str], job_dir: str | os.PathLike, gpu_ids: list[int] | list[str],
-                     env: dict[str, str] | None = None) -> list[str]:
+                     env: dict[str, str] | None = None, job: ConfinedJob | None = None) -> list[str]:
     """``command`` under the supervisor and in the sandbox when the job's network is user code;
     unchanged otherwise, and where the kernel has no sandbox but running unconfined was allowed.
     Raises `sandbox.SandboxUnavailable` where it has none and that was not allowed. The
     supervisor reports a breach of the limits to the job folder (core/supervisor.py). ``env``:
-    the environment the command gets (its TRAINYARD_SANDBOX_MEMORY_MB), else this process's."""
-    job = read_spec(job_dir)
+    the environment the command gets (its TRAINYARD_SANDBOX_MEMORY_MB), else this process's;
+    ``job``: the job's spec as `read_spec` gave it, when the caller has read it already."""
+    job = job or read_spec(job_dir)
     if not job.is_user_code or not sandbox.require():
         return command
     policy = training_policy(job, Path(job_dir), len(gpu_ids), os.environ if env is None else env)
