@@ -25,12 +25,11 @@ import torch
 
 from trainyard.artifact.checkpoint import FORMAT
 from trainyard.artifact.network import create_model
-from trainyard.artifact.preprocessing import Preprocessing, from_document
+from trainyard.artifact.preprocessing import NO_MEAN, Preprocessing, from_document
 from trainyard.core.errors import UserError
 from trainyard.core.files import read_json
 from trainyard.datasets.archive import ArchiveError, safe_extract
 from trainyard.networks import UnknownNetwork, check_network_isolated, network_source
-from trainyard.networks.isolated import check_timeout
 
 REQUIRED = ("weights.safetensors", "network.py", "labels.txt", "mean.npy", "preprocess.json")
 MAX_ARCHIVE_BYTES = 8 * 2**30  # unpacked; the largest torchvision networks are ~0.6 GB twice
@@ -59,13 +58,12 @@ def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike,
     info = _read_json(root, "info.json") if (root / "info.json").is_file() else {}
     prep, image_size = read_preprocess(_read_json(root, "preprocess.json"))
     classes = read_labels(root / "labels.txt")
-    if prep.mean_mode != "none":
+    if prep.mean_mode != NO_MEAN:
         prep = prep.replace(mean=read_mean(root / "mean.npy", prep))
     network, source = pick_network((root / "network.py").read_text(encoding="utf-8"), info.get("network"))
     weights = read_weights(root / "weights.safetensors")
     check_classes_fit(weights, len(classes))  # before anything is built: labels.txt alone sizes the network
-    expected = _state_shapes(network, source, len(classes), prep.channels, image_size,
-                             check_timeout_s or check_timeout())
+    expected = _state_shapes(network, source, len(classes), prep.channels, image_size, check_timeout_s)
     _check_exactly(expected, weights)
     return {
         "format": FORMAT, "model": {name: weights[name] for name in expected},
@@ -149,7 +147,7 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _state_shapes(network: str | None, source: str | None, num_classes: int, channels: int,
-                  image_size: int, timeout: float) -> dict[str, tuple[int, ...]]:
+                  image_size: int, timeout: float | None) -> dict[str, tuple[int, ...]]:
     """{name: shape} of the network's state dict, in its order.
 
     A custom network.py is user code: it is built and run only in a child process, which

@@ -126,9 +126,9 @@ def _plan(folder: JobFolder, spec, d, events: RankEvents):
     if d.world_size == 1:
         return spec, latest
     leader = distributed.broadcast(
-        {"spec": spec.model_dump(mode="json"), "checkpoint": load_checkpoint(latest) if latest else None}
-        if d.is_main else None, d)
-    if not d.is_main and d.local_rank == 0 and ModelSpec.model_validate(leader["spec"]).id != spec.id:
+        {"spec": spec.model_dump(mode="json"), "job": spec.id,
+         "checkpoint": load_checkpoint(latest) if latest else None} if d.is_main else None, d)
+    if not d.is_main and d.local_rank == 0 and leader["job"] != spec.id:
         events.activate()  # first process of another node's own job: report to that job
         events.status(Status.RUNNING)
     own = {"dataset_dir": spec.dataset_dir, "id": spec.id, "name": spec.name, "node_rank": spec.node_rank}
