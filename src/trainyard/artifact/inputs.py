@@ -24,7 +24,7 @@ from trainyard.artifact.preprocessing import SCALE, Preprocessing
 from trainyard.datasets.images import to_mode
 from trainyard.datasets.resize import resize_image
 
-__all__ = ["INFERENCE_NOISE_SEED", "SCALE", "Prepared", "center_window", "input_shape", "prepare_images",
+__all__ = ["INFERENCE_NOISE_SEED", "Prepared", "center_window", "prepare_images",
            "prepare_pixels", "resize_for_input"]
 
 # Noise seed for fill/half_crop padding at inference, so an image always classifies the same.
@@ -50,11 +50,6 @@ def center_window(h: int, w: int, crop: int) -> tuple[slice, slice]:
     check_crop(crop, h, w)
     top, left = (h - crop) // 2, (w - crop) // 2
     return slice(top, top + crop), slice(left, left + crop)
-
-
-def input_shape(preprocess: Preprocessing | Mapping) -> tuple[int, int, int]:
-    """(C, h, w) of the network input: the crop, else the stored image size."""
-    return Preprocessing.of(preprocess).input_shape
 
 
 def resize_for_input(image: Image.Image, preprocess: Preprocessing | Mapping) -> np.ndarray:

@@ -27,7 +27,7 @@ from trainyard.artifact.inputs import center_window, prepare_images
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.vocabulary import MEAN_MODES
 
-__all__ = ["MEAN_MODES", "center_crop_batch", "input_arrays", "input_mean", "input_std", "mean_image", "mean_tensor",
+__all__ = ["center_crop_batch", "input_arrays", "input_mean", "input_std", "mean_image", "mean_tensor",
            "normalize_batch", "preprocess_images", "std_tensor"]
 
 

@@ -22,9 +22,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 from trainyard.artifact import network
 from trainyard.artifact.checkpoint import load_checkpoint
-from trainyard.artifact.inputs import SCALE
 from trainyard.artifact.preprocess import mean_tensor, std_tensor
-from trainyard.artifact.preprocessing import Preprocessing
+from trainyard.artifact.preprocessing import DEFAULT_RESIZE, Preprocessing
 from trainyard.core.errors import InvalidInput
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
@@ -171,9 +170,10 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
     stepper = Stepper(optimizer, scheduler, scaler, device.type, dtype, spec.accumulation)
 
-    preprocess = Preprocessing(width, height, channels, info.get("resize") or "squash", mean_mode, spec.crop,
-                               torch.from_numpy(mean.astype(np.float32)) if mean is not None else None,
-                               SCALE, tuple(std) if std else None)
+    preprocess = Preprocessing(width=width, height=height, channels=channels,
+                               resize=info.get("resize") or DEFAULT_RESIZE, mean_mode=mean_mode, crop=spec.crop,
+                               std=tuple(std) if std else None,
+                               mean=torch.from_numpy(mean.astype(np.float32)) if mean is not None else None)
     run = Run(spec, Path(job_dir), events, device, net, net, stepper, train_loader, val_loader,
               schedule, classes, image_size, preprocess, seed, trainable, head, dist=d, base_lr=base_lr,
               batchnorm_refresh=refresh)

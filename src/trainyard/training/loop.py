@@ -149,8 +149,8 @@ class Reporter:
         point = self.run.schedule.at(batches)
         if point is not None:
             self.read_back(point)
-            if point.validate is not None or point.snapshot is not None:
-                transfer.refresh_batchnorm(self.run.net, self.run.batchnorm_refresh)
+            if (point.validate is not None and self.run.val_loader is not None) or point.snapshot is not None:
+                transfer.refresh_batchnorm(self.run.net, self.run.batchnorm_refresh)  # what is validated or saved
             if point.validate is not None:
                 self.validate(point.validate)
             if point.snapshot is not None:
