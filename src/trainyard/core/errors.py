@@ -79,3 +79,13 @@ def validated(model: type[M], data: Any, *, what: str = "", error: type[UserErro
     except ValidationError as exc:
         message = validation_message(exc)
         raise error(f"{what}: {message}" if what else message) from None
+
+
+def error_chain(error: BaseException, most: int = 20) -> list[BaseException]:
+    """``error`` and what caused it (``__cause__``, else ``__context__``), as far as it goes."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in seen and len(seen) < most:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from trainyard.core import sandbox
+from trainyard.core.childproc import out_of_memory
 from trainyard.core.environment import MEMORY_SETTING, sandbox_memory_mb
+from trainyard.core.errors import error_chain
 from trainyard.core.stored import SpecView, read_stored
 
 # A job's processes, counted by its supervisor (threads are not counted): a data loader's
@@ -116,12 +118,7 @@ def out_of_memory_message(error: BaseException) -> str | None:
     limit = sandbox.memory_limit_mb()
     if limit is None:
         return None
-    current: BaseException | None = error
-    for _ in range(20):  # the chain of causes, as far as it goes
-        if current is None:
-            return None
-        if isinstance(current, MemoryError) or "can't allocate memory" in str(current):
-            return (f"the network used more than {limit / 1024:.3g} GiB of memory, the most a training process "
-                    f"running user code may take ({MEMORY_SETTING})")
-        current = current.__cause__ or current.__context__
+    if any(isinstance(e, MemoryError) or out_of_memory(str(e)) for e in error_chain(error)):
+        return (f"the network used more than {limit / 1024:.3g} GiB of memory, the most a training process "
+                f"running user code may take ({MEMORY_SETTING})")
     return None

@@ -12,6 +12,8 @@ import errno
 import shutil
 from pathlib import Path
 
+from trainyard.core.errors import error_chain
+
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 TORCH_WRITE_FAILURES = ("unexpected pos", "file write failed", "PytorchStreamWriter failed")
 NEARLY_FULL_BYTES = 64 << 20  # what a failed torch write with this little room left means
@@ -19,10 +21,10 @@ NEARLY_FULL_BYTES = 64 << 20  # what a failed torch write with this little room 
 
 def disk_full_message(error: BaseException, folder: Path) -> str | None:
     """The user's one line when ``error`` (or what caused it) is a full disk, else None."""
-    if any(isinstance(e, OSError) and e.errno in FULL_ERRNOS for e in _chain(error)):
+    if any(isinstance(e, OSError) and e.errno in FULL_ERRNOS for e in error_chain(error)):
         return _message(folder)
     torch_write = any(isinstance(e, RuntimeError) and any(s in str(e) for s in TORCH_WRITE_FAILURES)
-                      for e in _chain(error))
+                      for e in error_chain(error))
     if torch_write and _free_bytes(folder) < NEARLY_FULL_BYTES:
         return _message(folder)
     return None
@@ -31,15 +33,6 @@ def disk_full_message(error: BaseException, folder: Path) -> str | None:
 def _message(folder: Path) -> str:
     return (f"no space left on device: a file of the job could not be written in {folder}; free some "
             "space, then resume the job (the checkpoints written so far are kept)")
-
-
-def _chain(error: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    current: BaseException | None = error
-    while current is not None and current not in seen and len(seen) < 20:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return seen
 
 
 def _free_bytes(folder: Path) -> int:
