@@ -8,9 +8,10 @@ import json
 import pytest
 
 from tests.training.model_helpers import model_spec
-from trainyard.cluster.job_spec import read_launch_spec
+from trainyard.cluster.job_spec import LaunchSpec, read_launch_spec
 from trainyard.cluster.placement import Placement
 from trainyard.core.errors import InvalidInput
+from trainyard.core.stored import read_stored
 from trainyard.training.spec import ModelSpec
 
 
@@ -29,7 +30,8 @@ def test_an_older_spec_missing_fields_reads_with_the_defaults_the_launcher_used(
     view = read_launch_spec(tmp_path / "spec.json")
     assert (view.id, view.max_restarts, view.run_id) == (None, 0, "job")
     assert Placement.from_spec(view) == Placement(1, "cpu")
-    assert Placement.from_spec({"cluster": {"workers": 0, "device": ""}}) == Placement(1, "cpu")
+    unset = read_stored(LaunchSpec, {"cluster": {"workers": 0, "device": ""}})
+    assert Placement.from_spec(unset) == Placement(1, "cpu")
 
 
 def test_a_spec_without_a_dataset_or_of_the_wrong_shape_is_refused_in_one_line(tmp_path):

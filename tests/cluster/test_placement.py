@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from tests.training.model_helpers import make_dataset, model_spec, statuses, write_job
+from trainyard.cluster.job_spec import LaunchSpec
 from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
 from trainyard.cluster.worker import RankWorker, child_environment, interface_of
+from trainyard.core.stored import read_stored
 from trainyard.jobs.context import open_context
 from trainyard.jobs.manager import JobError
 from trainyard.jobs.resources import Pools
@@ -27,7 +29,8 @@ def test_a_pending_placement_says_what_it_waits_for():
     assert Placement(8, "gpu").waiting_detail({"GPU": 5.0, "CPU": 64.0}) == "waiting for 8 GPUs on the cluster (5 free)"
     assert Placement(1, "cpu").waiting_detail({}) == "waiting for 1 CPU on the cluster (0 free)"
     assert Placement(2, "gpu").bundles() == [{"GPU": 1.0, "CPU": 1.0}] * 2
-    assert Placement.from_spec({"cluster": {"workers": 3, "device": "cpu"}}) == Placement(3, "cpu")
+    spec = read_stored(LaunchSpec, {"cluster": {"workers": 3, "device": "cpu"}})
+    assert Placement.from_spec(spec) == Placement(3, "cpu")
 
 
 def test_ranks_are_numbered_node_by_node_with_local_ranks_and_their_gpus():

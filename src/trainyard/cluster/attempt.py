@@ -23,6 +23,7 @@ from trainyard.cluster.connect import address, unreachable
 from trainyard.cluster.job_spec import LaunchSpec
 from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
 from trainyard.cluster.worker import RankWorker
+from trainyard.core.environment import MEMORY_SETTING
 from trainyard.core.events import EventWriter
 from trainyard.core.jobproc import EXIT_ABORTED, one_line
 from trainyard.core.paths import JobFolder
@@ -37,7 +38,7 @@ HEAD_LOST_S = 10.0  # the head's port unanswered this long: the cluster is lost 
 HEAD_CHECK_S = 2.0
 # The launcher's thread settings (a local job's process inherits them) go to every rank, and
 # the checkpoint writer's documented test hook (checkpoint_writer.py) with them.
-PASSED_ON = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TRAINYARD_CHECKPOINT_HOLD", "TRAINYARD_SANDBOX_MEMORY_MB")
+PASSED_ON = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TRAINYARD_CHECKPOINT_HOLD", MEMORY_SETTING)
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,9 @@ keeps their traffic inside the node).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from trainyard.cluster.job_spec import LaunchSpec
-from trainyard.core.stored import read_stored
 from trainyard.core.vocabulary import gpu_resource
 
 
@@ -28,10 +25,9 @@ class Placement:
     device: str = "cpu"  # "cpu" | "gpu"
 
     @classmethod
-    def from_spec(cls, spec: LaunchSpec | Mapping[str, Any]) -> Placement:
-        """What the job's spec asks for (the launcher's view of it, or a spec.json's content)."""
-        cluster = (spec if isinstance(spec, LaunchSpec) else read_stored(LaunchSpec, spec)).cluster
-        return cls(cluster.workers, cluster.device)
+    def from_spec(cls, spec: LaunchSpec) -> Placement:
+        """What the job's spec asks for (the launcher's view of it)."""
+        return cls(spec.cluster.workers, spec.cluster.device)
 
     @property
     def resource(self) -> str:

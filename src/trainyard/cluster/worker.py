@@ -74,12 +74,13 @@ class RankWorker:
             command = [sys.executable, *command[1:]]  # this node's interpreter (the cluster's venv)
         # A rank runs the job's network: user code, when it is custom, confined on this node as a
         # local job is (SandboxUnavailable, said by the launcher, where this node has no sandbox).
-        confined = confined_command(command, cwd, self.gpu_ids, env=child_environment(env))
+        environment = child_environment(env)
+        confined = confined_command(command, cwd, self.gpu_ids, env=environment)
         # Its own process group, so that `stop` reaches the training process past its supervisor
         # (which waits for it); it still dies with this actor (PR_SET_PDEATHSIG).
         self.group = confined is not command
         with open(output, "ab") as out:
-            self.child = subprocess.Popen(confined, cwd=cwd, env=child_environment(env), stdin=subprocess.DEVNULL,
+            self.child = subprocess.Popen(confined, cwd=cwd, env=environment, stdin=subprocess.DEVNULL,
                                           stdout=out, stderr=subprocess.STDOUT, start_new_session=self.group,
                                           preexec_fn=None if niceness is None else lambda: set_niceness(niceness))
         try:
