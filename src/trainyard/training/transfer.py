@@ -78,16 +78,25 @@ def recalibrate_batchnorm(model: nn.Module, loader: BatchLoader, max_images: int
     return seen
 
 
+def _pass_batches(loader: BatchLoader, max_images: int) -> int:
+    """The batches a recalibration pass reads: enough for ``max_images``, at least one."""
+    return max(1, -(-max_images // loader.batch_size))
+
+
 def _limited(loader: BatchLoader, max_images: int) -> Iterable[tuple[torch.Tensor, torch.Tensor]]:
-    batches = max(1, -(-max_images // loader.batch_size))
-    return loader.batches(0, 0, batches)
+    return loader.batches(0, 0, _pass_batches(loader, max_images))
+
+
+def _frozen(layer: nn.Module) -> bool:
+    """A BatchNorm layer with parameters, none of which trains (a layer without any trains its statistics)."""
+    params = list(layer.parameters())
+    return bool(params) and not any(p.requires_grad for p in params)
 
 
 def trainable_batchnorm(model: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
     """The BatchNorm layers that train: a frozen one keeps its statistics (and stays in eval
     mode, so recomputing would leave it reset)."""
-    return [m for m in batchnorm_layers(model) if any(p.requires_grad for p in m.parameters())
-            or not list(m.parameters())]
+    return [m for m in batchnorm_layers(model) if not _frozen(m)]
 
 
 def refresh_batchnorm(net: nn.Module, loader: BatchLoader | None) -> None:
@@ -103,13 +112,10 @@ def _stay_in_eval(module: nn.Module, _inputs) -> None:
 
 def keep_frozen_batchnorm_in_eval(model: nn.Module) -> int:
     """Keep every BatchNorm layer whose parameters are all frozen in eval mode; return how many."""
-    count = 0
-    for m in batchnorm_layers(model):
-        params = list(m.parameters())
-        if params and not any(p.requires_grad for p in params):
-            m.register_forward_pre_hook(_stay_in_eval)
-            count += 1
-    return count
+    frozen = [m for m in batchnorm_layers(model) if _frozen(m)]
+    for m in frozen:
+        m.register_forward_pre_hook(_stay_in_eval)
+    return len(frozen)
 
 
 def input_normalisation(spec: ModelSpec, ckpt: dict | None, dataset_mean: np.ndarray | None,
@@ -163,7 +169,7 @@ def refresh_loader(net: nn.Module, loader: BatchLoader, events: EventWriter) -> 
     layers = trainable_batchnorm(net)
     if not layers:
         return None
-    images = min(loader.images_per_epoch, -(-MAX_RECALIBRATION_IMAGES // loader.batch_size) * loader.batch_size)
+    images = min(loader.images_per_epoch, _pass_batches(loader, MAX_RECALIBRATION_IMAGES) * loader.batch_size)
     events.log(f"pretrained: the running statistics of {len(layers)} BatchNorm layers are recomputed on "
                f"{images} training images before every validation and checkpoint (the weights move faster "
                "than the running averages follow)")
