@@ -17,8 +17,7 @@ import psutil
 from PIL import Image
 
 from tests.live_server import free_port, wait_until_up
-
-FINAL = {"done", "failed", "aborted"}
+from trainyard.core.status import FINAL_STATUSES
 
 
 class Tally:
@@ -104,7 +103,7 @@ def wait_job(client: httpx.Client, job_id: str, timeout: float = 300) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         job = client.get(f"/api/jobs/{job_id}").json()
-        if job.get("status") in FINAL:
+        if job.get("status") in FINAL_STATUSES:
             return job
         time.sleep(0.5)
     raise RuntimeError(f"job {job_id} did not end")

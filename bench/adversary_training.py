@@ -12,18 +12,18 @@ only in the job's own folder), the job trained by the server. adversary_payloads
 
 from __future__ import annotations
 
-import numpy as np
 import psutil
 from bench.adversary_payloads import Target, _row, payload_source
-from bench.adversary_server import wait_job
-from PIL import Image
+from bench.adversary_server import make_images, wait_job
+
+from trainyard.core.status import Status
 
 _datasets: dict[int, str] = {}  # one dataset per server
 
 
 def training_memory(target: Target) -> tuple[str, str, str]:
     job = _train(target, "if os.path.isfile('spec.json'):\n    hold = bytearray(16 << 30)", "training memory")
-    stopped = job["status"] == "failed" and "GiB of memory" in (job["error"] or "")
+    stopped = job["status"] == Status.FAILED and "GiB of memory" in (job["error"] or "")
     return _row("train memory (16 GiB)", not stopped, f"{job['status']}: {(job['error'] or '')[:90]}")
 
 
@@ -41,7 +41,7 @@ def training_fork(target: Target) -> tuple[str, str, str]:
     pids = target.ctx.manager.folder(job["id"]).path / "children.txt"
     children = [int(p) for p in pids.read_text().split()] if pids.exists() else []
     alive = sum(psutil.pid_exists(pid) for pid in children)
-    stopped = job["status"] == "failed" and "processes" in (job["error"] or "") and not alive
+    stopped = job["status"] == Status.FAILED and "processes" in (job["error"] or "") and not alive
     return _row("train fork (300)", not stopped,
                 f"{len(children)} forked, {alive} left; {job['status']}: {(job['error'] or '')[:60]}")
 
@@ -58,19 +58,13 @@ def _train(target: Target, hostile: str, name: str) -> dict:
 
 def _dataset(target: Target) -> str:
     if id(target) not in _datasets:
-        folder = target.scratch / "training-images"
-        rng = np.random.default_rng(0)
-        for label in ("a", "b"):
-            (folder / label).mkdir(parents=True, exist_ok=True)
-            for i in range(6):
-                pixels = rng.integers(0, 255, (16, 16, 3), dtype=np.uint8)
-                Image.fromarray(pixels).save(folder / label / f"{i}.png")
+        folder = make_images(target.scratch / "training-images", count=6)
         response = target.client.post("/api/datasets", json={
             "name": "payload images", "train_folder": str(folder), "width": 8, "height": 8, "val_percent": 25})
         if response.status_code != 201:
             raise RuntimeError(f"the dataset was refused: HTTP {response.status_code} {response.text[:200]}")
         job = wait_job(target.client, response.json()["id"], timeout=900)
-        if job["status"] != "done":
+        if job["status"] != Status.DONE:
             raise RuntimeError(f"the dataset did not build: {job['error']}")
         _datasets[id(target)] = job["id"]
     return _datasets[id(target)]
