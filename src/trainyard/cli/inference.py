@@ -50,12 +50,10 @@ def classify(
     model: str = typer.Argument(..., help="model job id, or a checkpoint file"),
     images: list[Path] = typer.Argument(..., help="image files"),
     epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
-    top: int = typer.Option(5, help="classes to show per image (1 to 100)"),
+    top: int = typer.Option(5, min=1, max=MAX_TOP, help="classes to show per image"),
     as_json: bool = typer.Option(False, "--json", help='print {"results": [...]} on stdout'),
 ) -> None:
     """Classify images: the top classes with their confidences, preprocessed as in training."""
-    if not 1 <= top <= MAX_TOP:  # checked here: a ranged typer option loads pydantic (cli/plain_params.py)
-        raise typer.BadParameter(f"{top} is not in the range 1<=x<={MAX_TOP}.", param_hint="'--top'")
     if not _is_checkpoint_file(model):  # before torch, the store or a server is asked
         refuse_unknown(model, f"no model with id {model!r} (give a model job id, or a checkpoint .pt file)")
     from trainyard.cli.remote import classify_via_server

@@ -4,7 +4,8 @@ Typer (0.2x and later) converts every command-line value through a pydantic Type
 builds the first time the value is parsed: importing pydantic and building one adapter per
 option cost every command, ``--help`` and a mistyped command included, more than importing typer
 and rich does. Our commands take only plain values, which ``int("3")`` converts as well; those
-parameters get the converter here. Anything else (choices, ranges, files, dates, a typer without
+parameters get the converter here, and so do int and float options with a ``min``/``max`` (checked
+with click's message). Anything else (choices, clamped ranges, files, dates, a typer without
 this hook) keeps typer's own.
 """
 
@@ -24,8 +25,9 @@ TRUE, FALSE = {"1", "true", "t", "yes", "y", "on"}, {"0", "false", "f", "no", "n
 class PlainValue:
     """Converts one parameter's value(s) to ``kind``, as typer's runtime parameter does."""
 
-    def __init__(self, kind: type, many: bool):
+    def __init__(self, kind: type, many: bool, low: float | None = None, high: float | None = None):
         self.kind, self.many = kind, many
+        self.low, self.high = low, high  # an int or float option's range, inclusive
 
     def coerce(self, value: Any, param, ctx) -> Any:
         multi = param.multiple or param.nargs == -1
@@ -39,13 +41,22 @@ class PlainValue:
 
     def _one(self, value: Any, param, ctx) -> Any:
         if isinstance(value, self.kind) and not (self.kind is int and isinstance(value, bool)):
-            return value
-        try:
-            if self.kind is bool:
-                return _boolean(str(value))
-            return self.kind(value)
-        except (TypeError, ValueError):
-            raise BadParameter(f"{value!r} is not a valid {PLAIN[self.kind]}.", ctx=ctx, param=param) from None
+            converted: Any = value
+        else:
+            try:
+                converted = _boolean(str(value)) if self.kind is bool else self.kind(value)
+            except (TypeError, ValueError):
+                raise BadParameter(f"{value!r} is not a valid {PLAIN[self.kind]}.", ctx=ctx, param=param) from None
+        if (self.low is not None and converted < self.low) or (self.high is not None and converted > self.high):
+            raise BadParameter(f"{converted} is not in the range {_range(self.low, self.high)}.", ctx=ctx, param=param)
+        return converted
+
+
+def _range(low: float | None, high: float | None) -> str:
+    """click's spelling of an inclusive range: ``1<=x<=100``, ``x>=0``, ``x<=5``."""
+    if low is None:
+        return f"x<={high}"
+    return f"x>={low}" if high is None else f"{low}<=x<={high}"
 
 
 def _boolean(text: str) -> bool:
@@ -59,7 +70,7 @@ def _boolean(text: str) -> bool:
 def plain_value(param) -> PlainValue | None:
     """The plain converter for ``param``, or None where typer's own is needed."""
     desc = getattr(param, "type_descriptor", None)
-    if desc is None or desc.is_choice or desc.is_ranged or desc.is_file or desc.is_datetime:
+    if desc is None or desc.is_choice or desc.is_file or desc.is_datetime:
         return None
     info = desc.parameter_info
     if getattr(info, "exists", False) or getattr(info, "resolve_path", False):
@@ -67,7 +78,13 @@ def plain_value(param) -> PlainValue | None:
     annotation, many = desc.annotation, False
     if get_origin(annotation) is list and len(get_args(annotation)) == 1:
         annotation, many = get_args(annotation)[0], True
-    return PlainValue(annotation, many) if annotation in PLAIN else None
+    if annotation not in PLAIN:
+        return None
+    if not desc.is_ranged:
+        return PlainValue(annotation, many)
+    if annotation not in (int, float) or getattr(info, "clamp", False):
+        return None  # clamping, or a range over another type: typer's own
+    return PlainValue(annotation, many, getattr(info, "min", None), getattr(info, "max", None))
 
 
 def install() -> None:
