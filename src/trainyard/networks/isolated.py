@@ -15,6 +15,7 @@ import os
 
 from trainyard.core.childproc import Child, ChildFailed, default_policy, out_of_memory
 from trainyard.core.zygote import Zygote
+from trainyard.networks.table import builder_modules
 
 # timm:vit_giant_patch14_224 (1.0 G parameters) took 388 s to build, run and inspect on a
 # 2-core machine at load average 25; the default leaves room above it.
@@ -23,9 +24,8 @@ START_TIMEOUT_S = 180.0  # a cold start (no warm checker): Python and torch on a
 
 # The builders' modules too: the registry imports a builder only when it is first used (table.py).
 CHECKER = Zygote(["torch", "torchvision", "timm", "trainyard.networks.check", "trainyard.networks.custom",
-                  "trainyard.networks.layer_report", "trainyard.networks.registry", "trainyard.networks.zoo",
-                  "trainyard.networks.lenet", "trainyard.networks.alexnet", "trainyard.networks.googlenet",
-                  "trainyard.networks.timm_networks"])
+                  "trainyard.networks.layer_report", "trainyard.networks.registry",
+                  "trainyard.networks.timm_networks", *builder_modules()])
 
 
 def check_timeout() -> float:

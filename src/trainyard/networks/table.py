@@ -41,6 +41,11 @@ def register_network(info: NetworkInfo, builder: str, *, replace: bool = False) 
     return info
 
 
+def builder_modules() -> list[str]:
+    """The modules the standard networks' builders live in (a warm checker imports them first)."""
+    return sorted({path.partition(":")[0] for path in STANDARD.list()})
+
+
 def load_builder(path: str) -> Any:
     """The object a ``"module:attr"`` path names (``attr`` may be dotted), imported now."""
     module, _, attr = path.partition(":")
