@@ -25,6 +25,7 @@ from trainyard.artifact.checkpoint import (
 )
 from trainyard.artifact.network import create_model
 from trainyard.artifact.preprocess import preprocess_images
+from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.paths import checkpoint_name
 from trainyard.datasets.images import load_image
 
@@ -82,7 +83,7 @@ def server_probabilities(checkpoint_path: Path, images: list[Path]) -> np.ndarra
     checkpoint = load_checkpoint(checkpoint_path)
     model = build_model_from_checkpoint(checkpoint)
     channels = checkpoint["preprocess"]["channels"]
-    batch = preprocess_images([load_image(p, channels) for p in images], checkpoint["preprocess"])
+    batch = preprocess_images([load_image(p, channels) for p in images], Preprocessing.of_checkpoint(checkpoint))
     with torch.no_grad():
         return torch.softmax(model(batch), dim=1).numpy()
 

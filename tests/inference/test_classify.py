@@ -15,6 +15,7 @@ from tests.trained_model import colour_image
 from trainyard.artifact.checkpoint import load_checkpoint
 from trainyard.artifact.inputs import resize_for_input
 from trainyard.artifact.preprocess import input_mean, input_std, normalize_batch
+from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.inference.classify import classify, decode, prepare, top_predictions
 from trainyard.inference.loader import (
     InferenceError,
@@ -38,7 +39,7 @@ def test_prepare_is_exactly_the_training_preprocessing(tmp_path, resize, mean_mo
     images = [odd_image(1), odd_image(2).convert("L")]
     prepared = prepare(loaded, images)
     # What training's batch loader makes of the same stored pixels (a validation batch).
-    stored = load_checkpoint(loaded.path)["preprocess"]
+    stored = Preprocessing.of_checkpoint(load_checkpoint(loaded.path))
     pixels = torch.from_numpy(np.stack([resize_for_input(image, loaded.preprocess) for image in images]))
     expected = normalize_batch(pixels, input_mean(stored), crop, std=input_std(stored))
     assert np.array_equal(prepared.inputs, expected.numpy())

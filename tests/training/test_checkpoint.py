@@ -18,6 +18,7 @@ from trainyard.artifact.checkpoint import (
     load_checkpoint,
 )
 from trainyard.artifact.preprocess import mean_tensor, preprocess_images
+from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.events import EventWriter
 from trainyard.core.paths import checkpoint_name
 from trainyard.datasets.storage import open_split
@@ -71,7 +72,7 @@ def test_model_from_checkpoint_reproduces_validation(trained, datasets):
     reader = open_split(datasets[0], "val")
     images = [Image.fromarray(reader.read(i)) for i in range(len(reader))]
     with torch.no_grad():
-        predictions = model(preprocess_images(images, ckpt["preprocess"])).argmax(1).numpy()
+        predictions = model(preprocess_images(images, Preprocessing.of_checkpoint(ckpt))).argmax(1).numpy()
     accuracy = 100.0 * (predictions == reader.labels).mean()
     assert accuracy == pytest.approx(ckpt["metrics"]["val_accuracy"][-1][1])
     # and evaluate() over the loader agrees

@@ -12,6 +12,7 @@ from trainyard.artifact.preprocess import (
     mean_tensor,
     preprocess_images,
 )
+from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.datasets.storage import open_split
 from trainyard.training.augment import AugmentSettings, training_batch
 from trainyard.training.data import BatchLoader
@@ -112,8 +113,8 @@ def test_preprocess_images_equals_the_validation_batch(dataset, mean_mode, crop)
     """Server-side classification must see exactly what validation saw for the same image."""
     reader = open_split(dataset, "val")
     mean = np.load(dataset / "mean.npy")
-    preprocess = {"width": 12, "height": 12, "channels": 3, "resize": "squash", "mean_mode": mean_mode,
-                  "crop": crop, "mean": torch.from_numpy(mean), "scale": "0..1"}
+    preprocess = Preprocessing(width=12, height=12, channels=3, resize="squash", mean_mode=mean_mode, crop=crop,
+                               mean=torch.from_numpy(mean))
     loader = BatchLoader(reader, 10, mean=mean_tensor(mean, mean_mode, crop), crop=crop)
     batch, _ = next(loader.batches())
     images = [Image.fromarray(reader.read(i)) for i in range(len(reader))]
@@ -121,8 +122,7 @@ def test_preprocess_images_equals_the_validation_batch(dataset, mean_mode, crop)
 
 
 def test_preprocess_images_resizes_and_converts(dataset):
-    preprocess = {"width": 12, "height": 12, "channels": 3, "resize": "fill", "mean_mode": "none",
-                  "crop": None, "mean": None}
+    preprocess = Preprocessing(width=12, height=12, channels=3, resize="fill")
     image = Image.new("L", (40, 20), 128)  # grayscale, wrong size and aspect
     x = preprocess_images([image, image], preprocess)
     assert x.shape == (2, 3, 12, 12)

@@ -14,7 +14,7 @@ importing torch at all.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,10 +52,9 @@ def center_window(h: int, w: int, crop: int) -> tuple[slice, slice]:
     return slice(top, top + crop), slice(left, left + crop)
 
 
-def resize_for_input(image: Image.Image, preprocess: Preprocessing | Mapping) -> np.ndarray:
+def resize_for_input(image: Image.Image, prep: Preprocessing) -> np.ndarray:
     """An image at the dataset's stored size, (H, W, C) uint8, converted and resized as the
     dataset build did (an image already at that size is used as is)."""
-    prep = Preprocessing.of(preprocess)
     # A fresh noise generator per image: an image gets the same input in any batch.
     return resize_image(to_mode(image, prep.channels), prep.width, prep.height, prep.resize,
                         np.random.default_rng(INFERENCE_NOISE_SEED))
@@ -75,14 +74,13 @@ def prepare_pixels(batch: np.ndarray, crop: int | None, mean: np.ndarray | None,
     return Prepared(np.ascontiguousarray(x), np.ascontiguousarray(batch))
 
 
-def prepare_images(images: Sequence[Image.Image], preprocess: Preprocessing | Mapping, mean: np.ndarray | None,
+def prepare_images(images: Sequence[Image.Image], prep: Preprocessing, mean: np.ndarray | None,
                    std: np.ndarray | None = None) -> Prepared:
     """PIL images -> the network input a checkpoint expects, plus the pixels it shows.
 
-    ``preprocess`` is a checkpoint's preprocessing (or its stored ``preprocess`` entry);
+    ``prep`` is a checkpoint's preprocessing;
     ``mean`` and ``std`` its constants (see the module docstring).
     """
-    prep = Preprocessing.of(preprocess)
     if prep.scale != SCALE:
         raise ValueError(f"unsupported input scale {prep.scale!r}; expected {SCALE!r}")
     batch = np.stack([resize_for_input(image, prep) for image in images])

@@ -12,12 +12,12 @@ with mean mode "pixel"), so its input is what the weights were trained on.
 passes its random crop and augmentation in, training/augment.py). Images given at inference
 time go through inputs.py, the same arithmetic in numpy (equal to validation's bit for bit),
 with the constants `input_arrays` makes here, so classifying an image gives exactly what
-validation gave for it. `mean_image` reads a checkpoint's ``preprocess`` entry for export.
+validation gave for it. `mean_image` gives a checkpoint's mean image for export.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -94,18 +94,17 @@ def normalize_batch(
     return x.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
 
 
-def input_mean(preprocess: Preprocessing | Mapping, device: torch.device | str = "cpu") -> torch.Tensor | None:
-    """`mean_tensor` of a checkpoint's preprocessing (or its stored ``preprocess`` entry)."""
-    prep = Preprocessing.of(preprocess)
-    return mean_tensor(prep.mean, prep.mean_mode, prep.crop, device)
+def input_mean(preprocess: Preprocessing, device: torch.device | str = "cpu") -> torch.Tensor | None:
+    """`mean_tensor` of a checkpoint's preprocessing."""
+    return mean_tensor(preprocess.mean, preprocess.mean_mode, preprocess.crop, device)
 
 
-def input_std(preprocess: Preprocessing | Mapping, device: torch.device | str = "cpu") -> torch.Tensor | None:
+def input_std(preprocess: Preprocessing, device: torch.device | str = "cpu") -> torch.Tensor | None:
     """`std_tensor` of a checkpoint's preprocessing (None for most models)."""
-    return std_tensor(Preprocessing.of(preprocess).std, device)
+    return std_tensor(preprocess.std, device)
 
 
-def input_arrays(preprocess: Preprocessing | Mapping) -> tuple[np.ndarray | None, np.ndarray | None]:
+def input_arrays(preprocess: Preprocessing) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The mean and std of a checkpoint's preprocessing as inputs.py takes them: made by the
     very functions training uses, so the constants are validation's to the last bit."""
     mean, std = input_mean(preprocess), input_std(preprocess)
@@ -113,16 +112,15 @@ def input_arrays(preprocess: Preprocessing | Mapping) -> tuple[np.ndarray | None
 
 
 def preprocess_images(
-    images: Sequence[Image.Image], preprocess: Preprocessing | Mapping, device: torch.device | str = "cpu"
+    images: Sequence[Image.Image], preprocess: Preprocessing, device: torch.device | str = "cpu"
 ) -> torch.Tensor:
     """PIL images -> the (N, C, h, w) float batch a checkpoint's network expects."""
     mean, std = input_arrays(preprocess)
     return torch.from_numpy(prepare_images(images, preprocess, mean, std).inputs).to(device)
 
 
-def mean_image(preprocess: Preprocessing | Mapping) -> np.ndarray:
+def mean_image(prep: Preprocessing) -> np.ndarray:
     """The mean image (H, W, C) float32 in 0..255; zeros when the model subtracts none."""
-    prep = Preprocessing.of(preprocess)
     if prep.mean is None:
         return np.zeros(prep.stored_shape, np.float32)
     mean = prep.mean

@@ -58,11 +58,6 @@ class Preprocessing:
                    scale=stored.get("scale") or SCALE, std=tuple(float(s) for s in std) if std else None)
 
     @classmethod
-    def of(cls, value: Preprocessing | Mapping[str, Any]) -> Preprocessing:
-        """``value`` itself, or the object of a stored dict (this package's functions take both)."""
-        return value if isinstance(value, Preprocessing) else cls.from_dict(value)
-
-    @classmethod
     def of_checkpoint(cls, checkpoint: Mapping[str, Any]) -> Preprocessing:
         """The preprocessing a checkpoint records."""
         return cls.from_dict(checkpoint["preprocess"])
