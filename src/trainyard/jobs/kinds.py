@@ -63,8 +63,17 @@ class JobKind(Generic[S]):
         """``spec_of``, or None where the job folder has no spec (yet, or any more) or none of this
         kind: for the watchers and listings, which must not stop at one job's broken folder."""
         try:
-            return self.spec_of(folder)
-        except (FileNotFoundError, ValueError, InvalidInput):  # ValueError: not JSON
+            stored = read_json(folder.spec)
+        except (FileNotFoundError, ValueError):  # ValueError: not JSON
+            return None
+        return self.read_or_none(stored)
+
+    def read_or_none(self, stored: object) -> S | None:
+        """``read``, or None for an empty or missing spec or one that is not of this kind (a page
+        describes such a job rather than failing)."""
+        try:
+            return self.read(stored) if stored else None
+        except InvalidInput:
             return None
 
 
@@ -171,7 +180,7 @@ def describe_model(job: Job, folder: JobFolder) -> dict:
     accuracy = metrics["val_accuracy"]
     best = max(accuracy, key=lambda p: p[1]) if accuracy else None
     stored = _stored(folder)
-    spec = _model_spec(stored)
+    spec = MODEL.read_or_none(stored)
     network = spec.network or ("custom" if spec.network_source else None) if spec else None
     return {
         "dataset": job.parent_id,
@@ -197,18 +206,10 @@ def remove_uploaded_archives(folder: JobFolder, uploads_dir: Path) -> None:
                 path.parent.rmdir()  # the upload's own folder, made by save_upload
 
 
-def _model_spec(stored: dict) -> ModelSpec | None:
-    # A spec that does not read as a model's (a broken folder) leaves the job described, not failed.
-    try:
-        return MODEL.read(stored) if stored else None
-    except InvalidInput:
-        return None
-
-
 def _stored(folder: JobFolder) -> dict:
     try:
         return read_json(folder.spec)
-    except FileNotFoundError:
+    except (FileNotFoundError, ValueError):  # none yet, or not JSON: the job is still described
         return {}
 
 

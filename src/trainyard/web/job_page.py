@@ -11,7 +11,6 @@ import re
 import time
 from pathlib import Path
 
-from trainyard.core.errors import InvalidInput
 from trainyard.core.status import FINAL_STATUSES, Status
 from trainyard.jobs.kinds import MODEL
 from trainyard.training.lr_policies import get_lr_policy
@@ -85,20 +84,15 @@ LR_ALWAYS = {"lr.base_lr", "lr.policy", "lr.warmup_percent"}
 _SEED_LOGGED = re.compile(r"^(?:\S+ \S+ \[info\] )?training .*, seed (\d+)$", re.MULTILINE)  # loop.py's start line
 
 
-def lr_read(spec: dict) -> set[str] | None:
-    """The ``lr.*`` settings the spec's policy reads (a fixed LR has no step size or gamma), read
-    through the model kind's spec class; None when that is not known (no policy given, one this
-    version does not know, a spec that does not read as a model's): then every one is shown."""
-    try:
-        lr = MODEL.read(spec).lr
-    except InvalidInput:
-        return None
-    if "policy" not in lr.model_fields_set:
-        return None
-    uses = set(get_lr_policy(lr.policy).uses)
-    if lr.warmup_percent:
-        uses.add("warmup_start_factor")
-    return LR_ALWAYS | {f"lr.{key}" for key in uses}
+def lr_unused(spec: dict) -> set[str]:
+    """The ``lr.*`` settings the spec's policy never reads (a fixed LR has no step size or gamma),
+    read through the model kind's spec class; none when that is not known (no policy given, a
+    spec that does not read as a model's)."""
+    model = MODEL.read_or_none(spec)
+    if model is None or "policy" not in model.lr.model_fields_set:
+        return set()
+    uses = set(get_lr_policy(model.lr.policy).uses) | ({"warmup_start_factor"} if model.lr.warmup_percent else set())
+    return {f"lr.{key}" for key in type(model.lr).model_fields} - LR_ALWAYS - {f"lr.{key}" for key in uses}
 
 
 def seed_used(job_dir: Path) -> int | None:
@@ -116,9 +110,9 @@ def settings_groups(spec: dict, extra: dict[str, list[tuple[str, str]]] | None =
     ``seed``: the seed the run used, shown in place of "random"."""
     grouped: dict[str, list] = {name: [] for name, _ in GROUPS}
     grouped["Other"] = []
-    read = lr_read(spec)
+    unused = lr_unused(spec)
     for key, value in flatten(spec):
-        if read is not None and key.startswith("lr.") and key not in read:
+        if key in unused:
             continue
         if key == "seed" and seed is not None:
             value = f"{seed}" if value is not None else f"{seed} (drawn at random)"

@@ -32,10 +32,10 @@ def _model(ctx: Context, model_id: str) -> dict:
     return job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model"))
 
 
-def _splits(ctx: Context, model_id: str) -> list[str]:
+def _splits(model: dict) -> list[str]:
     """The splits of the model's dataset to evaluate on, while its folder is there (an imported
-    model's spec names none)."""
-    spec = MODEL.find_spec(ctx.manager.folder(model_id))
+    model's spec names none); ``model``: its job_detail, whose spec was read already."""
+    spec = MODEL.read_or_none(model["spec"])
     folder = spec.dataset_dir if spec else None
     return [s for s in split_names(Path(folder)) if s != "train"] if folder and Path(folder).is_dir() else []
 
@@ -48,7 +48,7 @@ def classify_page(request: Request, ctx: Ctx, model_id: str, epoch: float | None
     # The checkpoint files themselves: a snapshot is usable as soon as its file is complete.
     snapshots = list(checkpoint_epochs(ctx.manager.folder(model_id).path))
     return templates.TemplateResponse(request, "classify.html", {
-        "model": model, "snapshots": snapshots, "splits": _splits(ctx, model_id), "jobs": jobs, "epoch": epoch,
+        "model": model, "snapshots": snapshots, "splits": _splits(model), "jobs": jobs, "epoch": epoch,
         "roots": [str(r) for r in ctx.settings.allowed_roots]})
 
 
