@@ -7,8 +7,7 @@ import pytest
 from trainyard.core.errors import NotFound
 from trainyard.core.paths import PathNotAllowed, checkpoint_name
 from trainyard.jobs.manager import JobError
-from trainyard.jobs.pretrained import IMAGENET, Pretrained, resolve_pretrained
-from trainyard.weights import catalogue
+from trainyard.jobs.pretrained import Pretrained, resolve_pretrained
 from trainyard.weights.store import WeightsStore
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # no store-specific part
@@ -56,7 +55,6 @@ def test_a_job_that_cannot_give_weights_is_refused_with_what_to_change(ctx):
 
 
 def test_imagenet_and_store_entries_are_store_weights(ctx, settings, tmp_path):
-    assert IMAGENET == catalogue.IMAGENET_TAG
     imagenet = resolve_pretrained(ctx, "imagenet")
     assert imagenet is not None and imagenet.source == "store" and not imagenet.brings_network
     published = resolve_pretrained(ctx, "resnet18.imagenet")

@@ -29,9 +29,6 @@ from trainyard.jobs.manager import JobError
 if TYPE_CHECKING:
     from trainyard.weights.store import WeightsStore
 
-IMAGENET = "imagenet"  # weights.catalogue.IMAGENET_TAG, without importing the store to compare
-
-
 @dataclass(frozen=True)
 class Pretrained:
     """A resolved ``--pretrained`` value: where the weights are and what network they bring."""
@@ -49,7 +46,7 @@ class Pretrained:
     def brings_network(self) -> bool:
         """Whether training without a network can take this one's (DIGITS's "previous
         networks" and "pretrained networks" tabs)."""
-        return self.source == "job" or (self.source == "store" and self.value != IMAGENET)
+        return bool(self.network or self.network_source)  # a job's or a named entry's; not imagenet's
 
     def spec_fields(self, network: str | None) -> dict:
         """The model spec's fields for fine-tuning ``network`` from these weights. Store weights
@@ -82,11 +79,12 @@ def resolve_pretrained(ctx: Context, value: str | None) -> Pretrained | None:
         spec = MODEL.spec_of(folder)
         return Pretrained(value, "job", str(path), spec.network, spec.network_source)
     from trainyard.weights import finetune
+    from trainyard.weights.catalogue import IMAGENET_TAG
     from trainyard.weights.store import WeightsStore
 
     store = WeightsStore.from_settings(ctx.settings)
     if finetune.is_store_name(store, value):
-        network = None if value == IMAGENET else store.resolve(value)["network"]
+        network = None if value == IMAGENET_TAG else store.resolve(value)["network"]
         return Pretrained(value, "store", network=network, store=store)
     path = Path(resolve_inside(value, ctx.settings.allowed_roots))
     if not path.is_file():
