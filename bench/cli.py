@@ -6,7 +6,8 @@ command and the baseline alternately, each in a fresh process in its own session
 times, and prints the best wall time and the CPU-seconds (user + system, of that process) of
 each side, and their ratios. On a loaded machine the CPU ratio is the steadier figure.
 
-Rows: the top-level --help, three commands' --help, a mistyped command, a bad option value, a
+Rows: the top-level --help, three commands' --help, a mistyped command, a bad option value, an
+out-of-range one (a ranged option, converted without pydantic: cli/plain_params.py), a
 mistyped standard and a mistyped timm network (timm's names cached: the first row of the run
 writes the cache if it is missing), an unknown job id (`jobs list` first creates the SQLite store,
 which cli/known_jobs.py reads with sqlite3 instead of opening it with SQLAlchemy), and `weights list`
@@ -35,6 +36,7 @@ ROWS = [
     ("trainyard weights list --help", ["weights", "list", "--help"]),
     ("mistyped command (trian)", ["trian"]),
     ("bad value (--channels three)", ["dataset", "create", "--name", "x", "--channels", "three"]),
+    ("out of range (classify --top 0)", ["classify", "m", "/etc/hostname", "--top", "0"]),
     ("mistyped network (resnt18)", ["train", "--dataset", "x", "--network", "resnt18"]),
     ("mistyped timm name (timm:resnet10tt)", ["train", "--dataset", "x", "--network", "timm:resnet10tt"]),
     ("unknown job id (jobs show; a store exists)", ["jobs", "show", "20261130-000000-abcd"]),
