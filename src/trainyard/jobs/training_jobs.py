@@ -27,7 +27,7 @@ from trainyard.jobs.lookup import job_of_kind
 from trainyard.jobs.manager import JobConflict, JobError
 from trainyard.jobs.pretrained import Pretrained, resolve_pretrained
 from trainyard.jobs.store import Job
-from trainyard.jobs.sweeps import MAX_TRIALS, check_ranges, combinations
+from trainyard.jobs.sweeps import MAX_TRIALS, check_ranges, check_size, combinations, sweep_size
 
 if TYPE_CHECKING:
     from trainyard.training.spec import ModelSpec
@@ -73,6 +73,8 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
     from trainyard.training.spec import ModelSpec
 
     check_ranges(request.lr_range, request.batch_size_range, request.trials)
+    check_size(sweep_size(request.datasets, request.networks, request.base_lrs, request.batch_sizes,
+                          request.trials), ctx.settings.max_sweep_jobs)
     pretrained = resolve_pretrained(ctx, request.pretrained)
     request = _network_of_pretrained(request, pretrained)
     if not request.networks and not request.network_source:
