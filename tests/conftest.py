@@ -8,8 +8,8 @@ from pathlib import Path
 
 import fastapi.testclient
 import numpy as np
-import starlette.testclient
 import pytest
+import starlette.testclient
 from PIL import Image
 
 from trainyard.jobs.context import open_context

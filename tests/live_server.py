@@ -14,7 +14,6 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-
 # The credential of the servers the browser tests start: every page needs one (web/auth.py).
 BROWSER_TOKEN = "browser-tests-token-0123456789"
 BROWSER_HEADERS = {"Authorization": f"Bearer {BROWSER_TOKEN}"}

@@ -35,7 +35,8 @@ def hostile_dataset(live_server) -> str:
                      json={"name": "hostile", "train_folder": str(folder), "width": 16, "height": 16}).json()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        status = httpx.get(f"{live_server.url}/api/jobs/{job['id']}", timeout=30, headers=BROWSER_HEADERS).json()["status"]
+        status = httpx.get(f"{live_server.url}/api/jobs/{job['id']}", timeout=30,
+                           headers=BROWSER_HEADERS).json()["status"]
         if status not in ("queued", "waiting", "running"):
             break
         time.sleep(0.5)

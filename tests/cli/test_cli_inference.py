@@ -91,8 +91,8 @@ def test_classify_asks_a_running_server_and_answers_the_same(trained, images):
     import sys
 
     from tests.live_server import serving
-    from trainyard.inference import ort_runtime
     from trainyard.core import server_token
+    from trainyard.inference import ort_runtime
     from trainyard.inference.snapshots import model_checkpoint
     from trainyard.web.app import create_app
 
