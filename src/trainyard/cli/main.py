@@ -83,7 +83,9 @@ def serve(host: str = typer.Option(None, help="address to bind (default 127.0.0.
     if not settings.auth_token:  # a token of the user's own is not printed: they know it
         typer.echo(f"open http://{shown}:{port}/?token={token}", err=True)
     _announce_sandbox()
-    uvicorn.run(app_, host=host, port=port, log_level="warning")
+    # SIGTERM ends it within the grace period, however long its requests would still take.
+    uvicorn.run(app_, host=host, port=port, log_level="warning",
+                timeout_graceful_shutdown=max(1, int(settings.abort_grace_s)))
 
 
 def _announce_sandbox() -> None:

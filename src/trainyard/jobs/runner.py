@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 
+from trainyard.core import jobfiles
 from trainyard.core.environment import child_environment
 from trainyard.core.events import read_events
 from trainyard.core.paths import JobFolder
@@ -37,7 +38,8 @@ def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None,
     # It runs user code (custom networks), so it never sees the server's token.
     env = child_environment(CUDA_VISIBLE_DEVICES=",".join(str(i) for i in gpu_ids or []))
     env.setdefault("PYTHONUNBUFFERED", "1")
-    output = open(folder.path / "output.txt", "ab")
+    # Beneath the job folder, links refused: a job may have planted output.txt -> somewhere.
+    output = jobfiles.open_append(folder.path, "output.txt")
     try:
         return subprocess.Popen(
             tethered_command(os.getpid(), command) if tethered else command,
@@ -49,7 +51,7 @@ def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None,
             start_new_session=True,
         )
     finally:
-        output.close()
+        os.close(output)
 
 
 def python_module_command(module: str, folder: JobFolder) -> list[str]:
@@ -166,10 +168,6 @@ def _describe_exit(returncode: int | None) -> str:
 
 
 def tail_text(path: Path, max_bytes: int = 4000) -> str:
-    """The end of a text file, for error messages and log panels."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, f.seek(0, 2) - max_bytes))
-            return f.read().decode(errors="replace")
-    except FileNotFoundError:
-        return ""
+    """The end of a job's text file, for error messages and log panels: read as the server reads
+    every file the job writes (core/jobfiles.py: no link, no FIFO, at most ``max_bytes``)."""
+    return jobfiles.tail_text(path.parent, path.name, max_bytes)

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trainyard.core import jobfiles
 from trainyard.core.errors import InvalidInput, validated
-from trainyard.core.files import read_json, write_json_atomic
+from trainyard.core.files import write_json_atomic
 from trainyard.core.limits import MAX_NAME
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
@@ -207,7 +208,7 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
         needs = devices_needed(ctx, gpus, gpu_ids, processes or 1)
         ctx.pools.check(needs)
         folder = ctx.manager.folder(job_id)
-        stored = read_json(folder.spec)
+        stored = jobfiles.read_json(folder.path, "spec.json")
         placement = cluster_placement(needs)
         # The stored document is rewritten as it was, but for these: fields it has that this version
         # does not know stay; its own reader is the training process, which checks it strictly.
