@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from trainyard.cli.main import app as cli_app
 from trainyard.core.paths import JobFolder
+from trainyard.jobs.confinement_record import Confinement
 from trainyard.jobs.runner import launch
 from trainyard.settings import Settings
 from trainyard.web import sessions
@@ -156,7 +157,7 @@ def test_job_processes_never_get_the_token(tmp_path, monkeypatch):
     folder = JobFolder(tmp_path / "job")
     folder.path.mkdir()
     proc = launch([sys.executable, "-c", "import os; print(os.environ.get('TRAINYARD_AUTH_TOKEN'))"],
-                  folder, None)
+                  folder, None, Confinement(user_code=False))
     assert proc.wait(timeout=60) == 0
     assert (folder.path / "output.txt").read_text().strip() == "None"
 

@@ -29,7 +29,7 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import ACTIVE_STATUSES, Status
-from trainyard.jobs import actions, foreground, heartbeat, readiness, runner
+from trainyard.jobs import actions, confinement_record, foreground, heartbeat, readiness, runner
 from trainyard.jobs.early_stop import EarlyStopper
 from trainyard.jobs.job_errors import JobConflict, JobError, JobNotFound, launched  # noqa: F401 (re-exported)
 from trainyard.jobs.kinds import get_kind
@@ -81,6 +81,9 @@ class JobManager:
                   **(self.owner if foreground else {}))
         try:
             write_json_atomic(folder.spec, {**spec, "id": job_id})
+            # Its confinement, decided now from what was validated: never read back from the folder.
+            confinement_record.record(self.store, job_id, confinement_record.facts_for_new(
+                self.store, self.settings.jobs_dir, kind, spec))
             return self.store.add_job(job)
         except BaseException:  # refused (a full disk, a read-only database): no folder without a job
             shutil.rmtree(folder.path, ignore_errors=True)
@@ -149,7 +152,9 @@ class JobManager:
         folder = self.folder(job.id)
         gpu_ids = Pools.gpu_ids(resources)
         try:
-            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids, foreground)
+            confinement = confinement_record.recall(self.store, job, self.settings.jobs_dir)
+            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids, confinement,
+                                 foreground)
         except OSError as exc:
             self._finish(self.get(job.id), Status.FAILED, f"could not start the job: {exc}")
             return

@@ -23,17 +23,19 @@ from trainyard.core.events import read_events
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
 from trainyard.core.tethered import command as tethered_command
+from trainyard.jobs.confinement_record import Confinement
 from trainyard.jobs.job_sandbox import sandboxed
 
 
-def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None,
+def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None, confinement: Confinement,
            tethered: bool = False) -> subprocess.Popen:
     """Run ``command`` for a job, its output going to the job folder's output.txt; a job whose
-    network is user code runs confined (jobs/job_sandbox.py).
+    network is user code runs confined (jobs/job_sandbox.py), as ``confinement`` (the store's
+    record of the job, jobs/confinement_record.py) says, never as its folder says.
 
     ``tethered``: the kernel kills it when this process dies, even by SIGKILL (a foreground
     job); a server's jobs outlive the server, whose next start adopts them."""
-    command = sandboxed(command, folder, gpu_ids)
+    command = sandboxed(command, folder, gpu_ids, confinement)
     # A job sees only the GPUs it leased; a CPU job sees none, so it cannot grab one by accident.
     # It runs user code (custom networks), so it never sees the server's token.
     env = child_environment(CUDA_VISIBLE_DEVICES=",".join(str(i) for i in gpu_ids or []))

@@ -11,6 +11,7 @@ or process, so the global batch is that times the process count. In cluster mode
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +21,7 @@ from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import write_json_atomic
 from trainyard.core.limits import MAX_NAME
 from trainyard.core.status import Status
+from trainyard.jobs import confinement_record
 from trainyard.jobs.context import Context
 from trainyard.jobs.early_stop import mark_early_stop
 from trainyard.jobs.kinds import MODEL
@@ -214,6 +216,11 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
         # does not know stay; its own reader is the training process, which checks it strictly.
         write_json_atomic(folder.spec, {**stored, "processes": processes or 1, "cluster": placement,
                                         "max_restarts": MODEL.read(stored).max_restarts if placement else 0})
+        # Only the placement changes in the record: whether it runs user code and what it reads
+        # stay as the server recorded them, whatever the job wrote into its spec.json since.
+        recorded = confinement_record.recall(ctx.store, job, ctx.settings.jobs_dir)
+        confinement_record.record(ctx.store, job_id, replace(recorded, processes=processes or 1,
+                                                             on_cluster=placement is not None))
         ctx.store.update_job(job_id, needs=needs)
     return ctx.manager.resume(job_id, foreground=foreground)
 

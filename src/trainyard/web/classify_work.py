@@ -14,6 +14,7 @@ from pathlib import Path
 
 from trainyard.inference.loader import model_checkpoint
 from trainyard.inference.workers import classify_checkpoint
+from trainyard.jobs.confinement_record import recorded_user_code
 from trainyard.jobs.context import Context
 
 
@@ -21,5 +22,8 @@ def classify_sources(ctx: Context, model_id: str, epoch: float | None, sources: 
                      top: int, visualize: bool, saliency: bool) -> dict:
     """The classify response: the answering model's description and one result per image."""
     _, path = model_checkpoint(ctx.manager.folder(model_id).path, epoch)
-    doc = classify_checkpoint(path, sources, top=top, layers=visualize, saliency=saliency or visualize)
+    # Whether its network is user code: the store's record of the job, not the checkpoint's claim.
+    custom = recorded_user_code(ctx, model_id)
+    doc = classify_checkpoint(path, sources, top=top, layers=visualize, saliency=saliency or visualize,
+                              custom=custom)
     return {"model": model_id, **doc}
