@@ -84,7 +84,7 @@ def custom_model(target: Target, source: str, name: str = "payload") -> tuple[st
     from trainyard.core.paths import checkpoint_name
 
     manager = target.ctx.manager
-    job = manager.create("model", name, {"kind": "model"}, needs={"pool": "cpu"})
+    job = manager.create("model", name, {"kind": "model", "network_source": source}, needs={"pool": "cpu"})
     torch.manual_seed(0)
     state = nn.Sequential(nn.Flatten(), nn.Linear(CHANNELS * SIZE * SIZE, len(CLASSES))).state_dict()
     preprocess = {"width": SIZE, "height": SIZE, "channels": CHANNELS, "resize": "squash", "mean_mode": "none",

@@ -72,7 +72,8 @@ def server(settings, client_for, monkeypatch):
 def custom_model(client, source: str) -> str:
     """A done model job whose one checkpoint holds ``source`` as its custom network."""
     manager = client.app.state.ctx.manager
-    job = manager.create("model", "payload", {"kind": "model"}, needs={"pool": "cpu"})
+    # Recorded as custom when created (jobs/confinement_record.py), as the server records a custom job.
+    job = manager.create("model", "payload", {"kind": "model", "network_source": source}, needs={"pool": "cpu"})
     save_checkpoint(manager.folder(job.id).path / "checkpoints" / checkpoint_name(1), {
         "model": benign_state(), "network": None, "network_source": source, "classes": CLASSES,
         "image_size": SIZE, "epoch": 1, "spec": {}, "preprocess": {**PREPROCESS, "mean": None}})
