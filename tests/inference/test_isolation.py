@@ -63,8 +63,9 @@ PREPROCESS = {"width": SIZE, "height": SIZE, "channels": CHANNELS, "resize": "sq
 @pytest.fixture
 def server(settings, client_for, monkeypatch):
     monkeypatch.setenv("TRAINYARD_AUTH_TOKEN", TOKEN)  # the token the server's environment holds
-    with client_for(settings, run_scheduler=False) as client:
-        client.headers["Authorization"] = f"Bearer {TOKEN}"
+    # The server holds TOKEN in memory as its credential, which the client sends.
+    with client_for(settings.model_copy(update={"auth_token": TOKEN}), run_scheduler=False) as client:
+        assert client.headers["Authorization"] == f"Bearer {TOKEN}"
         yield client
     workers.POOL.close()
 
