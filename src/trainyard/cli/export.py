@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import typer
 
 from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, fail
 from trainyard.core.errors import NotFound
+
+if TYPE_CHECKING:
+    from trainyard.inference.export import ExportResult
 
 
 def export(
@@ -51,11 +54,12 @@ def export(
         err.print(f"wrote {result.path} ({result.size / 2**20:.1f} MiB), epoch {result.epoch:g}{checked}")
 
 
-def _export_confined(job_dir: Path, epoch: float | None, output: Path) -> SimpleNamespace:
+def _export_confined(job_dir: Path, epoch: float | None, output: Path) -> ExportResult:
     """The archive of a custom network's model, written by the sandboxed export child
     (inference/export_isolated.py) as the server writes it; described from the archive."""
     import tarfile
 
+    from trainyard.inference.export import ExportResult
     from trainyard.inference.export_isolated import export_in_child
     from trainyard.inference.snapshots import model_checkpoint
 
@@ -63,7 +67,7 @@ def _export_confined(job_dir: Path, epoch: float | None, output: Path) -> Simple
     export_in_child(job_dir, epoch, output)
     with tarfile.open(output, "r:gz") as tar:
         members = tar.getnames()
-    return SimpleNamespace(path=output, epoch=epoch, size=output.stat().st_size, members=members, check=None)
+    return ExportResult(path=output, epoch=epoch, size=output.stat().st_size, members=members)
 
 
 def import_archive(

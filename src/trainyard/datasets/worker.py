@@ -88,8 +88,15 @@ def _ring(geometry: Geometry, n: int, shm_name: str, offset: int) -> np.ndarray 
     back pickled, which the pipeline takes as well)."""
     if shm_name not in _attached:
         try:  # a memfd by descriptor (datasets/memring.py); a named block as before otherwise
-            _attached[shm_name] = attach(shm_name) if shm_name.startswith("memfd:") else SharedMemory(name=shm_name).buf
+            _attached[shm_name] = attach(shm_name) if shm_name.startswith("memfd:") else _named(shm_name)
         except OSError:
             return None
     return np.ndarray((n, geometry.height, geometry.width, geometry.channels), np.uint8,
                       buffer=_attached[shm_name], offset=offset)
+
+
+def _named(name: str) -> memoryview:
+    """A named POSIX block's memory (a ring made before rings were memfds)."""
+    buf = SharedMemory(name=name).buf
+    assert buf is not None  # an attached block always has its buffer
+    return buf
