@@ -47,8 +47,7 @@ def test_a_custom_network_trains_confined_to_its_job_folder(settings, client_for
     monkeypatch.setenv("TRAINYARD_AUTH_TOKEN", "a-token-the-job-must-not-see")
     monkeypatch.setenv("TRAINYARD_DATABASE_URL", "")
     images = make_images(settings.data_roots[0] / "pets", {"cat": 6, "dog": 6}, size=(16, 16))
-    with client_for(settings) as client:
-        client.headers["Authorization"] = "Bearer a-token-the-job-must-not-see"
+    with client_for(settings.model_copy(update={"auth_token": "a-token-the-job-must-not-see"})) as client:
         dataset = client.post("/api/datasets", json={"name": "pets", "train_folder": str(images),
                                                      "width": 8, "height": 8, "val_percent": 25})
         assert dataset.status_code == 201, dataset.text

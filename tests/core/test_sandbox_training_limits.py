@@ -14,6 +14,7 @@ from tests.training.model_helpers import make_dataset, model_spec, write_job
 from trainyard.core import job_confinement, sandbox
 from trainyard.core.paths import JobFolder
 from trainyard.jobs import runner
+from trainyard.jobs.confinement_record import Confinement, facts_of
 from trainyard.jobs.kinds import get_kind
 
 pytestmark = [pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock"),
@@ -41,6 +42,11 @@ FORKS = '''        for _ in range(64):
 '''
 
 
+
+def recorded(spec) -> Confinement:
+    """What the server records for such a job at its creation (jobs/confinement_record.py)."""
+    return facts_of("model", spec.model_dump(mode="json"))
+
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     return make_dataset(tmp_path_factory.mktemp("ds") / "stripes", train=16, val=8, size=8)
@@ -50,7 +56,7 @@ def run_job(tmp_path, dataset, payload: str) -> tuple[str, str | None, JobFolder
     """Launch the job as the server's runner does; its final status and error once it ended."""
     spec = model_spec(dataset, network=None, network_source=NETWORK.format(payload=payload), epochs=1)
     folder = JobFolder(write_job(tmp_path / "home" / "jobs" / "limited", spec))
-    proc = runner.launch(get_kind("model").command(folder, []), folder, [])
+    proc = runner.launch(get_kind("model").command(folder, []), folder, [], recorded(spec))
     assert proc.args[1:3] == ["-m", "trainyard.core.supervisor"]
     proc.wait(timeout=600)
     status, error = runner.final_status(folder, proc.returncode, abort_requested=False)
@@ -88,7 +94,7 @@ def test_a_confined_job_still_aborts(tmp_path, dataset):
     which waits for it) stops at a step boundary, and the job ends ``aborted``."""
     spec = model_spec(dataset, network=None, network_source=NETWORK.format(payload="        pass\n"), epochs=500)
     folder = JobFolder(write_job(tmp_path / "home" / "jobs" / "aborted", spec))
-    proc = runner.launch(get_kind("model").command(folder, []), folder, [])
+    proc = runner.launch(get_kind("model").command(folder, []), folder, [], recorded(spec))
     def trained_or_ended():
         return proc.poll() is not None or (folder.events.exists() and '"type":"metric"' in folder.events.read_text())
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import JSON, Boolean, Integer, String, select
 from sqlalchemy.orm import Mapped, mapped_column
 
+from trainyard.core.stored import SpecView, read_stored
 from trainyard.jobs.orm import Base
 
 USER_CODE_KINDS = frozenset({"model", "classify-many", "evaluate"})  # top-N is a classify-many
@@ -55,20 +57,35 @@ class Confinement:
         return gpus > 1 or self.processes > 1 or self.nnodes > 1 or self.on_cluster
 
 
-def facts_of(kind: str, spec: dict, model: Confinement | None = None) -> Confinement:
+class CreatedSpec(SpecView):
+    """What the record takes of the spec the server validated for a new job (core/stored.py)."""
+
+    network_source: str | None = None
+    dataset_dir: str | None = None
+    pretrained: str | None = None
+    processes: int = 1
+    nnodes: int = 1
+    cluster: dict[str, Any] | None = None
+    model_id: str | None = None  # an inference job's model
+    checkpoint: str | None = None
+    list_file: str | None = None
+    folder: str | None = None
+    archive: str | None = None
+    image_root: str | None = None
+
+
+def facts_of(kind: str, stored: dict, model: Confinement | None = None) -> Confinement:
     """The confinement of a new job of ``kind`` from the spec the server validated; an
     inference job's from its ``model``'s (user code when the model's record is missing)."""
+    if kind not in USER_CODE_KINDS:  # a dataset build: trainyard's code only
+        return Confinement(user_code=False)
+    spec = read_stored(CreatedSpec, stored, what=f"new {kind} job's spec")
     if kind == "model":
-        reads = [spec.get("dataset_dir"), spec.get("pretrained")]
-        return Confinement(user_code=bool(spec.get("network_source")), reads=[r for r in reads if r],
-                           processes=int(spec.get("processes") or 1), nnodes=int(spec.get("nnodes") or 1),
-                           on_cluster=spec.get("cluster") is not None)
-    if kind in USER_CODE_KINDS:
-        reads = [spec.get(key) for key in ("checkpoint", "dataset_dir", "list_file", "folder", "archive",
-                                           "image_root")]
-        return Confinement(user_code=model.user_code if model is not None else True,
-                           reads=[r for r in reads if r])
-    return Confinement(user_code=False)
+        reads = [spec.dataset_dir, spec.pretrained]
+        return Confinement(user_code=bool(spec.network_source), reads=[r for r in reads if r],
+                           processes=spec.processes, nnodes=spec.nnodes, on_cluster=spec.cluster is not None)
+    reads = [spec.checkpoint, spec.dataset_dir, spec.list_file, spec.folder, spec.archive, spec.image_root]
+    return Confinement(user_code=model.user_code if model is not None else True, reads=[r for r in reads if r])
 
 
 def record(store, job_id: str, facts: Confinement) -> None:
@@ -105,11 +122,9 @@ def forget(store, job_id: str) -> None:
 def facts_for_new(store, jobs_dir: Path, kind: str, spec: dict) -> Confinement:
     """`facts_of` a job about to be created, its model's record looked up for an inference job."""
     model = None
-    if kind != "model" and kind in USER_CODE_KINDS and spec.get("model_id"):
-        from trainyard.jobs.store import Job  # the row type; store.py imports this module
-
-        with store.session() as s:
-            row = s.get(Job, spec["model_id"])
+    if kind != "model" and kind in USER_CODE_KINDS:
+        model_id = read_stored(CreatedSpec, spec, what=f"new {kind} job's spec").model_id
+        row = store.get_job(model_id) if model_id else None
         model = recall(store, row, jobs_dir) if row is not None else None
     return facts_of(kind, spec, model)
 
