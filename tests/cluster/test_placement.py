@@ -17,9 +17,9 @@ from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments
 from trainyard.cluster.worker import RankWorker, child_environment, interface_of
 from trainyard.core.stored import read_stored
 from trainyard.jobs.context import open_context
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.resources import Pools
-from trainyard.jobs.training_jobs import cluster_placement, devices_needed
+from trainyard.jobs.kinds.training import cluster_placement, devices_needed
+from trainyard.jobs.runs.manager import JobError
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.training.spec import ModelSpec
 
 REPO = Path(__file__).resolve().parents[2]

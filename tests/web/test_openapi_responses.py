@@ -3,7 +3,7 @@ that any of them may refuse with ``{"detail": one line}``: scripts and the pages
 
 from __future__ import annotations
 
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.web.app import create_app
 
 WITHOUT_MODEL: set[str] = set()  # routes answering a bare dict: none left

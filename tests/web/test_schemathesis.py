@@ -18,8 +18,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from trainyard.jobs.precheck import cache_for
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.kinds.precheck import cache_for
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.networks import cache as network_cache
 from trainyard.networks import registry
 from trainyard.web.app import create_app

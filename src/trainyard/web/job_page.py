@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from trainyard.core.status import FINAL_STATUSES, Status
-from trainyard.jobs.kinds import MODEL
+from trainyard.jobs.kinds.registry import MODEL
 from trainyard.training.lr_policies import get_lr_policy
 from trainyard.web.model_form import as_text
 

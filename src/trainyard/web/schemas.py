@@ -1,6 +1,6 @@
 """What the JSON routes under /api answer, as pydantic models, so /openapi.json documents it.
 
-The documents are built as dicts elsewhere (jobs/job_documents.py, kinds, results); these models
+The documents are built as dicts elsewhere (jobs/views/documents.py, kinds, results); these models
 describe them and FastAPI checks each answer against its model. The fields scripts rely on
 (DESIGN.md section 1) are typed; documents with open-ended parts allow more fields ("more fields
 are welcome"), so a new field never breaks an answer. Numbers that may be either an int or a
@@ -33,7 +33,7 @@ class HistoryEntry(Open):
 
 
 class JobBrief(Open):
-    """The fields every job has (jobs/job_documents.py ``job_brief``)."""
+    """The fields every job has (jobs/views/documents.py ``job_brief``)."""
 
     id: str
     kind: str
@@ -112,7 +112,7 @@ class JobList(BaseModel):
 
 
 class JobPage(JobList):
-    """A page of GET /api/jobs (jobs/job_feed.py)."""
+    """A page of GET /api/jobs (jobs/views/feed.py)."""
 
     next_cursor: str | None
     as_of: Number

@@ -1,7 +1,7 @@
 """What the routes about several runs answer: compare, a sweep's page, and the weights store.
 
-Like web/schemas.py, these describe documents built elsewhere (jobs/compare.py,
-jobs/sweep_view.py, weights/store.py) and allow more fields than they name.
+Like web/schemas.py, these describe documents built elsewhere (jobs/views/compare.py,
+jobs/views/sweep.py, weights/store.py) and allow more fields than they name.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from starlette.datastructures import UploadFile
 from trainyard.core.errors import InvalidInput, NotFound, TooLarge
 from trainyard.core.paths import resolve_inside
 from trainyard.jobs.context import Context
-from trainyard.jobs.inference_jobs import create_inference_job, inference_jobs
-from trainyard.jobs.job_documents import job_brief, job_detail
+from trainyard.jobs.kinds.inference import create_inference_job, inference_jobs
+from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.web import schemas
 from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler

@@ -7,8 +7,8 @@ from dataclasses import asdict
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainyard.jobs.job_documents import job_brief, job_detail
-from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
+from trainyard.jobs.kinds.training import TrainRequest, create_model_jobs
+from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.training.lr_policies import LRSettings, list_lr_policies, lr_curve
 from trainyard.training.solvers import list_solvers
 from trainyard.web import schemas

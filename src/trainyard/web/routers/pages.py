@@ -17,10 +17,11 @@ from fastapi.templating import Jinja2Templates
 from trainyard.core import formatting
 from trainyard.core.vocabulary import RESIZE_MODES
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
-from trainyard.jobs import job_pages, labels
 from trainyard.jobs.context import Context
-from trainyard.jobs.job_documents import job_detail, list_briefs
-from trainyard.jobs.kinds import DATASET, MODEL
+from trainyard.jobs.kinds.registry import DATASET, MODEL
+from trainyard.jobs.store import labels
+from trainyard.jobs.views import listing_query
+from trainyard.jobs.views.documents import job_detail, list_briefs
 from trainyard.web import job_page, listing, model_form
 from trainyard.web.auth import requester, token_matches
 from trainyard.web.deps import Ctx, get_job_of_kind
@@ -64,12 +65,12 @@ def job_tables(request: Request, ctx: Ctx, query: Annotated[listing.Query, Depen
 
 
 def _mark(ctx: Context) -> str:
-    return f"{job_pages.version(ctx.store)}-{int(time.time() // REDRAW_S)}"
+    return f"{listing_query.version(ctx.store)}-{int(time.time() // REDRAW_S)}"
 
 
 def _job_tables(ctx: Context, query: listing.Query) -> dict:
-    datasets, models = (job_pages.job_page(ctx.store, query.for_kind(k)) for k in ("dataset", "model"))
-    names = job_pages.names_of(ctx.store, {j["parent"] for j in datasets.jobs + models.jobs if j["parent"]})
+    datasets, models = (listing_query.job_page(ctx.store, query.for_kind(k)) for k in ("dataset", "model"))
+    names = listing_query.names_of(ctx.store, {j["parent"] for j in datasets.jobs + models.jobs if j["parent"]})
     gpu_labels = {g.resource: f"GPU {g.index}" for g in ctx.pools.gpus}
     shown = datasets.jobs + models.jobs
     listing.add_cells(shown, names, gpu_labels)
