@@ -1,4 +1,4 @@
-"""/openapi.json documents what every JSON route under /api answers (web/schemas*.py), and
+"""/openapi.json documents what every JSON route under /api answers (web/schemas/), and
 that any of them may refuse with ``{"detail": one line}``: scripts and the pages rely on both."""
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.dataset import append_dataset_job, create_dataset_job
 from trainyard.jobs.store.store import Job
 from trainyard.jobs.views.documents import job_brief, job_detail
-from trainyard.web import schemas
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 from trainyard.web.json_body import parse_json_object
+from trainyard.web.schemas import jobs as schemas
 from trainyard.web.uploads import save_upload
 
 router = APIRouter(prefix="/api/datasets", tags=["datasets"])

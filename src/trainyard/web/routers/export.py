@@ -17,8 +17,8 @@ from fastapi.responses import FileResponse
 
 from trainyard.jobs.kinds.imported import import_model_archive
 from trainyard.jobs.views.documents import job_detail
-from trainyard.web import schemas
 from trainyard.web.deps import Ctx, get_job_of_kind
+from trainyard.web.schemas import jobs as schemas
 from trainyard.web.uploads import save_upload
 
 router = APIRouter(prefix="/api", tags=["models"])

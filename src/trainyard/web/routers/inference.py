@@ -23,11 +23,11 @@ from trainyard.core.paths import resolve_inside
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.inference import create_inference_job, inference_jobs
 from trainyard.jobs.views.documents import job_brief, job_detail
-from trainyard.web import schemas
-from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 from trainyard.web.json_body import parse_json_object
 from trainyard.web.routers.inference_results import results_router, upload_source
+from trainyard.web.schemas import inference as more
+from trainyard.web.schemas import jobs as schemas
 from trainyard.web.uploads import safe_filename
 
 router = APIRouter(prefix="/api/models", tags=["inference"])

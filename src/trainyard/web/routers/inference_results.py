@@ -25,9 +25,9 @@ from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.store.store import Job
 from trainyard.jobs.views.documents import job_detail
-from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.json_body import parse_json_object
+from trainyard.web.schemas import inference as more
 from trainyard.web.uploads import save_upload
 
 results_router = APIRouter()

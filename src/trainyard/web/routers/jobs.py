@@ -14,9 +14,9 @@ from trainyard.jobs.context import Context
 from trainyard.jobs.runs.runner import tail_text
 from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.jobs.views.feed import feed
-from trainyard.web import schemas
-from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx, Hw, get_job_of_kind, wake_scheduler
+from trainyard.web.schemas import inference as more
+from trainyard.web.schemas import jobs as schemas
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from trainyard.jobs.store.labels import MAX_NOTES, set_labels
 from trainyard.jobs.views.documents import job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
-from trainyard.web.schemas import JobDetail
+from trainyard.web.schemas.jobs import JobDetail
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 

@@ -11,8 +11,8 @@ from dataclasses import asdict
 
 from fastapi import APIRouter, Query
 
-from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx
+from trainyard.web.schemas import inference as more
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])
 

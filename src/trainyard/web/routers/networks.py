@@ -17,9 +17,9 @@ from trainyard import networks
 from trainyard.core.errors import InvalidInput
 from trainyard.jobs.context import Context
 from trainyard.networks import cache as network_cache
-from trainyard.web import schemas_more as more
 from trainyard.web.bounded_pool import BoundedPool
 from trainyard.web.deps import Ctx
+from trainyard.web.schemas import inference as more
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])
 # Checks run in a pool of their own, never asyncio's default one. The checker's own queue

@@ -7,7 +7,7 @@ from fastapi import APIRouter
 
 from trainyard.jobs.views.system import system_report
 from trainyard.web.deps import Ctx, Hw
-from trainyard.web.schemas_more import SystemReport
+from trainyard.web.schemas.inference import SystemReport
 
 router = APIRouter(prefix="/api/system", tags=["system"])
 

@@ -1,6 +1,6 @@
 """What the routes about several runs answer: compare, a sweep's page, and the weights store.
 
-Like web/schemas.py, these describe documents built elsewhere (jobs/views/compare.py,
+Like web/schemas/jobs.py, these describe documents built elsewhere (jobs/views/compare.py,
 jobs/views/sweep.py, weights/store.py) and allow more fields than they name.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from trainyard.core.status import Status
-from trainyard.web.schemas import Number, Open, Point
+from trainyard.web.schemas.jobs import Number, Open, Point
 
 
 class ComparedRun(Open):

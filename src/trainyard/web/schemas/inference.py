@@ -1,4 +1,4 @@
-"""Response models of the inference, network, solver and system routes (see web/schemas.py).
+"""Response models of the inference, network, solver and system routes (see web/schemas/jobs.py).
 
 These answers carry open-ended parts (layer views, per-class figures, live hardware readings),
 so most models allow more fields and type only what scripts and the pages read.
@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from trainyard.core.status import Status
-from trainyard.web.schemas import JobBrief, JobDetail, Number, Open, Point
+from trainyard.web.schemas.jobs import JobBrief, JobDetail, Number, Open, Point
 
 # --- classify (one request) --------------------------------------------------------------
 
