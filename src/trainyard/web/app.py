@@ -68,7 +68,7 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
         yield
         if run_scheduler:
             await app.state.scheduler.stop()
-        workers = sys.modules.get("trainyard.inference.workers")  # loaded (with torch) on first classify
+        workers = sys.modules.get("trainyard.inference.worker_pool")  # loaded (with torch) on first classify
         if workers is not None:
             workers.POOL.close()  # the custom networks' model workers
 

@@ -2,7 +2,7 @@
 
 A cluster job's own process (the launcher) runs only trainyard's code and needs Ray's session
 files and TCP: it runs unconfined, and each of its ranks confines itself on its node
-(cluster/worker.py). A standard network is trainyard's own code and runs as before.
+(cluster/rank_worker.py). A standard network is trainyard's own code and runs as before.
 """
 
 from __future__ import annotations

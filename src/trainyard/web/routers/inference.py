@@ -2,7 +2,7 @@
 top-N per class and evaluate, with their results.
 
 Single images are answered in the request, from a cached loaded model (see inference/loader.py),
-or for a custom network from its worker process (inference/workers.py).
+or for a custom network from its worker process (inference/worker_pool.py).
 Classify-many, top-N and evaluate run as jobs (kinds ``classify-many`` and ``evaluate``); their
 results are read back here while they run and after.
 """

@@ -22,7 +22,7 @@ from trainyard.jobs.kinds.registry import DATASET, MODEL
 from trainyard.jobs.store import labels
 from trainyard.jobs.views import listing_query
 from trainyard.jobs.views.documents import job_detail, list_briefs
-from trainyard.web import job_page, listing, model_form
+from trainyard.web import listing, model_form, model_page
 from trainyard.web.auth import requester, token_matches
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.sessions import COOKIE, MAX_AGE_S, new_session
@@ -129,10 +129,10 @@ def show_model(request: Request, ctx: Ctx, model_id: str):
     resources = [gpu_labels.get(r, r) for r in (job["summary"] or {}).get("resources", [])]
     extra = {"Hardware": [("Devices", ", ".join(resources))]} if resources else None
     return render(request, "model_show.html", job=job, spec=job["spec"], dataset=dataset,
-                  settings_groups=job_page.settings_groups(job["spec"], extra,
-                                                           job_page.seed_used(ctx.manager.folder(model_id).path)),
-                  timeline=job_page.timeline(job["history"], job["finished_at"], status=job["status"]),
-                  actions=job_page.actions(job))
+                  settings_groups=model_page.settings_groups(job["spec"], extra,
+                                                             model_page.seed_used(ctx.manager.folder(model_id).path)),
+                  timeline=model_page.timeline(job["history"], job["finished_at"], status=job["status"]),
+                  actions=model_page.actions(job))
 
 
 # -- login ---------------------------------------------------------------------------------------

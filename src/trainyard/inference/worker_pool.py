@@ -3,7 +3,7 @@
 A standard network is built in the calling process (its code ships with trainyard). A custom
 network's source is user code, so its checkpoint is served by a `ModelWorker`: a sandboxed child
 (core/childproc.py, forked from the warm checker of networks/isolated.py; its side is
-inference/worker.py) that loads it once and answers request after request. The sandbox lets it
+inference/worker_process.py) that loads it once and answers request after request. The sandbox lets it
 read its job folder and nothing of the server's, write nothing, start no process, and hold no
 more memory than TRAINYARD_SANDBOX_MEMORY_MB. One worker per checkpoint, at most `MAX_WORKERS`,
 the least recently used killed first; a worker that takes too long to load or to answer, goes
@@ -67,7 +67,7 @@ class ModelWorker:
         job_folder = checkpoint.parent.parent  # JOB/checkpoints/epoch-N.pt: reads its own job only
         try:
             policy = default_policy(read=[str(job_folder)], hidden=[str(job_folder.parent.parent)])
-            self.child = Child("trainyard.inference.worker:handle", policy,
+            self.child = Child("trainyard.inference.worker_process:handle", policy,
                                what="the custom network's worker", start_timeout=START_TIMEOUT_S, zygote=CHECKER)
         except ChildFailed as exc:
             raise WorkerUnavailable(str(exc)) from None
