@@ -62,8 +62,8 @@ def fifos(target: Target, requests: int = 24) -> tuple[str, str, str]:
 
 
 def rewritten_spec(target: Target) -> tuple[str, str, str]:
-    from trainyard.jobs import confinement_record
-    from trainyard.jobs.job_sandbox import sandboxed
+    from trainyard.jobs.runs.sandbox import sandboxed
+    from trainyard.jobs.store import confinement as confinement_record
 
     ctx = target.ctx
     job = ctx.manager.create("model", "rewriter", {"network_source": "def build(): ...", "processes": 1},
@@ -119,8 +119,8 @@ def grid_bomb(target: Target) -> tuple[str, str, str]:
 def shm_ring(target: Target) -> tuple[str, str, str]:
     """The decode ring a build or classify-many allocates: a name in /dev/shm another job could
     open and overwrite, or a memfd."""
+    from trainyard.datasets.decode_worker import Geometry
     from trainyard.datasets.pipeline import DecodePipeline
-    from trainyard.datasets.worker import Geometry
 
     with DecodePipeline(Geometry(8, 8, 3, "squash", "none"), 2) as pipeline:
         assert pipeline.shm is not None

@@ -18,7 +18,7 @@ import pytest
 
 from tests.live_server import BROWSER_HEADERS
 from trainyard.jobs.context import open_context
-from trainyard.jobs.leases import this_process
+from trainyard.jobs.scheduling.leases import this_process
 
 pytestmark = pytest.mark.browser
 

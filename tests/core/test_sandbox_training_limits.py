@@ -13,9 +13,9 @@ from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, model_spec, write_job
 from trainyard.core import job_confinement, sandbox
 from trainyard.core.paths import JobFolder
-from trainyard.jobs import runner
-from trainyard.jobs.confinement_record import Confinement, facts_of
-from trainyard.jobs.kinds import get_kind
+from trainyard.jobs.kinds.registry import get_kind
+from trainyard.jobs.runs import runner
+from trainyard.jobs.store.confinement import Confinement, facts_of
 
 pytestmark = [pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock"),
               pytest.mark.slow]
@@ -44,7 +44,7 @@ FORKS = '''        for _ in range(64):
 
 
 def recorded(spec) -> Confinement:
-    """What the server records for such a job at its creation (jobs/confinement_record.py)."""
+    """What the server records for such a job at its creation (jobs/store/confinement.py)."""
     return facts_of("model", spec.model_dump(mode="json"))
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from torch import nn
 
 from trainyard.artifact.checkpoint import save_checkpoint
 from trainyard.core.paths import checkpoint_name
-from trainyard.inference import workers
+from trainyard.inference import worker_pool as workers
 
 SIZE, CHANNELS, CLASSES = 8, 3, ["a", "b"]
 TOKEN = "a-server-secret-that-user-code-must-not-see"
@@ -73,7 +73,7 @@ def server(settings, client_for, monkeypatch):
 def custom_model(client, source: str) -> str:
     """A done model job whose one checkpoint holds ``source`` as its custom network."""
     manager = client.app.state.ctx.manager
-    # Recorded as custom when created (jobs/confinement_record.py), as the server records a custom job.
+    # Recorded as custom when created (jobs/store/confinement.py), as the server records a custom job.
     job = manager.create("model", "payload", {"kind": "model", "network_source": source}, needs={"pool": "cpu"})
     save_checkpoint(manager.folder(job.id).path / "checkpoints" / checkpoint_name(1), {
         "model": benign_state(), "network": None, "network_source": source, "classes": CLASSES,

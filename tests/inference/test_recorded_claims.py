@@ -12,7 +12,7 @@ from PIL import Image
 
 from tests.inference.deploy_helpers import make_checkpoint_job
 from trainyard.inference import loader
-from trainyard.jobs import confinement_record
+from trainyard.jobs.store import confinement as confinement_record
 
 SOURCE = "def build(num_classes, in_channels, image_size):\n    raise RuntimeError('never built here')\n"
 

@@ -1,4 +1,4 @@
-"""Confinement is decided from the store's record of a job (jobs/confinement_record.py), written
+"""Confinement is decided from the store's record of a job (jobs/store/confinement.py), written
 when the server created it, never from the job's folder (issue 28 point 2): a custom job that
 rewrites its spec.json stays confined and gains no read nor TCP; an inference job of a custom
 model is confined like the model; a job older than the record is confined, never the reverse."""
@@ -12,9 +12,9 @@ import pytest
 from trainyard.core import sandbox
 from trainyard.core.sandbox import Policy
 from trainyard.core.status import Status
-from trainyard.jobs import confinement_record
-from trainyard.jobs.job_sandbox import sandboxed
-from trainyard.jobs.store import Job
+from trainyard.jobs.runs.sandbox import sandboxed
+from trainyard.jobs.store import confinement as confinement_record
+from trainyard.jobs.store.store import Job
 
 SOURCE = "def build(num_classes, in_channels, image_size): ..."
 

@@ -111,7 +111,7 @@ def _classify_here(model: str, images: list[Path], epoch: float | None, top: int
 
 def _recorded_custom(model: str) -> bool:
     """Whether the store recorded model job ``model``'s network as user code."""
-    from trainyard.jobs.confinement_record import recorded_user_code
+    from trainyard.jobs.store.confinement import recorded_user_code
 
     return recorded_user_code(cli_context(), model)
 
@@ -120,7 +120,7 @@ def _classify_confined(model: str, images: list[Path], epoch: float | None, top:
     """`_classify_here` for a custom network: built and run in its sandboxed model worker
     (inference/workers.py), as the server does, never in this process."""
     from trainyard.inference.snapshots import model_checkpoint
-    from trainyard.inference.workers import classify_checkpoint
+    from trainyard.inference.worker_pool import classify_checkpoint
 
     ctx = cli_context()
     _, path = model_checkpoint(ctx.manager.folder(model).path, epoch)
@@ -146,7 +146,7 @@ def evaluate(
     """Evaluate a model on its dataset's validation or test split."""
     refuse_unknown(model, f"no model with id {model!r}")  # before the store and torch load
     from trainyard.inference.results import read_evaluation
-    from trainyard.jobs.inference_jobs import create_inference_job
+    from trainyard.jobs.kinds.inference import create_inference_job
 
     ctx = cli_context()
     job = create_inference_job(ctx, "evaluate", model, epoch=epoch, split=split, foreground=True)

@@ -20,8 +20,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 
 import numpy as np
 
+from trainyard.datasets.decode_worker import Geometry, Outcome, init_worker, process_chunk
 from trainyard.datasets.memring import MemfdRing
-from trainyard.datasets.worker import Geometry, Outcome, init_worker, process_chunk
 
 # Below this many images, starting worker processes (up to a second with spawn) costs more
 # than it saves: decode in the calling process.
