@@ -38,7 +38,7 @@ def planted_links(target: Target) -> tuple[str, str, str]:
     job_id = _job_with(target, links)
     served = target.client.get(f"/api/jobs/{job_id}/log").text + target.client.get(f"/api/jobs/{job_id}").text
     reached = "adversary-hash" in served
-    return _row("links in the job folder", reached, "the log served the linked file" if reached
+    return _row("planted links", reached, "the log served the linked file" if reached
                 else "log.txt, output.txt, events.jsonl links not followed")
 
 
@@ -57,7 +57,7 @@ def fifos(target: Target, requests: int = 24) -> tuple[str, str, str]:
     for thread in threads:
         thread.join(30)
     hung = sum(t.is_alive() for t in threads)
-    return _row("FIFOs in the job folder", hung > 0, f"{hung} of {requests} requests hung" if hung
+    return _row("planted FIFOs", hung > 0, f"{hung} of {requests} requests hung" if hung
                 else f"{requests} requests answered {sorted(set(answers))} at once")
 
 
@@ -93,7 +93,7 @@ def checkpoint_claim(target: Target) -> tuple[str, str, str]:
                          needs={"pool": "cpu"})
     make_checkpoint_job(manager.folder(job.id).path)  # 28x28 RGB, "network": "lenet"
     response = classify(target, job.id)
-    return _row("checkpoint claims a standard net", response.status_code != 409,
+    return _row("false checkpoint claim", response.status_code != 409,
                 f"{response.status_code}: {_detail(response)}")
 
 
@@ -102,7 +102,7 @@ def no_credential(target: Target) -> tuple[str, str, str]:
     codes = {path: target.client.get(path, headers={"Authorization": ""}).status_code
              for path in ("/api/jobs", "/api/datasets", "/api/system")}
     reached = any(code < 300 for code in codes.values())
-    return _row("API call without the credential", reached, ", ".join(f"{p} {c}" for p, c in codes.items()))
+    return _row("no credential", reached, ", ".join(f"{p} {c}" for p, c in codes.items()))
 
 
 def grid_bomb(target: Target) -> tuple[str, str, str]:
@@ -113,7 +113,7 @@ def grid_bomb(target: Target) -> tuple[str, str, str]:
     response = target.client.post("/api/models", json={
         "name": "bomb", "datasets": [dataset.id] * 2, "networks": ["lenet", "alexnet", "googlenet"],
         "base_lrs": [0.1, 0.01, 0.001, 0.0001], "batch_sizes": [8, 16, 32], "settings": {"epochs": 1}})
-    return _row("sweep grid bomb (72 jobs)", response.status_code < 300, f"{response.status_code}: {_detail(response)}")
+    return _row("sweep grid bomb (72)", response.status_code < 300, f"{response.status_code}: {_detail(response)}")
 
 
 def shm_ring(target: Target) -> tuple[str, str, str]:

@@ -22,8 +22,8 @@ def test_every_trust_payload_is_blocked(settings, client_for, tmp_path, monkeypa
     printed = table(rows)
     print(printed)
     assert [name for name, _, _ in rows] == [
-        "links in the job folder", "FIFOs in the job folder", "rewritten spec.json",
-        "checkpoint claims a standard net", "API call without the credential", "sweep grid bomb (72 jobs)",
+        "planted links", "planted FIFOs", "rewritten spec.json",
+        "false checkpoint claim", "no credential", "sweep grid bomb (72)",
         "/dev/shm decode ring"], printed
     assert all(result == "blocked" for _, result, _ in rows), printed
     assert len(PAYLOADS) == len(rows)
