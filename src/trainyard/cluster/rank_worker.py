@@ -22,6 +22,7 @@ from pathlib import Path
 import psutil
 
 from trainyard.core.job_confinement import confined_command
+from trainyard.core.recorded_confinement import confined_job
 
 
 class RankWorker:
@@ -75,7 +76,8 @@ class RankWorker:
         # A rank runs the job's network: user code, when it is custom, confined on this node as a
         # local job is (SandboxUnavailable, said by the launcher, where this node has no sandbox).
         environment = child_environment(env)
-        confined = confined_command(command, cwd, self.gpu_ids, env=environment)
+        # Confined as the server recorded the job, not as its spec.json (which its ranks write) says.
+        confined = confined_command(command, cwd, self.gpu_ids, env=environment, job=confined_job(env))
         # Its own process group, so that `stop` reaches the training process past its supervisor
         # (which waits for it); it still dies with this actor (PR_SET_PDEATHSIG).
         self.group = confined is not command

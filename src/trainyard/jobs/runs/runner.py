@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from trainyard.core import jobfiles
+from trainyard.core import jobfiles, recorded_confinement
 from trainyard.core.environment import child_environment
 from trainyard.core.events import read_events
 from trainyard.core.formatting import process_end
@@ -41,6 +41,9 @@ def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None, con
     # It runs user code (custom networks), so it never sees the server's token.
     env = child_environment(CUDA_VISIBLE_DEVICES=",".join(str(i) for i in gpu_ids or []))
     env.setdefault("PYTHONUNBUFFERED", "1")
+    # A cluster job's launcher hands the record to the nodes that confine its ranks (core/recorded_confinement.py).
+    env[recorded_confinement.VARIABLE] = recorded_confinement.encode(
+        confinement.user_code, confinement.reads, confinement.processes, confinement.nnodes, confinement.on_cluster)
     # Beneath the job folder, links refused: a job may have planted output.txt -> somewhere.
     output = jobfiles.open_append(folder.path, "output.txt")
     try:
