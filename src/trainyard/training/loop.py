@@ -186,7 +186,9 @@ class Reporter:
         if run.val_loader is None:
             return
         distributed.sync_buffers(run.net, run.dist)  # rank 0's BatchNorm statistics: those it saves
-        result = evaluate(run.eval_model or run.model, run.val_loader, run.stepper.autocast,
+        # `is None`, not `or`: a compiled module has no truth value (OptimizedModule raises on len()).
+        model = run.model if run.eval_model is None else run.eval_model
+        result = evaluate(model, run.val_loader, run.stepper.autocast,
                           self.should_stop, run.dist)
         if not math.isfinite(result["val_loss"]):
             raise TrainingError(f"training diverged at epoch {epoch:g} (validation loss is "
