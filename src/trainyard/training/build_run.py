@@ -71,12 +71,27 @@ CPU_CHANNELS_LAST = ("lenet", "resnet")
 
 
 def use_channels_last(spec: ModelSpec, device: torch.device) -> bool:
-    """Whether the network and its batches use the channels_last memory layout."""
-    if not spec.channels_last:
+    """Whether the network and its batches use the channels_last memory layout.
+
+    Never for a custom network: its code may flatten with ``x.view(n, -1)`` (which fails on a
+    channels_last activation) or hold 5-D parameters, and nothing but running it in that layout
+    would tell; a network that trains on the CPU must train on a GPU as it is. The standard
+    networks flatten with ``torch.flatten`` and are tested in both layouts.
+    """
+    if not spec.channels_last or not spec.network:
         return False
     if device.type == "cuda":
         return True
-    return device.type == "cpu" and bool(spec.network) and str(spec.network).startswith(CPU_CHANNELS_LAST)
+    return device.type == "cpu" and spec.network.startswith(CPU_CHANNELS_LAST)
+
+
+def to_channels_last(net: nn.Module) -> bool:
+    """Put the network's 4-D tensors in channels_last; False (and nothing changed) when it holds
+    a tensor of another rank that `Module.to` would refuse (a Conv3d's 5-D weight)."""
+    if any(t.dim() == 5 for t in (*net.parameters(), *net.buffers())):
+        return False
+    net.to(memory_format=torch.channels_last)  # what cuDNN's and oneDNN's fastest convolutions want
+    return True
 
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
@@ -129,10 +144,8 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
 
     input_size = (spec.crop, spec.crop) if spec.crop else (height, width)
     net, trainable, head = _build_network(spec, ckpt, len(classes), channels, image_size, input_size, events)
-    channels_last = use_channels_last(spec, device)
     net.to(device)
-    if channels_last:
-        net.to(memory_format=torch.channels_last)  # what cuDNN's and oneDNN's fastest convolutions want
+    channels_last = use_channels_last(spec, device) and to_channels_last(net)
     params = [p for p in net.parameters() if p.requires_grad]
     if not params:
         raise TrainingError("no parameter is left to train (freeze_backbone froze them all)")
