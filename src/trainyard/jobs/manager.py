@@ -149,7 +149,8 @@ class JobManager:
         folder = self.folder(job.id)
         gpu_ids = Pools.gpu_ids(resources)
         try:
-            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids, foreground)
+            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids, foreground,
+                                 self.pools.environment(gpu_ids))
         except OSError as exc:
             self._finish(self.get(job.id), Status.FAILED, f"could not start the job: {exc}")
             return

@@ -22,6 +22,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from trainyard.artifact import network
 from trainyard.artifact.checkpoint import load_checkpoint
+from trainyard.artifact.device import GpuUnusable, require_leased_gpus
 from trainyard.artifact.preprocess import mean_tensor, std_tensor
 from trainyard.artifact.preprocessing import DEFAULT_RESIZE, Preprocessing
 from trainyard.core.errors import InvalidInput
@@ -43,8 +44,13 @@ from trainyard.weights import finetune, fit
 
 def pick_device(d: Dist = SINGLE) -> torch.device:
     """The job's GPU (the runner sets CUDA_VISIBLE_DEVICES to its lease; with several, this
-    process's LOCAL_RANK picks one), else the CPU."""
-    if not torch.cuda.is_available():
+    process's LOCAL_RANK picks one), else the CPU. A job given real GPUs that CUDA cannot use
+    fails here, naming the cause (artifact/device.py), instead of training on the CPU."""
+    try:
+        leased = require_leased_gpus()
+    except GpuUnusable as exc:
+        raise TrainingError(str(exc)) from None
+    if not leased and not torch.cuda.is_available():
         return torch.device("cpu")
     torch.backends.cudnn.benchmark = True  # fixed input shapes: let cuDNN pick its fastest kernels
     torch.backends.cuda.matmul.allow_tf32 = True  # fp32 runs use tensor cores too
