@@ -4,7 +4,8 @@
 optimizer side (`Stepper`), the batch loaders, the event `Schedule` and where training stands.
 A fresh run seeds torch before building the network; a resumed run loads model, optimizer,
 scheduler, AMP scaler and RNG states from its checkpoint (resume.py), so it continues as if it
-had never stopped. With several processes (``Dist``), each builds the same network from the
+had never stopped: bit for bit on the same device type and process count, at the equivalent
+place otherwise (resume.py says exactly what holds). With several processes (``Dist``), each builds the same network from the
 same seed, wraps it in DistributedDataParallel and reads its shard of every global batch.
 """
 
@@ -100,12 +101,20 @@ def to_channels_last(net: nn.Module) -> bool:
     return True
 
 
+# Compute capability from which GPUs have bf16 tensor cores (Ampere, 8.0). Older ones (V100 7.0,
+# T4 7.5) emulate bf16, which `torch.cuda.is_bf16_supported()` counts as support: fp16 with a
+# GradScaler is their fast mixed precision.
+BF16_CAPABILITY = (8, 0)
+
+
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """The AMP dtype for a precision setting: auto = bf16 (or fp16) on GPUs, fp32 on the CPU."""
+    """The AMP dtype for a precision setting: auto = bf16 on Ampere and later GPUs, fp16 (with a
+    GradScaler, see `prepare`) on older ones, fp32 on the CPU."""
     if precision == "auto":
         if device.type != "cuda":
             return None
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        native = torch.cuda.get_device_capability(device) >= BF16_CAPABILITY
+        return torch.bfloat16 if native else torch.float16
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
