@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import psutil
-
 from bench.gpu_check import Row, Runner, Stage, table
 
 PY = sys.executable

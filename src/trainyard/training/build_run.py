@@ -5,8 +5,9 @@ optimizer side (`Stepper`), the batch loaders, the event `Schedule` and where tr
 A fresh run seeds torch before building the network; a resumed run loads model, optimizer,
 scheduler, AMP scaler and RNG states from its checkpoint (resume.py), so it continues as if it
 had never stopped: bit for bit on the same device type and process count, at the equivalent
-place otherwise (resume.py says exactly what holds). With several processes (``Dist``), each builds the same network from the
-same seed, wraps it in DistributedDataParallel and reads its shard of every global batch.
+place otherwise (resume.py says exactly what holds). With several processes (``Dist``), each
+builds the same network from the same seed, wraps it in DistributedDataParallel and reads its
+shard of every global batch.
 """
 
 from __future__ import annotations
