@@ -56,8 +56,8 @@ def _driver() -> str:
 
 
 def nvml() -> bool:
-    from trainyard.jobs.hardware import GpuMonitor
-    from trainyard.jobs.resources import Pools, gpu_inventory
+    from trainyard.jobs.scheduling.resources import Pools, gpu_inventory
+    from trainyard.jobs.views.hardware import GpuMonitor
 
     inventory = gpu_inventory()
     readings = GpuMonitor().sample()

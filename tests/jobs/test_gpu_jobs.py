@@ -10,8 +10,8 @@ from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, model_spec
 from tests.training.test_custom_layout import VIEW_NET
 from trainyard.jobs.context import open_context
-from trainyard.jobs.hardware import GpuMonitor
-from trainyard.jobs.resources import Pools, gpu_inventory
+from trainyard.jobs.scheduling.resources import Pools, gpu_inventory
+from trainyard.jobs.views.hardware import GpuMonitor
 
 pytestmark = pytest.mark.requires_cuda(1)
 

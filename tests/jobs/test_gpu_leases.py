@@ -12,7 +12,7 @@ import pytest
 
 from tests.jobs.test_hardware import FakeNVML, GiB
 from trainyard.core.vocabulary import LEASED_GPUS
-from trainyard.jobs.resources import GPU, Pools, fake_gpus, gpu_inventory
+from trainyard.jobs.scheduling.resources import GPU, Pools, fake_gpus, gpu_inventory
 
 
 def four_gpus(mig: dict[int, int] | None = None) -> list[dict]:

@@ -24,9 +24,9 @@ from tests.jobs.test_gpu_leases import four_gpus
 from tests.jobs.test_hardware import FakeNVML
 from tests.training.model_helpers import make_dataset, metrics, model_spec
 from trainyard.jobs.context import open_context
-from trainyard.jobs.kinds import JobKind, register_kind
-from trainyard.jobs.resources import GPU, Pools, fake_gpus, gpu_inventory
-from trainyard.jobs.training_jobs import resume_model_job
+from trainyard.jobs.kinds.registry import JobKind, register_kind
+from trainyard.jobs.kinds.training import resume_model_job
+from trainyard.jobs.scheduling.resources import GPU, Pools, fake_gpus, gpu_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -130,7 +130,7 @@ FOREGROUND = """
 import sys
 from tests.jobs.test_gpu_scheduling import GpuScript
 from trainyard.jobs.context import open_context
-from trainyard.jobs.kinds import register_kind
+from trainyard.jobs.kinds.registry import register_kind
 register_kind(GpuScript("gpu-brief", "", lambda job, folder: {{}}, "hold", {seconds}))
 ctx = open_context()  # TRAINYARD_FAKE_GPUS=4, as the server's
 job = ctx.manager.create("gpu-brief", "cli", {{}}, needs={{"pool": "gpu", "count": 2}}, foreground=True)

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from trainyard.jobs.hardware import GpuMonitor, Hardware, ProcessSampler
+from trainyard.jobs.views.hardware import GpuMonitor, Hardware, ProcessSampler
 
 
 class NotSupported(Exception):
@@ -219,9 +219,9 @@ def test_the_fake_speaks_the_real_pynvml_api():
     import inspect
     import re
 
-    import trainyard.jobs.gpu_devices as gpu_devices
-    import trainyard.jobs.hardware as hardware
-    import trainyard.jobs.resources as resources
+    import trainyard.jobs.scheduling.gpu_devices as gpu_devices
+    import trainyard.jobs.scheduling.resources as resources
+    import trainyard.jobs.views.hardware as hardware
 
     called = {name for module in (hardware, gpu_devices, resources)
               for name in re.findall(r"\b(?:py)?nvml\.(\w+)", inspect.getsource(module))}
