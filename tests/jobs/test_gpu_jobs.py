@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import wait_for
-from tests.training.model_helpers import make_dataset, model_spec
-from tests.training.test_custom_layout import VIEW_NET
+from tests.training.model_helpers import VIEW_NET, make_dataset, model_spec
 from trainyard.jobs.context import open_context
 from trainyard.jobs.scheduling.resources import Pools, gpu_inventory
 from trainyard.jobs.views.hardware import GpuMonitor

@@ -10,27 +10,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from model_helpers import make_dataset, metrics, model_spec, one_thread
+from model_helpers import VIEW_NET, make_dataset, metrics, model_spec, one_thread
 
 from trainyard.core.events import EventWriter
 from trainyard.training.build_run import prepare, to_channels_last, use_channels_last
 from trainyard.training.loop import train
 
-VIEW_NET = (
-    "import torch\n"
-    "from torch import nn\n"
-    "class Net(nn.Module):\n"
-    "    def __init__(self, num_classes, in_channels, image_size):\n"
-    "        super().__init__()\n"
-    "        self.conv = nn.Conv2d(in_channels, 4, 3, padding=1)\n"
-    "        self.extra = nn.Conv3d(1, 1, 1)  # a 5-D weight: no channels_last form exists\n"
-    "        self.fc = nn.Linear(4 * image_size * image_size, num_classes)\n"
-    "    def forward(self, x):\n"
-    "        x = torch.relu(self.conv(x))\n"
-    "        return self.fc(x.view(x.shape[0], -1))\n"
-    "def build(num_classes, in_channels, image_size):\n"
-    "    return Net(num_classes, in_channels, image_size)\n"
-)
 CUDA = torch.device("cuda", 0)
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from model_helpers import make_dataset, metrics, model_spec
-from test_custom_layout import VIEW_NET
+from model_helpers import VIEW_NET, make_dataset, metrics, model_spec
 
 from trainyard.artifact.checkpoint import load_checkpoint
 from trainyard.core.events import EventWriter
