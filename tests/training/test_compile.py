@@ -37,7 +37,7 @@ def test_compiled_training_validates_checkpoints_resumes_and_exports(dataset, tm
                       lr={"policy": "fixed", "base_lr": 0.05})
     result = _train(spec, tmp_path / "full")
     assert [e for e, _ in metrics(tmp_path / "full", "val_accuracy")] == [1, 2]
-    assert result["epoch"] == 2
+    assert result["epoch"] == 2 and "torch.compile on" in (tmp_path / "full" / "log.txt").read_text()
     first = load_checkpoint(tmp_path / "full" / "checkpoints" / checkpoint_name(1))
     assert first["model"] and not [k for k in first["model"] if "_orig_mod" in k]
 
