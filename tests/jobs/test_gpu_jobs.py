@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import wait_for
+from tests.conftest import tick_until
 from tests.training.model_helpers import VIEW_NET, make_dataset, model_spec
 from trainyard.jobs.context import open_context
 from trainyard.jobs.scheduling.resources import Pools, gpu_inventory
@@ -33,12 +33,6 @@ def test_a_model_job_runs_on_its_leased_gpu(settings, tmp_path, network):
     fields = {"network": None, "network_source": VIEW_NET} if network == "custom" else {}
     spec = model_spec(dataset, epochs=1, **fields)
     job = ctx.manager.create("model", network, spec.model_dump(mode="json"), needs={"pool": "gpu", "count": 1})
-
-    def finished():
-        ctx.manager.tick()
-        found = ctx.store.get_job(job.id)
-        return found if found.status in ("done", "failed") else None
-
-    done = wait_for(finished, 300)
+    done = tick_until(ctx, job.id, {"done", "failed"}, timeout=300)
     assert done.status == "done", done.error
     assert "on cuda" in ctx.manager.folder(job.id).log.read_text()

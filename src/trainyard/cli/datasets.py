@@ -69,7 +69,7 @@ def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
         emit_json(detail)
     elif job.status == Status.DONE:
         _print_counts(detail)
-    if job.status in (Status.FAILED, Status.ABORTED):
+    if job.status.is_unsuccessful:
         raise typer.Exit(1)
 
 

@@ -126,17 +126,17 @@ class JobManager:
                 self._finish(job, Status.ABORTED, "the command that created this job exited before it started")
 
     def _try_start(self, job: Job, foreground: bool = False) -> None:
-        waiting_for = readiness.missing_input(self.store, job)
-        if waiting_for is None:
+        blocked = readiness.missing_input(self.store, job)
+        if blocked is None:
             resources = self.pools.acquire(self.store, job.id, job.needs, holder=self.holder)
             if resources is not None:
                 self._start(job, resources, foreground)
                 return
-            waiting_for = waiting_message(self.pools, self.store, job.needs)  # names the holders
-        if waiting_for.startswith("failed:"):
-            self._finish(job, Status.FAILED, waiting_for.removeprefix("failed:").strip())
-        elif job.status != Status.WAITING or job.status_detail != waiting_for:
-            self.store.update_job_if(job, status=Status.WAITING, status_detail=waiting_for)
+            blocked = readiness.Blocked(waiting_message(self.pools, self.store, job.needs))  # names the holders
+        if blocked.never:
+            self._finish(job, Status.FAILED, blocked.reason)
+        elif job.status != Status.WAITING or job.status_detail != blocked.reason:
+            self.store.update_job_if(job, status=Status.WAITING, status_detail=blocked.reason)
 
     def _start(self, job: Job, resources: list[str], foreground: bool = False) -> None:
         """Claim the job and launch its process (``foreground``: one that dies with this one)."""

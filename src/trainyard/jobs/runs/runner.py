@@ -19,6 +19,7 @@ import psutil
 
 from trainyard.core.environment import child_environment
 from trainyard.core.events import read_events
+from trainyard.core.formatting import process_end
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
 from trainyard.core.tethered import command as tethered_command
@@ -143,8 +144,8 @@ def final_status(folder: JobFolder, returncode: int | None, abort_requested: boo
         return Status.FAILED, "the job exited without reporting a result"
     rank = _failed_rank(folder)
     if rank is not None:
-        return Status.FAILED, f"training process rank {rank[0]} died ({_describe_exit(rank[1])}); see output.txt"
-    return Status.FAILED, f"the job process died ({_describe_exit(returncode)}); see its log"
+        return Status.FAILED, f"training process rank {rank[0]} died ({process_end(rank[1])}); see output.txt"
+    return Status.FAILED, f"the job process died ({process_end(returncode)}); see its log"
 
 
 # torch.distributed.run's report of the worker that failed first: "Root Cause ... rank : 1
@@ -155,17 +156,6 @@ _ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+
 def _failed_rank(folder: JobFolder) -> tuple[int, int] | None:
     match = _ROOT_CAUSE.search(tail_text(folder.path / "output.txt", 8000))
     return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-def _describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "exit code unknown"
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit code {returncode}"
 
 
 def tail_text(path: Path, max_bytes: int = 4000) -> str:
