@@ -156,7 +156,7 @@ class JobManager:
         try:
             confinement = confinement_record.recall(self.store, job, self.settings.jobs_dir)
             proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids, confinement,
-                                 foreground)
+                                 foreground, self.pools.environment(gpu_ids))
         except OSError as exc:
             self._finish(self.get(job.id), Status.FAILED, f"could not start the job: {exc}")
             return

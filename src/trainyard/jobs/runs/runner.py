@@ -25,21 +25,24 @@ from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
 from trainyard.core.tethered import command as tethered_command
 from trainyard.jobs.runs.sandbox import sandboxed
+from trainyard.jobs.scheduling.gpu_devices import lease_environment
 from trainyard.jobs.store.confinement import Confinement
 
 
 def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None, confinement: Confinement,
-           tethered: bool = False) -> subprocess.Popen:
+           tethered: bool = False, lease: dict[str, str] | None = None) -> subprocess.Popen:
     """Run ``command`` for a job, its output going to the job folder's output.txt; a job whose
     network is user code runs confined (jobs/runs/sandbox.py), as ``confinement`` (the store's
     record of the job, jobs/store/confinement.py) says, never as its folder says.
 
     ``tethered``: the kernel kills it when this process dies, even by SIGKILL (a foreground
-    job); a server's jobs outlive the server, whose next start adopts them."""
+    job); a server's jobs outlive the server, whose next start adopts them. ``lease``: the
+    variables that show the job its GPUs (`Pools.environment`: their UUIDs); by default the
+    server's own entries for ``gpu_ids``."""
     command = sandboxed(command, folder, gpu_ids, confinement)
     # A job sees only the GPUs it leased; a CPU job sees none, so it cannot grab one by accident.
     # It runs user code (custom networks), so it never sees the server's token.
-    env = child_environment(CUDA_VISIBLE_DEVICES=",".join(str(i) for i in gpu_ids or []))
+    env = child_environment(**(lease if lease is not None else lease_environment({}, gpu_ids or [])))
     env.setdefault("PYTHONUNBUFFERED", "1")
     # A cluster job's launcher hands the record to the nodes that confine its ranks (core/recorded_confinement.py).
     env[recorded_confinement.VARIABLE] = recorded_confinement.encode(
