@@ -78,10 +78,11 @@ def _open_writers(plan: BuildPlan, folder: Path, geometry: Geometry,
         from_parent = plan.parent is not None and (plan.parent.dir / split / "meta.json").is_file()
         if not (plan.splits.get(split) or from_parent):
             continue
-        shape = (folder / split, g.height, g.width, g.channels, g.encoding)
-        options = {"mean": split == "train", "classes": len(plan.classes)}
-        writers[split] = (SplitWriter.resume(*shape, resume.writers[split], **options) if resume
-                          else SplitWriter(*shape, **options))
+        mean, classes = split == "train", len(plan.classes)
+        writers[split] = (SplitWriter.resume(folder / split, g.height, g.width, g.channels, g.encoding,
+                                             resume.writers[split], mean=mean, classes=classes) if resume
+                          else SplitWriter(folder / split, g.height, g.width, g.channels, g.encoding,
+                                           mean=mean, classes=classes))
     return writers
 
 
@@ -194,7 +195,14 @@ def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: Ev
                 workers: int, run: tuple[int, str, ResumeState | None]) -> dict:
     total, plan_hash, resume = run
     tmp.mkdir(parents=True, exist_ok=True)
-    writers = _open_writers(plan, tmp, geometry, resume)
+    try:
+        writers = _open_writers(plan, tmp, geometry, resume)
+    except (OSError, ValueError, KeyError) as e:  # a checkpoint whose files were damaged or removed
+        events.log(f"cannot resume ({e}); building from the start", "warning")
+        shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        resume = None
+        writers = _open_writers(plan, tmp, geometry)
     progress = BuildProgress(events, total, counts=lambda: _class_counts(plan.classes, writers))
     if resume is None:
         for split, writer in writers.items():

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainyard.core.files import write_json_atomic
-
-FILE = "resume.json"
+from trainyard.datasets.leftovers import RESUME_FILE as FILE
 
 
 @dataclass

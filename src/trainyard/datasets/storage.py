@@ -18,6 +18,7 @@ import json
 import os
 from array import array
 from collections.abc import Sequence
+from typing import BinaryIO
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +78,7 @@ class SplitWriter:
         self._sum = np.zeros(self.shape, np.int64) if mean else None
         self._partial = np.zeros(self.shape, np.uint32) if mean else None
         self._logged = 0  # labels (and offsets) already in the .part files
+        self._file: BinaryIO
         if _resume is None:
             self._file = open(self.folder / self._name, "wb")
         else:
@@ -97,7 +99,7 @@ class SplitWriter:
         if self.encoding != "none":
             self._offsets = array("q")
             self._offsets.frombytes((self.folder / "offsets.part").read_bytes()[: 8 * (n + 1)])
-        if len(self.labels) != n or len(self._offsets) != n + 1:
+        if len(self.labels) != n or (self.encoding != "none" and len(self._offsets) != n + 1):
             raise ValueError(f"the resume files of {self.folder} are shorter than their checkpoint")
         self._logged = n
         labels = np.frombuffer(self.labels, np.int64)
@@ -154,11 +156,11 @@ class SplitWriter:
                 log.write(self._offsets[self._logged + 1:].tobytes())
         self._logged = n
         self._file.flush()
-        state = {"count": n, "bytes": self._file.tell(), "mean": None}
+        mean = None
         if self._sum is not None and self._partial is not None and n:
-            state["mean"] = f"mean-sum-{n}.npy"
-            np.save(self.folder / state["mean"], self._sum + self._partial)
-        return state
+            mean = f"mean-sum-{n}.npy"
+            np.save(self.folder / mean, self._sum + self._partial)
+        return {"count": n, "bytes": self._file.tell(), "mean": mean}
 
     def prune(self, state: dict) -> None:
         """Remove the mean-sum files of checkpoints older than ``state``."""
