@@ -18,8 +18,8 @@ import json
 import os
 from array import array
 from collections.abc import Sequence
-from typing import BinaryIO
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 from PIL import Image
