@@ -180,7 +180,6 @@ def feed(dataset: Path, batch: int, seconds: float) -> list[str]:
         loader = BatchLoader(reader, batch, train=True, mean=m, crop=crop, augment=aug, seed=0)
         return rate(lambda epoch: (x for x, _ in loader.batches(epoch)))
 
-    from trainyard.artifact.preprocess import center_crop_batch
 
     def plain(crop) -> float:
         def epoch_batches(epoch):
