@@ -164,7 +164,7 @@ def sides(images: Path, work: Path, size: int, variants: list[str]) -> dict[str,
 def feed(dataset: Path, batch: int, seconds: float) -> list[str]:
     import torch
 
-    from trainyard.artifact.preprocess import center_crop_batch
+    from trainyard.artifact.normalize import center_crop_batch
     from trainyard.datasets.storage import open_split
     from trainyard.training.augment import AugmentSettings
     from trainyard.training.data import BatchLoader

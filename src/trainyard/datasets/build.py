@@ -22,12 +22,12 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.jobproc import Aborted, Progress
 from trainyard.datasets import build_stream, disk_check, resume_state
 from trainyard.datasets.collect import BuildPlan, DatasetError, collect
+from trainyard.datasets.decode_worker import Geometry
 from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.resume_state import ResumeState
 from trainyard.datasets.sources import Skipped
 from trainyard.datasets.storage import SPLITS, SplitWriter, open_split, save_mean
-from trainyard.datasets.worker import Geometry
 
 __all__ = ["DatasetError", "build_dataset"]
 

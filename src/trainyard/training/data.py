@@ -10,7 +10,8 @@ forces that path on any device, for tests).
 Everything random is a pure function of (seed, epoch, batch): the epoch's order comes from
 ``default_rng([seed, epoch])`` and each batch's crops and augmentation from a generator seeded
 with (seed, epoch, batch, rank). So a run resumed at any batch of any epoch sees exactly the
-batches the uninterrupted run would have seen, with no loader state to save.
+batches the uninterrupted run would have seen, with no loader state to save, on the same device
+type: a CUDA generator draws other crops and flips than a CPU one from the same seed (resume.py).
 
 With ``world_size > 1`` (DDP) each rank takes ``order[rank::world_size]``, so global batch i,
 the union of every rank's batch i, is exactly ``order[i*G:(i+1)*G]`` with G = world_size *
@@ -31,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from trainyard.artifact.preprocess import normalize_batch
+from trainyard.artifact.normalize import normalize_batch
 from trainyard.core.cpus import granted_cpus
 from trainyard.datasets.storage import SplitReader
 from trainyard.training.augment import AugmentSettings, training_batch
