@@ -70,7 +70,7 @@ def generate(root: Path, unique: int, count: int, size: tuple[int, int], classes
 # -- the two sides, each run in its own process --------------------------------------------------
 def child_trainyard(images: str, job: str, size: int, reduce: bool) -> dict:
     from trainyard.core.events import EventWriter
-    from trainyard.datasets import worker
+    from trainyard.datasets import decode_worker as worker
     from trainyard.datasets.build import build_dataset
     from trainyard.datasets.spec import DatasetSpec
 

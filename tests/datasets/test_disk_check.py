@@ -12,8 +12,8 @@ from dataset_helpers import make_class_tree
 from trainyard.core.events import EventWriter
 from trainyard.datasets import disk_check
 from trainyard.datasets.build import DatasetError, build_dataset
+from trainyard.datasets.decode_worker import Geometry
 from trainyard.datasets.spec import DatasetSpec
-from trainyard.datasets.worker import Geometry
 
 Usage = namedtuple("Usage", "total used free")
 

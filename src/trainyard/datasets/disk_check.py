@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from trainyard.core.errors import UserError
-from trainyard.datasets.worker import Geometry, process_chunk
+from trainyard.datasets.decode_worker import Geometry, process_chunk
 
 SAMPLE = 16  # images encoded to estimate an encoded build's size
 MARGIN = 1.1  # estimates of encoded sizes vary: keep a tenth more free
