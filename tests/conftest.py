@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from trainyard.jobs.context import open_context
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.settings import Settings
 
 # Fixtures several test folders share: the loopback weights server and weight files.

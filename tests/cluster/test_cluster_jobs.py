@@ -18,9 +18,9 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, metrics, model_spec, one_thread, write_job
-from trainyard.jobs.hardware import Hardware
-from trainyard.jobs.job_documents import job_detail
-from trainyard.jobs.system import system_report
+from trainyard.jobs.views.documents import job_detail
+from trainyard.jobs.views.hardware import Hardware
+from trainyard.jobs.views.system import system_report
 from trainyard.training.run import main as train_in_process
 
 pytestmark = pytest.mark.slow

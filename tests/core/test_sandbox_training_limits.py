@@ -13,8 +13,8 @@ from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, model_spec, write_job
 from trainyard.core import job_confinement, sandbox
 from trainyard.core.paths import JobFolder
-from trainyard.jobs import runner
-from trainyard.jobs.kinds import get_kind
+from trainyard.jobs.kinds.registry import get_kind
+from trainyard.jobs.runs import runner
 
 pytestmark = [pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock"),
               pytest.mark.slow]

@@ -1,4 +1,4 @@
-"""A stop signal during a foreground job is never lost (jobs/foreground.py): one that lands while
+"""A stop signal during a foreground job is never lost (jobs/runs/foreground.py): one that lands while
 Python runs a ``__del__`` or a weakref callback has its exception printed and dropped, and the
 watcher raises for it at its next look (seen in the full suite: a Ctrl-C swallowed by a
 WeakValueDictionary callback let the dataset build run to the end)."""
@@ -10,7 +10,7 @@ import signal
 
 import pytest
 
-from trainyard.jobs.foreground import Interrupted, raise_if_signalled, signals_interrupt
+from trainyard.jobs.runs.foreground import Interrupted, raise_if_signalled, signals_interrupt
 
 
 class SignalledOnCollection:

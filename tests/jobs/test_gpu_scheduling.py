@@ -22,9 +22,9 @@ import torch
 from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, metrics, model_spec
 from trainyard.jobs.context import open_context
-from trainyard.jobs.kinds import JobKind, register_kind
-from trainyard.jobs.resources import Pools, fake_gpus
-from trainyard.jobs.training_jobs import resume_model_job
+from trainyard.jobs.kinds.registry import JobKind, register_kind
+from trainyard.jobs.kinds.training import resume_model_job
+from trainyard.jobs.scheduling.resources import Pools, fake_gpus
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -116,7 +116,7 @@ FOREGROUND = """
 import sys
 from tests.jobs.test_gpu_scheduling import GpuScript
 from trainyard.jobs.context import open_context
-from trainyard.jobs.kinds import register_kind
+from trainyard.jobs.kinds.registry import register_kind
 register_kind(GpuScript("gpu-brief", "", lambda job, folder: {{}}, "hold", {seconds}))
 ctx = open_context()  # TRAINYARD_FAKE_GPUS=4, as the server's
 job = ctx.manager.create("gpu-brief", "cli", {{}}, needs={{"pool": "gpu", "count": 2}}, foreground=True)

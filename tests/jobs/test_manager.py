@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import pytest
 
 from tests.conftest import wait_for
-from trainyard.jobs.kinds import JobKind, register_kind
-from trainyard.jobs.manager import JobError, JobManager
-from trainyard.jobs.resources import GPU, NotSatisfiable, Pools
+from trainyard.jobs.kinds.registry import JobKind, register_kind
+from trainyard.jobs.runs.manager import JobError, JobManager
+from trainyard.jobs.scheduling.resources import GPU, NotSatisfiable, Pools
 
 SCRIPT_PREFIX = """
 import sys, time, signal

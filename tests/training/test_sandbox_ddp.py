@@ -8,8 +8,8 @@ from test_distributed import dataset, ddp_spec, launch, statuses, write_job  # n
 
 from trainyard.core import sandbox
 from trainyard.core.paths import JobFolder
-from trainyard.jobs.job_sandbox import sandboxed
-from trainyard.jobs.kinds import get_kind
+from trainyard.jobs.kinds.registry import get_kind
+from trainyard.jobs.runs.sandbox import sandboxed
 
 pytestmark = [pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock"),
               pytest.mark.slow]

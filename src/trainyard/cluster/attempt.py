@@ -22,7 +22,7 @@ from typing import Any
 from trainyard.cluster.connect import address, unreachable
 from trainyard.cluster.job_spec import LaunchSpec
 from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
-from trainyard.cluster.worker import RankWorker
+from trainyard.cluster.rank_worker import RankWorker
 from trainyard.core.environment import MEMORY_SETTING
 from trainyard.core.events import EventWriter
 from trainyard.core.jobproc import EXIT_ABORTED, one_line

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from trainyard.core.childproc import Child, ChildFailed, default_policy
-from trainyard.inference.workers import START_TIMEOUT_S, WorkerError, WorkerUnavailable
+from trainyard.inference.worker_pool import START_TIMEOUT_S, WorkerError, WorkerUnavailable
 from trainyard.networks.isolated import CHECKER
 
 EXPORT_TIMEOUT_S = 600.0  # a GoogLeNet ONNX export and its check on a busy CPU

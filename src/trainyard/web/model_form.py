@@ -2,7 +2,7 @@
 choices it offers (datasets, previous models, GPUs, solvers, LR policies).
 
 Values are strings as the form shows them; the page's script turns the form back into a
-`TrainRequest` (training_jobs.py). Cloning renders the same form from a job's spec.json and
+`TrainRequest` (jobs/kinds/training.py). Cloning renders the same form from a job's spec.json and
 needs, so "Clone" needs no script to fill it.
 """
 
