@@ -12,7 +12,7 @@ import typer
 
 from trainyard.cli.output import run_in_foreground
 from trainyard.core.status import Status
-from trainyard.jobs.leases import this_process
+from trainyard.jobs.scheduling.leases import this_process
 
 
 def _holder(ctx):

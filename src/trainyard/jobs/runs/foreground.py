@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from trainyard.core.events import EventTail
 from trainyard.core.status import Status
-from trainyard.jobs.waiting import holder_ids
+from trainyard.jobs.scheduling.waiting import holder_ids
 
 if TYPE_CHECKING:  # the manager imports this module
     from trainyard.jobs.runs.manager import JobManager
