@@ -117,6 +117,10 @@ def train(
             settings={k: v for k, v in settings.items() if v is not None})
     ctx = cli_context()
     follow_deployment(ctx, foreground=not submit)  # the store's server decides where jobs run
+    if submit:  # a queued job's network is checked first: by the server's warm checker if one runs
+        from trainyard.cli.remote_check import use_server_checker
+
+        use_server_checker(ctx.settings, lambda line: err.print(line, soft_wrap=True))
     jobs = create_model_jobs(ctx, request, foreground=not submit)
     _run_jobs(ctx, jobs, submit, as_json)
 
