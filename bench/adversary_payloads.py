@@ -17,9 +17,9 @@ in itself). The harness then judges from outside what the payload reached:
     training ...     a training job's build() over its memory or process limit (adversary_training.py)
 
 `run_payloads` returns rows (payload, "reached" or "blocked", detail); adversary.py prints them.
-Token, store, other job, memory and fork are stopped by the sandbox (core/sandbox.py; a training
-job's processes by its supervisor, core/supervisor.py), flood and forged answer by the child
-protocol (core/childproc.py), cache forgery by the trust ledger;
+Token, store, other job, memory and fork are stopped by the sandbox (sandbox/policy.py; a training
+job's processes by its supervisor, sandbox/supervisor.py), flood and forged answer by the child
+protocol (sandbox/childproc.py), cache forgery by the trust ledger;
 ``QUICK`` are those that need no sandbox (tests/inference/test_adversary_payloads.py).
 """
 

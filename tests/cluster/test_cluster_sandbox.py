@@ -9,7 +9,7 @@ import pytest
 from tests.cluster.test_cluster_jobs import ended, gone, spec, submit, tick_until, training_processes, wait_for_training
 from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset
-from trainyard.core import sandbox
+from trainyard.sandbox import policy as sandbox
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock")]
 

@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from trainyard.core import sandbox
 from trainyard.networks import check_network_isolated
+from trainyard.sandbox import policy as sandbox
 
 pytestmark = pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock")
 

@@ -85,8 +85,8 @@ def _announce_sandbox() -> None:
     """Say once what confines user code (or that nothing does), and warm the network checker."""
     import threading
 
-    from trainyard.core import sandbox
     from trainyard.networks.isolated import CHECKER
+    from trainyard.sandbox import policy as sandbox
 
     state = sandbox.status()
     typer.echo(f"user code runs confined by {state['mechanism']}" if state["available"]

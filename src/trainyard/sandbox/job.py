@@ -1,8 +1,8 @@
 """The sandbox of a training process whose network is user code (a custom network or an imported
 one), wherever it starts: a local job (jobs/job_sandbox.py) or a cluster rank (cluster/worker.py).
 
-Such a process runs as ``python -m trainyard.core.supervisor POLICY -- <its command>``: the
-supervisor (core/supervisor.py) forks it, it confines itself (core/sandbox.py) and execs the
+Such a process runs as ``python -m trainyard.sandbox.supervisor POLICY -- <its command>``: the
+supervisor (sandbox/supervisor.py) forks it, it confines itself (sandbox/policy.py) and execs the
 command. It reads the system's and Python's folders, its dataset, its pretrained weights and
 the weights store; it writes only its own job folder (and /dev/shm, where the data loader's
 workers share batches, and the GPU device files it leased); it reaches TCP only when it spans
@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from trainyard.core import sandbox
-from trainyard.core.childproc import out_of_memory
 from trainyard.core.environment import MEMORY_SETTING, sandbox_memory_mb
 from trainyard.core.errors import error_chain
 from trainyard.core.stored import SpecView, read_stored
+from trainyard.sandbox import policy as sandbox
+from trainyard.sandbox.childproc import out_of_memory
 
 # A job's processes, counted by its supervisor (threads are not counted): a data loader's
 # workers (at most one a core), a rank per GPU and theirs; a fork loop is stopped here.
@@ -74,7 +74,7 @@ def confined_command(command: list[str], job_dir: str | os.PathLike, gpu_ids: li
     """``command`` under the supervisor and in the sandbox when the job's network is user code;
     unchanged otherwise, and where the kernel has no sandbox but running unconfined was allowed.
     Raises `sandbox.SandboxUnavailable` where it has none and that was not allowed. The
-    supervisor reports a breach of the limits to the job folder (core/supervisor.py). ``env``:
+    supervisor reports a breach of the limits to the job folder (sandbox/supervisor.py). ``env``:
     the environment the command gets (its TRAINYARD_SANDBOX_MEMORY_MB), else this process's;
     ``job``: the job's spec as `read_spec` gave it, when the caller has read it already."""
     job = job or read_spec(job_dir)
@@ -82,7 +82,7 @@ def confined_command(command: list[str], job_dir: str | os.PathLike, gpu_ids: li
         return command
     policy = training_policy(job, Path(job_dir), len(gpu_ids), os.environ if env is None else env)
     policy.report_dir = str(job_dir)
-    return [sys.executable, "-m", "trainyard.core.supervisor", policy.to_json(), "--", *command]
+    return [sys.executable, "-m", "trainyard.sandbox.supervisor", policy.to_json(), "--", *command]
 
 
 def training_policy(job: ConfinedJob, job_dir: Path, gpus: int, env: Mapping[str, str]) -> sandbox.Policy:

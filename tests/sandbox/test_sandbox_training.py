@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from trainyard.core import sandbox
+from trainyard.sandbox import policy as sandbox
 
 pytestmark = [pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock"),
               pytest.mark.slow]

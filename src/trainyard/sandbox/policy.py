@@ -15,18 +15,18 @@ What a sandboxed process gets, and from which mechanism (chosen for this machine
   trip on the gigabytes of address space CUDA libraries reserve), open files, file size (a
   check's stderr cannot fill the disk), CPU seconds.
 - **seccomp** for checks and workers: no new processes at all (threads still work); a training
-  job may start some, counted by its supervisor (core/supervisor.py), since RLIMIT_NPROC is not.
+  job may start some, counted by its supervisor (sandbox/supervisor.py), since RLIMIT_NPROC is not.
 - **PR_SET_NO_NEW_PRIVS**, and as root: every capability dropped (bounding set, securebits
   NOROOT, capset), so the rlimits cannot be raised again and nothing privileged is left; an
   optional drop to an unprivileged uid (``TRAINYARD_SANDBOX_UID``) where files allow it.
 - **A scrubbed environment**: no ``TRAINYARD_AUTH_TOKEN``, no ``TRAINYARD_DATABASE_URL``.
 
 bubblewrap also works, but is a binary to install on every node and costs a process start;
-Landlock is applied in place, which a warm forked checker needs (core/childproc.py).
+Landlock is applied in place, which a warm forked checker needs (sandbox/childproc.py).
 Where the kernel has no Landlock, `status()` says so and callers refuse custom code unless
 ``TRAINYARD_ALLOW_UNSANDBOXED=1``. Torch-free, like all of core.
 
-    python -m trainyard.core.sandbox POLICY_JSON -- COMMAND...   (confine, then exec COMMAND)
+    python -m trainyard.sandbox.policy POLICY_JSON -- COMMAND...   (confine, then exec COMMAND)
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class Policy:
     open_files: int = 1024
     file_size_mb: int | None = None
     cpu_s: int | None = None
-    max_processes: int | None = None  # counted by core/supervisor.py, which runs the process
+    max_processes: int | None = None  # counted by sandbox/supervisor.py, which runs the process
     report_dir: str | None = None  # the job folder the supervisor reports a limit's breach to
 
     def to_json(self) -> str:
@@ -291,7 +291,7 @@ def _fail(what: str) -> None:
 def main(argv: list[str]) -> None:
     """Confine to the policy in argv[0], then exec the command after ``--``."""
     if len(argv) < 3 or argv[1] != "--":
-        sys.exit("usage: python -m trainyard.core.sandbox POLICY_JSON -- COMMAND...")
+        sys.exit("usage: python -m trainyard.sandbox.policy POLICY_JSON -- COMMAND...")
     enter(Policy.from_json(argv[0]))
     os.execvp(argv[2], argv[2:])
 

@@ -1,10 +1,10 @@
 """One protocol for every child process that runs user code: network checks, exports, model workers.
 
-A `Child` is one sandboxed process (core/sandbox.py) serving a *handler*, a function named
+A `Child` is one sandboxed process (sandbox/policy.py) serving a *handler*, a function named
 ``"module:function"`` that takes a request document and returns an answer document (its module
 may keep state between requests: a model worker keeps its network). The child either is forked
 from a warm `Zygote` (torch already imported: a check then answers in about a second) or
-spawned as ``python -m trainyard.core.childproc`` (a fresh interpreter).
+spawned as ``python -m trainyard.sandbox.childproc`` (a fresh interpreter).
 
 The conversation runs over two private pipes, never over fd 0/1/2: fd 1 and ``sys.stdout`` point
 at the child's stderr (a file bounded by RLIMIT_FSIZE), so nothing the user's code prints can
@@ -30,12 +30,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainyard.core import sandbox
 from trainyard.core.environment import sandbox_memory_mb
 from trainyard.core.errors import UserError
+from trainyard.sandbox import policy as sandbox
 
 if TYPE_CHECKING:
-    from trainyard.core.zygote import Zygote
+    from trainyard.sandbox.zygote import Zygote
 
 MAX_ANSWER_BYTES = 64 << 20  # a classify answer with every layer's views stays well below
 _HEADER_MAX = 64
@@ -80,7 +80,7 @@ class Child:
         self._next_id = STATE_ID
         self.scratch = tempfile.mkdtemp(prefix="trainyard-child-")  # its TMPDIR, writable
         if (uid := os.environ.get("TRAINYARD_SANDBOX_UID")) and os.geteuid() == 0:
-            os.chown(self.scratch, int(uid), -1)  # the child runs as that uid (core/sandbox.py)
+            os.chown(self.scratch, int(uid), -1)  # the child runs as that uid (sandbox/policy.py)
         policy.write = [*policy.write, self.scratch]
         self.stderr = tempfile.TemporaryFile()
         request_r, self._requests = os.pipe()
@@ -114,7 +114,7 @@ class Child:
     def _spawn(self, setup: dict, request_r: int, answer_w: int) -> None:
         env = sandbox.scrubbed_environment(CUDA_VISIBLE_DEVICES="", **setup["env"])
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "trainyard.core.childproc", json.dumps(setup), str(request_r), str(answer_w)],
+            [sys.executable, "-m", "trainyard.sandbox.childproc", json.dumps(setup), str(request_r), str(answer_w)],
             pass_fds=(request_r, answer_w), stdin=subprocess.DEVNULL, stdout=self.stderr, stderr=self.stderr,
             env=env, start_new_session=True)
         self.pid = self.proc.pid

@@ -3,13 +3,13 @@
 Importing torch, torchvision and timm takes seconds (tens on a loaded machine); building LeNet
 takes milliseconds. A `Zygote` is a long-lived process, started from a scrubbed environment,
 that imports the heavy modules once and then forks one child per request: the child confines
-itself (core/sandbox.py) before any user code runs, and speaks core/childproc.py's protocol
+itself (sandbox/policy.py) before any user code runs, and speaks sandbox/childproc.py's protocol
 over pipes the server passed along with the request (SCM_RIGHTS over a UNIX socket). The
 zygote itself never runs user code. It is recycled after ``max_forks`` children or when its
 memory grows, and a request finds no zygote (it could not start, or died) only when it answers
 None: the caller then spawns a fresh interpreter instead.
 
-    python -m trainyard.core.zygote SOCKET_FD MODULE...    (the zygote's own side)
+    python -m trainyard.sandbox.zygote SOCKET_FD MODULE...    (the zygote's own side)
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 
-from trainyard.core.sandbox import scrubbed_environment
+from trainyard.sandbox.policy import scrubbed_environment
 
 
 class Zygote:
@@ -102,7 +102,7 @@ class Zygote:
         env = scrubbed_environment(CUDA_VISIBLE_DEVICES="")
         with theirs:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "trainyard.core.zygote", str(theirs.fileno()), *self.preload],
+                [sys.executable, "-m", "trainyard.sandbox.zygote", str(theirs.fileno()), *self.preload],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=self._stderr,
                 stderr=self._stderr, env=env, start_new_session=True)
         self._sock = ours
@@ -156,7 +156,7 @@ def _child(sock: socket.socket, setup: dict, fds: list[int]) -> None:
         os.setsid()
         os.dup2(fds[2], 2)
         os.close(fds[2])
-        from trainyard.core.childproc import serve
+        from trainyard.sandbox.childproc import serve
 
         serve(setup, fds[0], fds[1])
     except BaseException:  # noqa: BLE001 - whatever happened, this process must not return

@@ -11,10 +11,11 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, model_spec, write_job
-from trainyard.core import job_confinement, sandbox
 from trainyard.core.paths import JobFolder
 from trainyard.jobs import runner
 from trainyard.jobs.kinds import get_kind
+from trainyard.sandbox import job as job_confinement
+from trainyard.sandbox import policy as sandbox
 
 pytestmark = [pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock"),
               pytest.mark.slow]
@@ -51,7 +52,7 @@ def run_job(tmp_path, dataset, payload: str) -> tuple[str, str | None, JobFolder
     spec = model_spec(dataset, network=None, network_source=NETWORK.format(payload=payload), epochs=1)
     folder = JobFolder(write_job(tmp_path / "home" / "jobs" / "limited", spec))
     proc = runner.launch(get_kind("model").command(folder, []), folder, [])
-    assert proc.args[1:3] == ["-m", "trainyard.core.supervisor"]
+    assert proc.args[1:3] == ["-m", "trainyard.sandbox.supervisor"]
     proc.wait(timeout=600)
     status, error = runner.final_status(folder, proc.returncode, abort_requested=False)
     return status, error, folder
