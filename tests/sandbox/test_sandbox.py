@@ -50,7 +50,7 @@ def run_probe(tmp_path, pythonpath: str = "", **policy) -> dict:
     env = {**os.environ, "TRAINYARD_AUTH_TOKEN": "a-secret-token-here"}
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, "-m", "trainyard.sandbox.policy", rules.to_json(), "--", sys.executable,
+    out = subprocess.run([sys.executable, "-m", "trainyard.sandbox.enter", rules.to_json(), "--", sys.executable,
                           str(probe), str(home), str(mine), str(other), str(os.getpid())],
                          capture_output=True, text=True, env=env, timeout=120, check=True,
                          cwd=home)  # python -m puts its working folder on sys.path: still unreadable

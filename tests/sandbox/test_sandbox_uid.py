@@ -39,7 +39,7 @@ def run_as_sandboxed(files, uid: str | None) -> list[str]:
     if uid:
         env["TRAINYARD_SANDBOX_UID"] = uid
     script = f"id -u; cat {files}/secret 2>/dev/null || echo refused; cat {files}/public"
-    out = subprocess.run([sys.executable, "-m", "trainyard.sandbox.policy", policy.to_json(), "--", "/bin/sh", "-c",
+    out = subprocess.run([sys.executable, "-m", "trainyard.sandbox.enter", policy.to_json(), "--", "/bin/sh", "-c",
                           script], capture_output=True, text=True, env=env, timeout=60, cwd="/")
     assert out.returncode == 0, out.stderr
     return out.stdout.split()

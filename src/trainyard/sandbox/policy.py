@@ -1,58 +1,46 @@
-"""Confine a process that runs user code (custom networks, imported archives) with the kernel's own means.
+"""What a sandboxed process may do (`Policy`), whether this machine can confine it (`status`), and
+the in-place second layer a process applies to itself (`enter`).
 
-What a sandboxed process gets, and from which mechanism (chosen for this machine and CI: Linux
-6.x with Landlock ABI 7, Debian 12, running as root; no privileges are needed for any of it):
+The outer layer is bubblewrap's namespaces (sandbox/namespaces.py: a fresh root, its own PID,
+IPC, UTS and network namespaces, private size-limited /tmp and /dev/shm). Inside it, or alone
+where namespaces are not available, a process confines itself with what the kernel offers in
+place, needing no privilege:
 
-- **Landlock** (ctypes, no helper binary): reads only under an allow-list (Python's own folders,
-  the system's, ``/proc``, ``/sys``, ``/dev`` and what the caller names: a job folder, a
-  dataset), so TRAINYARD_HOME, its SQLite store, other jobs and /tmp are out of sight; writes
-  only where the caller says (a training job's own folder; nothing for a check or a model
-  worker); no TCP bind/connect for a check or worker (the PostgreSQL store is out of reach);
-  no signals to, and no abstract sockets of, processes outside the sandbox. Landlock also
-  forbids ptrace-mode access to processes outside the sandbox, which is what makes
-  ``/proc/<server pid>/environ`` and ``/mem`` unreadable even under the same uid.
-- **rlimits**: memory (RLIMIT_DATA: what malloc and torch's allocator count; RLIMIT_AS would
-  trip on the gigabytes of address space CUDA libraries reserve), open files, file size (a
-  check's stderr cannot fill the disk), CPU seconds.
-- **seccomp** for checks and workers: no new processes at all (threads still work); a training
-  job may start some, counted by its supervisor (sandbox/supervisor.py), since RLIMIT_NPROC is not.
-- **PR_SET_NO_NEW_PRIVS**, and as root: every capability dropped (bounding set, securebits
-  NOROOT, capset), so the rlimits cannot be raised again and nothing privileged is left; an
-  optional drop to an unprivileged uid (``TRAINYARD_SANDBOX_UID``) where files allow it.
+- **Landlock** (sandbox/landlock.py): reads only under an allow-list, writes only where the
+  policy says, no TCP unless it has network, no signals to outside processes.
+- **rlimits**: memory (RLIMIT_DATA for what malloc and torch count; for a check or a worker
+  also RLIMIT_AS above what it has mapped when it starts, which counts shared mappings too),
+  open files, file size (a check's stderr cannot fill the disk), CPU seconds, no core dumps.
+- **seccomp** for checks and workers (sandbox/seccomp.py): no new processes, no memfd; a
+  training job may start some, counted by its supervisor (sandbox/supervisor.py).
+- **PR_SET_NO_NEW_PRIVS**, and as root: every capability dropped, and the uid the namespaces
+  chose (`Policy.uid`, 65534 by default) or TRAINYARD_SANDBOX_UID taken, so that user code
+  never runs as root.
 - **A scrubbed environment**: no ``TRAINYARD_AUTH_TOKEN``, no ``TRAINYARD_DATABASE_URL``.
 
-bubblewrap also works, but is a binary to install on every node and costs a process start;
-Landlock is applied in place, which a warm forked checker needs (sandbox/childproc.py).
-Where the kernel has no Landlock, `status()` says so and callers refuse custom code unless
-``TRAINYARD_ALLOW_UNSANDBOXED=1``. Torch-free, like all of core.
-
-    python -m trainyard.sandbox.policy POLICY_JSON -- COMMAND...   (confine, then exec COMMAND)
+Where neither layer exists, `status()` says so and callers refuse custom code unless
+``TRAINYARD_ALLOW_UNSANDBOXED=1``. Torch-free.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
 import json
 import os
-import platform
 import resource
 import struct
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from trainyard.core.errors import UserError
+from trainyard.sandbox import landlock, namespaces, seccomp
+from trainyard.sandbox.roots import system_read_roots
 
 SECRET_VARIABLES = ("TRAINYARD_AUTH_TOKEN", "TRAINYARD_DATABASE_URL", "TRAINYARD_TOKEN_FD", "TRAINYARD_TOKEN_FILE")
 ALLOW_UNSANDBOXED = "TRAINYARD_ALLOW_UNSANDBOXED"
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # same on x86_64 and aarch64
-# Landlock file-system rights; those that apply to files (not only to folders) come first.
-_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1, 2, 4, 8
-_TRUNCATE, _IOCTL_DEV = 1 << 14, 1 << 15
-_PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP, _PR_SET_SECUREBITS, _PR_SET_SECCOMP = 38, 24, 28, 22
+_PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP, _PR_SET_SECUREBITS = 38, 24, 28
 _SECBITS_NOROOT_LOCKED = 0b11101111  # NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE, all locked
 
 
@@ -64,19 +52,28 @@ class SandboxUnavailable(UserError):
 
 @dataclass
 class Policy:
-    """What one sandboxed process may do. Paths are absolute; missing ones are skipped."""
+    """What one sandboxed process may do. Paths are absolute, as the host names them; missing
+    ones are skipped. The namespaces bind ``read`` read-only and ``write`` read-write into the
+    fresh root at the same paths, ``devices`` as device nodes; Landlock allows the same inside."""
 
     read: list[str] = field(default_factory=list)  # besides the system's and Python's folders
     write: list[str] = field(default_factory=list)  # also readable
     hidden: list[str] = field(default_factory=list)  # TRAINYARD_HOME: no system root may hold it
-    network: bool = False  # TCP bind/connect (a distributed training's rendezvous needs it)
+    network: bool = False  # TCP bind/connect (inside its own namespace: loopback only)
+    host_network: bool = False  # keep the host's network namespace (a multi-node cluster rank)
     processes: bool = False  # may start child processes (a training's data loader does)
+    devices: list[str] = field(default_factory=list)  # device nodes besides /dev's basic ones
     memory_mb: int | None = None
+    tmp_mb: int = 1024  # the private tmpfs on /tmp (TMPDIR): compilers' and torch's scratch
+    shm_mb: int = 64  # the private tmpfs on /dev/shm: a data loader's shared batches
     open_files: int = 1024
     file_size_mb: int | None = None
     cpu_s: int | None = None
     max_processes: int | None = None  # counted by sandbox/supervisor.py, which runs the process
     report_dir: str | None = None  # the job folder the supervisor reports a limit's breach to
+    uid: int | None = None  # the uid to run as, when started as root (namespaces.sandbox_uid)
+    cwd: str | None = None  # the working folder inside, once confined
+    tmpdir: str | None = None  # TMPDIR, once confined (a compiler's scratch must be writable)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -86,25 +83,28 @@ class Policy:
         return cls(**json.loads(text))
 
 
-@functools.cache
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version; 0 when it has none (or it is disabled)."""
-    if not sys.platform.startswith("linux"):
-        return 0
-    abi = _libc.syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    return max(int(abi), 0)
+    return landlock.abi()
 
 
 def status() -> dict:
     """What confines user code here, for ``trainyard system --json`` and the start-up line."""
     abi = landlock_abi()
+    missing = namespaces.unavailable_reason()
     allowed = os.environ.get(ALLOW_UNSANDBOXED, "") in ("1", "true", "yes")
-    if abi:
-        return {"available": True, "mechanism": f"landlock (ABI {abi}) + seccomp + rlimits"
-                + (" + capabilities dropped" if os.geteuid() == 0 else ""), "unsandboxed_allowed": allowed}
-    return {"available": False, "mechanism": None, "unsandboxed_allowed": allowed,
-            "reason": "this kernel offers no Landlock: custom networks are refused unless "
-                      f"{ALLOW_UNSANDBOXED}=1"}
+    layers = ([] if missing else ["bubblewrap namespaces"]) + ([f"landlock (ABI {abi})"] if abi else [])
+    if not layers:
+        return {"available": False, "mechanism": None, "namespaces": False, "unsandboxed_allowed": allowed,
+                "reason": f"this machine offers no sandbox ({missing}; no Landlock in this kernel): custom "
+                          f"networks are refused unless {ALLOW_UNSANDBOXED}=1"}
+    state = {"available": True, "namespaces": not missing, "unsandboxed_allowed": allowed,
+             "mechanism": " + ".join([*layers, "seccomp", "rlimits"])
+             + (" + capabilities dropped" if os.geteuid() == 0 else "")}
+    if missing:
+        state["reason"] = f"no namespaces: {missing}; user code runs with Landlock only, on the host's " \
+                          "network, /tmp and /dev/shm"
+    return state
 
 
 def require() -> bool:
@@ -131,38 +131,28 @@ def memory_limit_mb() -> int | None:
     return None if limit == resource.RLIM_INFINITY else limit >> 20
 
 
-def system_read_roots() -> list[str]:
-    """Folders every Python process needs to read: the interpreter's and the system's."""
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-             "/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/proc", "/sys", "/dev", "/opt"}
-    # Package folders on sys.path, and PYTHONPATH's: never the working folder ``python -m`` puts
-    # first, which may well hold TRAINYARD_HOME.
-    chosen = set(os.environ.get("PYTHONPATH", "").split(os.pathsep))
-    roots.update(p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)
-                 and (p in chosen or os.path.basename(p) in ("site-packages", "dist-packages")))
-    trainyard_src = Path(__file__).resolve().parents[2]
-    roots.add(str(trainyard_src))
-    return sorted(roots)
-
-
-_HIDDEN_ETC = ("shadow", "gshadow", "shadow-", "gshadow-", "sudoers", "ssh")
-
-
 def enter(policy: Policy) -> None:
     """Confine this process (and all it starts) to ``policy``, for good; OSError when the kernel
     refuses a step (the fresh child then exits without running any user code)."""
-    uid = os.environ.get("TRAINYARD_SANDBOX_UID")
+    uid = policy.uid if policy.uid is not None else os.environ.get("TRAINYARD_SANDBOX_UID")
     for name in SECRET_VARIABLES:  # the caller scrubbed them already; a fork inherits this copy
         os.environ.pop(name, None)
     _set_limits(policy)
     if os.geteuid() == 0:
-        _drop_root(int(uid) if uid else None)
+        _drop_root(int(uid) if uid is not None and uid != "" else None)
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        _fail("PR_SET_NO_NEW_PRIVS")
+        landlock.fail("PR_SET_NO_NEW_PRIVS")
     if landlock_abi():
-        _landlock(policy)
+        hidden = [h.rstrip("/") + "/" for h in policy.hidden]
+        system = [r for r in system_read_roots() if not any(h.startswith(r.rstrip("/") + "/") for h in hidden)]
+        scratch = [policy.tmpdir] if policy.tmpdir else []
+        landlock.restrict([*system, *policy.read], [*policy.write, *policy.devices, *scratch], policy.network)
     if not policy.processes:
-        _no_new_processes()
+        seccomp.no_new_processes()
+    if policy.tmpdir:
+        os.environ["TMPDIR"] = policy.tmpdir
+    if policy.cwd and os.path.isdir(policy.cwd):
+        os.chdir(policy.cwd)
 
 
 def _set_limits(policy: Policy) -> None:
@@ -173,6 +163,8 @@ def _set_limits(policy: Policy) -> None:
 
     if policy.memory_mb:
         cap(resource.RLIMIT_DATA, policy.memory_mb << 20)
+        if not policy.processes:  # shared mappings too: what is mapped now, plus the limit
+            cap(resource.RLIMIT_AS, _mapped_bytes() + (policy.memory_mb << 20))
     cap(resource.RLIMIT_NOFILE, policy.open_files)
     if policy.file_size_mb:
         cap(resource.RLIMIT_FSIZE, policy.file_size_mb << 20)
@@ -181,9 +173,17 @@ def _set_limits(policy: Policy) -> None:
     cap(resource.RLIMIT_CORE, 0)  # a core dump would hold the network's memory on disk
 
 
+def _mapped_bytes() -> int:
+    """This process's address space now (VmSize): torch's libraries alone map a few GiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) << 10
+    return 0
+
+
 def _drop_root(uid: int | None) -> None:
-    """Root keeps its uid (the files it reads are root's) but loses every capability; or
-    becomes ``uid`` (TRAINYARD_SANDBOX_UID) when the files it needs are readable by others."""
+    """Root loses every capability, and becomes ``uid`` when given (the namespaces' fresh root
+    makes the files it needs readable by it; without them, only where files allow it)."""
     try:
         last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
     except (OSError, ValueError):
@@ -199,102 +199,8 @@ def _drop_root(uid: int | None) -> None:
     header = struct.pack("II", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = ctypes.create_string_buffer(24)  # two {effective, permitted, inheritable}, all empty
     if _libc.capset(ctypes.c_char_p(header), data) != 0:
-        _fail("capset")
+        landlock.fail("capset")
 
 
-def _landlock(policy: Policy) -> None:
-    abi = landlock_abi()
-    fs_all = (1 << 13) - 1 | (1 << 13 if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0) \
-        | (_IOCTL_DEV if abi >= 5 else 0)
-    net_all = 0b11 if abi >= 4 else 0  # BIND_TCP, CONNECT_TCP
-    scoped = 0b11 if abi >= 6 else 0  # abstract UNIX sockets, signals
-    attr = struct.pack("QQQ", fs_all, 0 if policy.network else net_all, scoped)
-    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
-    ruleset = _libc.syscall(_SYS_CREATE_RULESET, ctypes.c_char_p(attr), ctypes.c_size_t(size),
-                            ctypes.c_uint32(0))
-    if ruleset < 0:
-        _fail("landlock_create_ruleset")
-    try:
-        reading = _EXECUTE | _READ_FILE | _READ_DIR | (_IOCTL_DEV if abi >= 5 else 0)
-        hidden = [h.rstrip("/") + "/" for h in policy.hidden]
-        system = [r for r in system_read_roots() if not any(h.startswith(r.rstrip("/") + "/") for h in hidden)]
-        for root in [*system, *policy.read]:
-            if root == "/etc":
-                _allow_except(ruleset, "/etc", _HIDDEN_ETC, reading)
-            else:
-                _allow(ruleset, root, reading)
-        _allow(ruleset, "/dev/null", reading | _WRITE_FILE)
-        for root in policy.write:
-            _allow(ruleset, root, fs_all)
-        if _libc.syscall(_SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
-            _fail("landlock_restrict_self")
-    finally:
-        os.close(ruleset)
-
-
-def _allow(ruleset: int, path: str, access: int) -> None:
-    try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-    except OSError:
-        return  # a folder this machine does not have
-    try:
-        if not os.path.isdir(f"/proc/self/fd/{fd}"):
-            access &= _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE | _IOCTL_DEV
-        rule = struct.pack("=Qi", access, fd)
-        if _libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(1),
-                         ctypes.c_char_p(rule), ctypes.c_uint32(0)) != 0:
-            _fail(f"landlock_add_rule {path}")
-    finally:
-        os.close(fd)
-
-
-def _allow_except(ruleset: int, folder: str, hidden: tuple[str, ...], access: int) -> None:
-    # No rule on the folder itself (it would cover every file in it); Landlock needs none to walk
-    # through a folder, so the other entries open by name.
-    for name in os.listdir(folder):
-        if name not in hidden:
-            _allow(ruleset, os.path.join(folder, name), access)
-
-
-def _no_new_processes() -> None:
-    """seccomp: fork, vfork and clone without CLONE_THREAD fail with EPERM; clone3 answers
-    ENOSYS, so that glibc falls back to clone (threads) and posix_spawn fails."""
-    machine = platform.machine()
-    denied: tuple[int, ...]
-    if machine == "x86_64":
-        arch, denied, clone = 0xC000003E, (57, 58), 56  # fork, vfork; clone
-    elif machine == "aarch64":
-        arch, denied, clone = 0xC00000B7, (), 220
-    else:
-        return
-    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
-    eperm, enosys, allow = 0x00050000 | 1, 0x00050000 | 38, 0x7FFF0000
-    prog = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, eperm),  # another ABI: refused
-            (ld, 0, 0, 0), (jge, 0, 1, 0x40000000), (ret, 0, 0, eperm)]  # x32 numbers: refused
-    for number in denied:
-        prog += [(jeq, 0, 1, number), (ret, 0, 0, eperm)]
-    prog += [(jeq, 0, 1, 435), (ret, 0, 0, enosys),
-             (jeq, 0, 3, clone), (ld, 0, 0, 16), (jset, 1, 0, 0x00010000), (ret, 0, 0, eperm),
-             (ret, 0, 0, allow)]
-    code = b"".join(struct.pack("HBBI", *op) for op in prog)
-    buffer = ctypes.create_string_buffer(code)
-    fprog = struct.pack("HxxxxxxQ", len(prog), ctypes.addressof(buffer))
-    if _libc.prctl(_PR_SET_SECCOMP, 2, ctypes.c_char_p(fprog), 0, 0) != 0:
-        _fail("seccomp")
-
-
-def _fail(what: str) -> None:
-    errno = ctypes.get_errno()
-    raise OSError(errno, f"sandbox: {what} failed: {os.strerror(errno)}")
-
-
-def main(argv: list[str]) -> None:
-    """Confine to the policy in argv[0], then exec the command after ``--``."""
-    if len(argv) < 3 or argv[1] != "--":
-        sys.exit("usage: python -m trainyard.sandbox.policy POLICY_JSON -- COMMAND...")
-    enter(Policy.from_json(argv[0]))
-    os.execvp(argv[2], argv[2:])
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+__all__ = ["ALLOW_UNSANDBOXED", "SECRET_VARIABLES", "Policy", "SandboxUnavailable", "enter", "landlock_abi",
+           "memory_limit_mb", "require", "scrubbed_environment", "status", "system_read_roots"]

@@ -30,6 +30,7 @@ import psutil
 from trainyard.core.environment import die_with_parent
 from trainyard.core.events import EventWriter
 from trainyard.core.status import Status
+from trainyard.sandbox import namespaces
 from trainyard.sandbox import policy as sandbox
 
 POLL_S = 0.5  # a scan of /proc costs a few milliseconds; twice a second is noise beside training
@@ -70,14 +71,23 @@ def run(policy: sandbox.Policy, command: list[str]) -> int:
 
 
 def _start(policy: sandbox.Policy, command: list[str], parent: int) -> None:
-    """In the forked child: confine, then exec the command; never returns."""
+    """In the forked child: exec the command inside the namespaces (sandbox/namespaces.py), or
+    confine in place and exec it where there are none; never returns."""
     try:
-        for name in ("SIGTERM", "SIGINT", "SIGHUP"):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         die_with_parent(parent)  # the job never outlives its supervisor
-        sandbox.enter(policy)
-        os.execvp(command[0], command)
+        if namespaces.available():
+            # bwrap itself ignores an abort's SIGTERM (sandbox/enter.py restores it for the job),
+            # and keeps this session: the job's process group still reaches the training process.
+            for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
+            argv = namespaces.command(policy, command, new_session=False)
+        else:
+            for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
+            sandbox.enter(policy)
+            argv = command
+        os.execvp(argv[0], argv)
     except BaseException as exc:  # noqa: BLE001 - whatever failed, the child must not return
         print(f"trainyard sandbox: {exc}", file=sys.stderr, flush=True)
     os._exit(126)
