@@ -80,9 +80,16 @@ def _allow(ruleset: int, path: str, access: int) -> None:
 def _allow_except(ruleset: int, folder: str, hidden: tuple[str, ...], access: int) -> None:
     # No rule on the folder itself (it would cover every file in it); Landlock needs none to walk
     # through a folder, so the other entries open by name.
-    for name in os.listdir(folder):
+    for name in _entries(folder):
         if name not in hidden:
             _allow(ruleset, os.path.join(folder, name), access)
+
+
+@functools.cache
+def _entries(folder: str) -> tuple[str, ...]:
+    # Listed once, before this process restricts itself: a warm checker's forked children then
+    # list nothing (their parent's own Landlock no longer lets them read the folder itself).
+    return tuple(os.listdir(folder))
 
 
 def fail(what: str) -> None:

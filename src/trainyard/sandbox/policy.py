@@ -118,6 +118,11 @@ def require() -> bool:
     raise SandboxUnavailable(state["reason"])
 
 
+def trainyard_home() -> str:
+    """TRAINYARD_HOME as a real path: what no sandbox may see."""
+    return os.path.realpath(os.environ.get("TRAINYARD_HOME") or os.path.expanduser("~/.trainyard"))
+
+
 def scrubbed_environment(**overrides: str) -> dict[str, str]:
     """This process's environment without the secret variables, plus ``overrides``."""
     env = {k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES}
