@@ -30,13 +30,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainyard.core.environment import sandbox_memory_mb
 from trainyard.core.errors import UserError
 from trainyard.sandbox import namespaces
 from trainyard.sandbox import policy as sandbox
+from trainyard.sandbox.policy import default_policy
 
 if TYPE_CHECKING:
     from trainyard.sandbox.zygote import Zygote
+
+__all__ = ["Child", "ChildFailed", "default_policy", "out_of_memory", "serve"]
 
 MAX_ANSWER_BYTES = 64 << 20  # a classify answer with every layer's views stays well below
 _HEADER_MAX = 64
@@ -51,18 +53,6 @@ class ChildFailed(UserError):
     def __init__(self, message: str, timed_out: bool = False):
         super().__init__(message)
         self.timed_out = timed_out
-
-
-def default_policy(read: list[str] | None = None, write: list[str] | None = None,
-                   hidden: list[str] | None = None) -> sandbox.Policy:
-    """A check's or worker's policy: reads only ``read`` besides Python's and the system's
-    folders (none of which may hold ``hidden`` or TRAINYARD_HOME), writes nothing (but its
-    scratch folder), no network, no processes."""
-    memory = sandbox_memory_mb(0.5)  # half the machine, unless set
-    home = sandbox.trainyard_home()
-    return sandbox.Policy(read=list(read or []), write=list(write or []), memory_mb=memory,
-                          open_files=512, file_size_mb=64,
-                          hidden=[os.path.realpath(p) for p in [home, *(hidden or [])]])
 
 
 def write_frame(fd: int, request_id: int, doc: dict) -> None:

@@ -93,7 +93,7 @@ def give(path: str | os.PathLike, recursive: bool = False) -> None:
         return
     os.lchown(path, uid, uid)
     if recursive:
-        for folder, dirs, files in os.walk(path):
+        for folder, dirs, files in os.walk(os.fspath(path)):
             for name in dirs + files:
                 os.lchown(os.path.join(folder, name), uid, uid)
 

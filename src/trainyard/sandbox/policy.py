@@ -32,6 +32,7 @@ import struct
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from trainyard.core.environment import sandbox_memory_mb
 from trainyard.core.errors import UserError
 from trainyard.sandbox import landlock, namespaces, seccomp
 from trainyard.sandbox.roots import system_read_roots
@@ -123,6 +124,17 @@ def trainyard_home() -> str:
     return os.path.realpath(os.environ.get("TRAINYARD_HOME") or os.path.expanduser("~/.trainyard"))
 
 
+def default_policy(read: list[str] | None = None, write: list[str] | None = None,
+                   hidden: list[str] | None = None) -> Policy:
+    """A check's or worker's policy: reads only ``read`` besides Python's and the system's
+    folders (none of which may hold ``hidden`` or TRAINYARD_HOME), writes nothing (but its
+    scratch folder), no network, no processes."""
+    memory = sandbox_memory_mb(0.5)  # half the machine, unless set
+    home = trainyard_home()
+    return Policy(read=list(read or []), write=list(write or []), memory_mb=memory, open_files=512,
+                  file_size_mb=64, hidden=[os.path.realpath(p) for p in [home, *(hidden or [])]])
+
+
 def scrubbed_environment(**overrides: str) -> dict[str, str]:
     """This process's environment without the secret variables, plus ``overrides``."""
     env = {k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES}
@@ -207,5 +219,5 @@ def _drop_root(uid: int | None) -> None:
         landlock.fail("capset")
 
 
-__all__ = ["ALLOW_UNSANDBOXED", "SECRET_VARIABLES", "Policy", "SandboxUnavailable", "enter", "landlock_abi",
-           "memory_limit_mb", "require", "scrubbed_environment", "status", "system_read_roots"]
+__all__ = ["ALLOW_UNSANDBOXED", "SECRET_VARIABLES", "Policy", "SandboxUnavailable", "default_policy", "enter",
+           "landlock_abi", "memory_limit_mb", "require", "scrubbed_environment", "status", "system_read_roots"]
