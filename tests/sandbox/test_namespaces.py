@@ -125,7 +125,8 @@ def test_the_private_tmpfs_has_its_size(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop is for a server running as root")
 def test_user_code_never_runs_as_root_outside(tmp_path):
     marker = f"trainyard-uid-probe-{os.getpid()}"
-    argv = namespaces.command(Policy(processes=True), [sys.executable, "-c", f"import time; time.sleep(30)  # {marker}"])
+    sleeper = [sys.executable, "-c", f"import time; time.sleep(30)  # {marker}"]
+    argv = namespaces.command(Policy(processes=True), sleeper)
     proc = subprocess.Popen(argv)
     try:
         deadline, found = time.monotonic() + 60, []
