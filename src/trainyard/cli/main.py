@@ -91,6 +91,8 @@ def _announce_sandbox() -> None:
     state = sandbox.status()
     typer.echo(f"user code runs confined by {state['mechanism']}" if state["available"]
                else f"WARNING: {state['reason']}", err=True)
+    if state["available"] and not state["namespaces"]:  # Landlock alone: say what is missing
+        typer.echo(f"WARNING: {state['reason']}", err=True)
     threading.Thread(target=CHECKER.warm_up, name="trainyard-checker-warm-up", daemon=True).start()
 
 
