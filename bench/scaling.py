@@ -37,7 +37,7 @@ import numpy as np
 from trainyard.core.events import read_events
 from trainyard.core.paths import JobFolder
 from trainyard.datasets.storage import SplitWriter, save_mean
-from trainyard.jobs.kinds import distributed_command, get_kind
+from trainyard.jobs.kinds.registry import distributed_command, get_kind
 from trainyard.training.spec import ModelSpec
 
 CLASSES = [f"c{i}" for i in range(10)]

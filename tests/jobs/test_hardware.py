@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from trainyard.jobs.hardware import GpuMonitor, Hardware, ProcessSampler
+from trainyard.jobs.views.hardware import GpuMonitor, Hardware, ProcessSampler
 
 
 class NotSupported(Exception):
@@ -180,7 +180,7 @@ def test_the_fake_speaks_the_real_pynvml_api():
     import inspect
     import re
 
-    import trainyard.jobs.hardware as hardware
+    import trainyard.jobs.views.hardware as hardware
 
     called = set(re.findall(r"\bnvml\.(\w+)", inspect.getsource(hardware)))
     faked = {n for n in vars(FakeNVML) if n.startswith(("nvml", "NVML_"))}

@@ -7,8 +7,8 @@ import pytest
 
 from tests.sandbox.test_job_confinement import job_folder
 from trainyard.core.paths import JobFolder
-from trainyard.jobs import runner
-from trainyard.jobs.job_sandbox import sandboxed
+from trainyard.jobs.runs import runner
+from trainyard.jobs.runs.sandbox import sandboxed
 from trainyard.sandbox import policy as sandbox
 
 

@@ -12,8 +12,8 @@ import pytest
 from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, model_spec, write_job
 from trainyard.core.paths import JobFolder
-from trainyard.jobs import runner
-from trainyard.jobs.kinds import get_kind
+from trainyard.jobs.kinds.registry import get_kind
+from trainyard.jobs.runs import runner
 from trainyard.sandbox import job as job_confinement
 from trainyard.sandbox import policy as sandbox
 

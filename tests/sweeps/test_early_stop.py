@@ -1,4 +1,4 @@
-"""Early stopping across a sweep (jobs/early_stop.py): the successive-halving verdicts, and the
+"""Early stopping across a sweep (jobs/runs/early_stop.py): the successive-halving verdicts, and the
 manager stopping real processes through the abort path so that they end ``done`` with the
 message, while the best run trains to the end.
 
@@ -17,8 +17,8 @@ import time
 import pytest
 
 from trainyard.core.status import Status
-from trainyard.jobs.early_stop import decide, mark_early_stop, message
-from trainyard.jobs.kinds import JobKind, get_kind, register_kind
+from trainyard.jobs.kinds.registry import JobKind, get_kind, register_kind
+from trainyard.jobs.runs.early_stop import decide, mark_early_stop, message
 
 T0 = 1000.0
 

@@ -7,8 +7,8 @@ import pytest
 from test_distributed import dataset, ddp_spec, launch, statuses, write_job  # noqa: F401
 
 from trainyard.core.paths import JobFolder
-from trainyard.jobs.job_sandbox import sandboxed
-from trainyard.jobs.kinds import get_kind
+from trainyard.jobs.kinds.registry import get_kind
+from trainyard.jobs.runs.sandbox import sandboxed
 from trainyard.sandbox import policy as sandbox
 
 pytestmark = [pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock"),

@@ -69,7 +69,7 @@ def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
         emit_json(detail)
     elif job.status == Status.DONE:
         _print_counts(detail)
-    if job.status in (Status.FAILED, Status.ABORTED):
+    if job.status.is_unsuccessful:
         raise typer.Exit(1)
 
 
@@ -107,7 +107,7 @@ def create(
 ) -> None:
     """Build a dataset from a folder of class folders, or from text lists."""
     from trainyard.datasets.spec import parse_size
-    from trainyard.jobs.dataset_jobs import create_dataset_job
+    from trainyard.jobs.kinds.dataset import create_dataset_job
 
     width, height = parse_size(size)
     spec = _spec(name=name, train_folder=train_folder, train_list=train_list, labels_file=labels,
@@ -133,7 +133,7 @@ def append(
         name=name, train_folder=train_folder, train_list=train_list, labels_file=labels,
         image_root=image_root, val_percent=val_percent, test_percent=test_percent,
         min_per_class=min_per_class).items() if v is not None}
-    from trainyard.jobs.dataset_jobs import append_dataset_job
+    from trainyard.jobs.kinds.dataset import append_dataset_job
 
     ctx = cli_context()
     _run(ctx, lambda: append_dataset_job(ctx, dataset_id, fields, foreground=not submit), as_json, submit)

@@ -116,7 +116,7 @@ def evaluate(
     """Evaluate a model on its dataset's validation or test split."""
     refuse_unknown(model, f"no model with id {model!r}")  # before the store and torch load
     from trainyard.inference.results import read_evaluation
-    from trainyard.jobs.inference_jobs import create_inference_job
+    from trainyard.jobs.kinds.inference import create_inference_job
 
     ctx = cli_context()
     job = create_inference_job(ctx, "evaluate", model, epoch=epoch, split=split, foreground=True)

@@ -15,7 +15,7 @@ from trainyard.core.status import Status
 
 if TYPE_CHECKING:  # annotations only: --help and refusals never load the job store
     from trainyard.jobs.context import Context
-    from trainyard.jobs.store import Job
+    from trainyard.jobs.store.store import Job
 
 err = Console(stderr=True, highlight=False)
 
@@ -82,7 +82,7 @@ def run_in_foreground(ctx: Context, job: Job, quiet: bool = False) -> Job:
         on_event = None if quiet else stack.enter_context(JobProgress(job)).on_event
         try:
             job = ctx.manager.run_foreground(job.id, on_event=on_event)
-        except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM / SIGHUP (jobs/foreground.py)
+        except KeyboardInterrupt as interrupt:  # Ctrl-C, or SIGTERM / SIGHUP (jobs/runs/foreground.py)
             err.print("aborted")
             raise typer.Exit(getattr(interrupt, "exit_code", 130)) from None
     if job.status == Status.DONE:

@@ -8,7 +8,6 @@ import typer
 
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
-from trainyard.core.status import Status
 from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.networks.table import FAMILIES, STANDARD
 from trainyard.training.solvers import solver_names
@@ -87,9 +86,9 @@ def train(
         check_network_name(each)
     # Imported here, not at the top: only this command needs them (a lighter start for the rest).
     from trainyard.cli.context import cli_context
-    from trainyard.jobs.deployment import follow_deployment
-    from trainyard.jobs.sweeps import parse_range
-    from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
+    from trainyard.jobs.kinds.sweeps import parse_range
+    from trainyard.jobs.kinds.training import TrainRequest, create_model_jobs
+    from trainyard.jobs.scheduling.deployment import follow_deployment
 
     source = _read_network_file(network_file) if network_file else None
     lr_fields = {"policy": lr_policy, "step_percent": lr_step, "warmup_percent": warmup}
@@ -129,7 +128,7 @@ def _read_network_file(path: Path) -> str:
 
 
 def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
-    from trainyard.jobs.job_documents import job_detail
+    from trainyard.jobs.views.documents import job_detail
 
     if submit:
         err.print(f"queued {len(jobs)} model job(s) for the server: {', '.join(j.id for j in jobs)}")
@@ -142,6 +141,6 @@ def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
             best = job_detail(ctx.manager, job)["best"]
             if best:
                 err.print(f"{job.id}: best validation accuracy {best['val_accuracy']:.2f}% at epoch {best['epoch']}")
-    if any(j.status in (Status.FAILED, Status.ABORTED) for j in jobs):
+    if any(j.status.is_unsuccessful for j in jobs):
         raise typer.Exit(1)
 

@@ -20,11 +20,11 @@ from trainyard.core.events import EventWriter
 from trainyard.core.files import write_json_atomic
 from trainyard.core.jobproc import Progress
 from trainyard.datasets.collect import BuildPlan, DatasetError, collect
+from trainyard.datasets.decode_worker import Geometry
 from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.sources import Skipped
 from trainyard.datasets.storage import SPLITS, SplitWriter, open_split, save_mean
-from trainyard.datasets.worker import Geometry
 
 __all__ = ["DatasetError", "build_dataset"]
 

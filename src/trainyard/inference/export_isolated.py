@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-from trainyard.inference.workers import START_TIMEOUT_S, WorkerError, WorkerUnavailable
+from trainyard.inference.worker_pool import START_TIMEOUT_S, WorkerError, WorkerUnavailable
 from trainyard.networks.isolated import CHECKER
 from trainyard.sandbox.childproc import Child, ChildFailed, default_policy
 

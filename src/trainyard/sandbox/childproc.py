@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainyard.core.errors import UserError
+from trainyard.core.formatting import process_end
 from trainyard.sandbox import namespaces
 from trainyard.sandbox import policy as sandbox
 from trainyard.sandbox.policy import default_policy
@@ -173,7 +174,7 @@ class Child:
         if died:
             code = self._wait_code()
             tail = self.stderr_tail().splitlines()[-1:] if self.stderr and not self.stderr.closed else []
-            message += f" ({_describe(code)})" if code is not None else ""
+            message += f" ({process_end(code)})" if code is not None else ""
             message += f": {tail[0][:300]}" if tail else ""
         self.stop()
         return ChildFailed(message, timed_out)
@@ -224,15 +225,6 @@ class Child:
             if fd >= 0:
                 os.close(fd)
                 setattr(self, name, -1)
-
-
-def _describe(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
 
 
 # ---- the child's side ----------------------------------------------------------------------

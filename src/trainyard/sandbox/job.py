@@ -1,5 +1,5 @@
 """The sandbox of a training process whose network is user code (a custom network or an imported
-one), wherever it starts: a local job (jobs/job_sandbox.py) or a cluster rank (cluster/worker.py).
+one), wherever it starts: a local job (jobs/runs/sandbox.py) or a cluster rank (cluster/rank_worker.py).
 
 Such a process runs as ``python -m trainyard.sandbox.supervisor POLICY -- <its command>``: the
 supervisor (sandbox/supervisor.py) forks it into bwrap's namespaces (sandbox/namespaces.py), it

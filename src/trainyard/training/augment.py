@@ -8,7 +8,7 @@ non-zero. Random numbers come from the given torch.Generator (on its device), so
 one result; with no generator they come from torch's global RNG on x's device.
 
 `random_crop_batch` cuts (N, C, crop, crop) windows, also without a loop, on any dtype (crop
-uint8 before converting to float to move fewer bytes). `training_batch` is artifact/preprocess.py's
+uint8 before converting to float to move fewer bytes). `training_batch` is artifact/normalize.py's
 `normalize_batch` with the two: a training batch, prepared the way validation prepares its own.
 """
 
@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from trainyard.artifact.inputs import check_crop
-from trainyard.artifact.preprocess import normalize_batch
+from trainyard.artifact.normalize import normalize_batch
 from trainyard.training.augment_settings import AugmentSettings
 
 

@@ -22,7 +22,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from trainyard.artifact import network
 from trainyard.artifact.checkpoint import load_checkpoint
-from trainyard.artifact.preprocess import mean_tensor, std_tensor
+from trainyard.artifact.normalize import mean_tensor, std_tensor
 from trainyard.artifact.preprocessing import DEFAULT_RESIZE, Preprocessing
 from trainyard.core.errors import InvalidInput
 from trainyard.core.events import EventWriter

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from trainyard.artifact.preprocess import normalize_batch
+from trainyard.artifact.normalize import normalize_batch
 from trainyard.datasets.storage import SplitReader
 from trainyard.training.augment import AugmentSettings, training_batch
 

@@ -2,7 +2,7 @@
 choices it offers (datasets, previous models, GPUs, solvers, LR policies).
 
 Values are strings as the form shows them; the page's script turns the form back into a
-`TrainRequest` (training_jobs.py). Cloning renders the same form from a job's spec.json and
+`TrainRequest` (jobs/kinds/training.py). Cloning renders the same form from a job's spec.json and
 needs, so "Clone" needs no script to fill it.
 """
 
@@ -97,7 +97,7 @@ def dataset_choices(briefs: list[dict]) -> list[dict]:
     """Datasets a model can train on (built, or still building: the model then waits)."""
     out = []
     for job in briefs:
-        if job["kind"] != "dataset" or job["status"] in (Status.FAILED, Status.ABORTED):
+        if job["kind"] != "dataset" or Status(job["status"]).is_unsuccessful:
             continue
         summary = job["summary"] or {}
         images = summary.get("images") or {}
