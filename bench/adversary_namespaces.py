@@ -100,7 +100,9 @@ def uid(target: Target) -> tuple[str, str, str]:
     uids = set()
     for child in psutil.Process(target.server_pid).children(recursive=True):
         try:
-            if "trainyard.inference.worker:handle" in " ".join(child.cmdline()) and "bwrap" not in child.name():
+            line = " ".join(child.cmdline())  # the worker's interpreter, not the bwrap around it
+            worker = "trainyard.sandbox.childproc" in line and "trainyard.inference.worker" in line
+            if worker and "bwrap" not in child.name():
                 uids.add(child.uids().real)
         except psutil.Error:
             continue
