@@ -76,9 +76,9 @@ def rewritten_spec(target: Target) -> tuple[str, str, str]:
         command = sandboxed(["python", "-m", "trainyard.training.run", "x"], ctx.manager.folder(job.id), [], facts)
     except PermissionError as exc:
         return _row("rewritten spec.json", False, f"not started: {exc}")
-    if "trainyard.core.supervisor" not in command:
+    if "trainyard.sandbox.supervisor" not in command:
         return _row("rewritten spec.json", True, "the resume would run it unconfined")
-    policy = json.loads(command[command.index("trainyard.core.supervisor") + 1])
+    policy = json.loads(command[command.index("trainyard.sandbox.supervisor") + 1])
     reached = home in policy["read"] or policy["network"]
     return _row("rewritten spec.json", reached, "TRAINYARD_HOME readable or TCP open" if reached
                 else "confined as recorded: no TRAINYARD_HOME, no TCP")

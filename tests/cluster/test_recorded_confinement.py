@@ -1,5 +1,5 @@
 """A cluster rank is confined as the server recorded its job, handed down by the launcher's
-environment (core/recorded_confinement.py), not as the job folder's spec.json says: the ranks'
+environment (sandbox/recorded.py), not as the job folder's spec.json says: the ranks'
 own code writes that folder, and a rewritten spec must not free the next attempt's ranks."""
 
 from __future__ import annotations
@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import sys
 
-from trainyard.core import job_confinement, recorded_confinement, sandbox
 from trainyard.core.paths import JobFolder
 from trainyard.jobs.runs.runner import launch
 from trainyard.jobs.store.confinement import Confinement
+from trainyard.sandbox import job as job_confinement
+from trainyard.sandbox import policy as sandbox
+from trainyard.sandbox import recorded as recorded_confinement
 
 
 def test_a_rank_is_confined_by_the_record_whatever_its_spec_says(tmp_path, monkeypatch):
@@ -23,7 +25,7 @@ def test_a_rank_is_confined_by_the_record_whatever_its_spec_says(tmp_path, monke
     job = recorded_confinement.confined_job(env)
     assert job is not None and job.is_user_code and job.on_cluster and job.nnodes == 2
     command = job_confinement.confined_command(["python", "-m", "x"], job_dir, [], env={}, job=job)
-    assert command[1:3] == ["-m", "trainyard.core.supervisor"], "the rank ran unconfined as its spec said"
+    assert command[1:3] == ["-m", "trainyard.sandbox.supervisor"], "the rank ran unconfined as its spec said"
     policy = sandbox.Policy.from_json(command[3])
     assert str(tmp_path / "home") not in policy.read and str(tmp_path / "data") in policy.read
     assert policy.network is True  # its ranks rendezvous over TCP, as recorded

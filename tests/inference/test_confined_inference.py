@@ -10,8 +10,8 @@ from PIL import Image
 
 from tests.inference.test_isolation import BUILD, CHANNELS, CLASSES, PREPROCESS, SIZE, benign_state
 from trainyard.artifact.checkpoint import save_checkpoint
-from trainyard.core import sandbox
 from trainyard.core.paths import checkpoint_name
+from trainyard.sandbox import policy as sandbox
 
 PROBE = """import os
 reached = "blocked"

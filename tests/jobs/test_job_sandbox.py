@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from trainyard.core import sandbox
-from trainyard.core.sandbox import Policy
 from trainyard.core.status import Status
 from trainyard.jobs.runs.sandbox import sandboxed
 from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job
+from trainyard.sandbox import policy as sandbox
+from trainyard.sandbox.policy import Policy
 
 SOURCE = "def build(num_classes, in_channels, image_size): ..."
 
@@ -26,7 +26,7 @@ def kernel_sandbox(monkeypatch):
 
 def policy_of(command: list[str]) -> Policy | None:
     """The policy a sandboxed command runs under; None when it runs unconfined."""
-    return Policy.from_json(command[3]) if command[:3] == [command[0], "-m", "trainyard.core.supervisor"] else None
+    return Policy.from_json(command[3]) if command[:3] == [command[0], "-m", "trainyard.sandbox.supervisor"] else None
 
 
 def command_of(ctx, job_id: str, gpus: int = 0) -> list[str]:

@@ -9,8 +9,8 @@ import os
 from bench.adversary_payloads import Target, table
 from bench.adversary_trust import PAYLOADS, run_trust_payloads
 
-from trainyard.core import sandbox
 from trainyard.inference import worker_pool as workers
+from trainyard.sandbox import policy as sandbox
 
 
 def test_every_trust_payload_is_blocked(settings, client_for, tmp_path, monkeypatch):

@@ -27,8 +27,8 @@ from trainyard.core.events import EventWriter
 from trainyard.core.formatting import process_end
 from trainyard.core.jobproc import EXIT_ABORTED, one_line
 from trainyard.core.paths import JobFolder
-from trainyard.core.recorded_confinement import VARIABLE as RECORDED
 from trainyard.core.status import Status
+from trainyard.sandbox.recorded import VARIABLE as RECORDED
 
 ENTRY_POINT = ["python", "-m", "trainyard.training.run"]
 POLL_S = 0.5

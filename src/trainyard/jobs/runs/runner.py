@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from trainyard.core import jobfiles, recorded_confinement
+from trainyard.core import jobfiles
 from trainyard.core.environment import child_environment
 from trainyard.core.events import read_events
 from trainyard.core.formatting import process_end
@@ -27,6 +27,7 @@ from trainyard.core.tethered import command as tethered_command
 from trainyard.jobs.runs.sandbox import sandboxed
 from trainyard.jobs.scheduling.gpu_devices import lease_environment
 from trainyard.jobs.store.confinement import Confinement
+from trainyard.sandbox import recorded as recorded_confinement
 
 
 def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None, confinement: Confinement,
@@ -44,7 +45,7 @@ def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None, con
     # It runs user code (custom networks), so it never sees the server's token.
     env = child_environment(**(lease if lease is not None else lease_environment({}, gpu_ids or [])))
     env.setdefault("PYTHONUNBUFFERED", "1")
-    # A cluster job's launcher hands the record to the nodes that confine its ranks (core/recorded_confinement.py).
+    # A cluster job's launcher hands the record to the nodes that confine its ranks (sandbox/recorded.py).
     env[recorded_confinement.VARIABLE] = recorded_confinement.encode(
         confinement.user_code, confinement.reads, confinement.processes, confinement.nnodes, confinement.on_cluster)
     # Beneath the job folder, links refused: a job may have planted output.txt -> somewhere.

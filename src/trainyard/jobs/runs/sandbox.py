@@ -1,12 +1,12 @@
-"""The sandbox of a local job whose network is user code (core/job_confinement.py), decided from
-the store's record of the job (jobs/store/confinement.py), never from its folder.
+"""The sandbox of a local job whose network is user code (sandbox/job.py), decided from the
+store's record of the job (jobs/store/confinement.py), never from its folder.
 
 A training job reads its dataset and pretrained file; an inference job (classify-many, evaluate)
 of a custom model reads its checkpoint and its images; either writes only its own folder and
 reaches TCP only when its processes rendezvous. A cluster job's own process (the launcher) runs
 only trainyard's code and needs Ray's session files and TCP: it runs unconfined, and each of its
-ranks confines itself on its node (cluster/rank_worker.py). A standard network is trainyard's own
-code and runs as before.
+ranks confines itself on its node (cluster/rank_worker.py), from the record the launcher hands
+it (sandbox/recorded.py). A standard network is trainyard's own code and runs as before.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ import os
 import sys
 from pathlib import Path
 
-from trainyard.core import job_confinement, sandbox
 from trainyard.core.paths import JobFolder
 from trainyard.jobs.store.confinement import Confinement
+from trainyard.sandbox import job as job_confinement
+from trainyard.sandbox import policy as sandbox
 
-SUPERVISOR = "trainyard.core.supervisor"  # runs the command under the policy (core/supervisor.py)
+SUPERVISOR = "trainyard.sandbox.supervisor"  # runs the command under the policy (sandbox/supervisor.py)
 
 
 def sandboxed(command: list[str], folder: JobFolder, gpu_ids: list[int] | None,
@@ -34,18 +35,20 @@ def sandboxed(command: list[str], folder: JobFolder, gpu_ids: list[int] | None,
             return command
     except sandbox.SandboxUnavailable as exc:
         raise PermissionError(str(exc)) from None
-    policy = recorded_policy(confinement, folder.path, len(gpu_ids or []))
+    policy = recorded_policy(confinement, folder.path, list(gpu_ids or []))
+    job_confinement.prepare_folder(folder.path, policy)
     return [sys.executable, "-m", SUPERVISOR, policy.to_json(), "--", *command]
 
 
-def recorded_policy(confinement: Confinement, job_dir: Path, gpus: int) -> sandbox.Policy:
-    """The training policy (core/job_confinement.py) with the reads and the network the record
-    names: a file read is its folder (a checkpoint's, a pretrained file's); a missing one stays as
-    named (the sandbox skips it), never widened to its parent."""
-    policy = job_confinement.training_policy(job_confinement.ConfinedJob(), job_dir, gpus, os.environ)
+def recorded_policy(confinement: Confinement, job_dir: Path, gpu_ids: list[int]) -> sandbox.Policy:
+    """The training policy (sandbox/job.py) of a job spanning the recorded processes and nodes,
+    with the reads the record names: a file read is its folder (a checkpoint's, a pretrained
+    file's); a missing one stays as named (the sandbox skips it), never widened to its parent."""
+    job = job_confinement.ConfinedJob.model_validate({"processes": confinement.processes,
+                                                      "nnodes": confinement.nnodes})
+    policy = job_confinement.training_policy(job, job_dir, gpu_ids, os.environ)
     for value in confinement.reads:
         path = Path(value)
         policy.read.append(str(path.parent if path.is_file() else path))
-    policy.network = confinement.spans_processes(gpus)
     policy.report_dir = str(job_dir)
     return policy

@@ -4,7 +4,7 @@ processes that confine its ranks on a cluster's nodes, which cannot open the sto
 The server starts a cluster job's launcher with the record in ``TRAINYARD_RECORDED_CONFINEMENT``
 (jobs/runs/runner.py); the launcher passes it on to each rank's actor (cluster/attempt.py), which
 confines the rank from it (cluster/rank_worker.py) instead of from the job folder's spec.json,
-which the ranks' own code writes. Torch-free and store-free, like all of core.
+which the ranks' own code writes. Torch-free and store-free.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from trainyard.core.job_confinement import ConfinedJob
+from trainyard.sandbox.job import ConfinedJob
 
 VARIABLE = "TRAINYARD_RECORDED_CONFINEMENT"
 
