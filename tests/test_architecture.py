@@ -1,4 +1,4 @@
-"""Imports point down (DESIGN section 2) and never go round in a circle: checked on the source.
+"""Imports point down (docs/architecture.md, "Layers") and never go round in a circle: checked on the source.
 
 The checker is tests/import_graph.py; tests/test_import_graph.py shows it failing on a
 deliberate cycle and a deliberate upward import in a small package built for the purpose.
@@ -81,7 +81,7 @@ def test_imports_point_down(name, path):
             bad.append(target)
         if layer == "settings" and parts[0] not in sys.stdlib_module_names | SETTINGS_THIRD_PARTY | {"trainyard"}:
             bad.append(target)
-    assert not bad, f"{path.relative_to(PACKAGE)} imports {sorted(bad)}, against DESIGN section 2"
+    assert not bad, f"{path.relative_to(PACKAGE)} imports {sorted(bad)}, against docs/architecture.md"
 
 
 def test_no_upward_import_anywhere():

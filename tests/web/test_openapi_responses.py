@@ -32,7 +32,7 @@ def test_every_json_route_documents_its_answer(settings):
     assert len(answers) >= 35
     assert bare == WITHOUT_MODEL & answers.keys()
     job = spec["components"]["schemas"]["JobBrief"]
-    assert {"id", "kind", "name", "status", "error"} <= set(job["required"])  # DESIGN.md section 1
+    assert {"id", "kind", "name", "status", "error"} <= set(job["required"])  # docs/interface.md
 
 
 def test_every_operation_documents_its_refusals(settings):
