@@ -1,7 +1,7 @@
 """One rank of a cluster job on its node: a Ray actor that runs the training entry point as its
 child process, checks storage, and reports where it runs and what its process uses. A rank
 of a job whose network is user code runs in the sandbox, under its supervisor
-(core/job_confinement.py).
+(sandbox/job.py).
 
 A plain class: the launcher makes it a Ray actor (``ray.remote(RankWorker)``), and tests can use
 it directly. Ray runs a default actor's methods one at a time on the worker's main thread, so
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from trainyard.core.job_confinement import confined_command
+from trainyard.sandbox.job import confined_command
 
 
 class RankWorker:

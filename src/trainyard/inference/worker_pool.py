@@ -2,7 +2,7 @@
 
 A standard network is built in the calling process (its code ships with trainyard). A custom
 network's source is user code, so its checkpoint is served by a `ModelWorker`: a sandboxed child
-(core/childproc.py, forked from the warm checker of networks/isolated.py; its side is
+(sandbox/childproc.py, forked from the warm checker of networks/isolated.py; its side is
 inference/worker_process.py) that loads it once and answers request after request. The sandbox lets it
 read its job folder and nothing of the server's, write nothing, start no process, and hold no
 more memory than TRAINYARD_SANDBOX_MEMORY_MB. One worker per checkpoint, at most `MAX_WORKERS`,
@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainyard.core.childproc import Child, ChildFailed, default_policy
 from trainyard.core.environment import child_environment
 from trainyard.core.errors import UserError
 from trainyard.inference.loader import UserCode, load_model
 from trainyard.inference.responses import answer
 from trainyard.networks.isolated import CHECKER
+from trainyard.sandbox.childproc import Child, ChildFailed, default_policy
 
 START_TIMEOUT_S = 120.0  # starting Python and importing torch, on a busy machine (no warm checker)
 LOAD_TIMEOUT_S = 60.0  # the user's build() and loading the weights

@@ -23,7 +23,7 @@ from trainyard.jobs.kinds.lookup import job_of_kind
 from trainyard.jobs.kinds.pretrained import Pretrained, resolve_pretrained
 from trainyard.jobs.kinds.registry import MODEL
 from trainyard.jobs.kinds.sweeps import MAX_TRIALS, check_ranges, combinations
-from trainyard.jobs.runs.early_stop import mark_early_stop
+from trainyard.jobs.runs.early_stop import DEFAULT_MIN_EPOCHS, mark_early_stop
 from trainyard.jobs.runs.manager import JobConflict, JobError
 from trainyard.jobs.scheduling.limits import check_processes
 from trainyard.jobs.store.store import Job
@@ -54,6 +54,7 @@ class TrainRequest(BaseModel):
     batch_size_range: tuple[int, int] | None = None
     trials: int | None = Field(None, ge=1, le=MAX_TRIALS)
     early_stop: bool = False  # stop runs among the worst at a validation point (jobs/runs/early_stop.py)
+    early_stop_min_epochs: float = DEFAULT_MIN_EPOCHS  # epochs every run trains before it is judged
     settings: dict = Field(default_factory=dict)  # any other ModelSpec field: epochs, solver, lr, ...
 
 
@@ -104,7 +105,7 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
     jobs = [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
                                parent_id=dataset.id, group=group, foreground=foreground)
             for spec, dataset in planned]
-    return mark_early_stop(ctx.store, jobs) if request.early_stop else jobs
+    return mark_early_stop(ctx.store, jobs, request.early_stop_min_epochs) if request.early_stop else jobs
 
 
 def _combinations(request: TrainRequest):

@@ -24,19 +24,22 @@ from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
 from trainyard.core.tethered import command as tethered_command
 from trainyard.jobs.runs.sandbox import sandboxed
+from trainyard.jobs.scheduling.gpu_devices import lease_environment
 
 
 def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None,
-           tethered: bool = False) -> subprocess.Popen:
+           tethered: bool = False, lease: dict[str, str] | None = None) -> subprocess.Popen:
     """Run ``command`` for a job, its output going to the job folder's output.txt; a job whose
     network is user code runs confined (jobs/runs/sandbox.py).
 
     ``tethered``: the kernel kills it when this process dies, even by SIGKILL (a foreground
-    job); a server's jobs outlive the server, whose next start adopts them."""
+    job); a server's jobs outlive the server, whose next start adopts them. ``lease``: the
+    variables that show the job its GPUs (`Pools.environment`: their UUIDs); by default the
+    server's own entries for ``gpu_ids``."""
     command = sandboxed(command, folder, gpu_ids)
     # A job sees only the GPUs it leased; a CPU job sees none, so it cannot grab one by accident.
     # It runs user code (custom networks), so it never sees the server's token.
-    env = child_environment(CUDA_VISIBLE_DEVICES=",".join(str(i) for i in gpu_ids or []))
+    env = child_environment(**(lease if lease is not None else lease_environment({}, gpu_ids or [])))
     env.setdefault("PYTHONUNBUFFERED", "1")
     output = open(folder.path / "output.txt", "ab")
     try:

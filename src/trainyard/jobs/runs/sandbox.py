@@ -1,4 +1,4 @@
-"""The sandbox of a local training job whose network is user code (core/job_confinement.py).
+"""The sandbox of a local training job whose network is user code (sandbox/job.py).
 
 A cluster job's own process (the launcher) runs only trainyard's code and needs Ray's session
 files and TCP: it runs unconfined, and each of its ranks confines itself on its node
@@ -7,9 +7,10 @@ files and TCP: it runs unconfined, and each of its ranks confines itself on its 
 
 from __future__ import annotations
 
-from trainyard.core import job_confinement, sandbox
 from trainyard.core.errors import InvalidInput
 from trainyard.core.paths import JobFolder
+from trainyard.sandbox import job as job_confinement
+from trainyard.sandbox import policy as sandbox
 
 
 def sandboxed(command: list[str], folder: JobFolder, gpu_ids: list[int] | None) -> list[str]:
