@@ -3,7 +3,7 @@
 One variable is not here, on purpose: ``TRAINYARD_COLLECTIVE_TIMEOUT_S`` (seconds, default 600),
 how long a rank of a multi-process training waits at a collective before giving up. Only the
 training process reads it (training/distributed.py), and that process must not load the server's
-Settings (DESIGN section 2: it reads its job folder and nothing else); it inherits the variable
+Settings (docs/architecture.md, "Layers": it reads its job folder and nothing else); it inherits the variable
 from the environment of the server or CLI that starts it.
 """
 

@@ -47,6 +47,15 @@ LAUNCH_S = 60.0  # how long a job claimed here may go without a recorded pid bef
 
 
 class JobManager:
+    """One process's hand on the jobs of a store: creates them, starts them, watches them, ends them.
+
+    It owns what only this process can know: the job processes it started (``_children``), the
+    tails of their events.jsonl (``_tails``), the jobs it is terminating (``_stopping``), its
+    heartbeat, and the lock that serialises a tick against request handlers. Everything shared
+    (statuses, owners, leases) lives in the store; `tick` reconciles the two. Abort, resume and
+    delete are in jobs/runs/actions.py, a sweep's early stops in jobs/runs/early_stop.py.
+    """
+
     def __init__(self, settings: Settings, store: Store, pools: Pools):
         self.settings = settings
         self.store = store
