@@ -20,6 +20,7 @@ from trainyard.core.events import EventWriter
 from trainyard.core.files import write_json_atomic
 from trainyard.core.jobproc import Progress
 from trainyard.datasets.collect import BuildPlan, DatasetError, collect
+from trainyard.datasets.detection.build import build_detection_into
 from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.sources import Skipped
@@ -161,12 +162,15 @@ def build_dataset(spec, job_dir: Path, events: EventWriter, workers: int | None 
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         roots = data_roots if data_roots is not None else spec.data_roots
-        plan = collect(spec, job_dir, scratch, None if roots is None else [Path(r) for r in roots])
-        geometry = _geometry(spec, plan, events)
-        total = sum(len(v) for v in plan.splits.values())
-        events.log(f"{len(plan.classes)} classes, {total} new images to process "
-                   f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})")
-        info = _build_into(tmp, spec, plan, geometry, events, workers, total)
+        if spec.task == "detection":  # image folders with box labels: datasets/detection/
+            info = build_detection_into(tmp, spec, job_dir, events, workers, BuildProgress)
+        else:
+            plan = collect(spec, job_dir, scratch, None if roots is None else [Path(r) for r in roots])
+            geometry = _geometry(spec, plan, events)
+            total = sum(len(v) for v in plan.splits.values())
+            events.log(f"{len(plan.classes)} classes, {total} new images to process "
+                       f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})")
+            info = _build_into(tmp, spec, plan, geometry, events, workers, total)
         os.replace(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

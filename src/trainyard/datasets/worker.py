@@ -16,6 +16,7 @@ import numpy as np
 from PIL import Image
 
 from trainyard.core.environment import die_with_parent
+from trainyard.datasets.detection.geometry import fit_image
 from trainyard.datasets.images import ImageError, load_image
 from trainyard.datasets.resize import resize_image
 from trainyard.datasets.storage import encode_image
@@ -65,8 +66,11 @@ def process_chunk(geometry: Geometry, items: Sequence[tuple[str, tuple[int, ...]
     for j, (path, seed) in enumerate(items):
         try:
             image = load_image(path, geometry.channels)
-            pixels = resize_image(image, geometry.width, geometry.height, geometry.resize,
-                                  np.random.default_rng(seed))
+            if geometry.resize == "pad":  # detection's letterbox, geometry its boxes share
+                pixels = fit_image(image, geometry.width, geometry.height, geometry.resize)
+            else:
+                pixels = resize_image(image, geometry.width, geometry.height, geometry.resize,
+                                      np.random.default_rng(seed))
         except ImageError as e:
             out.append((None, None, str(e)))
             continue

@@ -15,7 +15,7 @@ from trainyard.jobs.manager import JobConflict, JobError
 from trainyard.jobs.store import Job
 
 PATH_FIELDS = ("train_folder", "val_folder", "test_folder", "train_list", "val_list", "test_list",
-               "labels_file", "image_root", "train_archive", "val_archive")
+               "labels_file", "image_root", "train_archive", "val_archive", "train_labels", "val_labels")
 
 
 def check_paths(ctx: Context, spec: DatasetSpec) -> DatasetSpec:

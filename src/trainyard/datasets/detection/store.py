@@ -10,9 +10,10 @@ with ``"task": "detection"``, ``images.u8`` or ``images.bin`` + ``offsets.npy``)
   original = (stored - pad) / scale, per axis (squash has one scale per axis: see below)
 - ``labels.npy``      int64 (N,): the number of boxes of image i (not a class), for shared code
 
-For ``squash`` the two axes scale differently; the x scale is column 0 and the y scale is
-derived from the original height (stored height / original height), so the five columns hold
-for both modes: ``to_original`` uses the per-axis scale. Torch-free: readers run anywhere.
+``meta.json`` also names the ``resize`` ("pad" or "squash", datasets/detection/geometry.py).
+pad has one scale for both axes. squash scales each axis alone: column 0 is the x scale and the
+y scale is stored height / original height, so use ``scales`` or ``to_original`` rather than
+column 0 for y. Torch-free: readers run anywhere.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class DetectionSplitWriter:
     """Streams one detection split: images to the classification writer, boxes kept in memory."""
 
     def __init__(self, folder: Path, height: int, width: int, channels: int, encoding: str = "none",
-                 mean: bool = False):
+                 mean: bool = False, resize: str = "pad"):
+        self.resize = resize
         self.images = SplitWriter(Path(folder), height, width, channels, encoding, mean=mean)
         self._boxes: list[np.ndarray] = []
         self._labels: list[np.ndarray] = []
@@ -59,24 +61,30 @@ class DetectionSplitWriter:
     def mean(self) -> np.ndarray | None:
         return self.images.mean()
 
+    def box_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The boxes (M, 4), their labels (M,) and the offsets (N+1,) appended so far."""
+        boxes = np.concatenate(self._boxes) if self._boxes else np.zeros((0, 4), np.float32)
+        labels = np.concatenate(self._labels) if self._labels else np.zeros(0, np.int64)
+        counts = [len(b) for b in self._boxes]
+        return boxes, labels, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
     def close(self) -> None:
         self.images.close()
         folder = self.images.folder
-        counts = [len(b) for b in self._boxes]
-        np.save(folder / "boxes.npy", np.concatenate(self._boxes) if self._boxes
-                else np.zeros((0, 4), np.float32))
-        np.save(folder / "box_labels.npy", np.concatenate(self._labels) if self._labels
-                else np.zeros(0, np.int64))
-        np.save(folder / "box_offsets.npy", np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+        boxes, labels, offsets = self.box_arrays()
+        np.save(folder / "boxes.npy", boxes)
+        np.save(folder / "box_labels.npy", labels)
+        np.save(folder / "box_offsets.npy", offsets)
         np.save(folder / "geometry.npy", np.asarray(self._geometry, np.float32).reshape(-1, 5))
         meta_path = folder / "meta.json"
         meta = json.loads(meta_path.read_text())
-        meta["task"] = TASK
+        meta["task"], meta["resize"] = TASK, self.resize
         meta_path.write_text(json.dumps(meta, indent=2))
 
 
 def write_detection_split(split_dir: str | Path, images: Iterable[np.ndarray], boxes: list[np.ndarray],
-                          labels: list[np.ndarray], geometry: np.ndarray, encoding: str = "none") -> None:
+                          labels: list[np.ndarray], geometry: np.ndarray, encoding: str = "none",
+                          resize: str = "pad") -> None:
     """Write a whole detection split at once (tests, tools); all images share one shape."""
     geometry = np.asarray(geometry, np.float32).reshape(-1, 5)
     writer: DetectionSplitWriter | None = None
@@ -84,7 +92,7 @@ def write_detection_split(split_dir: str | Path, images: Iterable[np.ndarray], b
     for i, image in enumerate(images):
         if writer is None:
             h, w, c = image.shape
-            writer = DetectionSplitWriter(Path(split_dir), h, w, c, encoding)
+            writer = DetectionSplitWriter(Path(split_dir), h, w, c, encoding, resize=resize)
         writer.append(image, boxes[i], labels[i], geometry[i])
         count += 1
     if writer is None:
@@ -103,6 +111,7 @@ class DetectionSplit:
         meta = json.loads((self.folder / "meta.json").read_text())
         if meta.get("task") != TASK:
             raise ValueError(f"{self.folder} is not a detection split (task {meta.get('task')!r})")
+        self.resize: str = meta.get("resize", "pad")
         self._reader = SplitReader(self.folder)
         self.height, self.width, self.channels = self._reader.shape
         self.encoding = self._reader.encoding
@@ -133,10 +142,9 @@ class DetectionSplit:
 
     def scales(self, i: int) -> tuple[float, float]:
         """The x and y scale of image ``i`` (equal for pad; per axis for squash)."""
-        scale, pad_x, pad_y, ow, oh = self.geometry(i)
-        # Pad keeps the aspect (one scale); squash fills the height, so its y scale is H / oh.
-        scale_y = scale if pad_x > 0 or pad_y > 0 else self.height / oh
-        return scale, scale_y
+        scale, _, _, _, oh = self.geometry(i)
+        # pad keeps the aspect (one scale); squash fills the height, so its y scale is H / oh.
+        return scale, (self.height / oh if self.resize == "squash" else scale)
 
     def to_original(self, i: int, boxes: np.ndarray) -> np.ndarray:
         """Map boxes (b, 4) from stored pixels of image ``i`` back to its original pixels."""
