@@ -33,6 +33,9 @@ from trainyard.jobs.store import Job
 from trainyard.training.spec import ModelSpec
 
 S = TypeVar("S", bound=SpecModel)
+# What a detection dataset's info adds to its description (datasets/detection/stats.py).
+DETECTION_INFO = ("labels_format", "box_counts", "empty_images", "counts_meaning", "box_sizes", "images",
+                  "label_notes", "warnings")
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,16 @@ def describe_dataset(job: Job, folder: JobFolder) -> dict:
         "channels": info.get("channels"),
         "resize": info.get("resize"),
         "encoding": info.get("encoding"),
+        "task": info.get("task") or _spec_task(job, folder),
+        # detection's box statistics and notes (datasets/detection/stats.py), absent otherwise
+        **{key: info[key] for key in DETECTION_INFO if key in info},
     }
+
+
+def _spec_task(job: Job, folder: JobFolder) -> str:
+    """The task the spec asks for (before the build has written info.json)."""
+    spec = DATASET.find_spec(folder) if job.kind == "dataset" else None
+    return spec.task if spec is not None else "classification"
 
 
 def model_metrics(folder: JobFolder) -> tuple[dict[str, list], list[int | float]]:

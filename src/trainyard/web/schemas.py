@@ -131,9 +131,15 @@ class Deleted(BaseModel):
     deleted: str
 
 
+class BoxRef(BaseModel):
+    label: int  # class index
+    box: list[float]  # x1, y1, x2, y2 in the stored image's pixels
+
+
 class ImageRef(BaseModel):
     index: int
-    label: int
+    label: int  # the class; for a detection split, the number of boxes
+    boxes: list[BoxRef] | None = None  # detection only
 
 
 class ImagePage(BaseModel):
@@ -141,3 +147,5 @@ class ImagePage(BaseModel):
     total: int
     offset: int
     images: list[ImageRef]
+    width: int | None = None  # detection: the stored size the boxes are in
+    height: int | None = None

@@ -93,7 +93,7 @@ def _info(spec, plan: DetectionPlan, writers: dict[str, DetectionSplitWriter]) -
         "box_sizes": box_sizes({s: w.box_arrays()[0] for s, w in writers.items()}, spec.width, spec.height),
         "images": {split: len(w) for split, w in writers.items()},
         "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
-        "notes": [{"path": s.path, "reason": s.reason} for s in plan.notes],
+        "label_notes": [{"path": s.path, "reason": s.reason} for s in plan.notes],
         "not_images": plan.not_images, "warnings": plan.warnings,
         "width": spec.width, "height": spec.height, "channels": spec.channels, "resize": spec.resize,
         "encoding": spec.encoding, "parent": None, "seed": spec.seed,

@@ -45,12 +45,14 @@ class Fit:
                 float(self.original[0]), float(self.original[1]))
 
     def boxes_to_stored(self, boxes: np.ndarray) -> np.ndarray:
-        """(b, 4) boxes in original pixels -> stored pixels, clipped to the image content."""
+        """(b, 4) boxes in original pixels (inside the image) -> stored pixels.
+
+        Not clipped to the content: an edge at the original's border may land up to one pixel
+        into the pad (what the floor left out), so that to_original gives the border back.
+        """
         out = np.asarray(boxes, np.float64).reshape(-1, 4).copy()
-        out[:, 0::2] = np.clip(out[:, 0::2] * self.scale_x + self.pad_x, self.pad_x,
-                               self.pad_x + self.resized[0])
-        out[:, 1::2] = np.clip(out[:, 1::2] * self.scale_y + self.pad_y, self.pad_y,
-                               self.pad_y + self.resized[1])
+        out[:, 0::2] = out[:, 0::2] * self.scale_x + self.pad_x
+        out[:, 1::2] = out[:, 1::2] * self.scale_y + self.pad_y
         return out.astype(np.float32)
 
 

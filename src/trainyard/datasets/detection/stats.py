@@ -47,5 +47,7 @@ def box_sizes(boxes_by_split: dict[str, np.ndarray], width: int, height: int) ->
         coco[split] = {"small": int(np.sum(area < COCO_AREAS[0])),
                        "medium": int(np.sum((area >= COCO_AREAS[0]) & (area < COCO_AREAS[1]))),
                        "large": int(np.sum(area >= COCO_AREAS[1]))}
-    return {"measure": "sqrt(width * height) in stored pixels", "edges": edges, "counts": hist,
+    bins = [f"{lo:g}-{hi:g}" for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    return {"measure": "sqrt(width * height) in stored pixels", "edges": edges, "bins": bins, "counts": hist,
+            "by_bin": {split: dict(zip(bins, values, strict=True)) for split, values in hist.items()},
             "coco_areas": coco}
