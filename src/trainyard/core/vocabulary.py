@@ -39,3 +39,16 @@ def gpu_index(resource: str, *, shares: bool = True) -> int | None:
         if resource.startswith(prefix) and resource[len(prefix):].isdigit():
             return int(resource[len(prefix):])
     return None
+
+
+# The validation metric that ranks a model's epochs ("best"), by task: a classifier's top-1
+# accuracy (percent), a detector's COCO mAP@0.5 (0..1). Higher is better for both.
+BEST_METRIC = {"classification": "val_accuracy", "detection": "val_map50"}
+
+
+def best_score(best: dict | None) -> float | None:
+    """The score of a ``best`` entry ({epoch, val_accuracy} or {epoch, val_map50}), or None."""
+    for name in BEST_METRIC.values():
+        if best and best.get(name) is not None:
+            return float(best[name])
+    return None

@@ -187,21 +187,25 @@ def _checkpoint_exists(folder: JobFolder, epoch: float) -> bool:
 
 def describe_model(job: Job, folder: JobFolder) -> dict:
     metrics, snapshots = model_metrics(folder)
-    for name in ("val_accuracy", "val_loss", "train_loss"):
-        metrics.setdefault(name, [])
-    accuracy = metrics["val_accuracy"]
-    best = max(accuracy, key=lambda p: p[1]) if accuracy else None
     stored = _stored(folder)
     spec = MODEL.read_or_none(stored)
+    task = spec.task if spec else "classification"
+    # a detector's best is its highest mAP@0.5 (training/steps.py's TASKS say the same)
+    key = "val_map50" if task == "detection" else "val_accuracy"
+    for name in (key, "val_loss", "train_loss", *(("val_map",) if task == "detection" else ())):
+        metrics.setdefault(name, [])
+    accuracy = metrics[key]
+    best = max(accuracy, key=lambda p: p[1]) if accuracy else None
     network = spec.network or ("custom" if spec.network_source else None) if spec else None
     return {
         "dataset": job.parent_id,
+        "task": task,
         "network": network,
         "epoch": job.summary.get("epoch", 0),
         "epochs": spec.epochs if spec else None,
         "snapshots": snapshots,
         "metrics": metrics,
-        "best": {"epoch": best[0], "val_accuracy": best[1]} if best else None,
+        "best": {"epoch": best[0], key: best[1]} if best else None,
         "workers": (job.summary or {}).get("workers", []),  # cluster mode: where each rank runs
         "spec": stored,  # the spec.json as it was written
     }

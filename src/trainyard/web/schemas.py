@@ -78,7 +78,8 @@ class DatasetDetail(JobDetail):
 
 class Best(Open):
     epoch: Number
-    val_accuracy: Number
+    val_accuracy: Number | None = None  # a classifier's (percent)
+    val_map50: Number | None = None  # a detector's (0..1)
 
 
 class ModelDetail(JobDetail):
