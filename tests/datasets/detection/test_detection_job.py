@@ -84,6 +84,13 @@ def test_page_shows_box_stats_and_the_explorer_gets_boxes(server):
     assert all(image["label"] == len(image["boxes"]) for image in page["images"])
 
 
+def test_append_to_a_detection_dataset_is_refused(server):
+    response = server.client.post(f"/api/datasets/{server.detail['id']}/append",
+                                  json={"train_folder": str(server.settings.data_roots[0])})
+    assert response.status_code == 409 and "detection dataset" in response.json()["detail"]
+    assert "Add images" not in server.client.get(f"/datasets/{server.detail['id']}").text
+
+
 def test_api_refuses_bad_detection_fields(server):
     response = server.client.post("/api/datasets", json={"name": "x", "task": "detection",
                                                          "train_folder": "/nowhere"})
