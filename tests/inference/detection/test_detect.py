@@ -116,3 +116,12 @@ def test_evaluate_gives_map_per_class_ap_curves_and_misses(detector):
     assert all(row["missed"] or row["false_positives"] for row in doc["worst"])
     text = cli(detector, "evaluate", detector.model_id)
     assert text.returncode == 0 and "mAP@0.5" in text.stdout
+
+
+def test_the_model_pages_are_the_detection_variants(detector_client, detector):
+    page = detector_client.get(f"/models/{detector.model_id}/classify")
+    assert page.status_code == 200 and "Detect one image" in page.text and 'id="threshold"' in page.text
+    model = detector_client.get(f"/models/{detector.model_id}")
+    assert model.status_code == 200 and 'data-task="detection"' in model.text and ">Detect</a>" in model.text
+    doc = detector_client.get(f"/api/models/{detector.model_id}").json()
+    assert doc["task"] == "detection" and set(doc["best"]) >= {"epoch", "val_map50"}
