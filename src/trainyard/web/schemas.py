@@ -84,6 +84,7 @@ class Best(Open):
 
 class ModelDetail(JobDetail):
     dataset: str | None
+    task: str | None = None  # "classification" or "detection" (boxes; best by val_map50)
     network: str | None
     epoch: Number
     epochs: int | None
