@@ -61,12 +61,14 @@ def evaluate_detection(model: nn.Module, loader: DetectionBatchLoader,
             truth += [_to_host(t, offset) for t in targets]
     model.train(was_training)
     total = distributed.all_reduce_sum(torch.stack([loss_sum, torch.tensor(float(count), device=loss_sum.device)]), d)
-    every = distributed.gather((predictions, truth), d)
+    # COCO breaks ties between equal scores by image order: put every rank's images back in
+    # the split's order, so any number of processes gives the figures of one process.
+    mine = list(zip(loader.order(0).tolist(), predictions, truth))
+    every = distributed.gather(mine, d)
     result = None
     if d.is_main:  # one computes COCO's figures for all, over every rank's images
-        preds = [p for rank_preds, _ in every for p in rank_preds]
-        truths = [t for _, rank_truth in every for t in rank_truth]
-        result = mean_average_precision(preds, truths)
+        ordered = sorted((row for rank_rows in every for row in rank_rows), key=lambda row: row[0])
+        result = mean_average_precision([p for _, p, _ in ordered], [t for _, _, t in ordered])
     result = distributed.broadcast(result, d)
     loss, images = total.tolist()
     return {"val_loss": loss / max(images, 1), "val_map50": result["map50"], "val_map": result["map"]}
