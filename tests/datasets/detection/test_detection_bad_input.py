@@ -95,6 +95,8 @@ def test_coco_problems_are_listed(tmp_path):
     assert skipped[f"{labels}: missing"] == "labels with no image file: left out"
     assert skipped[str(images / "extra.png")] == "not in the COCO file: left out (unlabelled)"
     assert "bbox [x, y, w, h]" in skipped[f"{labels} annotation 500"]
+    assert skipped[f"{labels} annotation 500"].endswith("its image is left out")
+    assert "img_0000" not in {s.path.stem for s in plan.splits["train"]}  # image_id 1
     assert any("1 crowd annotation" in w for w in plan.warnings)
 
 

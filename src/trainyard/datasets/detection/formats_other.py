@@ -92,8 +92,12 @@ def parse_coco(path: Path) -> Labels:
             key, name = files[int(ann["image_id"])], names[int(ann["category_id"])]
             x, y, w, h = (float(v) for v in ann["bbox"])
         except (KeyError, TypeError, ValueError) as e:
+            image = _image_of(ann, files)
+            if image is not None:  # its labels are not fully known: leave the image out
+                out.unreadable.add(image)
             out.problems.append(Skipped(where, f"annotation left out: needs a known image_id, a known "
-                                f"category_id and a bbox [x, y, w, h] ({type(e).__name__}: {e})"))
+                                f"category_id and a bbox [x, y, w, h] ({type(e).__name__}: {e})"
+                                f"{'; its image is left out' if image is not None else ''}"))
             continue
         if ann.get("iscrowd"):
             crowd += 1
@@ -102,3 +106,11 @@ def parse_coco(path: Path) -> Labels:
     if crowd:
         out.notes.append(f"{crowd} crowd annotation{'s' * (crowd != 1)} (iscrowd) dropped")
     return out
+
+
+def _image_of(ann: object, files: dict[int, str]) -> str | None:
+    """The image key an annotation names, if it names a known image at all."""
+    try:
+        return files.get(int(ann["image_id"]))  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -11,6 +11,7 @@ line number, and that image is left out: its labels are not known.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,13 +24,19 @@ MAX_LABEL_BYTES = 16 << 20  # one image's label file: anything larger is not a l
 
 
 def label_files(folder: Path, suffix: str) -> Iterator[Path]:
-    """Files ending in ``suffix`` below ``folder`` (not hidden, links not followed out)."""
+    """Files ending in ``suffix`` below ``folder``, sorted: not hidden, linked folders not
+    entered, linked files only when they point inside ``folder``."""
     root = folder.resolve()
-    for path in sorted(folder.rglob(f"*{suffix}")):
-        if any(part.startswith(".") for part in path.relative_to(folder).parts):
-            continue
-        if path.is_file() and path.resolve().is_relative_to(root):
-            yield path
+    found = []
+    for current, dirs, files in os.walk(folder):  # os.walk does not follow folder links
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            if name.startswith(".") or not name.endswith(suffix):
+                continue
+            path = Path(current, name)
+            if not path.is_symlink() or path.resolve().is_relative_to(root):
+                found.append(path)
+    yield from sorted(found)
 
 
 def _read_lines(path: Path, out: Labels, key: str) -> list[str] | None:
