@@ -10,6 +10,7 @@ caller gathers every rank's images first, so the figures are over the whole spli
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,7 +42,7 @@ def mean_average_precision(predictions: Sequence[Detections], truth: Sequence[Tr
                   [_tensors(t, ("boxes", "labels")) for t in truth])
     result = metric.compute()
     # -1 is COCO's "no ground truth at all": no box to find scores as 0, not as a negative AP
-    out = {"map50": max(0.0, float(result["map_50"])), "map": max(0.0, float(result["map"]))}
+    out: dict[str, Any] = {"map50": max(0.0, float(result["map_50"])), "map": max(0.0, float(result["map"]))}
     if per_class or curves:
         classes = [int(c) for c in torch.as_tensor(result["classes"]).reshape(-1).tolist()]
         out["classes"] = classes

@@ -53,7 +53,7 @@ def detect(
             problems[i] = {"image": str(path), "boxes": [], "error": str(exc)}
             err.print(f"[red]error:[/red] {path}: {exc}")
     good = iter(run_detect(loaded, named, threshold) if named else [])
-    results = [problems[i] if i in problems else next(good) for i in range(len(images))]
+    results: list[dict] = [problems[i] if i in problems else next(good) for i in range(len(images))]
     if as_json:
         emit_json({"results": results})
     else:

@@ -28,7 +28,7 @@ def sweep(manager: JobManager, group: str) -> dict:
     stopped = [r for r in runs if r["stopped"]]
     saved = sum(max(0.0, (r["epochs"] or 0) - r["stopped"]["epoch"]) for r in stopped)
     # The compare view takes at most MAX_RUNS: the best ones, then those with no result yet.
-    ranked = sorted(runs, key=lambda r: -(best_score(r["best"]) if r["best"] else -1.0))
+    ranked = sorted(runs, key=lambda r: -(best_score(r["best"]) or -1.0))
     return {"name": group, "runs": runs, "counts": dict(Counter(r["status"] for r in runs)), "best": best,
             "stopped": len(stopped), "epochs_saved": saved,
             "early_stop": any((j.summary or {}).get("early_stop") for j in jobs),

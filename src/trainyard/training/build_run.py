@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -144,6 +144,8 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
         torch.manual_seed(distributed.rank_seed(seed, d.rank))  # own dropout masks per rank
 
     batch_size = spec.default_batch_size()
+    train_loader: BatchLoader
+    val_loader: BatchLoader | None
     if spec.task == "detection":  # boxes for targets, no mean (the detector normalises inside)
         train_loader, val_loader, preprocess = detection_build.loaders(
             spec, info, train_split, val_split, batch_size, device, seed, d, net)
@@ -186,7 +188,7 @@ def _classification_data(spec: ModelSpec, ckpt: dict | None, info: dict, train_s
     """(train loader, val loader, preprocessing, BatchNorm refresh loader) of images with labels."""
     mean, mean_mode, std = transfer.input_normalisation(spec, ckpt, mean, train_split.shape, events)
     mean_t = mean_tensor(mean, mean_mode, spec.crop, device)
-    loader_args = dict(mean=mean_t, crop=spec.crop, seed=seed, channels_last=channels_last,
+    loader_args: dict[str, Any] = dict(mean=mean_t, crop=spec.crop, seed=seed, channels_last=channels_last,
                        rank=d.rank, world_size=d.world_size, std=std_tensor(std, device))
     train_loader = BatchLoader(train_split, batch_size, device, train=True, augment=spec.augment, **loader_args)
     val_loader = BatchLoader(val_split, batch_size, device, **loader_args) if val_split else None

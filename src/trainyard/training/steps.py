@@ -24,7 +24,8 @@ from trainyard.training.detection.steps import detection_loss, evaluate_detectio
 from trainyard.training.distributed import SINGLE, Dist
 
 # step_loss(model, images, labels) -> (loss, {metric name: loss part} or None)
-StepLoss = Callable[[nn.Module, torch.Tensor, object], tuple[torch.Tensor, dict[str, torch.Tensor] | None]]
+# (labels: a classifier's class tensor, a detector's target dicts)
+StepLoss = Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor] | None]]
 
 
 class LossMeter:
@@ -52,8 +53,9 @@ class LossMeter:
         if not self.count:
             return None
         names = sorted(self.parts)  # every rank has the same losses, so the same order
-        sums = torch.stack([self.total, *(torch.as_tensor(self.parts[n], device=self.total.device) for n in names)])
-        sums = distributed.all_reduce_sum(sums, self.dist).tolist()  # ranks count alike
+        stacked = torch.stack([self.total, *(torch.as_tensor(self.parts[n], device=self.total.device)
+                                             for n in names)])
+        sums: list[float] = distributed.all_reduce_sum(stacked, self.dist).tolist()  # ranks count alike
         scale = self.count * self.dist.world_size
         self.last_parts = {name: value / scale for name, value in zip(names, sums[1:])}
         self.total.zero_()

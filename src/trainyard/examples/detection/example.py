@@ -39,9 +39,9 @@ COLOURS = ((230, 25, 75), (60, 180, 75), (0, 130, 200), (245, 130, 48), (145, 30
 
 def load_image(path: str, channels: int) -> Image.Image:
     """Read an image file as a loaded 8-bit "L" (channels=1) or "RGB" (channels=3) image."""
-    with Image.open(path, formats=SAFE_FORMATS) as img:
-        img.load()
-        img = ImageOps.exif_transpose(img)
+    with Image.open(path, formats=SAFE_FORMATS) as file:
+        file.load()
+        img = ImageOps.exif_transpose(file)
         if img.mode == "P" or img.mode in ALPHA_MODES or "transparency" in img.info:
             rgba = img.convert("RGBA")
             img = Image.alpha_composite(Image.new("RGBA", rgba.size, (255, 255, 255, 255)), rgba)

@@ -8,6 +8,8 @@ what inference fits a new image with before mapping its boxes back to the image'
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -27,7 +29,7 @@ def loaders(spec: ModelSpec, info: dict, train_split: SplitReader, val_split: Sp
             ) -> tuple[DetectionBatchLoader, DetectionBatchLoader | None, Preprocessing]:
     """(train loader, val loader or None, the preprocessing checkpoints record)."""
     offset = label_offset(net)
-    args = dict(label_offset=offset, seed=seed, rank=d.rank, world_size=d.world_size)
+    args: dict[str, Any] = dict(label_offset=offset, seed=seed, rank=d.rank, world_size=d.world_size)
     train = DetectionBatchLoader(DetectionSplit(train_split.folder), batch_size, device, train=True,
                                  augment=spec.augment, **args)
     val = DetectionBatchLoader(DetectionSplit(val_split.folder), batch_size, device, **args) if val_split else None
