@@ -4,7 +4,9 @@ No host synchronisation per step: the training loss is summed on the device and 
 few times an epoch (`Schedule`), which is also when the loss is checked for divergence and
 when metrics, learning rate, speed and progress go to events.jsonl. At each validation point
 the val loss, top-1 and top-5 accuracy (in percent) are reported with a summary; at each
-snapshot point a checkpoint is written, then announced with a ``checkpoint`` event.
+snapshot point a checkpoint is written, then announced with a ``checkpoint`` event. What a step's
+loss and a validation are comes from the spec's task (steps.py's `TASKS`): a detector's step sums
+its losses (each one reported too) and its validation reports COCO mAP, its best by val_map50.
 
 With several processes (DDP, distributed.py) every rank runs this loop on its shard; losses and
 validation counts are summed over the ranks at those same read-back points, so every rank sees
