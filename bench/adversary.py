@@ -37,7 +37,7 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/ helpers from a checkout
 from bench.adversary_server import PeakRSS, Server, Tally, make_images, wait_job  # noqa: E402
 
-from trainyard.jobs.store import Store  # noqa: E402
+from trainyard.jobs.store.store import Store  # noqa: E402
 
 
 def malformed(client: httpx.Client, tally: Tally, data: Path, dataset_id: str) -> None:

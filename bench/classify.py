@@ -68,7 +68,7 @@ def many_job(ctx, model_id: str, root: Path, count: int, stored: int) -> dict:
     """Run a classify-many job over a list of ``count`` lines; images/s and peak RSS of the job."""
     import psutil
 
-    from trainyard.jobs.inference_jobs import create_inference_job
+    from trainyard.jobs.kinds.inference import create_inference_job
 
     images = root / "many"
     images.mkdir(parents=True, exist_ok=True)
@@ -117,7 +117,7 @@ def main() -> None:
     from trainyard.inference.responses import classify_named
     from trainyard.inference.visualize import visualize
     from trainyard.jobs.context import open_context
-    from trainyard.jobs.resources import Pools
+    from trainyard.jobs.scheduling.resources import Pools
     from trainyard.settings import Settings
     from trainyard.web.app import create_app
 

@@ -31,8 +31,8 @@ from pathlib import Path
 import httpx
 
 from trainyard.core.ids import new_job_id
-from trainyard.jobs.resources import Pools
-from trainyard.jobs.store import Job
+from trainyard.jobs.scheduling.resources import Pools
+from trainyard.jobs.store.store import Job
 from trainyard.settings import Settings
 from trainyard.web.app import create_app
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from trainyard.core.status import Status
-from trainyard.jobs.resources import Pools
-from trainyard.jobs.store import Job
+from trainyard.jobs.scheduling.resources import Pools
+from trainyard.jobs.store.store import Job
 from trainyard.settings import Settings
 from trainyard.web.app import create_app
 

@@ -51,7 +51,7 @@ def bench_checks(rounds: int) -> None:
     compile() in this process; creating a 2-job sweep of one network against one job."""
     from fastapi.testclient import TestClient
 
-    from trainyard.jobs.resources import Pools
+    from trainyard.jobs.scheduling.resources import Pools
     from trainyard.networks.cache import NetworkCache
     from trainyard.networks.isolated import check_network_isolated
     from trainyard.settings import Settings

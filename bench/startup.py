@@ -190,7 +190,7 @@ def many_rows(images: list[str], model: str, archive: Path, base: Path, env: dic
 MANY_JOB = """
 import resource, sys, time
 from trainyard.jobs.context import open_context
-from trainyard.jobs.inference_jobs import create_inference_job
+from trainyard.jobs.kinds.inference import create_inference_job
 ctx = open_context()
 start = time.perf_counter()
 job = create_inference_job(ctx, "classify-many", sys.argv[1], list_file=sys.argv[2], foreground=True)

@@ -3,7 +3,7 @@
 Generates a small dataset (coloured squares under heavy noise, so accuracy climbs over several
 epochs and the learning rate matters), then trains the same LeNet sweep of learning rates twice
 through the CLI, one run after another as ``trainyard train`` does: once as a plain grid, once
-with ``--early-stop`` (successive halving, jobs/early_stop.py). Prints the epochs each trained,
+with ``--early-stop`` (successive halving, jobs/runs/early_stop.py). Prints the epochs each trained,
 the epochs saved, wall time and CPU-seconds of the training processes, and whether the best run
 (highest validation accuracy) is the same learning rate in both.
 

@@ -1,7 +1,7 @@
 """The import checker behind tests/test_architecture.py: a package's imports as a graph, from the source.
 
 Every import is resolved to an absolute module name (relative imports included), so ``from
-..jobs import store`` counts like ``import trainyard.jobs.store``. Two views of the graph:
+..jobs import store`` counts like ``import trainyard.jobs.store.store``. Two views of the graph:
 
 - layering (``imports_of``): every import anywhere in a module, functions and ``TYPE_CHECKING``
   blocks included, because an upward import is a wrong dependency wherever it is written.

@@ -15,13 +15,15 @@ import pytest
 from tests.import_graph import cycles, dependency_edges, imports_of, layer_of, modules, upward_imports
 
 PACKAGE = Path(__file__).parent.parent / "src" / "trainyard"
-EVERY_LAYER = {"core", "datasets", "networks", "weights", "artifact", "training", "inference", "jobs", "web", "cli",
-               "settings", "cluster"}
+EVERY_LAYER = {"core", "sandbox", "datasets", "networks", "weights", "artifact", "training", "inference", "jobs",
+               "web", "cli", "settings", "cluster"}
 
 # layer -> trainyard layers it must not import. Nothing below cli imports cli. cli may import web:
 # `trainyard serve` is the one command that starts the web app (inside the command, not at import).
 FORBIDDEN = {
     "core": EVERY_LAYER - {"core"},
+    # the isolation boundary sits beside core: it imports only core
+    "sandbox": EVERY_LAYER - {"core", "sandbox"},
     "settings": EVERY_LAYER - {"core", "settings"},
     "datasets": {"jobs", "web", "cli", "artifact", "training", "inference", "weights", "cluster"},
     "networks": {"jobs", "web", "cli", "training", "inference", "datasets", "artifact", "weights", "cluster"},
@@ -36,11 +38,12 @@ FORBIDDEN = {
     "web": {"cli"},
     "cli": set(),
     # the cluster launcher starts the training entry point as a process; it never imports it
-    "cluster": EVERY_LAYER - {"core", "cluster"},
+    "cluster": EVERY_LAYER - {"core", "sandbox", "cluster"},
 }
 # third-party modules a layer must not import (the training process loads no web or database code)
 FORBIDDEN_THIRD_PARTY = {
     "core": {"torch", "sqlalchemy", "fastapi", "numpy"},
+    "sandbox": {"torch", "sqlalchemy", "fastapi", "numpy"},
     "datasets": {"sqlalchemy", "fastapi", "starlette"},
     "networks": {"sqlalchemy", "fastapi", "starlette"},
     "weights": {"sqlalchemy", "fastapi", "starlette", "uvicorn"},

@@ -18,9 +18,9 @@ from PIL import Image
 
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.jobs.context import Context, open_context
-from trainyard.jobs.dataset_jobs import create_dataset_job
-from trainyard.jobs.resources import Pools
-from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
+from trainyard.jobs.kinds.dataset import create_dataset_job
+from trainyard.jobs.kinds.training import TrainRequest, create_model_jobs
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.settings import Settings
 
 # make_image_folder's palette, in its order: dark grey, light grey, red.

@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     check_timeout_s: float = Field(900.0, gt=0)
     abort_grace_s: float = 10.0  # SIGTERM, then SIGKILL after this long
     # A job whose holder (a server or a foreground CLI, on any machine) has not renewed its
-    # heartbeat for this long is ended as interrupted by any other manager (jobs/heartbeat.py).
+    # heartbeat for this long is ended as interrupted by any other manager (jobs/runs/heartbeat.py).
     heartbeat_timeout_s: float = Field(30.0, gt=0)
     # local: jobs run on this machine. ray: training jobs run as workers on the Ray cluster at
     # Ray's own RAY_ADDRESS (trainyard.cluster); TRAINYARD_HOME must then be shared by every node.

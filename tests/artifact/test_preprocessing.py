@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainyard.artifact.preprocess import input_mean, mean_image
+from trainyard.artifact.normalize import input_mean, mean_image
 from trainyard.artifact.preprocessing import Preprocessing, from_document
 
 STORED = {"width": 20, "height": 18, "channels": 3, "resize": "fill", "mean_mode": "image", "crop": 16,

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.live_server import serving
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.settings import Settings
 
 CHROMIUM = Path("/usr/bin/chromium")

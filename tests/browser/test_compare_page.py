@@ -7,7 +7,7 @@ import pytest
 
 from tests.web.test_compare import add_run
 from trainyard.jobs.context import open_context
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from trainyard.core.status import Status
-from trainyard.jobs.store import Job, Store
+from trainyard.jobs.store.store import Job, Store
 from trainyard.web.listing import PER_PAGE
 from trainyard.web.routers import pages
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from trainyard.jobs.context import open_context
-from trainyard.jobs.leases import this_process
+from trainyard.jobs.scheduling.leases import this_process
 
 pytestmark = pytest.mark.browser
 

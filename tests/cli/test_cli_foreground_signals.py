@@ -20,7 +20,7 @@ from tests.conftest import make_image_folder, wait_for
 from trainyard.core.status import Status
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.jobs.context import open_context
-from trainyard.jobs.dataset_jobs import create_dataset_job
+from trainyard.jobs.kinds.dataset import create_dataset_job
 
 pytestmark = pytest.mark.slow
 

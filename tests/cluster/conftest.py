@@ -10,7 +10,7 @@ import pytest
 
 import trainyard
 from trainyard.jobs.context import open_context
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
 
 NODE_ARGS = {"object_store_memory": 80 * 2**20, "node_ip_address": "127.0.0.1"}
 

@@ -16,8 +16,8 @@ from tests.conftest import make_image_folder
 from trainyard.core.status import Status
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.jobs.context import open_context
-from trainyard.jobs.dataset_jobs import create_dataset_job
-from trainyard.jobs.deployment import record_backend
+from trainyard.jobs.kinds.dataset import create_dataset_job
+from trainyard.jobs.scheduling.deployment import record_backend
 
 pytestmark = pytest.mark.slow
 

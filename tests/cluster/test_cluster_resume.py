@@ -15,7 +15,7 @@ import pytest
 from tests.cluster.test_cluster_jobs import TOLERANCE, ended, spec, submit, tick_until, training_processes
 from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, metrics, one_thread, write_job
-from trainyard.jobs.job_documents import job_detail
+from trainyard.jobs.views.documents import job_detail
 from trainyard.training.run import main as train_in_process
 
 pytestmark = pytest.mark.slow

@@ -20,7 +20,7 @@ from tests.cluster.test_cluster_jobs import ended, spec, submit, tick_until, tra
 from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset
 from trainyard.jobs.context import open_context
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.web.app import create_app
 
 pytestmark = pytest.mark.slow

@@ -33,8 +33,8 @@ from tests.conftest import wait_for
 from tests.postgres_server import Unavailable, start_server
 from tests.training.model_helpers import make_dataset, metrics, one_thread, write_job
 from trainyard.jobs.context import open_context
-from trainyard.jobs.job_documents import job_detail
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
+from trainyard.jobs.views.documents import job_detail
 from trainyard.settings import Settings
 from trainyard.training.run import main as train_in_process
 

@@ -14,12 +14,12 @@ import pytest
 from tests.training.model_helpers import make_dataset, model_spec, statuses, write_job
 from trainyard.cluster.job_spec import LaunchSpec
 from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
-from trainyard.cluster.worker import RankWorker, child_environment, interface_of
+from trainyard.cluster.rank_worker import RankWorker, child_environment, interface_of
 from trainyard.core.stored import read_stored
 from trainyard.jobs.context import open_context
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.resources import Pools
-from trainyard.jobs.training_jobs import cluster_placement, devices_needed
+from trainyard.jobs.kinds.training import cluster_placement, devices_needed
+from trainyard.jobs.runs.manager import JobError
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.training.spec import ModelSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,7 +73,7 @@ def test_a_rank_takes_the_launchers_thread_settings_and_niceness_not_rays(tmp_pa
     assert "OMP_NUM_THREADS" not in env and env["GLOO_SOCKET_IFNAME"] == "eth7" and env["RANK"] == "1"
     assert child_environment({"OMP_NUM_THREADS": "4"})["OMP_NUM_THREADS"] == "4"  # the launcher's
     # A worker at Ray's niceness 15 starts its rank at the launcher's (0): allowed as root only.
-    script = ("import sys; from trainyard.cluster.worker import RankWorker; w = RankWorker(); "
+    script = ("import sys; from trainyard.cluster.rank_worker import RankWorker; w = RankWorker(); "
               "print(w.start([sys.executable, '-c', 'import time; time.sleep(5)'], {}, '.', 'out.txt', 0)"
               "['niceness']); w.child.kill()")
     out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,

@@ -62,7 +62,7 @@ def test_replace_swaps_the_value_and_keeps_the_place():
     ("trainyard.training.solvers", "get_solver", "adamm", "adam"),
     ("trainyard.training.lr_policies", "get_lr_policy", "cosin", "cosine"),
     ("trainyard.datasets.resize_plans", "plan_resize", "half-crop", "half_crop"),
-    ("trainyard.jobs.kinds", "get_kind", "modle", "model"),
+    ("trainyard.jobs.kinds.registry", "get_kind", "modle", "model"),
 ])
 def test_every_registry_answers_a_typo_the_same_way(module, getter, typo, suggestion):
     import importlib

@@ -6,7 +6,7 @@ import pytest
 
 from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.vocabulary import MEAN_MODES, gpu_index, gpu_resource, gpu_share
-from trainyard.jobs.resources import GPU, Pools
+from trainyard.jobs.scheduling.resources import GPU, Pools
 from trainyard.training.spec import ModelSpec
 
 SPEC = {"dataset_id": "d1", "dataset_dir": "/data/d1", "network": "lenet"}

@@ -10,8 +10,8 @@ import pytest
 from dataset_helpers import make_class_tree
 
 import trainyard.datasets.pipeline as pipeline_module
+from trainyard.datasets.decode_worker import Geometry
 from trainyard.datasets.pipeline import DecodePipeline
-from trainyard.datasets.worker import Geometry
 
 
 @pytest.mark.parametrize("start_method", ["fork", "spawn"])

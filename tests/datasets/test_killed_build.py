@@ -21,7 +21,7 @@ from trainyard.datasets.leftovers import SHM_DIR, new_shm_name
 BUILD = """
 import sys, time
 from trainyard.datasets.pipeline import DecodePipeline
-from trainyard.datasets.worker import Geometry
+from trainyard.datasets.decode_worker import Geometry
 pipeline = DecodePipeline(Geometry(8, 8, 3, "squash", "none"), 2, shm_name=sys.argv[1]).__enter__()
 pipeline.pool.submit(time.sleep, 0).result()  # the workers exist now
 print(" ".join(str(p) for p in pipeline.pool._processes), flush=True)

@@ -15,8 +15,8 @@ from trainyard.datasets.spec import DatasetSpec
 from trainyard.inference import classify
 from trainyard.inference.export import export_model
 from trainyard.inference.loader import load_model
-from trainyard.jobs.dataset_jobs import create_dataset_job
-from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
+from trainyard.jobs.kinds.dataset import create_dataset_job
+from trainyard.jobs.kinds.training import TrainRequest, create_model_jobs
 from trainyard.weights.store import WeightsStore
 
 

@@ -24,7 +24,7 @@ from trainyard.artifact.checkpoint import (
     save_checkpoint,
 )
 from trainyard.artifact.network import create_model
-from trainyard.artifact.preprocess import preprocess_images
+from trainyard.artifact.normalize import preprocess_images
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.paths import checkpoint_name
 from trainyard.datasets.images import load_image

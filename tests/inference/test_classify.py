@@ -14,7 +14,7 @@ from tests.inference.checkpoints import write_checkpoint
 from tests.trained_model import colour_image
 from trainyard.artifact.checkpoint import load_checkpoint
 from trainyard.artifact.inputs import resize_for_input
-from trainyard.artifact.preprocess import input_mean, input_std, normalize_batch
+from trainyard.artifact.normalize import input_mean, input_std, normalize_batch
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.inference.classify import classify, decode, prepare, top_predictions
 from trainyard.inference.loader import (

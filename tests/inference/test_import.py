@@ -21,8 +21,8 @@ from tests.inference.deploy_helpers import (
 from trainyard.artifact.checkpoint import checkpoint_for_epoch, load_checkpoint
 from trainyard.cli.main import app as cli
 from trainyard.inference.export import export_model
-from trainyard.jobs.imported_models import import_model_archive
-from trainyard.jobs.manager import JobError
+from trainyard.jobs.kinds.imported import import_model_archive
+from trainyard.jobs.runs.manager import JobError
 from trainyard.networks import network_source
 
 
@@ -112,7 +112,7 @@ def test_cli_import(trained, archive):
 
 
 def test_fine_tune_from_an_imported_model(trained, archive):
-    from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
+    from trainyard.jobs.kinds.training import TrainRequest, create_model_jobs
 
     imported = import_model_archive(trained.ctx, archive, "base")
     request = TrainRequest(name="tuned", datasets=[trained.dataset_id], networks=["lenet"],

@@ -23,7 +23,7 @@ from torch import nn
 
 from trainyard.artifact.checkpoint import save_checkpoint
 from trainyard.core.paths import checkpoint_name
-from trainyard.inference import workers
+from trainyard.inference import worker_pool as workers
 
 SIZE, CHANNELS, CLASSES = 8, 3, ["a", "b"]
 TOKEN = "a-server-secret-that-user-code-must-not-see"

@@ -17,7 +17,7 @@ from tests.inference.checkpoints import write_checkpoint
 from tests.trained_model import colour_image
 from trainyard.artifact.checkpoint import build_model_from_checkpoint, load_checkpoint
 from trainyard.artifact.inputs import prepare_pixels
-from trainyard.artifact.preprocess import mean_tensor, normalize_batch, std_tensor
+from trainyard.artifact.normalize import mean_tensor, normalize_batch, std_tensor
 from trainyard.inference import loader, ort_runtime
 from trainyard.inference.classify import classify, prepare, probabilities, softmax
 from trainyard.inference.loader import load_model, model_checkpoint

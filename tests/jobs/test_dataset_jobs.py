@@ -4,8 +4,8 @@ import pytest
 
 from tests.conftest import make_image_folder
 from trainyard.datasets.spec import DatasetSpec
-from trainyard.jobs.dataset_jobs import create_dataset_job
-from trainyard.jobs.job_documents import job_detail
+from trainyard.jobs.kinds.dataset import create_dataset_job
+from trainyard.jobs.views.documents import job_detail
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # about roots, not the store

@@ -16,7 +16,7 @@ from trainyard.cli.main import app
 from trainyard.core.files import read_json
 from trainyard.core.status import Status
 from trainyard.jobs.context import open_context
-from trainyard.jobs.deployment import record_backend, recorded_backend
+from trainyard.jobs.scheduling.deployment import record_backend, recorded_backend
 from trainyard.web.app import create_app
 
 # The submitting shell: no cluster settings of its own.
@@ -93,8 +93,8 @@ def test_a_foreground_train_that_cannot_join_the_cluster_is_refused_with_the_rea
 def test_a_store_made_before_these_tables_gains_them_and_keeps_its_jobs(database_url):
     from sqlalchemy import text
 
-    from trainyard.jobs import heartbeat
-    from trainyard.jobs.store import Job, Store
+    from trainyard.jobs.runs import heartbeat
+    from trainyard.jobs.store.store import Job, Store
 
     store = Store(database_url)
     store.add_job(Job(id="j1", kind="model", name="old", status="done", needs={}, summary={}))

@@ -13,10 +13,10 @@ import pytest
 from tests.conftest import wait_for
 from tests.jobs.test_manager import make_job, tick_until
 from trainyard.core.status import Status
-from trainyard.jobs import heartbeat
-from trainyard.jobs.liveness_tables import Holder
-from trainyard.jobs.manager import JobManager
-from trainyard.jobs.store import Job
+from trainyard.jobs.runs import heartbeat
+from trainyard.jobs.runs.manager import JobManager
+from trainyard.jobs.store.liveness_tables import Holder
+from trainyard.jobs.store.store import Job
 
 OTHER_HOST = "node-b.example"
 

@@ -8,8 +8,8 @@ import pytest
 from tests.conftest import wait_for
 from trainyard.core.files import read_json
 from trainyard.jobs.context import open_context
-from trainyard.jobs.inference_jobs import create_inference_job
-from trainyard.jobs.resources import Pools, fake_gpus
+from trainyard.jobs.kinds.inference import create_inference_job
+from trainyard.jobs.scheduling.resources import Pools, fake_gpus
 
 
 def hold(ctx, kind: str, name: str, resource: str):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.core.test_job_confinement import job_folder
-from trainyard.core import sandbox
+from tests.sandbox.test_job_confinement import job_folder
 from trainyard.core.paths import JobFolder
-from trainyard.jobs import runner
-from trainyard.jobs.job_sandbox import sandboxed
+from trainyard.jobs.runs import runner
+from trainyard.jobs.runs.sandbox import sandboxed
+from trainyard.sandbox import policy as sandbox
 
 
 def test_a_spec_of_the_wrong_shape_is_a_start_failure_not_an_escape(tmp_path, monkeypatch):

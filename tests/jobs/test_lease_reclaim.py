@@ -17,9 +17,9 @@ from sqlalchemy.exc import OperationalError
 
 from tests.conftest import wait_for
 from trainyard.core.status import Status
-from trainyard.jobs.manager import JobManager
-from trainyard.jobs.scheduler import Scheduler
-from trainyard.jobs.store import Store
+from trainyard.jobs.runs.manager import JobManager
+from trainyard.jobs.scheduling.scheduler import Scheduler
+from trainyard.jobs.store.store import Store
 
 
 def _dead_holder() -> tuple[int, float]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import multiprocessing
 
-from trainyard.jobs.resources import GPU, Pools
-from trainyard.jobs.store import Store
+from trainyard.jobs.scheduling.resources import GPU, Pools
+from trainyard.jobs.store.store import Store
 
 FOUR_GPUS = [GPU(i, "Fake GPU", 16 * 2**30) for i in range(4)]
 

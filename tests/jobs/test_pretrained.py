@@ -6,8 +6,8 @@ import pytest
 
 from trainyard.core.errors import NotFound
 from trainyard.core.paths import PathNotAllowed, checkpoint_name
-from trainyard.jobs.manager import JobError
-from trainyard.jobs.pretrained import Pretrained, resolve_pretrained
+from trainyard.jobs.kinds.pretrained import Pretrained, resolve_pretrained
+from trainyard.jobs.runs.manager import JobError
 from trainyard.weights.store import WeightsStore
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # no store-specific part

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from trainyard.jobs.store import Store
+from trainyard.jobs.store.store import Store
 
 OLD_JOBS = (
     'CREATE TABLE jobs (id VARCHAR(40) PRIMARY KEY, kind VARCHAR(20), name VARCHAR(200), '

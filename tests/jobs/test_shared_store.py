@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conftest import wait_for
-from trainyard.jobs.kinds import JobKind, register_kind
-from trainyard.jobs.manager import JobManager
-from trainyard.jobs.resources import Pools
-from trainyard.jobs.store import Job, Store
+from trainyard.jobs.kinds.registry import JobKind, register_kind
+from trainyard.jobs.runs.manager import JobManager
+from trainyard.jobs.scheduling.resources import Pools
+from trainyard.jobs.store.store import Job, Store
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,7 +47,7 @@ from pathlib import Path
 import tests.jobs.test_shared_store  # registers the job kind
 from trainyard.core.status import Status
 from trainyard.jobs.context import open_context
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
 ctx = open_context(pools=Pools(1, 8, []))
 go = Path(sys.argv[1])
 print("ready", flush=True)

@@ -7,7 +7,7 @@ import time
 from sqlalchemy import text
 
 from trainyard.core.status import Status
-from trainyard.jobs.store import Job, Store
+from trainyard.jobs.store.store import Job, Store
 
 
 def test_a_row_written_as_a_plain_string_reads_back_as_a_status(tmp_path):

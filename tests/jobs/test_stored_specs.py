@@ -14,7 +14,7 @@ from trainyard.core.errors import InvalidInput
 from trainyard.core.paths import JobFolder
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.inference.spec import InferenceSpec
-from trainyard.jobs.kinds import CLASSIFY_MANY, DATASET, EVALUATE, MODEL, get_kind
+from trainyard.jobs.kinds.registry import CLASSIFY_MANY, DATASET, EVALUATE, MODEL, get_kind
 from trainyard.training.spec import ModelSpec, SpecError, load_spec
 
 OLD_MODEL_SPEC = {
@@ -25,7 +25,7 @@ OLD_MODEL_SPEC = {
     "momentum": 0.9, "weight_decay": 0.0005, "mean": "pixel", "crop": 24,
     "legacy_mean_file": "/srv/old/mean.binaryproto", "use_gpu_decode": True,
 }
-# What jobs/imported_models.py writes for a model trained elsewhere: no dataset at all.
+# What jobs/kinds/imported.py writes for a model trained elsewhere: no dataset at all.
 IMPORTED_MODEL_SPEC = {
     "version": 1, "kind": "model", "id": "m-imp", "name": "from afar", "network": "resnet18",
     "network_source": None, "epochs": 3, "imported": {"archive": "a.tar.gz", "job": {"id": "j1"}},
@@ -108,7 +108,7 @@ def test_a_stored_multi_node_spec_keeps_its_rendezvous(tmp_path):
 def test_a_broken_model_spec_still_describes_the_job(tmp_path):
     from types import SimpleNamespace
 
-    from trainyard.jobs.kinds import describe_model
+    from trainyard.jobs.kinds.registry import describe_model
 
     folder = folder_with(tmp_path, {"id": "m-bad", "kind": "model", "epochs": "many"})
     doc = describe_model(SimpleNamespace(parent_id=None, summary={}), folder)
@@ -121,8 +121,8 @@ def test_a_broken_model_spec_still_describes_the_job(tmp_path):
 def test_appending_to_a_dataset_whose_stored_spec_is_old(ctx, image_folder):
     """The parent's spec is read back tolerant; the new version's spec is checked as ever."""
     from trainyard.core.status import Status
-    from trainyard.jobs.dataset_jobs import append_dataset_job
-    from trainyard.jobs.store import Job
+    from trainyard.jobs.kinds.dataset import append_dataset_job
+    from trainyard.jobs.store.store import Job
 
     ctx.manager.folder("d-old").path.mkdir(parents=True)
     ctx.manager.folder("d-old").spec.write_text(json.dumps(OLD_DATASET_SPEC))

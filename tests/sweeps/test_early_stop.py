@@ -1,4 +1,4 @@
-"""Early stopping across a sweep (jobs/early_stop.py): the successive-halving verdicts, and the
+"""Early stopping across a sweep (jobs/runs/early_stop.py): the successive-halving verdicts, and the
 manager stopping real processes through the abort path so that they end ``done`` with the
 message, while the best run trains to the end.
 
@@ -17,8 +17,8 @@ import time
 import pytest
 
 from trainyard.core.status import Status
-from trainyard.jobs.early_stop import decide, mark_early_stop, message
-from trainyard.jobs.kinds import JobKind, get_kind, register_kind
+from trainyard.jobs.kinds.registry import JobKind, get_kind, register_kind
+from trainyard.jobs.runs.early_stop import decide, mark_early_stop, message
 
 T0 = 1000.0
 
@@ -99,7 +99,7 @@ def run_sweep(ctx, kind, curves, seconds=0.2):
     """A sweep of scripted runs with early stopping, run one after another as the CLI does."""
     jobs = [ctx.manager.create(kind, f"run {i}", {"curve": c, "epochs": len(c), "seconds": seconds},
                                needs={"pool": "cpu"}, group="sweep", foreground=True) for i, c in enumerate(curves)]
-    jobs = mark_early_stop(ctx.store, jobs)
+    jobs = mark_early_stop(ctx.store, jobs, min_epochs=0)  # no grace period: judged from epoch 1 on
     return [ctx.manager.run_foreground(job.id, poll_s=0.05) for job in jobs]
 
 

@@ -1,4 +1,4 @@
-"""Ranges and --trials (jobs/sweeps.py): N combinations drawn from ranges, lists still a grid,
+"""Ranges and --trials (jobs/kinds/sweeps.py): N combinations drawn from ranges, lists still a grid,
 and one-line errors for ranges and trials that do not fit together."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from trainyard.cli.main import app as cli
 from trainyard.core.errors import InvalidInput
-from trainyard.jobs.resources import Pools
-from trainyard.jobs.sweeps import check_ranges, combinations, parse_range
+from trainyard.jobs.kinds.sweeps import check_ranges, combinations, parse_range
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.web.app import create_app
 
 

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from trainyard.artifact.preprocess import center_crop_batch
+from trainyard.artifact.normalize import center_crop_batch
 from trainyard.training.augment import (
     AugmentSettings,
     augment_batch,

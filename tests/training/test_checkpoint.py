@@ -17,7 +17,7 @@ from trainyard.artifact.checkpoint import (
     latest_checkpoint,
     load_checkpoint,
 )
-from trainyard.artifact.preprocess import mean_tensor, preprocess_images
+from trainyard.artifact.normalize import mean_tensor, preprocess_images
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.events import EventWriter
 from trainyard.core.paths import checkpoint_name

@@ -8,7 +8,7 @@ import torch
 from model_helpers import make_dataset
 from PIL import Image
 
-from trainyard.artifact.preprocess import (
+from trainyard.artifact.normalize import (
     mean_tensor,
     preprocess_images,
 )

@@ -26,7 +26,7 @@ from model_helpers import (
 from trainyard.artifact.checkpoint import load_checkpoint
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.datasets.storage import open_split
-from trainyard.jobs.kinds import get_kind
+from trainyard.jobs.kinds.registry import get_kind
 from trainyard.training.data import BatchLoader
 from trainyard.training.run import main
 
@@ -229,7 +229,7 @@ def gpu_spec(dataset, **overrides):
                                    pytest.param(2, marks=pytest.mark.requires_cuda(2))])
 def test_nccl_ranks_reach_the_loss_of_one_gpu(dataset, tmp_path, count):
     """1: torch.distributed.run with one process (the DDP path on one GPU); 2: two GPUs."""
-    from trainyard.jobs.kinds import distributed_command
+    from trainyard.jobs.kinds.registry import distributed_command
 
     one = write_job(tmp_path / "one", gpu_spec(dataset, batch_size=16))
     finish(launch(one, [0]))

@@ -10,8 +10,8 @@ from PIL import Image, ImageDraw
 from trainyard.artifact.checkpoint import checkpoint_for_epoch, load_checkpoint
 from trainyard.core.errors import UserError
 from trainyard.datasets.spec import DatasetSpec
-from trainyard.jobs.dataset_jobs import create_dataset_job
-from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
+from trainyard.jobs.kinds.dataset import create_dataset_job
+from trainyard.jobs.kinds.training import TrainRequest, create_model_jobs
 from trainyard.weights.store import WeightsStore
 
 SHAPES = ["circle", "square", "triangle", "cross"]

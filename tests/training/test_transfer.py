@@ -117,8 +117,8 @@ def test_a_fine_tune_is_far_above_chance_after_its_first_epoch(ctx, settings, tm
     from tests.training.test_finetune import shapes
     from trainyard.artifact.checkpoint import checkpoint_for_epoch, load_checkpoint
     from trainyard.datasets.spec import DatasetSpec
-    from trainyard.jobs.dataset_jobs import create_dataset_job
-    from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
+    from trainyard.jobs.kinds.dataset import create_dataset_job
+    from trainyard.jobs.kinds.training import TrainRequest, create_model_jobs
     from trainyard.weights.store import WeightsStore
 
     top1 = pretrain_resnet18(shapes(tmp_path / "a", 30, seed=1), tmp_path / "shapes.pth")

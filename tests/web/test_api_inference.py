@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from PIL import Image
 
 from tests.trained_model import colour_image
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.web.app import create_app
 
 

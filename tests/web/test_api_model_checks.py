@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.web.app import create_app
 
 SYNTAX_ERROR = "from torch import nn\n\ndef build(num_classes, in_channels, image_size)\n    return nn.Linear(1, 1)\n"

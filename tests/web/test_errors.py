@@ -27,7 +27,7 @@ def test_each_kind_of_user_error_keeps_its_own_status(client_for, settings):
 
 
 def test_a_job_of_another_kind_is_a_404_that_says_what_it_is(client_for, settings):
-    """One lookup (jobs/lookup.py): a wrong kind answers as a missing job does, wherever it is asked."""
+    """One lookup (jobs/kinds/lookup.py): a wrong kind answers as a missing job does, wherever it is asked."""
     with client_for(settings, run_scheduler=False) as client:
         manager = client.app.state.ctx.manager
         model = manager.create("model", "a model", {"kind": "model"}, needs={"pool": "cpu"})
@@ -45,8 +45,8 @@ def test_a_job_of_another_kind_is_a_404_that_says_what_it_is(client_for, setting
 
 
 def test_the_job_builders_refuse_a_wrong_kind_with_the_same_404(ctx):
-    from trainyard.jobs.dataset_jobs import append_dataset_job
-    from trainyard.jobs.manager import JobNotFound
+    from trainyard.jobs.kinds.dataset import append_dataset_job
+    from trainyard.jobs.runs.manager import JobNotFound
 
     model = ctx.manager.create("model", "a model", {"kind": "model"}, needs={"pool": "cpu"})
     with pytest.raises(JobNotFound, match="not a dataset") as refused:  # was a 400 (JobError) here

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from trainyard.core.status import Status
-from trainyard.jobs.store import Job
+from trainyard.jobs.store.store import Job
 from trainyard.web.listing import PER_PAGE
 
 T0 = 1_700_000_000.0

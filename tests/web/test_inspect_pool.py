@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fastapi.testclient import TestClient
 
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.networks import cache as network_cache
 from trainyard.networks.check_gate import CheckGate
 from trainyard.web.app import create_app

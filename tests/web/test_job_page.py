@@ -1,8 +1,8 @@
-"""The model page's settings, timeline and actions (web/job_page.py), from plain job documents."""
+"""The model page's settings, timeline and actions (web/model_page.py), from plain job documents."""
 
 from __future__ import annotations
 
-from trainyard.web.job_page import actions, settings_groups, timeline
+from trainyard.web.model_page import actions, settings_groups, timeline
 
 
 def test_settings_are_grouped_with_labels_and_no_dict_reprs():
@@ -47,7 +47,7 @@ def test_an_aborted_jobs_timeline_ends_with_its_abort():
 
 
 def test_settings_show_what_the_lr_policy_reads_and_the_seed_used(tmp_path):
-    from trainyard.web.job_page import seed_used
+    from trainyard.web.model_page import seed_used
 
     spec = {"lr": {"policy": "fixed", "base_lr": 0.01, "step_percent": 33.0, "gamma": 0.1, "power": 0.5,
                    "steps_percent": [50, 85], "warmup_percent": 0.0, "warmup_start_factor": 0.1}, "seed": None}

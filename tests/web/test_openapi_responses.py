@@ -1,9 +1,9 @@
-"""/openapi.json documents what every JSON route under /api answers (web/schemas*.py), and
+"""/openapi.json documents what every JSON route under /api answers (web/schemas/), and
 that any of them may refuse with ``{"detail": one line}``: scripts and the pages rely on both."""
 
 from __future__ import annotations
 
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.web.app import create_app
 
 WITHOUT_MODEL: set[str] = set()  # routes answering a bare dict: none left

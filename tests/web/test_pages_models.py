@@ -15,8 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from tests.jobs.test_hardware import FakeNVML, devices
-from trainyard.jobs.hardware import Hardware
-from trainyard.jobs.resources import GPU, Pools
+from trainyard.jobs.scheduling.resources import GPU, Pools
+from trainyard.jobs.views.hardware import Hardware
 from trainyard.web.app import create_app
 
 GPUS = [GPU(0, "Fake H100", 80 * 2**30), GPU(1, "Fake T4", 16 * 2**30)]
@@ -112,8 +112,8 @@ def test_home_reads_no_job_folder(app, client, monkeypatch):
     def no_reads(*args, **kwargs):
         raise AssertionError("the home page read a job file")
 
-    monkeypatch.setattr("trainyard.jobs.kinds.read_events", no_reads)
-    monkeypatch.setattr("trainyard.jobs.kinds.read_json", no_reads)
+    monkeypatch.setattr("trainyard.jobs.kinds.registry.read_events", no_reads)
+    monkeypatch.setattr("trainyard.jobs.kinds.registry.read_json", no_reads)
     assert client.get("/").status_code == 200
     assert client.get("/partials/jobs").status_code == 200
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from trainyard.cli.main import app as cli_app
 from trainyard.core.paths import JobFolder
-from trainyard.jobs.runner import launch
+from trainyard.jobs.runs.runner import launch
 from trainyard.settings import Settings
 from trainyard.web import sessions
 from trainyard.web.sessions import COOKIE, new_session, valid_session

@@ -1,5 +1,5 @@
 """Schemathesis over every operation of the live app's /openapi.json: no 5xx, no response that
-breaks its documented schema (web/schemas*.py), no status code it does not document, no content
+breaks its documented schema (web/schemas/), no status code it does not document, no content
 type it does not name. A bounded number of examples per operation keeps it near a minute.
 
 The app runs without its scheduler (queued jobs stay queued), in a temporary home with one
@@ -18,8 +18,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from trainyard.jobs.precheck import cache_for
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.kinds.precheck import cache_for
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.networks import cache as network_cache
 from trainyard.networks import registry
 from trainyard.web.app import create_app

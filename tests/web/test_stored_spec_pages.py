@@ -7,7 +7,7 @@ import json
 from tests.conftest import open_client
 from tests.jobs.test_stored_specs import OLD_DATASET_SPEC, OLD_MODEL_SPEC
 from trainyard.core.status import Status
-from trainyard.jobs.store import Job
+from trainyard.jobs.store.store import Job
 
 
 def _add(settings, client, spec: dict, kind: str) -> None:

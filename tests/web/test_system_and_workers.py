@@ -15,7 +15,7 @@ from trainyard.cli.main import app as cli
 from trainyard.core.files import read_json
 from trainyard.core.formatting import clock
 from trainyard.jobs.context import open_context
-from trainyard.jobs.resources import Pools
+from trainyard.jobs.scheduling.resources import Pools
 from trainyard.web.app import create_app
 
 WORKERS = [{"rank": 0, "node_id": "3f2a9c1e" + "0" * 48, "host": "gpu-node-7", "ip": "10.0.0.7", "device": "gpu:2",
@@ -105,7 +105,7 @@ def test_the_machines_cpu_use_is_measured_from_the_first_reading():
     import sys
     import time
 
-    from trainyard.jobs.hardware import CpuMeter
+    from trainyard.jobs.views.hardware import CpuMeter
 
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:

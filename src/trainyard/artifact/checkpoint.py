@@ -10,7 +10,7 @@ booleans and None, so ``torch.load(..., weights_only=True)`` reads it without ru
     classes         class names in label order
     image_size      the int passed to build(num_classes, in_channels, image_size)
     preprocess      {width, height, channels, resize, mean_mode, crop, mean, scale, std}: how an
-                    image becomes input (see preprocess.py); mean is float32 (H, W, C) 0..255;
+                    image becomes input (see normalize.py); mean is float32 (H, W, C) 0..255;
                     std (per channel, or None) divides after the mean, for weights that expect it
     optimizer, scheduler, scaler   their state_dicts (scaler None without fp16)
     rng             {seed, torch (CPU state), cuda (a state per device)}; with several processes

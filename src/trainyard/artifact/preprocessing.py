@@ -24,7 +24,7 @@ from typing import Any
 
 from trainyard.core.vocabulary import MEAN_MODES, RESIZE_MODES
 
-SCALE = "0..1"  # inputs are pixel / 255, then the mean, then the std (preprocess.py)
+SCALE = "0..1"  # inputs are pixel / 255, then the mean, then the std (normalize.py)
 DEFAULT_RESIZE = "squash"
 NO_MEAN = "none"
 MAX_SIDE = 4096  # an archive's stored image size, at most

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from trainyard.jobs.context import Context
-    from trainyard.jobs.manager import JobManager
-    from trainyard.jobs.store import Job
+    from trainyard.jobs.runs.manager import JobManager
+    from trainyard.jobs.store.store import Job
 
 
 def cli_context() -> Context:
@@ -25,12 +25,12 @@ def cli_context() -> Context:
 
 
 def job_brief(job: Job) -> dict:
-    from trainyard.jobs.job_documents import job_brief as brief
+    from trainyard.jobs.views.documents import job_brief as brief
 
     return brief(job)
 
 
 def job_detail(manager: JobManager, job: Job) -> dict:
-    from trainyard.jobs.job_documents import job_detail as detail
+    from trainyard.jobs.views.documents import job_detail as detail
 
     return detail(manager, job)

@@ -1,4 +1,4 @@
-"""``trainyard dataset create | list | show | append``."""
+"""``trainyard dataset create | list | show | append | resume``."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
         emit_json(detail)
     elif job.status == Status.DONE:
         _print_counts(detail)
-    if job.status in (Status.FAILED, Status.ABORTED):
+    if job.status.is_unsuccessful:
         raise typer.Exit(1)
 
 
@@ -135,7 +135,7 @@ def create(
     """Build a dataset from a folder of class folders, or from text lists; or, with --task detection,
     from a folder of images and their box labels (--train-labels)."""
     from trainyard.datasets.spec import parse_size
-    from trainyard.jobs.dataset_jobs import create_dataset_job
+    from trainyard.jobs.kinds.dataset import create_dataset_job
 
     width, height = parse_size(size)
     spec = _spec(name=name, train_folder=train_folder, train_list=train_list, labels_file=labels,
@@ -162,10 +162,22 @@ def append(
         name=name, train_folder=train_folder, train_list=train_list, labels_file=labels,
         image_root=image_root, val_percent=val_percent, test_percent=test_percent,
         min_per_class=min_per_class).items() if v is not None}
-    from trainyard.jobs.dataset_jobs import append_dataset_job
+    from trainyard.jobs.kinds.dataset import append_dataset_job
 
     ctx = cli_context()
     _run(ctx, lambda: append_dataset_job(ctx, dataset_id, fields, foreground=not submit), as_json, submit)
+
+
+@app.command()
+def resume(dataset_id: str, submit: bool = typer.Option(False, "--submit", help="let the server run it"),
+           as_json: bool = typer.Option(False, "--json")) -> None:
+    """Continue a dataset build that was killed or failed, from what it had written."""
+    refuse_unknown(dataset_id)  # before the store opens (cli/known_jobs.py)
+    ctx = cli_context()
+    job = ctx.manager.get(dataset_id)
+    if job.kind != "dataset":
+        raise NotFound(f"job {dataset_id} is a {job.kind} job, not a dataset (see: trainyard jobs resume {dataset_id})")
+    _run(ctx, lambda: ctx.manager.resume(dataset_id, foreground=not submit), as_json, submit)
 
 
 @app.command("list")

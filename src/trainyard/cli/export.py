@@ -52,8 +52,8 @@ def import_archive(
 ) -> None:
     """Import an exported archive as a model, to classify with or fine-tune from (--pretrained)."""
     from trainyard.cli.context import cli_context
-    from trainyard.jobs.imported_models import import_model_archive
-    from trainyard.jobs.job_documents import job_detail
+    from trainyard.jobs.kinds.imported import import_model_archive
+    from trainyard.jobs.views.documents import job_detail
 
     if not archive.is_file():
         raise NotFound(f"{archive} is not a file")

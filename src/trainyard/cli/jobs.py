@@ -10,7 +10,6 @@ from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
 from trainyard.core.formatting import age
-from trainyard.core.status import Status
 
 app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume, compare, tag, note.",
                   no_args_is_help=True, rich_markup_mode=None)
@@ -42,9 +41,9 @@ def show(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     if as_json:
         emit_json(detail)
         return
-    for key, value in detail.items():
-        if value not in (None, [], {}):
-            typer.echo(f"{key}: {value}")
+    from trainyard.cli.job_text import job_text
+
+    typer.echo(job_text(detail))
 
 
 def _act(action, job_id: str, as_json: bool, verb: str) -> None:
@@ -87,8 +86,8 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
            as_json: bool = typer.Option(False, "--json")) -> None:
     """Continue an ended model job from its last checkpoint (on other devices if asked)."""
     refuse_unknown(job_id)  # before the store's modules load
-    from trainyard.jobs.deployment import follow_deployment  # only resume needs these
-    from trainyard.jobs.training_jobs import resume_model_job
+    from trainyard.jobs.kinds.training import resume_model_job
+    from trainyard.jobs.scheduling.deployment import follow_deployment  # only resume needs these
 
     ctx = cli_context()
     if ctx.manager.get(job_id).kind == "model":  # the store's server decides where it trains, as for train
@@ -104,7 +103,7 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
         job = run_in_foreground(ctx, job, quiet=as_json)
     if as_json:
         emit_json(job_detail(ctx.manager, job))
-    if job.status in (Status.FAILED, Status.ABORTED):
+    if job.status.is_unsuccessful:
         raise typer.Exit(1)
 
 
@@ -112,7 +111,7 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
 def compare_(job_ids: list[str] = typer.Argument(..., help="model job ids (two or more to compare)"),
              as_json: bool = typer.Option(False, "--json")) -> None:
     """Runs side by side: the settings that differ and their metrics (--json: curves too)."""
-    from trainyard.jobs.compare import compare, parse_ids, text_table
+    from trainyard.jobs.views.compare import compare, parse_ids, text_table
 
     ctx = cli_context()
     doc = compare(ctx.manager, parse_ids(job_ids))
@@ -131,7 +130,7 @@ def tag(job_id: str, tags: list[str] = typer.Argument(..., help="words such as b
         as_json: bool = typer.Option(False, "--json")) -> None:
     """Add tags to a job (or take them off with --remove); the home list filters by tag."""
     refuse_unknown(job_id)  # before the store's modules load
-    from trainyard.jobs.labels import labels_of, set_labels
+    from trainyard.jobs.store.labels import labels_of, set_labels
 
     ctx = cli_context()
     job = ctx.manager.get(job_id)
@@ -150,7 +149,7 @@ def note(job_id: str, text: str = typer.Argument(..., help="the job's notes (rep
          as_json: bool = typer.Option(False, "--json")) -> None:
     """Write a job's notes: what it tried, what came of it."""
     refuse_unknown(job_id)  # before the store's modules load
-    from trainyard.jobs.labels import set_labels
+    from trainyard.jobs.store.labels import set_labels
 
     ctx = cli_context()
     job = ctx.manager.get(job_id)

@@ -87,12 +87,14 @@ def _announce_sandbox() -> None:
     """Say once what confines user code (or that nothing does), and warm the network checker."""
     import threading
 
-    from trainyard.core import sandbox
     from trainyard.networks.isolated import CHECKER
+    from trainyard.sandbox import policy as sandbox
 
     state = sandbox.status()
     typer.echo(f"user code runs confined by {state['mechanism']}" if state["available"]
                else f"WARNING: {state['reason']}", err=True)
+    if state["available"] and not state["namespaces"]:  # Landlock alone: say what is missing
+        typer.echo(f"WARNING: {state['reason']}", err=True)
     threading.Thread(target=CHECKER.warm_up, name="trainyard-checker-warm-up", daemon=True).start()
 
 

@@ -13,8 +13,8 @@ def system(as_json: bool = typer.Option(False, "--json", help="print the report 
     """What trainyard can run on: local devices, and in cluster mode every node of the cluster."""
     from trainyard.cli.context import cli_context
     from trainyard.cluster.connect import ClusterUnavailable
-    from trainyard.jobs.hardware import Hardware
-    from trainyard.jobs.system import system_report
+    from trainyard.jobs.views.hardware import Hardware
+    from trainyard.jobs.views.system import system_report
 
     try:
         report = system_report(cli_context(), Hardware())

@@ -8,7 +8,6 @@ import typer
 
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
-from trainyard.core.status import Status
 from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.networks.table import FAMILIES, STANDARD
 from trainyard.training.solvers import solver_names
@@ -78,7 +77,12 @@ def train(
     trials: int | None = typer.Option(
         None, help="draw N combinations from ranges such as --lr 1e-4..1e-1 (log-uniform) or --batch-size 16..128"),
     early_stop: bool = typer.Option(
-        False, "--early-stop", help="stop a sweep's runs that are among the worst at a validation point"),
+        False, "--early-stop", help="stop a sweep's runs that are among the worst at a validation point: from "
+        "--early-stop-min-epochs on, at each validation, a run in the worse half of the runs that reached that "
+        "point stops (successive halving; the best run always finishes; a stopped run ends done, and "
+        "`jobs resume` trains it on)"),
+    early_stop_min_epochs: float = typer.Option(
+        3.0, help="with --early-stop: epochs every run trains before it is judged"),
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of training here"),
     as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),
 ) -> None:
@@ -89,9 +93,9 @@ def train(
         check_network_name(each)
     # Imported here, not at the top: only this command needs them (a lighter start for the rest).
     from trainyard.cli.context import cli_context
-    from trainyard.jobs.deployment import follow_deployment
-    from trainyard.jobs.sweeps import parse_range
-    from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
+    from trainyard.jobs.kinds.sweeps import parse_range
+    from trainyard.jobs.kinds.training import TrainRequest, create_model_jobs
+    from trainyard.jobs.scheduling.deployment import follow_deployment
 
     source = _read_network_file(network_file) if network_file else None
     lr_fields = {"policy": lr_policy, "step_percent": lr_step, "warmup_percent": warmup}
@@ -117,11 +121,16 @@ def train(
             base_lrs=[] if lr_range else _numbers(lr, what="--lr"),
             batch_sizes=[] if batch_range else _numbers(batch_size, int, "--batch-size"),
             lr_range=lr_range, batch_size_range=batch_range, trials=trials, early_stop=early_stop,
+            early_stop_min_epochs=early_stop_min_epochs,
             gpus=gpus, gpu_ids=_numbers(gpu_ids, int, "--gpu-ids") or None, pretrained=pretrained,
             max_restarts=max_restarts,
             settings={k: v for k, v in settings.items() if v is not None})
     ctx = cli_context()
     follow_deployment(ctx, foreground=not submit)  # the store's server decides where jobs run
+    if submit:  # a queued job's network is checked first: by the server's warm checker if one runs
+        from trainyard.cli.remote_check import use_server_checker
+
+        use_server_checker(ctx.settings, lambda line: err.print(line, soft_wrap=True))
     jobs = create_model_jobs(ctx, request, foreground=not submit)
     _run_jobs(ctx, jobs, submit, as_json)
 
@@ -134,7 +143,7 @@ def _read_network_file(path: Path) -> str:
 
 
 def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
-    from trainyard.jobs.job_documents import job_detail
+    from trainyard.jobs.views.documents import job_detail
 
     if submit:
         err.print(f"queued {len(jobs)} model job(s) for the server: {', '.join(j.id for j in jobs)}")
@@ -147,6 +156,6 @@ def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
             best = job_detail(ctx.manager, job)["best"]
             if best:
                 err.print(f"{job.id}: best validation accuracy {best['val_accuracy']:.2f}% at epoch {best['epoch']}")
-    if any(j.status in (Status.FAILED, Status.ABORTED) for j in jobs):
+    if any(j.status.is_unsuccessful for j in jobs):
         raise typer.Exit(1)
 

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from trainyard.cluster.worker import read_gpus
+from trainyard.cluster.rank_worker import read_gpus
 
 ASK_S = 5.0  # how long the agent waits for a node or an actor to answer
 _gpu_cache: dict[str, list[dict]] = {}

@@ -52,3 +52,8 @@ def best_score(best: dict | None) -> float | None:
         if best and best.get(name) is not None:
             return float(best[name])
     return None
+
+# The variable a job's process finds set when the runner gave it real GPUs (its value: their
+# lease indices); unset for a CPU job and for fake GPUs (TRAINYARD_FAKE_GPUS). A job that finds
+# it set and CUDA unusable fails at once rather than train on the CPU while holding the GPUs.
+LEASED_GPUS = "TRAINYARD_LEASED_GPUS"

@@ -21,7 +21,7 @@ from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
 
-from trainyard.datasets.worker import Geometry, Outcome, init_worker, process_chunk
+from trainyard.datasets.decode_worker import Geometry, Outcome, init_worker, process_chunk
 
 # Below this many images, starting worker processes (up to a second with spawn) costs more
 # than it saves: decode in the calling process.

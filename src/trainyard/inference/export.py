@@ -43,7 +43,7 @@ from trainyard.artifact.checkpoint import (
     load_checkpoint,
 )
 from trainyard.artifact.inputs import INFERENCE_NOISE_SEED
-from trainyard.artifact.preprocess import mean_image
+from trainyard.artifact.normalize import mean_image
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.files import write_atomic
 from trainyard.core.paths import checkpoint_epoch

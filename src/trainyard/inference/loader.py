@@ -11,7 +11,7 @@ The cache key is the file's path, modification time and size: a rewritten checkp
 resumed job writes the same epoch again) is loaded afresh, an unchanged one is never read twice.
 
 ``user_code=False`` (the server) refuses to build a custom network: `UserCode` is raised, and
-the caller serves the checkpoint from a worker process instead (inference/workers.py). Whether a
+the caller serves the checkpoint from a worker process instead (inference/worker_pool.py). Whether a
 checkpoint is custom is never taken from the files beside it (the job writes those, and a custom
 job runs user code): it is read from the checkpoint by this side and kept in the trust ledger
 under the checkpoint's hash (trust.py); the cached export is used only when the ledger vouches

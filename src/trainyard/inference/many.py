@@ -25,10 +25,10 @@ from trainyard.artifact.inputs import INFERENCE_NOISE_SEED
 from trainyard.core.files import write_json_atomic
 from trainyard.core.jobproc import Aborted
 from trainyard.core.paths import PathNotAllowed, inside_roots, resolve_roots
+from trainyard.datasets.decode_worker import Geometry, Outcome
 from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.storage import open_split
-from trainyard.datasets.worker import Geometry, Outcome
 from trainyard.inference import metrics
 from trainyard.inference.classify import prepare_pixels, probabilities, top_k
 from trainyard.inference.loader import LoadedModel

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from trainyard.artifact.checkpoint import CheckpointError, build_model_from_checkpoint, load_checkpoint
-from trainyard.artifact.preprocess import input_arrays
+from trainyard.artifact.normalize import input_arrays
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.inference.snapshots import InferenceError
 

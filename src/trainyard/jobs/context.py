@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainyard.jobs.manager import JobManager
-from trainyard.jobs.resources import Pools, fake_gpus, gpu_inventory
-from trainyard.jobs.store import Store
+from trainyard.jobs.runs.manager import JobManager
+from trainyard.jobs.scheduling.resources import Pools, fake_gpus, gpu_inventory
+from trainyard.jobs.store.store import Store
 from trainyard.settings import Settings, get_settings
 
 

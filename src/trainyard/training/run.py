@@ -86,11 +86,13 @@ def main(job_dir: str | Path, *, own_process: bool = False) -> int:
 
 def _run(folder: JobFolder, events: RankEvents, stop: StopFlag, own_process: bool = False) -> None:
     # Imported here, inside the scaffold's try, so that even a broken install reports "failed".
+    from trainyard.artifact.device import require_leased_gpus
     from trainyard.training import distributed
     from trainyard.training.loop import train
     from trainyard.training.spec import load_spec
 
     spec = load_spec(folder.spec)
+    require_leased_gpus()  # a job given GPUs that CUDA cannot use stops now, naming the cause
     d = distributed.setup()
     should_stop = distributed.StopAgreement(stop, d)
     spec, resume = _plan(folder, spec, d, events)
@@ -163,7 +165,7 @@ def _message(error: Exception, folder: JobFolder | None = None) -> str:
         from trainyard.networks import NetworkError
     except Exception:  # the install itself is broken: say what failed, nothing more
         return f"{type(error).__name__}: {error}"
-    from trainyard.core.job_confinement import out_of_memory_message
+    from trainyard.sandbox.job import out_of_memory_message
     from trainyard.training.disk_full import disk_full_message
 
     full = disk_full_message(error, folder.path) if folder is not None else None

@@ -64,7 +64,7 @@ class ModelSpec(SpecModel):
     name: str = Field("model", min_length=1, max_length=MAX_NAME)
 
     # Required (``_check``); optional only in a stored spec: an imported model's has none, it was
-    # trained elsewhere (jobs/imported_models.py).
+    # trained elsewhere (jobs/kinds/imported.py).
     dataset_id: str | None = Field(None, min_length=1)
     dataset_dir: str | None = Field(None, min_length=1)  # the dataset folder (info.json, train/, val/, ...)
 

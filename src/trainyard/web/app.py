@@ -12,9 +12,9 @@ from fastapi.staticfiles import StaticFiles
 
 from trainyard import __version__
 from trainyard.jobs.context import open_context
-from trainyard.jobs.deployment import record_backend
-from trainyard.jobs.resources import Pools
-from trainyard.jobs.scheduler import Scheduler
+from trainyard.jobs.scheduling.deployment import record_backend
+from trainyard.jobs.scheduling.resources import Pools
+from trainyard.jobs.scheduling.scheduler import Scheduler
 from trainyard.settings import Settings
 from trainyard.web.auth import TokenAuthMiddleware
 from trainyard.web.errors import install_error_handlers
@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         if run_scheduler:
-            # Where this store's jobs run is this server's choice; CLIs follow it (jobs/deployment.py).
+            # Where this store's jobs run is this server's choice; CLIs follow it (jobs/scheduling/deployment.py).
             record_backend(ctx.store, ctx.settings.cluster)
             app.state.scheduler = Scheduler(ctx.manager)
             app.state.scheduler.start()
@@ -68,7 +68,7 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
         yield
         if run_scheduler:
             await app.state.scheduler.stop()
-        workers = sys.modules.get("trainyard.inference.workers")  # loaded (with torch) on first classify
+        workers = sys.modules.get("trainyard.inference.worker_pool")  # loaded (with torch) on first classify
         if workers is not None:
             workers.POOL.close()  # the custom networks' model workers
 

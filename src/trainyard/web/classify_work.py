@@ -5,7 +5,7 @@ the router is imported at server start-up. The server's single inference thread 
 `classify_sources` (routers/inference.py), so torch loads on the first classify request and
 stays warm after it: the server is the long-lived inference worker the CLI's ``classify`` asks.
 A standard network answers in this process; a custom one (user code) from its own worker
-process (inference/workers.py).
+process (inference/worker_pool.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainyard.inference.loader import model_checkpoint
-from trainyard.inference.workers import classify_checkpoint
+from trainyard.inference.worker_pool import classify_checkpoint
 from trainyard.jobs.context import Context
 
 

@@ -7,9 +7,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from trainyard.jobs.context import Context
-from trainyard.jobs.hardware import Hardware
-from trainyard.jobs.lookup import job_of_kind
-from trainyard.jobs.store import Job
+from trainyard.jobs.kinds.lookup import job_of_kind
+from trainyard.jobs.store.store import Job
+from trainyard.jobs.views.hardware import Hardware
 
 
 def get_context(request: Request) -> Context:
@@ -31,7 +31,7 @@ Hw = Annotated[Hardware, Depends(get_hardware)]
 
 
 def get_job_of_kind(ctx: Context, job_id: str, kind: str | None = None) -> Job:
-    """The job of that kind, or a 404 (jobs/lookup.py)."""
+    """The job of that kind, or a 404 (jobs/kinds/lookup.py)."""
     return job_of_kind(ctx.store, job_id, kind)
 
 

@@ -1,6 +1,6 @@
 """The home page's job tables: the query from the address, groups and display cells of a page.
 
-Filtering, sorting and the page cut happen in SQL (jobs/job_pages.py); here a page of `job_brief`
+Filtering, sorting and the page cut happen in SQL (jobs/views/listing_query.py); here a page of `job_brief`
 dicts, which need no file reads, is split into groups and given its display strings. The same
 query (``q``, ``status``, ``sort``, ``order``, ``group``, the pages) drives the first render and
 every htmx refresh, so a refresh never undoes what the user chose.
@@ -15,7 +15,7 @@ from markupsafe import Markup, escape
 
 from trainyard.core import formatting
 from trainyard.core.status import Status
-from trainyard.jobs.job_pages import SORTS, PageQuery
+from trainyard.jobs.views.listing_query import SORTS, PageQuery
 
 GROUPS = {"": "no grouping", "sweep": "sweep", "dataset": "dataset", "status": "status"}
 STATUS_FILTERS = {"": "any status", "active": "active (queued, waiting, running)",
@@ -57,7 +57,7 @@ class Group:
 
 
 def arrange(jobs: list[dict], group: str, names: dict[str, str]) -> list[Group]:
-    """Split a page of jobs (already in display order, see job_pages.py) into titled groups.
+    """Split a page of jobs (already in display order, see jobs/views/listing_query.py) into titled groups.
 
     ``names`` maps job ids to names, to title groups by dataset.
     """

@@ -2,7 +2,7 @@
 choices it offers (datasets, previous models, GPUs, solvers, LR policies).
 
 Values are strings as the form shows them; the page's script turns the form back into a
-`TrainRequest` (training_jobs.py). Cloning renders the same form from a job's spec.json and
+`TrainRequest` (jobs/kinds/training.py). Cloning renders the same form from a job's spec.json and
 needs, so "Clone" needs no script to fill it.
 """
 
@@ -16,6 +16,7 @@ from trainyard.core.paths import checkpoint_epoch
 from trainyard.core.status import Status
 from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.jobs.context import Context
+from trainyard.jobs.views.settings import as_text  # noqa: F401 (the form's values, as typed)
 from trainyard.training.lr_policies import list_lr_policies
 from trainyard.training.solvers import list_solvers
 
@@ -24,19 +25,6 @@ if TYPE_CHECKING:
 
 PLAIN_FIELDS = ("epochs", "batch_size", "accumulation", "solver", "momentum", "weight_decay",
                 "snapshot_interval", "val_interval", "seed", "crop", "mean", "precision", "backbone_lr_mult")
-
-
-def as_text(value: object) -> str:
-    """A number as a person types it: 30 not 30.0, 0.0001 not 1e-04 where possible."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(int(value)) if float(value).is_integer() else repr(float(value))
-    if isinstance(value, list):
-        return ", ".join(as_text(v) for v in value)
-    return str(value)
 
 
 def _defaults() -> ModelSpec:
@@ -97,7 +85,7 @@ def dataset_choices(briefs: list[dict]) -> list[dict]:
     """Datasets a model can train on (built, or still building: the model then waits)."""
     out = []
     for job in briefs:
-        if job["kind"] != "dataset" or job["status"] in (Status.FAILED, Status.ABORTED):
+        if job["kind"] != "dataset" or Status(job["status"]).is_unsuccessful:
             continue
         summary = job["summary"] or {}
         images = summary.get("images") or {}

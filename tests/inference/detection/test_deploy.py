@@ -76,7 +76,7 @@ def _script(archive, tmp_path):
 
 
 def test_import_brings_the_detector_back(detector, archive):
-    from trainyard.jobs.imported_models import import_model_archive
+    from trainyard.jobs.kinds.imported import import_model_archive
 
     job = import_model_archive(detector.ctx, archive.path, name="imported detector")
     folder = detector.ctx.manager.folder(job.id)

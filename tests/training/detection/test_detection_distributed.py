@@ -18,7 +18,7 @@ from model_helpers import metrics, statuses, write_job
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.inference.detection.detector import load_detector
 from trainyard.inference.detection.evaluate import evaluate_split
-from trainyard.jobs.kinds import get_kind
+from trainyard.jobs.kinds.registry import get_kind
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from trainyard.artifact.checkpoint import load_checkpoint
 from trainyard.artifact.detection_metrics import mean_average_precision
 from trainyard.core.paths import checkpoint_name
 from trainyard.datasets.detection.store import DetectionSplit
-from trainyard.jobs.job_documents import job_detail
+from trainyard.jobs.views.documents import job_detail
 from trainyard.training.spec import ModelSpec
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from trainyard.core.events import EventWriter
 from trainyard.core.files import write_json_atomic
 from trainyard.datasets.collect import DatasetError
+from trainyard.datasets.decode_worker import Geometry
 from trainyard.datasets.detection.collect import DetectionPlan, collect_detection
 from trainyard.datasets.detection.geometry import plan_fit
 from trainyard.datasets.detection.stats import COUNTS_MEANING, box_sizes, class_counts
@@ -21,7 +22,6 @@ from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.sources import Skipped
 from trainyard.datasets.storage import SPLITS, save_mean
-from trainyard.datasets.worker import Geometry
 
 LISTED_IN_LOG = 20
 

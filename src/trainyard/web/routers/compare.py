@@ -9,11 +9,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from trainyard.jobs.compare import MAX_RUNS, compare, parse_ids
-from trainyard.jobs.sweep_view import sweep
+from trainyard.jobs.views.compare import MAX_RUNS, compare, parse_ids
+from trainyard.jobs.views.sweep import sweep
 from trainyard.web.deps import Ctx
 from trainyard.web.routers.pages import render
-from trainyard.web.schemas_runs import Comparison, Sweep
+from trainyard.web.schemas.runs import Comparison, Sweep
 
 router = APIRouter()
 IDS = Query("", description=f"comma-separated model job ids, 1 to {MAX_RUNS}")

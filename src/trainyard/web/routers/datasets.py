@@ -22,12 +22,12 @@ from trainyard.datasets.sources import iter_images
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import SPLITS, SplitReader, open_split
 from trainyard.jobs.context import Context
-from trainyard.jobs.dataset_jobs import append_dataset_job, create_dataset_job
-from trainyard.jobs.job_documents import job_brief, job_detail
-from trainyard.jobs.store import Job
-from trainyard.web import schemas
+from trainyard.jobs.kinds.dataset import append_dataset_job, create_dataset_job
+from trainyard.jobs.store.store import Job
+from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 from trainyard.web.json_body import parse_json_object
+from trainyard.web.schemas import jobs as schemas
 from trainyard.web.uploads import save_upload
 
 router = APIRouter(prefix="/api/datasets", tags=["datasets"])

@@ -15,10 +15,10 @@ from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
-from trainyard.jobs.imported_models import import_model_archive
-from trainyard.jobs.job_documents import job_detail
-from trainyard.web import schemas
+from trainyard.jobs.kinds.imported import import_model_archive
+from trainyard.jobs.views.documents import job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
+from trainyard.web.schemas import jobs as schemas
 from trainyard.web.uploads import save_upload
 
 router = APIRouter(prefix="/api", tags=["models"])

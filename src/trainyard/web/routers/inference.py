@@ -2,7 +2,7 @@
 top-N per class and evaluate, with their results.
 
 Single images are answered in the request, from a cached loaded model (see inference/loader.py),
-or for a custom network from its worker process (inference/workers.py).
+or for a custom network from its worker process (inference/worker_pool.py).
 Classify-many, top-N and evaluate run as jobs (kinds ``classify-many`` and ``evaluate``); their
 results are read back here while they run and after.
 """
@@ -21,13 +21,13 @@ from starlette.datastructures import UploadFile
 from trainyard.core.errors import InvalidInput, NotFound, TooLarge
 from trainyard.core.paths import resolve_inside
 from trainyard.jobs.context import Context
-from trainyard.jobs.inference_jobs import create_inference_job, inference_jobs
-from trainyard.jobs.job_documents import job_brief, job_detail
-from trainyard.web import schemas
-from trainyard.web import schemas_more as more
+from trainyard.jobs.kinds.inference import create_inference_job, inference_jobs
+from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 from trainyard.web.json_body import parse_json_object
 from trainyard.web.routers.inference_results import results_router, upload_source
+from trainyard.web.schemas import inference as more
+from trainyard.web.schemas import jobs as schemas
 from trainyard.web.uploads import safe_filename
 
 router = APIRouter(prefix="/api/models", tags=["inference"])

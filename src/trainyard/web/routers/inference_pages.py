@@ -17,9 +17,9 @@ from trainyard.artifact.checkpoint import checkpoint_epochs
 from trainyard.core import formatting
 from trainyard.datasets.storage import split_names
 from trainyard.jobs.context import Context
-from trainyard.jobs.inference_jobs import inference_jobs
-from trainyard.jobs.job_documents import job_brief, job_detail
-from trainyard.jobs.kinds import MODEL
+from trainyard.jobs.kinds.inference import inference_jobs
+from trainyard.jobs.kinds.registry import MODEL
+from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.routers.inference_results import job_folder
 

@@ -22,12 +22,12 @@ from trainyard.datasets.storage import open_split
 from trainyard.inference import results
 from trainyard.inference.spec import InferenceSpec
 from trainyard.jobs.context import Context
-from trainyard.jobs.job_documents import job_detail
-from trainyard.jobs.kinds import get_kind
-from trainyard.jobs.store import Job
-from trainyard.web import schemas_more as more
+from trainyard.jobs.kinds.registry import get_kind
+from trainyard.jobs.store.store import Job
+from trainyard.jobs.views.documents import job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.json_body import parse_json_object
+from trainyard.web.schemas import inference as more
 from trainyard.web.uploads import save_upload
 
 results_router = APIRouter()

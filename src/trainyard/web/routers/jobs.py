@@ -11,12 +11,12 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from trainyard.core.events import EventTail
 from trainyard.jobs.context import Context
-from trainyard.jobs.job_documents import job_brief, job_detail
-from trainyard.jobs.job_feed import feed
-from trainyard.jobs.runner import tail_text
-from trainyard.web import schemas
-from trainyard.web import schemas_more as more
+from trainyard.jobs.runs.runner import tail_text
+from trainyard.jobs.views.documents import job_brief, job_detail
+from trainyard.jobs.views.feed import feed
 from trainyard.web.deps import Ctx, Hw, get_job_of_kind, wake_scheduler
+from trainyard.web.schemas import inference as more
+from trainyard.web.schemas import jobs as schemas
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
@@ -30,7 +30,7 @@ def list_jobs(ctx: Ctx, kind: str | None = None, status: str | None = None,
               cursor: str | None = Query(None, description="next_cursor of the previous page"),
               updated_since: float | None = Query(None, description="only jobs changed after this "
                                                   "time (as_of of an earlier answer)")) -> dict:
-    """Jobs, newest first: ``{"jobs": [...], "next_cursor", "as_of", "total"}`` (job_feed.py)."""
+    """Jobs, newest first: ``{"jobs": [...], "next_cursor", "as_of", "total"}`` (jobs/views/feed.py)."""
     statuses = status.split(",") if status else None
     return feed(ctx.store, kind, statuses, limit, cursor, updated_since)
 

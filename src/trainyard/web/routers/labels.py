@@ -1,14 +1,14 @@
-"""``PATCH /api/jobs/{id}``: a job's tags and notes (jobs/labels.py validates them)."""
+"""``PATCH /api/jobs/{id}``: a job's tags and notes (jobs/store/labels.py validates them)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainyard.jobs.job_documents import job_detail
-from trainyard.jobs.labels import MAX_NOTES, set_labels
+from trainyard.jobs.store.labels import MAX_NOTES, set_labels
+from trainyard.jobs.views.documents import job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
-from trainyard.web.schemas import JobDetail
+from trainyard.web.schemas.jobs import JobDetail
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 

@@ -7,13 +7,13 @@ from dataclasses import asdict
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainyard.jobs.job_documents import job_brief, job_detail
-from trainyard.jobs.training_jobs import TrainRequest, create_model_jobs
+from trainyard.jobs.kinds.training import TrainRequest, create_model_jobs
+from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.training.lr_policies import LRSettings, list_lr_policies, lr_curve
 from trainyard.training.solvers import list_solvers
-from trainyard.web import schemas
-from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
+from trainyard.web.schemas import inference as more
+from trainyard.web.schemas import jobs as schemas
 
 router = APIRouter(prefix="/api", tags=["models"])
 

@@ -11,8 +11,8 @@ from dataclasses import asdict
 
 from fastapi import APIRouter, Query
 
-from trainyard.web import schemas_more as more
 from trainyard.web.deps import Ctx
+from trainyard.web.schemas import inference as more
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])
 
@@ -29,7 +29,7 @@ async def search(q: str = "", limit: int = Query(50, ge=1, le=2000)) -> dict:
 @router.get("/{name}", response_model=more.Network)
 async def network_details(ctx: Ctx, name: str) -> dict:
     """One network (standard or ``timm:``) with its parameter count, computed now (and cached)."""
-    from trainyard.jobs.precheck import cache_for
+    from trainyard.jobs.kinds.precheck import cache_for
     from trainyard.networks import get_network  # the torch-free table; a timm: name loads timm
 
     info = await asyncio.to_thread(get_network, name)  # UnknownNetwork: a 404

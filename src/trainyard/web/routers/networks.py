@@ -17,9 +17,9 @@ from trainyard import networks
 from trainyard.core.errors import InvalidInput
 from trainyard.jobs.context import Context
 from trainyard.networks import cache as network_cache
-from trainyard.web import schemas_more as more
 from trainyard.web.bounded_pool import BoundedPool
 from trainyard.web.deps import Ctx
+from trainyard.web.schemas import inference as more
 
 router = APIRouter(prefix="/api/networks", tags=["networks"])
 # Checks run in a pool of their own, never asyncio's default one. The checker's own queue
@@ -35,7 +35,7 @@ def list_networks(ctx: Ctx, num_classes: Annotated[int, Query(ge=1, le=100_000)]
                   in_channels: Annotated[int, Query(ge=1, le=4)] = 3) -> dict:
     """The standard networks, with their parameter counts for ``num_classes`` and ``in_channels``
     (the new-model form asks for its dataset's, so they match what Visualize says)."""
-    from trainyard.jobs.precheck import cache_for
+    from trainyard.jobs.kinds.precheck import cache_for
 
     counts = cache_for(ctx)
     return {"networks": [{**asdict(info), "params": counts.parameter_count(info.name, num_classes, in_channels)}
@@ -45,7 +45,7 @@ def list_networks(ctx: Ctx, num_classes: Annotated[int, Query(ge=1, le=100_000)]
 
 def warm(ctx: Context) -> None:
     """Count the default parameters once at start-up (in a thread), so no page waits for it."""
-    from trainyard.jobs.precheck import cache_for
+    from trainyard.jobs.kinds.precheck import cache_for
 
     counts = cache_for(ctx)
     for info in networks.list_networks():
@@ -66,6 +66,8 @@ class InspectRequest(BaseModel):
     num_classes: int = Field(10, ge=1, le=100_000)
     in_channels: int = Field(3, ge=1, le=4)
     image_size: int | None = Field(None, ge=8, le=1024)
+    # (height, width) where it is not a square (a CLI asking for its queued job's check)
+    input_size: tuple[Annotated[int, Field(ge=8, le=4096)], Annotated[int, Field(ge=8, le=4096)]] | None = None
 
     @model_validator(mode="after")
     def _one(self) -> InspectRequest:
@@ -82,10 +84,11 @@ async def inspect(ctx: Ctx, request: InspectRequest) -> dict:
     """
     if request.source is not None and request.image_size is None:
         raise InvalidInput("a custom network needs image_size")
-    from trainyard.jobs.precheck import cache_for
+    from trainyard.jobs.kinds.precheck import cache_for
 
     # Its own bounded pool: slow checks never hold up the scheduler or other requests (the check
     # itself kills its child process after its timeout).
     return await checks.run(
         cache_for(ctx).check, source=request.source, network=request.network, num_classes=request.num_classes,
-        in_channels=request.in_channels, image_size=request.image_size, timeout=ctx.settings.check_timeout_s)
+        in_channels=request.in_channels, image_size=request.image_size, input_size=request.input_size,
+        timeout=ctx.settings.check_timeout_s)

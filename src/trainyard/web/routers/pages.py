@@ -17,11 +17,12 @@ from fastapi.templating import Jinja2Templates
 from trainyard.core import formatting
 from trainyard.core.vocabulary import RESIZE_MODES
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
-from trainyard.jobs import job_pages, labels
 from trainyard.jobs.context import Context
-from trainyard.jobs.job_documents import job_detail, list_briefs
-from trainyard.jobs.kinds import DATASET, MODEL
-from trainyard.web import job_page, listing, model_form
+from trainyard.jobs.kinds.registry import DATASET, MODEL
+from trainyard.jobs.store import labels
+from trainyard.jobs.views import listing_query
+from trainyard.jobs.views.documents import job_detail, list_briefs
+from trainyard.web import listing, model_form, model_page
 from trainyard.web.auth import requester, token_matches
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.sessions import COOKIE, MAX_AGE_S, new_session
@@ -64,12 +65,12 @@ def job_tables(request: Request, ctx: Ctx, query: Annotated[listing.Query, Depen
 
 
 def _mark(ctx: Context) -> str:
-    return f"{job_pages.version(ctx.store)}-{int(time.time() // REDRAW_S)}"
+    return f"{listing_query.version(ctx.store)}-{int(time.time() // REDRAW_S)}"
 
 
 def _job_tables(ctx: Context, query: listing.Query) -> dict:
-    datasets, models = (job_pages.job_page(ctx.store, query.for_kind(k)) for k in ("dataset", "model"))
-    names = job_pages.names_of(ctx.store, {j["parent"] for j in datasets.jobs + models.jobs if j["parent"]})
+    datasets, models = (listing_query.job_page(ctx.store, query.for_kind(k)) for k in ("dataset", "model"))
+    names = listing_query.names_of(ctx.store, {j["parent"] for j in datasets.jobs + models.jobs if j["parent"]})
     gpu_labels = {g.resource: f"GPU {g.index}" for g in ctx.pools.gpus}
     shown = datasets.jobs + models.jobs
     listing.add_cells(shown, names, gpu_labels)
@@ -128,10 +129,10 @@ def show_model(request: Request, ctx: Ctx, model_id: str):
     resources = [gpu_labels.get(r, r) for r in (job["summary"] or {}).get("resources", [])]
     extra = {"Hardware": [("Devices", ", ".join(resources))]} if resources else None
     return render(request, "model_show.html", job=job, spec=job["spec"], dataset=dataset,
-                  settings_groups=job_page.settings_groups(job["spec"], extra,
-                                                           job_page.seed_used(ctx.manager.folder(model_id).path)),
-                  timeline=job_page.timeline(job["history"], job["finished_at"], status=job["status"]),
-                  actions=job_page.actions(job))
+                  settings_groups=model_page.settings_groups(job["spec"], extra,
+                                                             model_page.seed_used(ctx.manager.folder(model_id).path)),
+                  timeline=model_page.timeline(job["history"], job["finished_at"], status=job["status"]),
+                  actions=model_page.actions(job))
 
 
 # -- login ---------------------------------------------------------------------------------------

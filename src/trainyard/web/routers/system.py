@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from trainyard.jobs.system import system_report
+from trainyard.jobs.views.system import system_report
 from trainyard.web.deps import Ctx, Hw
-from trainyard.web.schemas_more import SystemReport
+from trainyard.web.schemas.inference import SystemReport
 
 router = APIRouter(prefix="/api/system", tags=["system"])
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 
 from trainyard.core.errors import InvalidInput
-from trainyard.web.schemas_runs import WeightsPage, WeightsRow
+from trainyard.web.schemas.runs import WeightsPage, WeightsRow
 from trainyard.web.uploads import save_upload
 
 if TYPE_CHECKING:

@@ -109,7 +109,7 @@ import { isActive, Status } from "./status.js";
   }
 
   // The status timeline, redrawn from the API when the status changes. An ended job's timeline
-  // ends with how it ended (as the server draws it: web/job_page.py timeline).
+  // ends with how it ended (as the server draws it: web/model_page.py timeline).
   // The page may learn of an end (the abort button's answer) before the server has recorded it
   // (the process is still exiting): then it asks again until the server's status is the page's.
   let shownTimeline = root.dataset.status;

@@ -1,0 +1,94 @@
+"""The code that runs in the build's decode processes: load, resize (and encode) images.
+
+Kept apart from build.py so that a spawned worker imports only numpy and Pillow, not the
+build's own dependencies, and starts quickly.
+"""
+
+from __future__ import annotations
+
+import signal
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.shared_memory import SharedMemory
+
+import numpy as np
+from PIL import Image
+
+from trainyard.core.environment import die_with_parent
+from trainyard.datasets.detection.geometry import fit_image
+from trainyard.datasets.images import ImageError, load_image
+from trainyard.datasets.reduced import load_resized
+from trainyard.datasets.storage import encode_image
+
+
+@dataclass(frozen=True)
+class Geometry:
+    width: int
+    height: int
+    channels: int
+    resize: str
+    encoding: str
+
+    @property
+    def image_bytes(self) -> int:
+        return self.width * self.height * self.channels
+
+
+# Per image: (pixels, encoded bytes or None, None) or (None, None, reason). pixels is None
+# too when the worker wrote them into shared memory instead.
+Outcome = tuple[np.ndarray | None, bytes | None, str | None]
+
+# Shared-memory blocks this worker has attached to, by name (attach once, not per task).
+_attached: dict[str, SharedMemory] = {}
+
+
+def init_worker(parent_pid: int | None = None) -> None:
+    # Ctrl-C goes to the whole process group: let the parent decide, not every worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A forked worker inherits the job's SIGTERM handler; a worker should simply stop.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # load_image enforces the pixel limit itself; the warning would only repeat it.
+    warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+    if parent_pid is not None:
+        die_with_parent(parent_pid)
+
+
+def process_chunk(geometry: Geometry, items: Sequence[tuple[str, tuple[int, ...]]],
+                  shm_name: str | None = None, offset: int = 0) -> list[Outcome]:
+    """Load and resize each (path, noise seed). Module level, so spawn can pickle it.
+
+    With ``shm_name``, image j's pixels go to the shared block at ``offset`` + j images and the
+    outcome carries None instead of the array.
+    """
+    ring = _ring(geometry, len(items), shm_name, offset) if shm_name else None
+    out: list[Outcome] = []
+    for j, (path, seed) in enumerate(items):
+        try:
+            if geometry.resize == "pad":  # detection's letterbox, geometry its boxes share
+                pixels = fit_image(load_image(path, geometry.channels), geometry.width, geometry.height,
+                                   geometry.resize)
+            else:
+                pixels = load_resized(path, geometry.channels, geometry.width, geometry.height,
+                                      geometry.resize, np.random.default_rng(seed))
+        except ImageError as e:
+            out.append((None, None, str(e)))
+            continue
+        except Exception as e:  # a bug or an exotic file must not sink the whole build
+            out.append((None, None, f"cannot process image: {type(e).__name__}: {e}"))
+            continue
+        encoded = None if geometry.encoding == "none" else encode_image(pixels, geometry.encoding)
+        if ring is not None:
+            ring[j] = pixels  # the parent reads it from shared memory: don't pickle it back
+            out.append((None, encoded, None))
+        else:
+            out.append((pixels, encoded, None))
+    return out
+
+
+def _ring(geometry: Geometry, n: int, shm_name: str, offset: int) -> np.ndarray:
+    if shm_name not in _attached:
+        _attached[shm_name] = SharedMemory(name=shm_name)
+    buf = _attached[shm_name].buf
+    return np.ndarray((n, geometry.height, geometry.width, geometry.channels), np.uint8,
+                      buffer=buf, offset=offset)

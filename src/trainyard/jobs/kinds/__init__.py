@@ -1,0 +1,1 @@
+"""The kinds of job and how each is created from user input: datasets, models (and sweeps), inference, imports."""

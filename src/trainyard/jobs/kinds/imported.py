@@ -1,0 +1,87 @@
+"""Imported models: an exported archive becomes a model job that is already done.
+
+The job's folder holds what a trained job's would for classify and fine-tuning to work on it:
+``checkpoints/epoch-N.pt`` rebuilt from the archive (weights from safetensors only), spec.json
+(marked ``imported``), events.jsonl (the checkpoint, the archive's metrics, status done) and a
+log line. No process runs: the folder is written first, then the job is recorded as done, so
+nobody sees a half-written import. It has no dataset job (``parent`` is null); fine-tune from it
+with ``--pretrained JOB``, like from any model job.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from trainyard.artifact.checkpoint import save_checkpoint
+from trainyard.core.events import EventWriter
+from trainyard.core.files import write_json_atomic
+from trainyard.core.ids import new_job_id
+from trainyard.core.paths import JobFolder, checkpoint_name
+from trainyard.core.status import Status
+from trainyard.jobs.context import Context
+from trainyard.jobs.runs.manager import JobError
+from trainyard.jobs.store.store import Job
+
+
+def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | None = None) -> Job:
+    """Create a done model job from an exported archive; JobError says why one is refused."""
+    # torch comes with the archive reader: on the first import, not at the server's start-up.
+    from trainyard.inference.archive_import import ArchiveImportError, read_model_archive
+
+    archive = Path(archive)
+    job_id = _free_job_id(ctx)
+    folder = ctx.manager.folder(job_id)
+    folder.path.mkdir(parents=True)
+    try:
+        # Unpack inside the job folder: same disk, and removed with the folder on failure.
+        with tempfile.TemporaryDirectory(dir=folder.path, prefix=".import-") as work:
+            checkpoint = read_model_archive(archive, work, ctx.settings.check_timeout_s)
+        name = name or _default_name(checkpoint, archive)
+        _write_folder(folder, job_id, name, checkpoint, archive.name)
+    except ArchiveImportError as exc:
+        shutil.rmtree(folder.path, ignore_errors=True)
+        raise JobError(f"{archive.name}: {exc}") from None
+    except BaseException:
+        shutil.rmtree(folder.path, ignore_errors=True)
+        raise
+    now = time.time()
+    job = Job(id=job_id, kind="model", name=name, status=Status.DONE, parent_id=None,
+              needs={"pool": "cpu"}, progress=1.0, created_at=now, started_at=now, finished_at=now,
+              status_detail=None, summary={"epoch": checkpoint["epoch"], "imported": archive.name})
+    return ctx.store.add_job(job)
+
+
+def _free_job_id(ctx: Context) -> str:
+    job_id = new_job_id()
+    while ctx.store.get_job(job_id) is not None or ctx.manager.folder(job_id).path.exists():
+        job_id = new_job_id()
+    return job_id
+
+
+def _default_name(checkpoint: dict, archive: Path) -> str:
+    origin = (checkpoint.get("imported") or {}).get("job") or {}
+    return origin.get("name") or archive.name.removesuffix(".gz").removesuffix(".tar").removesuffix(".zip")
+
+
+def _write_folder(folder: JobFolder, job_id: str, name: str, checkpoint: dict, archive_name: str) -> None:
+    from trainyard.inference.archive_import import describe_archive
+
+    epoch = checkpoint["epoch"]
+    spec = {"version": 1, "kind": "model", "id": job_id, "name": name, "network": checkpoint["network"],
+            "network_source": checkpoint["network_source"], "epochs": epoch,
+            "task": checkpoint.get("task") or "classification",
+            "imported": {"archive": archive_name, **checkpoint["imported"]}}
+    checkpoint = {**checkpoint, "spec": spec}
+    path = save_checkpoint(folder.checkpoints / checkpoint_name(epoch), checkpoint)
+    write_json_atomic(folder.spec, spec)
+    with EventWriter(folder.path) as events:
+        events.log(f"{describe_archive(checkpoint)} ({archive_name})")
+        for metric, points in (checkpoint.get("metrics") or {}).items():
+            for point_epoch, value in points:
+                events.emit("metric", epoch=point_epoch, name=metric, value=value)
+        events.emit("checkpoint", epoch=epoch, path=str(path))
+        events.status(Status.DONE)

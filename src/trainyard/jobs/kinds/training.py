@@ -1,0 +1,242 @@
+"""Creating model (training) jobs: one per dataset x network x learning rate x batch size.
+
+The CLI's ``trainyard train`` and ``POST /api/models`` both describe what to train as a
+``TrainRequest``; every job spec is validated before any job is created, so a sweep with one bad
+value creates nothing. Each job asks for its devices (``needs``): the next N free GPUs, an exact
+set, or a CPU slot (where ``processes`` data-parallel processes run); the batch size is per GPU
+or process, so the global batch is that times the process count. In cluster mode
+(TRAINYARD_CLUSTER=ray) a job needs no local lease: it asks the cluster for N GPU or CPU workers
+(``{"pool": "cluster", ...}``, mirrored in the spec's ``cluster``), and Ray places them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from trainyard.core.errors import InvalidInput, validated
+from trainyard.core.files import read_json, write_json_atomic
+from trainyard.core.limits import MAX_NAME
+from trainyard.jobs.context import Context
+from trainyard.jobs.kinds.lookup import job_of_kind
+from trainyard.jobs.kinds.pretrained import Pretrained, resolve_pretrained
+from trainyard.jobs.kinds.registry import DATASET, MODEL
+from trainyard.jobs.kinds.sweeps import MAX_TRIALS, check_ranges, combinations
+from trainyard.jobs.runs.early_stop import DEFAULT_MIN_EPOCHS, mark_early_stop
+from trainyard.jobs.runs.manager import JobConflict, JobError
+from trainyard.jobs.scheduling.limits import check_processes
+from trainyard.jobs.store.store import Job
+
+if TYPE_CHECKING:
+    from trainyard.training.spec import ModelSpec
+
+
+class TrainRequest(BaseModel):
+    """What a user asks to train. Lists make a sweep: one job per combination."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    name: str = Field(min_length=1, max_length=MAX_NAME)
+    datasets: list[str] = Field(min_length=1)
+    networks: list[str] = Field(default_factory=list)
+    network_source: str | None = None
+    base_lrs: list[float] = Field(default_factory=list)
+    batch_sizes: list[int] = Field(default_factory=list)
+    gpus: int | None = Field(None, ge=1)
+    gpu_ids: list[int] | None = None
+    # JOB[:EPOCH], "imagenet" (each network's published weights), a weights store entry, or a
+    # weights file inside the data roots
+    pretrained: str | None = None
+    max_restarts: int = Field(0, ge=0)  # cluster mode: resumes after a lost worker or node
+    # A search (jobs/kinds/sweeps.py): ranges to draw ``trials`` combinations from, and early stopping.
+    lr_range: tuple[float, float] | None = None  # log-uniform
+    batch_size_range: tuple[int, int] | None = None
+    trials: int | None = Field(None, ge=1, le=MAX_TRIALS)
+    early_stop: bool = False  # stop runs among the worst at a validation point (jobs/runs/early_stop.py)
+    early_stop_min_epochs: float = DEFAULT_MIN_EPOCHS  # epochs every run trains before it is judged
+    settings: dict = Field(default_factory=dict)  # any other ModelSpec field: epochs, solver, lr, ...
+
+
+class InvalidSpec(InvalidInput, JobError):
+    """A training setting out of range (HTTP 422), refused before any job is queued."""
+
+
+def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool = False,
+                      check_only: bool = False) -> list[Job]:
+    """Validate every combination, then create the jobs (nothing is created if one is invalid).
+
+    ``check_only``: validate and check the networks, create nothing, return [] (the form's first
+    step, so it can say "checking network…" and then "creating N jobs…", the check then cached)."""
+    # Imported here, on the first job created, not by every process that imports this module
+    # (the server's start-up). None of them imports torch: the CLI waiting for the job stays light.
+    from trainyard.training.spec import ModelSpec
+
+    check_ranges(request.lr_range, request.batch_size_range, request.trials)
+    pretrained = resolve_pretrained(ctx, request.pretrained)
+    request = _network_of_pretrained(request, pretrained)
+    if not request.networks and not request.network_source:
+        raise JobError("choose a standard network or give a custom network's source")
+    needs = _needs(ctx, request)
+    planned = []
+    for dataset_id, network, lr, batch in _combinations(request):
+        dataset = _dataset(ctx, dataset_id)
+        fields = dict(request.settings)
+        fields["lr"] = {**fields.get("lr", {}), **({"base_lr": lr} if lr is not None else {})}
+        fields.update(name=_job_name(request, dataset, network, lr, batch), dataset_id=dataset.id,
+                      dataset_dir=str(ctx.manager.folder(dataset.id).dataset), pretrained=None,
+                      task=dataset_task(ctx, dataset),
+                      network=network, network_source=None if network else request.network_source,
+                      batch_size=batch if batch is not None else fields.get("batch_size"),
+                      cluster=cluster_placement(needs),
+                      max_restarts=request.max_restarts or fields.get("max_restarts", 0))
+        if pretrained is not None:
+            fields.update(pretrained.spec_fields(network))
+        planned.append((validated(ModelSpec, fields, error=InvalidSpec), dataset))
+    if not foreground:  # a job run at once reports the same problem at once; queued ones would not
+        from trainyard.jobs.kinds.precheck import check_all  # builds networks in child processes
+
+        check_all(ctx, [spec for spec, _ in planned])
+    if request.early_stop and len(planned) < 2:
+        raise InvalidInput("early stopping compares the runs of a sweep; this makes one job (give several "
+                           "learning rates or batch sizes, or a range with trials)")
+    if check_only:
+        return []
+    group = request.name if len(planned) > 1 else None
+    jobs = [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
+                               parent_id=dataset.id, group=group, foreground=foreground)
+            for spec, dataset in planned]
+    return mark_early_stop(ctx.store, jobs, request.early_stop_min_epochs) if request.early_stop else jobs
+
+
+def _combinations(request: TrainRequest):
+    # None in a list means "the default" (the network's batch size, 0.01, a custom network file)
+    return combinations(request.datasets, request.networks, request.base_lrs, request.batch_sizes,
+                        lr_range=request.lr_range, batch_size_range=request.batch_size_range,
+                        trials=request.trials, seed=_seed(request.settings.get("seed")))
+
+
+def _seed(value) -> int | None:
+    """The run's seed for drawing trials, if it is one (ModelSpec refuses anything else later)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**32 else None
+
+
+def _job_name(request: TrainRequest, dataset: Job, network, lr, batch) -> str:
+    """The request's name, plus what tells the jobs of a sweep apart."""
+    parts = []
+    if len(request.datasets) > 1:
+        parts.append(dataset.name)
+    if len(request.networks) > 1:
+        parts.append(network)
+    if len(request.base_lrs) > 1 or request.lr_range:
+        parts.append(f"lr={lr:g}")
+    if len(request.batch_sizes) > 1 or request.batch_size_range:
+        parts.append(f"bs={batch}")
+    name = f"{request.name} [{', '.join(parts)}]" if parts else request.name
+    return name if len(name) <= MAX_NAME else name[:MAX_NAME - 1] + "…"
+
+
+def dataset_task(ctx: Context, dataset: Job) -> str:
+    """What the dataset is for (its spec's task: classification unless it says detection)."""
+    spec = DATASET.find_spec(ctx.manager.folder(dataset.id))
+    return getattr(spec, "task", None) or "classification"
+
+
+def _dataset(ctx: Context, dataset_id: str) -> Job:
+    job = job_of_kind(ctx.store, dataset_id, "dataset")
+    if job.status.is_unsuccessful:
+        raise JobConflict(f"dataset {dataset_id} {job.status}; build it again first")
+    return job
+
+
+def _needs(ctx: Context, request: TrainRequest) -> dict:
+    processes = request.settings.get("processes") or 1
+    if not isinstance(processes, int) or isinstance(processes, bool):
+        raise JobError(f"settings.processes should be a whole number, not {processes!r}")
+    return devices_needed(ctx, request.gpus, request.gpu_ids, processes)
+
+
+def devices_needed(ctx: Context, gpus: int | None, gpu_ids: list[int] | None, processes: int = 1) -> dict:
+    """A model job's ``needs``: exact GPUs, N next free GPUs, or the CPU (also for processes > 1);
+    in cluster mode N GPU or CPU workers on the cluster."""
+    check_processes(processes, ctx.settings.cluster)
+    if ctx.settings.cluster == "ray":
+        return _cluster_needs(gpus, gpu_ids, processes)
+    if processes > 1:
+        if gpus or gpu_ids:
+            raise JobError("processes > 1 runs data-parallel processes on the CPU; on GPUs one "
+                           "process runs per GPU: ask for GPUs alone")
+        return {"pool": "cpu"}
+    if gpu_ids:
+        return {"pool": "gpu", "ids": sorted(set(gpu_ids))}
+    if gpus:
+        return {"pool": "gpu", "count": gpus}
+    return {"pool": "gpu", "count": 1} if ctx.pools.gpus else {"pool": "cpu"}
+
+
+def _cluster_needs(gpus: int | None, gpu_ids: list[int] | None, processes: int) -> dict:
+    if gpu_ids:
+        raise JobError("GPU ids name GPUs of one machine; on the cluster ask for a number of GPUs (--gpus N)")
+    if processes > 1 and gpus:
+        raise JobError("processes > 1 runs data-parallel processes on CPUs; on GPUs one process runs "
+                       "per GPU: ask for GPUs alone")
+    if gpus:
+        return {"pool": "cluster", "device": "gpu", "count": gpus}
+    if processes > 1:
+        return {"pool": "cluster", "device": "cpu", "count": processes}
+    from trainyard.jobs.scheduling.deployment import default_cluster_device
+
+    return {"pool": "cluster", "device": default_cluster_device(), "count": 1}
+
+
+def cluster_placement(needs: dict) -> dict | None:
+    """The spec's ``cluster`` (what the launcher asks Ray for) from a job's ``needs``."""
+    if needs.get("pool") != "cluster":
+        return None
+    return {"workers": needs["count"], "device": needs["device"]}
+
+
+def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_ids: list[int] | None = None,
+                     processes: int | None = None, foreground: bool = False) -> Job:
+    """Queue an ended model job again, optionally on other devices (more or fewer GPUs or CPU
+    processes); it continues from its last checkpoint (training/resume.py says how exactly).
+
+    In cluster mode a job that ran on one machine continues on the cluster, on as many workers
+    as it had processes or GPUs: where jobs run is the deployment's choice (jobs/scheduling/deployment.py)."""
+    job = ctx.manager.get(job_id)
+    if not (gpus or gpu_ids or processes) and ctx.settings.cluster == "ray" and _ran_on_one_machine(job):
+        gpus, processes = _same_devices(job, MODEL.spec_of(ctx.manager.folder(job_id)))
+    if gpus or gpu_ids or processes:
+        if job.kind != "model" or not job.status.is_final:
+            raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
+        needs = devices_needed(ctx, gpus, gpu_ids, processes or 1)
+        ctx.pools.check(needs)
+        folder = ctx.manager.folder(job_id)
+        stored = read_json(folder.spec)
+        placement = cluster_placement(needs)
+        # The stored document is rewritten as it was, but for these: fields it has that this version
+        # does not know stay; its own reader is the training process, which checks it strictly.
+        write_json_atomic(folder.spec, {**stored, "processes": processes or 1, "cluster": placement,
+                                        "max_restarts": MODEL.read(stored).max_restarts if placement else 0})
+        ctx.store.update_job(job_id, needs=needs)
+    return ctx.manager.resume(job_id, foreground=foreground)
+
+
+def _ran_on_one_machine(job: Job) -> bool:
+    return job.kind == "model" and job.needs.get("pool") in ("cpu", "gpu")
+
+
+def _same_devices(job: Job, spec: ModelSpec) -> tuple[int | None, int]:
+    """(GPUs, processes) of the devices ``job`` had on its machine, for as many cluster workers."""
+    if job.needs.get("pool") == "gpu":
+        return len(job.needs.get("ids") or []) or job.needs.get("count") or 1, 1
+    return None, spec.processes
+
+
+def _network_of_pretrained(request: TrainRequest, pretrained: Pretrained | None) -> TrainRequest:
+    """Without a network, fine-tuning a previous model or store weights trains their network
+    (DIGITS's "previous networks" and "pretrained networks" tabs)."""
+    if request.networks or request.network_source or pretrained is None or not pretrained.brings_network:
+        return request
+    return request.model_copy(update={"networks": [pretrained.network] if pretrained.network else [],
+                                      "network_source": pretrained.network_source})

@@ -1,9 +1,0 @@
-"""The declarative base of every table in the job store (jobs/store.py, jobs/liveness_tables.py)."""
-
-from __future__ import annotations
-
-from sqlalchemy.orm import DeclarativeBase
-
-
-class Base(DeclarativeBase):
-    pass
