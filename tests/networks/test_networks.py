@@ -15,7 +15,7 @@ from trainyard.networks import (
     training_loss,
 )
 
-NAMES = [info.name for info in list_networks()]
+NAMES = [info.name for info in list_networks() if info.task == "classification"]  # detectors: tests/training/detection
 DIGITS_THREE = ["lenet", "alexnet", "googlenet"]
 HEAVY = {"vgg16", "vit_b_16", "alexnet"}  # > 50M parameters: seconds to build on a CPU
 

@@ -22,6 +22,7 @@ booleans and None, so ``torch.load(..., weights_only=True)`` reads it without ru
     metrics         {name: [[epoch, value], ...]}, best {epoch, val_accuracy} or None
     trainable       parameter names left trainable (freeze_backbone), or None for all
     head            the classifier's tensor names when fine-tuning (their own LR group), or None
+    task            "classification" or "detection" (absent: classification, older checkpoints)
     spec            the job's spec as a dict (training's; `JobOrigin` reads what others need of it)
 
 Files are ``JOB/checkpoints/epoch-0003.pt`` (`checkpoint_name`).
@@ -120,6 +121,10 @@ def build_model_from_checkpoint(checkpoint: dict) -> nn.Module:
     channels, height, width = Preprocessing.of_checkpoint(checkpoint).input_shape
     model = create_model(checkpoint["network"], checkpoint["network_source"], len(checkpoint["classes"]),
                          channels, checkpoint["image_size"], (height, width))
+    if checkpoint.get("task") == "detection":
+        from trainyard.networks.detection import fit_input
+
+        fit_input(model, height, width)  # the stored size it trained at, not torchvision's own
     model.load_state_dict(checkpoint["model"])
     return model.eval()
 

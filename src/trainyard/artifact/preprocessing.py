@@ -28,6 +28,7 @@ SCALE = "0..1"  # inputs are pixel / 255, then the mean, then the std (normalize
 DEFAULT_RESIZE = "squash"
 NO_MEAN = "none"
 MAX_SIDE = 4096  # an archive's stored image size, at most
+DETECTION_RESIZE = ("pad", "squash")  # datasets/detection/geometry.py's (not imported: it loads Pillow)
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,9 @@ def from_document(doc: Mapping[str, Any]) -> tuple[Preprocessing, int]:
         problems.append(f"size {width}x{height} is outside 1..{MAX_SIDE}")
     if channels not in (1, 3):
         problems.append(f"channels {channels} is not 1 or 3")
-    if resize not in RESIZE_MODES:
-        problems.append(f"resize {resize!r} is not one of {', '.join(RESIZE_MODES)}")
+    modes = DETECTION_RESIZE if doc.get("task") == "detection" else RESIZE_MODES  # a detector's: pad, squash
+    if resize not in modes:
+        problems.append(f"resize {resize!r} is not one of {', '.join(modes)}")
     if mean_mode not in MEAN_MODES:
         problems.append(f"mean_mode {mean_mode!r} is not one of {', '.join(MEAN_MODES)}")
     if crop is not None and not 0 < crop <= min(width, height):

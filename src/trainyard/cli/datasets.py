@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 # The spec's pydantic models are imported by the commands that use them, the store and the job
 # documents by cli/context.py's functions: `dataset --help` and `dataset create --help` load none.
-app = typer.Typer(help="Build image-classification datasets.", no_args_is_help=True, rich_markup_mode=None)
+app = typer.Typer(help="Build image-classification and object-detection datasets.", no_args_is_help=True,
+                  rich_markup_mode=None)
 
 Folder = Path | None
 
@@ -76,14 +77,33 @@ def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
 SPLITS = ("train", "val", "test")
 
 
-def _print_counts(detail: dict) -> None:
+def count_lines(detail: dict) -> list[str]:
+    """One line per split: images and classes, and for detection the boxes of each class."""
+    lines = []
     for split in SPLITS:
         counts = detail["counts"].get(split)
         if counts is None:
             continue
-        err.print(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
+        if detail.get("task") != "detection":
+            lines.append(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
+            continue
+        boxes = detail.get("box_counts", {}).get(split, {})
+        images = detail.get("images", {}).get(split, 0)
+        empty = detail.get("empty_images", {}).get(split, 0)
+        per_class = ", ".join(f"{name} {boxes.get(name, 0)} in {n} images" for name, n in counts.items())
+        lines.append(f"{split}: {images} images ({empty} with no box), {sum(boxes.values())} boxes: {per_class}")
+    return lines
+
+
+def _skipped_what(detail: dict) -> str:
+    return "images, boxes or label files" if detail.get("task") == "detection" else "files"
+
+
+def _print_counts(detail: dict) -> None:
+    for line in count_lines(detail):
+        err.print(line, markup=False, highlight=False)
     if detail["skipped"]:
-        err.print(f"[yellow]{len(detail['skipped'])} files skipped[/yellow] "
+        err.print(f"[yellow]{len(detail['skipped'])} {_skipped_what(detail)} skipped[/yellow] "
                   f"(see: trainyard dataset show {detail['id']})")
 
 
@@ -98,14 +118,22 @@ def create(
     image_root: Folder = typer.Option(None, help="folder that relative list paths start from"),
     size: str = typer.Option("256x256", help="WIDTHxHEIGHT"),
     channels: int = typer.Option(3, help="1 (grayscale) or 3 (colour)"),
-    resize: str = typer.Option("squash", help=" | ".join(RESIZE_MODES)),
+    resize: str | None = typer.Option(None, help=" | ".join(RESIZE_MODES) + " (default squash); detection: "
+                                      "pad | squash (default pad)"),
+    task: str = typer.Option("classification", help="classification | detection"),
+    train_labels: Folder = typer.Option(None, help="detection: folder of label files, or a COCO .json"),
+    val_labels: Folder = typer.Option(None, help="detection: the val folder's labels"),
+    labels_format: str | None = typer.Option(None, help="detection: kitti | yolo | coco | voc (default: told "
+                                             "by the files)"),
+    classes: str | None = typer.Option(None, help="detection: classes to keep, NAME or NAME=NEW, comma-separated"),
     val_percent: float = typer.Option(25.0), test_percent: float = typer.Option(0.0),
     min_per_class: int = typer.Option(2), max_per_class: int | None = typer.Option(None),
     encoding: str = typer.Option("none", help="none | png | jpeg"),
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of building here"),
     as_json: bool = typer.Option(False, "--json", help="print the dataset as JSON on stdout"),
 ) -> None:
-    """Build a dataset from a folder of class folders, or from text lists."""
+    """Build a dataset from a folder of class folders, or from text lists; or, with --task detection,
+    from a folder of images and their box labels (--train-labels)."""
     from trainyard.datasets.spec import parse_size
     from trainyard.jobs.kinds.dataset import create_dataset_job
 
@@ -114,7 +142,8 @@ def create(
                  val_folder=val_folder, test_folder=test_folder, val_list=val_list, test_list=test_list,
                  image_root=image_root, width=width, height=height, channels=channels, resize=resize,
                  val_percent=val_percent, test_percent=test_percent, min_per_class=min_per_class,
-                 max_per_class=max_per_class, encoding=encoding)
+                 max_per_class=max_per_class, encoding=encoding, task=task, train_labels=train_labels,
+                 val_labels=val_labels, labels_format=labels_format, classes=classes)
     ctx = cli_context()
     _run(ctx, lambda: create_dataset_job(ctx, spec, foreground=not submit), as_json, submit)
 
@@ -177,13 +206,17 @@ def show(dataset_id: str, as_json: bool = typer.Option(False, "--json")) -> None
         return
     typer.echo(f"{detail['name']} ({detail['id']}): {detail['status']}")
     typer.echo(f"classes: {', '.join(detail['classes'])}")
-    for split in SPLITS:  # one line each, in training order, on stdout like the rest
-        counts = detail["counts"].get(split)
-        if counts is not None:
-            typer.echo(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
+    if detail.get("task") == "detection":
+        typer.echo(f"task: detection ({detail.get('labels_format')} labels, resize {detail.get('resize')})")
+    for line in count_lines(detail):  # one line a split, in training order, on stdout like the rest
+        typer.echo(line)
     if detail.get("not_images"):
         typer.echo(f"{detail['not_images']} file{'s' * (detail['not_images'] != 1)} skipped: not images")
     if detail["skipped"]:
-        typer.echo(f"{len(detail['skipped'])} files skipped:")
+        typer.echo(f"{len(detail['skipped'])} {_skipped_what(detail)} skipped:")
     for skipped in detail["skipped"]:
         typer.echo(f"  skipped {skipped['path']}: {skipped['reason']}")
+    if detail.get("label_notes"):
+        typer.echo(f"{len(detail['label_notes'])} notes (kept, but changed or without labels):")
+    for note in detail.get("label_notes", []):
+        typer.echo(f"  {note['path']}: {note['reason']}")

@@ -173,6 +173,9 @@ def evaluate(
 
 
 def _print_evaluation(doc: dict) -> None:
+    if doc.get("task") == "detection":
+        _print_detection(doc)
+        return
     typer.echo(f"{doc['split']} split, epoch {doc['epoch']:g}: {doc['images']} images")
     typer.echo(f"accuracy {100 * doc['accuracy']:.2f}%   top-5 {100 * doc['top5_accuracy']:.2f}%")
     width = max(len(row["class"]) for row in doc["per_class"])
@@ -183,3 +186,15 @@ def _print_evaluation(doc: dict) -> None:
     for pair in doc["most_confused"][:5]:
         typer.echo(f"confused: {pair['count']} x {pair['true']} taken for {pair['predicted']}")
 
+
+
+def _print_detection(doc: dict) -> None:
+    typer.echo(f"{doc['split']} split, epoch {doc['epoch']:g}: {doc['images']} images")
+    typer.echo(f"mAP@0.5 {doc['map50']:.3f}   mAP@0.5:0.95 {doc['map']:.3f}")
+    width = max([len(row["class"]) for row in doc["per_class"]] + [5])
+    typer.echo(f"{'class':<{width}}  AP@0.5  AP@0.5:0.95  boxes")
+    for row in doc["per_class"]:
+        typer.echo(f"{row['class']:<{width}}  {row['ap50']:6.3f}  {row['ap']:11.3f}  {row['boxes']:5d}")
+    for row in doc["worst"][:5]:
+        typer.echo(f"worst: image {row['index']} missed {row['missed']} of {row['boxes']} boxes, "
+                   f"{row['false_positives']} false boxes (score >= {doc['miss_score']:g})")

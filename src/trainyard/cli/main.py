@@ -20,15 +20,17 @@ skip_final_collection()
 
 class TrainyardGroup(LazyGroup):
     lazy = {
-        "dataset": Lazy("trainyard.cli.datasets", "app", "Build image-classification datasets."),
+        "dataset": Lazy("trainyard.cli.datasets", "app", "Build image-classification and object-detection datasets."),
         "train": Lazy("trainyard.cli.train", "train",
-                      "Train an image classifier. Runs here with a progress bar unless --submit."),
+                      "Train a classifier or a detector. Runs here with a progress bar unless --submit."),
         "jobs": Lazy("trainyard.cli.jobs", "app",
                      "Look after jobs: list, show, abort, delete, resume, compare, tag, note."),
         "classify": Lazy("trainyard.cli.inference", "classify",
                          "Classify images: the top classes with their confidences, preprocessed as in training."),
+        "detect": Lazy("trainyard.cli.detect", "detect",
+                       "Detect objects in images: boxes with labels and scores, in each image's own pixels."),
         "evaluate": Lazy("trainyard.cli.inference", "evaluate",
-                         "Evaluate a model on its dataset's validation or test split."),
+                         "Evaluate a model on its dataset's validation or test split (a detector: mAP)."),
         "export": Lazy("trainyard.cli.export", "export",
                        "Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."),
         "import": Lazy("trainyard.cli.export", "import_archive",

@@ -56,6 +56,8 @@ def train(
     val_interval: float = typer.Option(1.0, help="epochs between validations"),
     seed: int | None = typer.Option(None), crop: int | None = typer.Option(None),
     mean: str = typer.Option("image", help=" | ".join(MEAN_MODES)),
+    flip: str | None = typer.Option(None, help="augment: none | lr | ud | both (moves a detector's boxes too)"),
+    scale_jitter: float | None = typer.Option(None, help="augment: zoom by 1 +- this (0.1), boxes moved alike"),
     gpus: int | None = typer.Option(None, help="use the next N free GPUs"),
     gpu_ids: str | None = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
     processes: int = typer.Option(1, help="data-parallel processes on the CPU (gloo), e.g. to test multi-GPU runs"),
@@ -108,6 +110,9 @@ def train(
                     freeze_backbone=freeze_backbone, backbone_lr_mult=backbone_lr_mult, processes=processes,
                     scale_lr=scale_lr,
                     nnodes=nnodes, node_rank=node_rank, master=master)
+    augment = {k: v for k, v in (("flip", flip), ("scale_jitter", scale_jitter)) if v is not None}
+    if augment:
+        settings["augment"] = augment
     networks = _names(network)
     lr_range, batch_range = parse_range(lr or "", float, "--lr"), parse_range(batch_size or "", int, "--batch-size")
     request = TrainRequest(

@@ -36,11 +36,21 @@ def clock(timestamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp)) if timestamp else ""
 
 
+def best_score_text(best: dict | None) -> str:
+    """A run's best validation score as its page shows it: a classifier's top-1 as "87.50%", a
+    detector's COCO mAP@0.5 as "mAP@0.5 0.824"; "–" when it has none yet."""
+    if best and best.get("val_map50") is not None:
+        return f"mAP@0.5 {float(best['val_map50']):.3f}"
+    if best and best.get("val_accuracy") is not None:
+        return f"{float(best['val_accuracy']):.2f}%"
+    return "–"
+
+
 def install(env) -> None:
     """Make these available as Jinja2 filters, and the job statuses as globals: templates compare
     with ``Status.DONE`` and ``final_statuses``, and base.html hands ``status_vocabulary`` to the
     pages' scripts (static/status.js), so no status name is spelled outside core/status.py."""
-    env.filters.update(duration=duration, age=age, gib=gib, clock=clock)
+    env.filters.update(duration=duration, age=age, gib=gib, clock=clock, best_score=best_score_text)
     env.globals.update(Status=Status, final_statuses=FINAL_STATUSES, status_vocabulary=vocabulary())
 
 

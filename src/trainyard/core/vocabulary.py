@@ -41,6 +41,18 @@ def gpu_index(resource: str, *, shares: bool = True) -> int | None:
     return None
 
 
+# The validation metric that ranks a model's epochs ("best"), by task: a classifier's top-1
+# accuracy (percent), a detector's COCO mAP@0.5 (0..1). Higher is better for both.
+BEST_METRIC = {"classification": "val_accuracy", "detection": "val_map50"}
+
+
+def best_score(best: dict | None) -> float | None:
+    """The score of a ``best`` entry ({epoch, val_accuracy} or {epoch, val_map50}), or None."""
+    for name in BEST_METRIC.values():
+        if best and best.get(name) is not None:
+            return float(best[name])
+    return None
+
 # The variable a job's process finds set when the runner gave it real GPUs (its value: their
 # lease indices); unset for a CPU job and for fake GPUs (TRAINYARD_FAKE_GPUS). A job that finds
 # it set and CUDA unusable fails at once rather than train on the CPU while holding the GPUs.

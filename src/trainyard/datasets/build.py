@@ -23,6 +23,7 @@ from trainyard.core.jobproc import Aborted, Progress
 from trainyard.datasets import build_stream, disk_check, resume_state
 from trainyard.datasets.collect import BuildPlan, DatasetError, collect
 from trainyard.datasets.decode_worker import Geometry
+from trainyard.datasets.detection.build import build_detection_into
 from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.resume_state import ResumeState
@@ -153,19 +154,23 @@ def build_dataset(spec, job_dir: Path, events: EventWriter, workers: int | None 
     workers = workers or granted_cpus(use_omp=False)
     try:
         roots = data_roots if data_roots is not None else spec.data_roots
-        plan = collect(spec, job_dir, scratch, None if roots is None else [Path(r) for r in roots])
-        geometry = _geometry(spec, plan, events)
-        total = sum(len(v) for v in plan.splits.values())
-        plan_hash = resume_state.fingerprint(spec.model_dump_json(), geometry,
-                                             {k: v.digest() for k, v in plan.splits.items()})
-        resume = resume_state.load(tmp, plan_hash)
-        if resume is None:
-            shutil.rmtree(tmp, ignore_errors=True)
-            _check_room(job_dir, plan, geometry, total)
-        events.log(f"{len(plan.classes)} classes, {total} new images to process "
-                   f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})"
-                   + (f"; resuming after image {resume.position}" if resume else ""))
-        info = _build_into(tmp, spec, plan, geometry, events, workers, (total, plan_hash, resume))
+        if spec.task == "detection":  # image folders with box labels: datasets/detection/
+            shutil.rmtree(tmp, ignore_errors=True)  # no resume for detection builds yet
+            info = build_detection_into(tmp, spec, job_dir, events, workers, BuildProgress)
+        else:
+            plan = collect(spec, job_dir, scratch, None if roots is None else [Path(r) for r in roots])
+            geometry = _geometry(spec, plan, events)
+            total = sum(len(v) for v in plan.splits.values())
+            plan_hash = resume_state.fingerprint(spec.model_dump_json(), geometry,
+                                                 {k: v.digest() for k, v in plan.splits.items()})
+            resume = resume_state.load(tmp, plan_hash)
+            if resume is None:
+                shutil.rmtree(tmp, ignore_errors=True)
+                _check_room(job_dir, plan, geometry, total)
+            events.log(f"{len(plan.classes)} classes, {total} new images to process "
+                       f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})"
+                       + (f"; resuming after image {resume.position}" if resume else ""))
+            info = _build_into(tmp, spec, plan, geometry, events, workers, (total, plan_hash, resume))
         os.replace(tmp, final)
     except (DatasetError, Aborted, KeyboardInterrupt):
         shutil.rmtree(tmp, ignore_errors=True)  # nothing a resume could finish differently

@@ -16,7 +16,8 @@ import numpy as np
 from PIL import Image
 
 from trainyard.core.environment import die_with_parent
-from trainyard.datasets.images import ImageError
+from trainyard.datasets.detection.geometry import fit_image
+from trainyard.datasets.images import ImageError, load_image
 from trainyard.datasets.memring import attach
 from trainyard.datasets.reduced import load_resized
 from trainyard.datasets.storage import encode_image
@@ -65,8 +66,12 @@ def process_chunk(geometry: Geometry, items: Sequence[tuple[str, tuple[int, ...]
     out: list[Outcome] = []
     for j, (path, seed) in enumerate(items):
         try:
-            pixels = load_resized(path, geometry.channels, geometry.width, geometry.height,
-                                  geometry.resize, np.random.default_rng(seed))
+            if geometry.resize == "pad":  # detection's letterbox, geometry its boxes share
+                pixels = fit_image(load_image(path, geometry.channels), geometry.width, geometry.height,
+                                   geometry.resize)
+            else:
+                pixels = load_resized(path, geometry.channels, geometry.width, geometry.height,
+                                      geometry.resize, np.random.default_rng(seed))
         except ImageError as e:
             out.append((None, None, str(e)))
             continue

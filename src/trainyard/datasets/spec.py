@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from trainyard.core.errors import InvalidInput
 from trainyard.core.stored import SpecModel, is_stored, read_stored
+from trainyard.datasets.detection.spec_rules import DETECTION_FIELDS, check_detection, default_resize
 from trainyard.datasets.resize_plans import RESIZE
 
 MAX_SIZE = 4096
@@ -64,6 +65,12 @@ class DatasetSpec(SpecModel):
     max_per_class: int | None = Field(None, ge=1)
     encoding: Literal["none", "png", "jpeg"] = "none"
     seed: int = Field(0, ge=0, le=MAX_SEED)
+    # Detection (datasets/detection/): box labels for the train (and val) images.
+    task: Literal["classification", "detection"] = "classification"
+    train_labels: str | None = None  # a folder of label files, or one COCO .json
+    val_labels: str | None = None
+    labels_format: Literal["kitti", "yolo", "coco", "voc"] | None = None  # None: told by the files
+    classes: list[str] | None = None  # NAME or NAME=NEW entries (datasets/detection/labels.py)
     # Append: the parent version's dataset folder, copied first.
     parent_dir: str | None = None
     dataset_version: int = Field(1, ge=1)  # 1, then +1 with each append
@@ -71,10 +78,26 @@ class DatasetSpec(SpecModel):
     # settings' data roots (never taken from a user). None: not checked.
     data_roots: list[str] | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _task_defaults(cls, data: object) -> object:
+        return default_resize(data)
+
+    @field_validator("classes", mode="before")
+    @classmethod
+    def _class_list(cls, value: object) -> object:
+        return value.split(",") if isinstance(value, str) else value  # "a,b=c" as the CLI gives it
+
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> DatasetSpec:
         if is_stored(info):  # it was valid when it was written
             return self
+        if self.task == "detection":
+            check_detection(self)
+            return self
+        given = [name for name in DETECTION_FIELDS if getattr(self, name) is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} need task 'detection'")
         train_sources = [self.train_folder, self.train_list, self.train_archive]
         if sum(s is not None for s in train_sources) != 1:
             raise ValueError("give exactly one training source: train_folder, train_list "

@@ -32,6 +32,7 @@ from trainyard.datasets.archive import ArchiveError, safe_extract
 from trainyard.networks import UnknownNetwork, check_network_isolated, network_source
 
 REQUIRED = ("weights.safetensors", "network.py", "labels.txt", "mean.npy", "preprocess.json")
+DETECTION_REQUIRED = ("weights.safetensors", "network.py", "labels.txt", "preprocess.json")  # no mean
 MAX_ARCHIVE_BYTES = 8 * 2**30  # unpacked; the largest torchvision networks are ~0.6 GB twice
 MAX_MEMBERS = 100
 
@@ -51,7 +52,9 @@ def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike,
         root = safe_extract(Path(archive), Path(workdir), MAX_ARCHIVE_BYTES, MAX_MEMBERS)
     except ArchiveError as exc:
         raise ArchiveImportError(f"archive refused: {exc}") from None
-    missing = [name for name in REQUIRED if not (root / name).is_file()]
+    detection = (root / "preprocess.json").is_file() and _read_json(root, "preprocess.json").get("task") == "detection"
+    required = DETECTION_REQUIRED if detection else REQUIRED
+    missing = [name for name in required if not (root / name).is_file()]
     if missing:
         raise ArchiveImportError(f"not a trainyard model archive: {', '.join(missing)} missing "
                                  "(expected one folder holding the files of a downloaded model)")
@@ -61,13 +64,17 @@ def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike,
     if prep.mean_mode != NO_MEAN:
         prep = prep.replace(mean=read_mean(root / "mean.npy", prep))
     network, source = pick_network((root / "network.py").read_text(encoding="utf-8"), info.get("network"))
+    if detection and source is not None:
+        raise ArchiveImportError("a detector archive imports with a standard detection network only (its "
+                                 "network.py is not one); custom detectors are not importable yet")
     weights = read_weights(root / "weights.safetensors")
-    check_classes_fit(weights, len(classes))  # before anything is built: labels.txt alone sizes the network
+    if not detection:  # a detector's outputs are anchors x (classes + background), not classes
+        check_classes_fit(weights, len(classes))  # before anything is built: labels.txt alone sizes the network
     expected = _state_shapes(network, source, len(classes), prep.channels, image_size, check_timeout_s)
     _check_exactly(expected, weights)
     return {
         "format": FORMAT, "model": {name: weights[name] for name in expected},
-        "network": network, "network_source": source,
+        "network": network, "network_source": source, "task": "detection" if detection else "classification",
         "classes": classes, "image_size": image_size, "preprocess": prep.to_dict(),
         "epoch": _number(info.get("epoch"), 0), "metrics": _history(info.get("history")),
         "best": info.get("best"), "optimizer": None, "scheduler": None, "scaler": None,

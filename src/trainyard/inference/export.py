@@ -23,7 +23,6 @@ import hashlib
 import io
 import json
 import os
-import re
 import sys
 import tarfile
 from collections.abc import Callable
@@ -50,6 +49,8 @@ from trainyard.core.files import write_atomic
 from trainyard.core.paths import checkpoint_epoch
 from trainyard.datasets.images import png_bytes
 from trainyard.inference import onnx_export, ort_runtime
+from trainyard.inference.archive_readme import archive_stem, readme_text
+from trainyard.inference.detection import archive as detection_archive
 from trainyard.networks import network_source
 
 ARCHIVE_FORMAT = "trainyard-archive/1"
@@ -106,17 +107,14 @@ def _epoch_of(checkpoint_path: Path) -> float:
     return float(epoch)
 
 
-def archive_stem(checkpoint: dict) -> str:
-    """The archive's top folder and download name: ``<job name>-epoch-<N>``."""
-    name = JobOrigin.of_checkpoint(checkpoint).name or "model"
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._") or "model"
-    return f"{slug}-epoch-{checkpoint['epoch']:g}"
-
-
 def archive_members(checkpoint: dict, checkpoint_path: Path) -> tuple[list[tuple[str, bytes, int]], dict]:
     """[(name, bytes, mode), ...] in archive order, and the ONNX check figures."""
     prep = Preprocessing.of_checkpoint(checkpoint)
     model = build_model_from_checkpoint(checkpoint)
+    if checkpoint.get("task") == "detection":  # boxes: post-processing in the graph, other scripts
+        files, check = detection_archive.detection_files(checkpoint, model)
+        files.update({"weights.safetensors": safetensors_bytes(model), "network.py": network_file(checkpoint).encode()})
+        return _ordered(checkpoint, prep, checkpoint_path, check, files), check
     shape = prep.input_shape
     # Classify exported this snapshot already, most often: the same exporter, the same bytes.
     onnx_bytes = ort_runtime.cached_graph(checkpoint_path) or onnx_export.export_onnx(model, shape)
@@ -132,10 +130,15 @@ def archive_members(checkpoint: dict, checkpoint_path: Path) -> tuple[list[tuple
         "network.py": network_file(checkpoint).encode(),
         **{name: script_source(name) for name in SCRIPTS},
     }
+    return _ordered(checkpoint, prep, checkpoint_path, check, files), check
+
+
+def _ordered(checkpoint: dict, prep: Preprocessing, checkpoint_path: Path, check: dict,
+             files: dict[str, bytes]) -> list[tuple[str, bytes, int]]:
     info = info_document(checkpoint, prep, checkpoint_path, check, files)
     readme = readme_text(checkpoint, info).encode()
     ordered = [("README.md", readme), ("info.json", _json(info)), *files.items()]
-    return [(name, data, 0o755 if name in SCRIPTS else 0o644) for name, data in ordered], check
+    return [(name, data, 0o755 if name in SCRIPTS else 0o644) for name, data in ordered]
 
 
 def preprocess_document(checkpoint: dict, prep: Preprocessing) -> dict:
@@ -174,6 +177,7 @@ def info_document(checkpoint: dict, prep: Preprocessing, checkpoint_path: Path, 
         "job": {"id": origin.id, "name": origin.name, "checkpoint": checkpoint_path.name},
         "dataset": {"id": origin.dataset_id, "name": _dataset_name(origin.dataset_dir)},
         "network": checkpoint.get("network") or "custom",
+        "task": checkpoint.get("task") or "classification",
         "build": {"num_classes": len(checkpoint["classes"]), "in_channels": prep.channels,
                   "image_size": checkpoint["image_size"]},
         "epoch": epoch,
@@ -222,42 +226,6 @@ def safetensors_bytes(model: torch.nn.Module) -> bytes:
 def script_source(name: str) -> bytes:
     """A packaged example script (src/trainyard/examples/classification)."""
     return (resources.files("trainyard") / "examples" / "classification" / name).read_bytes()
-
-
-def readme_text(checkpoint: dict, info: dict) -> str:
-    stem = archive_stem(checkpoint)
-    build = info["build"]
-    return README.format(stem=stem, name=info["job"]["name"] or stem, epoch=f"{info['epoch']:g}",
-                         network=info["network"], classes=build["num_classes"],
-                         channels=build["in_channels"], size=build["image_size"])
-
-
-README = """# {name}, epoch {epoch}
-
-A {network} image classifier ({classes} classes) exported by trainyard. Run it with numpy,
-Pillow and onnxruntime only; the scripts preprocess exactly as the trainyard server does.
-
-    pip install numpy pillow onnxruntime
-    python use_archive.py {stem}.tar.gz IMAGE...          # straight from the archive
-    python use_archive.py . IMAGE...                      # or from this unpacked folder
-    python example.py model.onnx IMAGE... -l labels.txt -m mean.npy -p preprocess.json
-    python example.py ... --json --batch-size 32          # JSON for machines; --cpu forces the CPU
-
-Files: model.onnx (input "input" float32 NCHW, batch dynamic; output "logits"),
-preprocess.json (size, resize mode, mean mode, crop, scaling), labels.txt, mean.npy/mean.png,
-weights.safetensors + network.py (PyTorch), info.json (origin, metrics, versions, checksums).
-
-In PyTorch:
-
-    import importlib.util, safetensors.torch
-    spec = importlib.util.spec_from_file_location("network", "network.py")
-    network = importlib.util.module_from_spec(spec); spec.loader.exec_module(network)
-    model = network.build({classes}, {channels}, {size})
-    model.load_state_dict(safetensors.torch.load_file("weights.safetensors")); model.eval()
-
-To fine-tune in trainyard, import the archive (`trainyard import ARCHIVE`, or "Import" in the
-browser), then train with `--pretrained JOB`.
-"""
 
 
 def write_tar_gz(fileobj: IO[bytes], top: str, members: list[tuple[str, bytes, int]], mtime: int) -> None:

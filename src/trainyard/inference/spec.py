@@ -30,6 +30,7 @@ class InferenceSpec(SpecModel):
     model_id: str = Field(min_length=1)
     checkpoint: str = Field(min_length=1)  # the checkpoint file, resolved when the job was created
     epoch: int | float  # as the checkpoint names it: 3, or 2.5 for a fractional snapshot
+    task: Literal["classification", "detection"] = "classification"  # the model's: classes or boxes
 
     # classify-many: exactly one source; evaluate: a dataset split.
     list_file: str | None = None  # lines of "path [label]", label a class index or name

@@ -76,6 +76,8 @@ def run_classify_many(spec: InferenceSpec, job_dir: Path, events: EventWriter, p
 
 def run_evaluate(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
                  should_stop: Callable[[], bool]) -> dict:
+    if spec.task == "detection":
+        return _evaluate_detector(spec, job_dir, events, progress, should_stop)
     loaded = _load(spec, events)
     assert spec.dataset_dir and spec.split  # the spec's validator requires both for an evaluation
     doc = evaluate_split(loaded, Path(spec.dataset_dir), spec.split, batch_size=spec.batch_size,
@@ -84,6 +86,23 @@ def run_evaluate(spec: InferenceSpec, job_dir: Path, events: EventWriter, progre
     write_json_atomic(job_dir / EVALUATION, doc)
     events.log(f"{spec.split} accuracy {100 * doc['accuracy']:.2f}% over {doc['images']} images")
     return {key: doc.get(key) for key in ("images", "accuracy", "top5_accuracy")}
+
+
+def _evaluate_detector(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
+                       should_stop: Callable[[], bool]) -> dict:
+    from trainyard.inference.detection import evaluate
+    from trainyard.inference.detection.detector import load_detector
+
+    device = job_device()
+    events.log(f"loading {Path(spec.checkpoint).name} (epoch {spec.epoch:g}) on {device}")
+    loaded = load_detector(spec.checkpoint, device)
+    assert spec.dataset_dir and spec.split  # the spec's validator requires both for an evaluation
+    doc = evaluate.evaluate_split(loaded, Path(spec.dataset_dir), spec.split, batch_size=min(spec.batch_size, 16),
+                                  progress=progress(events, f"evaluating {spec.split}"), should_stop=should_stop)
+    doc.update(model_id=spec.model_id, dataset_id=spec.dataset_id, epoch=spec.epoch)
+    write_json_atomic(job_dir / EVALUATION, doc)
+    events.log(f"{spec.split} mAP@0.5 {doc['map50']:.3f}, mAP@0.5:0.95 {doc['map']:.3f} over {doc['images']} images")
+    return {key: doc.get(key) for key in ("images", "map50", "map")}
 
 
 def _load(spec: InferenceSpec, events: EventWriter) -> LoadedModel:

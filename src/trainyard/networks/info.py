@@ -24,6 +24,7 @@ class NetworkInfo:
     batch_size: int  # default batch size (DIGITS's where DIGITS had the network)
     source_module: str  # where the network is defined: our module or torchvision's
     min_image_size: int = 32  # smallest square input the network accepts
+    task: str = "classification"  # or "detection": what kind of dataset it trains on
 
 
 class UnknownNetwork(UnknownName):

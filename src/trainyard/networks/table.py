@@ -27,6 +27,8 @@ FAMILIES = [f"{TIMM_PREFIX}<model>"]  # how the error message names the untabled
 
 _TORCHVISION = "torchvision.models"
 _ZOO = "trainyard.networks.zoo"
+_DETECTION = "trainyard.networks.detection"
+_TV_DETECTION = "torchvision.models.detection"
 
 # name -> the builder's "module:attr" path, with the network's NetworkInfo as the entry's info.
 STANDARD: Registry[str] = Registry("network", error=UnknownNetwork)
@@ -78,6 +80,23 @@ for _info, _builder in (
                  image_size=224, batch_size=32, source_module=_TORCHVISION), f"{_ZOO}:convnext_tiny"),
     (NetworkInfo("vit_b_16", "Vision Transformer B/16 (torchvision): image size must be a multiple of 16; "
                  "needs much data.", image_size=224, batch_size=32, source_module=_TORCHVISION), f"{_ZOO}:vit_b_16"),
+    # Detectors (task "detection": they train on detection datasets only). Batch sizes suit a CPU.
+    (NetworkInfo("fasterrcnn_resnet50_fpn", "Faster R-CNN, ResNet-50 FPN (torchvision): two-stage detector, "
+                 "accurate.", image_size=512, batch_size=4, source_module=_TV_DETECTION, min_image_size=32,
+                 task="detection"), f"{_DETECTION}:fasterrcnn_resnet50_fpn"),
+    (NetworkInfo("fasterrcnn_mobilenet_v3_large_fpn", "Faster R-CNN, MobileNet V3 FPN (torchvision): a "
+                 "lighter two-stage detector.", image_size=320, batch_size=8, source_module=_TV_DETECTION,
+                 min_image_size=32, task="detection"), f"{_DETECTION}:fasterrcnn_mobilenet_v3_large_fpn"),
+    (NetworkInfo("retinanet_resnet50_fpn", "RetinaNet, ResNet-50 FPN (torchvision): one-stage detector with "
+                 "focal loss.", image_size=512, batch_size=4, source_module=_TV_DETECTION, min_image_size=32,
+                 task="detection"), f"{_DETECTION}:retinanet_resnet50_fpn"),
+    (NetworkInfo("fcos_resnet50_fpn", "FCOS, ResNet-50 FPN (torchvision): anchor-free one-stage detector.",
+                 image_size=512, batch_size=4, source_module=_TV_DETECTION, min_image_size=32,
+                 task="detection"), f"{_DETECTION}:fcos_resnet50_fpn"),
+    (NetworkInfo("ssdlite320_mobilenet_v3_large", "SSDlite, MobileNet V3 (torchvision): small, fast "
+                 "detector for mobile and embedded deployment.", image_size=320, batch_size=16,
+                 source_module=_TV_DETECTION, min_image_size=32, task="detection"),
+     f"{_DETECTION}:ssdlite320_mobilenet_v3_large"),
 ):
     register_network(_info, _builder)
 

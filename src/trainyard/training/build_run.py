@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -31,9 +31,11 @@ from trainyard.core.errors import InvalidInput
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
 from trainyard.datasets.storage import SplitReader, open_split, split_names
+from trainyard.networks.detection import fit_input
 from trainyard.networks.state_dicts import read_state_dict
 from trainyard.training import distributed, transfer
 from trainyard.training.data import BatchLoader
+from trainyard.training.detection import build as detection_build
 from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.event_points import Schedule
 from trainyard.training.lr_policies import create_scheduler
@@ -87,6 +89,8 @@ def use_channels_last(spec: ModelSpec, device: torch.device) -> bool:
     networks flatten with ``torch.flatten`` and are tested in both layouts.
     """
     if not spec.channels_last or not spec.network:
+        return False
+    if spec.task == "detection":  # a detector batches its own (resized) copy of the images
         return False
     if device.type == "cuda":
         return True
@@ -169,20 +173,17 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
         torch.manual_seed(distributed.rank_seed(seed, d.rank))  # own dropout masks per rank
 
     batch_size = spec.default_batch_size()
-    mean, mean_mode, std = transfer.input_normalisation(spec, ckpt, mean, train_split.shape, events)
-    mean_t = mean_tensor(mean, mean_mode, spec.crop, device)
-    loader_args = dict(mean=mean_t, crop=spec.crop, seed=seed, channels_last=channels_last,
-                       rank=d.rank, world_size=d.world_size, std=std_tensor(std, device))
-    train_loader = BatchLoader(train_split, batch_size, device, train=True, augment=spec.augment, **loader_args)
-    val_loader = BatchLoader(val_split, batch_size, device, **loader_args) if val_split else None
+    train_loader: BatchLoader
+    val_loader: BatchLoader | None
+    if spec.task == "detection":  # boxes for targets, no mean (the detector normalises inside)
+        train_loader, val_loader, preprocess = detection_build.loaders(
+            spec, info, train_split, val_split, batch_size, device, seed, d, net)
+        refresh = None
+    else:
+        train_loader, val_loader, preprocess, refresh = _classification_data(
+            spec, ckpt, info, train_split, val_split, mean, batch_size, device, seed, d, net, channels_last, events)
     if not len(train_loader):
         raise TrainingError(f"dataset {spec.dataset_id} has no training images")
-    refresh = None
-    if spec.pretrained:  # BatchNorm statistics made on other images, for other weights
-        statistics_loader = BatchLoader(train_split, batch_size, device, **loader_args)
-        if not ckpt:
-            transfer.recalibrate(net, statistics_loader, events, known=std is not None)
-        refresh = transfer.refresh_loader(net, statistics_loader, events)
     if trainable is not None and (frozen := transfer.keep_frozen_batchnorm_in_eval(net)):
         events.log(f"freeze_backbone: {frozen} frozen BatchNorm layers normalise with their running "
                    "statistics in training as in validation (eval mode)")
@@ -199,10 +200,6 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
     stepper = Stepper(optimizer, scheduler, scaler, device.type, dtype, spec.accumulation)
 
-    preprocess = Preprocessing(width=width, height=height, channels=channels,
-                               resize=info.get("resize") or DEFAULT_RESIZE, mean_mode=mean_mode, crop=spec.crop,
-                               std=tuple(std) if std else None,
-                               mean=torch.from_numpy(mean.astype(np.float32)) if mean is not None else None)
     run = Run(spec, Path(job_dir), events, device, net, net, stepper, train_loader, val_loader,
               schedule, classes, image_size, preprocess, seed, trainable, head, dist=d, base_lr=base_lr,
               batchnorm_refresh=refresh)
@@ -210,6 +207,32 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
         resume_run(run, ckpt)
     _wrap(run)
     return run
+
+
+def _classification_data(spec: ModelSpec, ckpt: dict | None, info: dict, train_split: SplitReader,
+                         val_split: SplitReader | None, mean: np.ndarray | None, batch_size: int,
+                         device: torch.device, seed: int, d: Dist, net: nn.Module, channels_last: bool,
+                         events: EventWriter) -> tuple[BatchLoader, BatchLoader | None, Preprocessing,
+                                                       BatchLoader | None]:
+    """(train loader, val loader, preprocessing, BatchNorm refresh loader) of images with labels."""
+    mean, mean_mode, std = transfer.input_normalisation(spec, ckpt, mean, train_split.shape, events)
+    mean_t = mean_tensor(mean, mean_mode, spec.crop, device)
+    loader_args: dict[str, Any] = dict(mean=mean_t, crop=spec.crop, seed=seed, channels_last=channels_last,
+                       rank=d.rank, world_size=d.world_size, std=std_tensor(std, device))
+    train_loader = BatchLoader(train_split, batch_size, device, train=True, augment=spec.augment, **loader_args)
+    val_loader = BatchLoader(val_split, batch_size, device, **loader_args) if val_split else None
+    refresh = None
+    if spec.pretrained and len(train_loader):  # BatchNorm statistics made on other images, for other weights
+        statistics_loader = BatchLoader(train_split, batch_size, device, **loader_args)
+        if not ckpt:
+            transfer.recalibrate(net, statistics_loader, events, known=std is not None)
+        refresh = transfer.refresh_loader(net, statistics_loader, events)
+    height, width, channels = train_split.shape
+    preprocess = Preprocessing(width=width, height=height, channels=channels,
+                               resize=info.get("resize") or DEFAULT_RESIZE, mean_mode=mean_mode, crop=spec.crop,
+                               std=tuple(std) if std else None,
+                               mean=torch.from_numpy(mean.astype(np.float32)) if mean is not None else None)
+    return train_loader, val_loader, preprocess, refresh
 
 
 def _wrap(run: Run) -> None:
@@ -238,6 +261,8 @@ def _build_network(spec: ModelSpec, ckpt: dict | None, num_classes: int, channel
     """(network with its starting weights, trainable names or None, head names or None):
     from a checkpoint, pretrained weights or fresh, frozen as asked."""
     net = network.create_model(spec.network, spec.network_source, num_classes, channels, image_size, input_size)
+    if spec.task == "detection":
+        fit_input(net, *input_size)  # the dataset's stored size, not torchvision's 800 or 320
     if ckpt:
         net.load_state_dict(ckpt["model"])
         trainable, head = ckpt["trainable"], ckpt.get("head")

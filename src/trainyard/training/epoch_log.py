@@ -5,6 +5,8 @@ hold one line for a whole run. Each line gives what a person scans for: loss, ac
 learning rate, the speed and how long the epoch took.
 
     epoch 3/30: train loss 0.4123, val loss 0.3876, val accuracy 88.50 %, LR 0.01, 1,234 images/s, 2.4 s
+
+(a detector's line gives its validation mAP@0.5 and mAP@0.5:0.95 instead of the accuracy)
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ class EpochLog:
             parts.append(f"val loss {val_loss:.4f},")
         if val_accuracy is not None:
             parts.append(f"val accuracy {val_accuracy:.2f} %,")
+        map50, map_ = (_latest(run.metrics, name, epoch) for name in ("val_map50", "val_map"))
+        if map50 is not None and map_ is not None:
+            parts.append(f"val mAP@0.5 {map50:.3f}, mAP@0.5:0.95 {map_:.3f},")
         parts.append(f"LR {run.stepper.lr:.3g}, {images / seconds:,.0f} images/s, {seconds:.1f} s")
         run.events.log(" ".join(parts))
         self.mark, self.last_epoch = now, epoch
@@ -41,7 +46,9 @@ class EpochLog:
     def done(self, result: dict) -> None:
         best = result.get("best")
         text = f"finished {result['epoch']:g} epochs in {duration(time.perf_counter() - self.started)}"
-        if best:
+        if best and "val_map50" in best:
+            text += f"; best validation mAP@0.5 {best['val_map50']:.3f} at epoch {best['epoch']:g}"
+        elif best:
             text += f"; best validation accuracy {best['val_accuracy']:.2f} % at epoch {best['epoch']:g}"
         self.run.events.log(text)
 

@@ -4,7 +4,9 @@ No host synchronisation per step: the training loss is summed on the device and 
 few times an epoch (`Schedule`), which is also when the loss is checked for divergence and
 when metrics, learning rate, speed and progress go to events.jsonl. At each validation point
 the val loss, top-1 and top-5 accuracy (in percent) are reported with a summary; at each
-snapshot point a checkpoint is written, then announced with a ``checkpoint`` event.
+snapshot point a checkpoint is written, then announced with a ``checkpoint`` event. What a step's
+loss and a validation are comes from the spec's task (steps.py's `TASKS`): a detector's step sums
+its losses (each one reported too) and its validation reports COCO mAP, its best by val_map50.
 
 With several processes (DDP, distributed.py) every rank runs this loop on its shard; losses and
 validation counts are summed over the ranks at those same read-back points, so every rank sees
@@ -14,7 +16,6 @@ the figures of the whole global batch and the whole validation set, and rank 0's
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import time
@@ -22,13 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from trainyard.core.events import EventWriter
 from trainyard.core.jobproc import Aborted
 from trainyard.core.paths import JobFolder, checkpoint_name
-from trainyard.networks import main_output, training_loss
 from trainyard.training import distributed, transfer
 from trainyard.training.build_run import prepare
 from trainyard.training.checkpoint_writer import CheckpointWriter
@@ -38,39 +37,18 @@ from trainyard.training.epoch_log import EpochLog
 from trainyard.training.event_points import Point
 from trainyard.training.spec import ModelSpec
 from trainyard.training.state import Run, Stepper, TrainingError, checkpoint_state, rng_state
+from trainyard.training.steps import TASKS, LossMeter, StepLoss, classification_loss, evaluate
 
-
-class LossMeter:
-    """Sums per-batch losses on the device; `read` is the only host synchronisation.
-
-    With several ranks, `read` averages over all of them (every rank must call it together).
-    """
-
-    def __init__(self, device: torch.device, d: Dist = SINGLE):
-        self.total = torch.zeros((), device=device)
-        self.count = 0
-        self.dist = d
-
-    def add(self, loss: torch.Tensor) -> None:
-        self.total += loss.detach().float()
-        self.count += 1
-
-    def read(self) -> float | None:
-        """The mean loss since the last read (None if there was no batch), and reset."""
-        if not self.count:
-            return None
-        total = distributed.all_reduce_sum(self.total.clone(), self.dist)  # ranks count alike
-        value = total.item() / (self.count * self.dist.world_size)
-        self.total.zero_()
-        self.count = 0
-        return value
+__all__ = ["LossMeter", "Reporter", "evaluate", "train", "train_one_epoch"]
 
 
 def train_one_epoch(model: nn.Module, loader: BatchLoader, stepper: Stepper, meter: LossMeter,
                     epoch: int, *, start: int = 0, stop: int | None = None,
-                    after_step: Callable[[int], None] = lambda batches: None) -> None:
+                    after_step: Callable[[int], None] = lambda batches: None,
+                    step_loss: StepLoss = classification_loss) -> None:
     """Train on batches ``start``..``stop`` of ``epoch``; ``after_step(global batches)`` follows
-    every optimizer step (every ``stepper.accumulation`` batches, counted across epochs)."""
+    every optimizer step (every ``stepper.accumulation`` batches, counted across epochs).
+    ``step_loss(model, images, labels)`` gives (loss, its named parts or None)."""
     model.train()
     per_epoch = len(loader)
     for index, (images, labels) in enumerate(loader.batches(epoch, start, stop), start):
@@ -78,49 +56,12 @@ def train_one_epoch(model: nn.Module, loader: BatchLoader, stepper: Stepper, met
         stepping = batches % stepper.accumulation == 0
         with stepper.sync(stepping):
             with stepper.autocast():
-                loss = training_loss(model(images), labels, model)
-            meter.add(loss)
+                loss, parts = step_loss(model, images, labels)
+            meter.add(loss, parts)
             stepper.backward(loss)
         if stepping:
             stepper.step()
             after_step(batches)
-
-
-def evaluate(model: nn.Module, loader: BatchLoader,
-             autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-             should_stop: Callable[[], bool] = lambda: False, d: Dist = SINGLE) -> dict[str, float]:
-    """Loss, top-1 and top-5 accuracy (percent) over a whole split; one host sync at the end.
-
-    ``autocast`` makes the mixed-precision context (e.g. ``Stepper.autocast``); fp32 by default.
-    With several ranks each evaluates its shard (``loader``'s rank) and the sums are added up,
-    so the figures are over the whole split; ``model`` must not be DDP-wrapped (its forward
-    would wait for the other ranks, and shards may differ by a batch).
-    """
-    was_training = model.training
-    model.eval()
-    device = loader.device
-    loss_sum, top1, top5 = (torch.zeros((), device=device) for _ in range(3))
-    count = 0
-    with torch.inference_mode():
-        for index, (images, labels) in enumerate(loader.batches()):
-            # Only on batches every rank has: ranks must ask a StopAgreement equally often.
-            if index < loader.common_batches and should_stop():
-                raise Aborted()
-            with autocast():
-                logits = main_output(model(images))
-            logits = logits.float()
-            loss_sum += F.cross_entropy(logits, labels, reduction="sum")
-            k = min(5, logits.shape[1])
-            hits = logits.topk(k, dim=1).indices == labels[:, None]  # (N, k)
-            top1 += hits[:, 0].sum()
-            top5 += hits.any(dim=1).sum()
-            count += len(labels)
-    model.train(was_training)
-    sums = torch.stack([loss_sum, top1.float(), top5.float(), torch.tensor(float(count), device=device)])
-    loss, correct1, correct5, count = distributed.all_reduce_sum(sums, d).tolist()
-    count = max(count, 1)
-    return {"val_loss": loss / count, "val_accuracy": 100.0 * correct1 / count,
-            "val_top5": 100.0 * correct5 / count}
 
 
 class Reporter:
@@ -130,13 +71,14 @@ class Reporter:
         self.run = run
         self.events: EventWriter = run.events
         self.should_stop = should_stop
+        self.task = TASKS[run.spec.task]
         self.meter = LossMeter(run.device, run.dist)
         self.checkpoints = CheckpointWriter(run.events)  # writes off the training thread
         self.started = self.mark = time.perf_counter()
         self.first = run.batches  # global batches done when this process started
         self.last = run.batches
         # the latest validation accuracy, also across a resume (summaries report it)
-        self.last_val: float | None = (run.metrics.get("val_accuracy") or [[None, None]])[-1][1]
+        self.last_val: float | None = (run.metrics.get(self.task.best) or [[None, None]])[-1][1]
 
     def metric(self, epoch: float, name: str, value: float, keep: bool = True) -> None:
         self.events.emit("metric", epoch=epoch, name=name, value=value)
@@ -157,7 +99,7 @@ class Reporter:
                 self.snapshot(point.snapshot, batches)
             if point.validate is not None or point.snapshot is not None:
                 self.events.emit("summary", epoch=point.validate or point.snapshot,
-                                 best=self.run.best, val_accuracy=self.last_val)
+                                 best=self.run.best, **{self.task.best: self.last_val})
                 self.mark = time.perf_counter()  # images/s measures training only
         if self.should_stop():
             raise Aborted()
@@ -172,6 +114,8 @@ class Reporter:
                                 f"learning rate (now {run.base_lr:g})")
         if loss is not None:
             self.metric(epoch, "train_loss", loss)
+            for name, value in self.meter.last_parts.items():
+                self.metric(epoch, name, value)
         self.metric(epoch, "lr", run.stepper.lr)
         images = (point.batches - self.last) * run.global_batch
         self.metric(epoch, "images_per_second", round(images / max(now - self.mark, 1e-9), 1), keep=False)
@@ -188,16 +132,16 @@ class Reporter:
         distributed.sync_buffers(run.net, run.dist)  # rank 0's BatchNorm statistics: those it saves
         # `is None`, not `or`: a compiled module has no truth value (OptimizedModule raises on len()).
         model = run.model if run.eval_model is None else run.eval_model
-        result = evaluate(model, run.val_loader, run.stepper.autocast,
-                          self.should_stop, run.dist)
+        result = self.task.evaluate(model, run.val_loader, run.stepper.autocast, self.should_stop, run.dist)
         if not math.isfinite(result["val_loss"]):
             raise TrainingError(f"training diverged at epoch {epoch:g} (validation loss is "
                                 f"{result['val_loss']}): lower the learning rate (now {run.base_lr:g})")
         for name, value in result.items():
             self.metric(epoch, name, value)
-        self.last_val = result["val_accuracy"]
-        if run.best is None or self.last_val > run.best["val_accuracy"]:
-            run.best = {"epoch": epoch, "val_accuracy": self.last_val}
+        best = self.task.best
+        self.last_val = result[best]
+        if run.best is None or self.last_val > run.best[best]:
+            run.best = {"epoch": epoch, best: self.last_val}
 
     def snapshot(self, epoch: float, batches: int) -> Path | None:
         """Rank 0 writes the checkpoint (with every rank's RNG state); the others wait for none.
@@ -246,8 +190,9 @@ def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,
         events.emit("gpu_memory", peak_allocated=torch.cuda.max_memory_allocated(run.device),
                     peak_reserved=torch.cuda.max_memory_reserved(run.device))
     final = run.schedule.snapshot_epochs[-1]
-    last = run.metrics.get("val_accuracy", [[None, None]])[-1][1]
-    result = {"epoch": final, "best": run.best, "val_accuracy": last}
+    best = reporter.task.best
+    last = run.metrics.get(best, [[None, None]])[-1][1]
+    result = {"epoch": final, "best": run.best, best: last}
     events.emit("result", **result)
     log.done(result)
     return result
@@ -263,7 +208,7 @@ def _train_batches(run: Run, reporter: Reporter, after_epoch: Callable[[float], 
         epoch, start = divmod(batches, per_epoch)
         stop = min(per_epoch, schedule.total_batches - epoch * per_epoch)
         train_one_epoch(run.model, loader, run.stepper, reporter.meter, epoch, start=start,
-                        stop=stop, after_step=reporter)
+                        stop=stop, after_step=reporter, step_loss=reporter.task.step_loss)
         batches = epoch * per_epoch + stop
         after_epoch(schedule.epoch_of(batches))
 

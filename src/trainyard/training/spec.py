@@ -68,6 +68,10 @@ class ModelSpec(SpecModel):
     dataset_id: str | None = Field(None, min_length=1)
     dataset_dir: str | None = Field(None, min_length=1)  # the dataset folder (info.json, train/, val/, ...)
 
+    # What the dataset is for (its own task, copied when the job is made): classification
+    # (labels per image) or detection (boxes); the network must be made for the same.
+    task: Literal["classification", "detection"] = "classification"
+
     # Exactly one: a standard network by name, or a custom network file's Python source.
     network: str | None = None
     network_source: str | None = None
@@ -146,6 +150,9 @@ class ModelSpec(SpecModel):
             raise ValueError("backbone_lr_mult needs pretrained weights (set pretrained)")
         if self.pretrained_entry and not (self.pretrained and self.network):
             raise ValueError("pretrained_entry needs pretrained (its file) and a standard or timm network")
+        if self.network and get_network(self.network).task != self.task:
+            raise ValueError(f"network {self.network} is a {get_network(self.network).task} network and "
+                             f"this dataset is for {self.task}: choose a {self.task} network")
         if self.solver == "nesterov" and self.momentum <= 0:
             raise ValueError("the nesterov solver needs a momentum above 0")
         if self.node_rank >= self.nnodes:

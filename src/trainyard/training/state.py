@@ -150,6 +150,7 @@ def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = No
         "model": run.net.state_dict(),
         "network": run.spec.network,
         "network_source": run.spec.network_source,
+        "task": run.spec.task,  # what inference answers: classes, or boxes
         "classes": run.classes,
         "image_size": run.image_size,
         "preprocess": run.preprocess.to_dict(),

@@ -117,8 +117,7 @@ def add_cells(jobs: list[dict], names: dict[str, str], gpu_labels: dict[str, str
             row.update(
                 subtitle=job["id"] + (f" · sweep {job['group']}" if job["group"] else ""),
                 dataset=names.get(job["parent"], job["parent"]),
-                best=Markup(f'<strong>{best["val_accuracy"]:.2f}%</strong> <span class="small muted">epoch '
-                            f'{best["epoch"]:.4g}</span>') if best.get("val_accuracy") is not None else "",
+                best=_best_cell(best),
                 gpus=", ".join(gpu_labels.get(r, "CPU" if r.startswith("cpu") else r) for r in job["resources"]))
         job["row"] = row
 
@@ -128,3 +127,14 @@ def add_tags(jobs: list[dict], labels: dict[str, dict]) -> None:
     for job in jobs:
         tags = labels.get(job["id"], {}).get("tags") or []
         job["row"]["tags"] = Markup("".join(f' <a class="tag" href="/?tag={escape(t)}">{escape(t)}</a>' for t in tags))
+
+
+def _best_cell(best: dict) -> Markup | str:
+    """A model row's best validation figure: accuracy in percent, or a detector's mAP@0.5."""
+    if best.get("val_accuracy") is not None:
+        value = f"{best['val_accuracy']:.2f}%"
+    elif best.get("val_map50") is not None:
+        value = f"mAP@0.5 {best['val_map50']:.3f}"
+    else:
+        return ""
+    return Markup(f'<strong>{value}</strong> <span class="small muted">epoch {best["epoch"]:.4g}</span>')

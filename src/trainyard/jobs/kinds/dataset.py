@@ -15,7 +15,7 @@ from trainyard.jobs.runs.manager import JobConflict, JobError
 from trainyard.jobs.store.store import Job
 
 PATH_FIELDS = ("train_folder", "val_folder", "test_folder", "train_list", "val_list", "test_list",
-               "labels_file", "image_root", "train_archive", "val_archive")
+               "labels_file", "image_root", "train_archive", "val_archive", "train_labels", "val_labels")
 
 
 def check_paths(ctx: Context, spec: DatasetSpec) -> DatasetSpec:
@@ -55,6 +55,9 @@ def append_dataset_job(ctx: Context, parent_id: str, fields: dict, *, foreground
         raise JobConflict(f"dataset {parent_id} is {parent.status}; only a built dataset can be appended to")
     folder = ctx.manager.folder(parent_id)
     base = DATASET.spec_of(folder)  # the parent's spec as stored, however old; the new one is checked
+    if base.task == "detection":
+        raise JobConflict(f"dataset {parent_id} is a detection dataset: appending is for classification "
+                          "datasets; build a new detection dataset from all the images and labels")
     version = base.dataset_version + 1
     inherited = {key: getattr(base, key) for key in ("width", "height", "channels", "resize", "encoding")}
     spec = DatasetSpec.model_validate({

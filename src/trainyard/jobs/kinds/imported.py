@@ -77,6 +77,7 @@ def _write_folder(folder: JobFolder, job_id: str, name: str, checkpoint: dict, a
     epoch = checkpoint["epoch"]
     spec = {"version": 1, "kind": "model", "id": job_id, "name": name, "network": checkpoint["network"],
             "network_source": checkpoint["network_source"], "epochs": epoch,
+            "task": checkpoint.get("task") or "classification",
             "imported": {"archive": archive_name, **checkpoint["imported"]}}
     checkpoint = {**checkpoint, "spec": spec}
     path = save_checkpoint(folder.checkpoints / checkpoint_name(epoch), checkpoint)

@@ -42,6 +42,11 @@ def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float
     if fields.get("split"):
         fields.update(_dataset_split(MODEL.spec_of(folder), fields["split"]))
     what = fields.get("split") or "images"
+    model_spec = MODEL.find_spec(folder)
+    fields["task"] = getattr(model_spec, "task", None) or "classification"
+    if fields["task"] == "detection" and kind != "evaluate":
+        raise JobError("detect many images with `trainyard detect` or the API's detect; "
+                       "this job kind classifies")
     spec = validated(InferenceSpec, {**fields, "kind": kind, "name": f"{kind} {what}: {model.name} @ epoch {epoch:g}",
                                      "model_id": model.id, "checkpoint": str(checkpoint), "epoch": epoch,
                                      "roots": [str(r) for r in ctx.settings.allowed_roots]})

@@ -34,6 +34,9 @@ from trainyard.jobs.store.store import Job
 from trainyard.training.spec import ModelSpec
 
 S = TypeVar("S", bound=SpecModel)
+# What a detection dataset's info adds to its description (datasets/detection/stats.py).
+DETECTION_INFO = ("labels_format", "box_counts", "empty_images", "counts_meaning", "box_sizes", "images",
+                  "label_notes", "warnings")
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,16 @@ def describe_dataset(job: Job, folder: JobFolder) -> dict:
         "channels": info.get("channels"),
         "resize": info.get("resize"),
         "encoding": info.get("encoding"),
+        "task": info.get("task") or _spec_task(job, folder),
+        # detection's box statistics and notes (datasets/detection/stats.py), absent otherwise
+        **{key: info[key] for key in DETECTION_INFO if key in info},
     }
+
+
+def _spec_task(job: Job, folder: JobFolder) -> str:
+    """The task the spec asks for (before the build has written info.json)."""
+    spec = DATASET.find_spec(folder) if job.kind == "dataset" else None
+    return spec.task if spec is not None else "classification"
 
 
 def model_metrics(folder: JobFolder) -> tuple[dict[str, list], list[int | float]]:
@@ -177,21 +189,25 @@ def _checkpoint_exists(folder: JobFolder, epoch: float) -> bool:
 
 def describe_model(job: Job, folder: JobFolder) -> dict:
     metrics, snapshots = model_metrics(folder)
-    for name in ("val_accuracy", "val_loss", "train_loss"):
-        metrics.setdefault(name, [])
-    accuracy = metrics["val_accuracy"]
-    best = max(accuracy, key=lambda p: p[1]) if accuracy else None
     stored = _stored(folder)
     spec = MODEL.read_or_none(stored)
+    task = spec.task if spec else "classification"
+    # a detector's best is its highest mAP@0.5 (training/steps.py's TASKS say the same)
+    key = "val_map50" if task == "detection" else "val_accuracy"
+    for name in (key, "val_loss", "train_loss", *(("val_map",) if task == "detection" else ())):
+        metrics.setdefault(name, [])
+    accuracy = metrics[key]
+    best = max(accuracy, key=lambda p: p[1]) if accuracy else None
     network = spec.network or ("custom" if spec.network_source else None) if spec else None
     return {
         "dataset": job.parent_id,
+        "task": task,
         "network": network,
         "epoch": job.summary.get("epoch", 0),
         "epochs": spec.epochs if spec else None,
         "snapshots": snapshots,
         "metrics": metrics,
-        "best": {"epoch": best[0], "val_accuracy": best[1]} if best else None,
+        "best": {"epoch": best[0], key: best[1]} if best else None,
         "workers": (job.summary or {}).get("workers", []),  # cluster mode: where each rank runs
         "spec": stored,  # the spec.json as it was written
     }

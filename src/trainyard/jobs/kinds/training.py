@@ -23,7 +23,7 @@ from trainyard.core.limits import MAX_NAME
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.lookup import job_of_kind
 from trainyard.jobs.kinds.pretrained import Pretrained, resolve_pretrained
-from trainyard.jobs.kinds.registry import MODEL
+from trainyard.jobs.kinds.registry import DATASET, MODEL
 from trainyard.jobs.kinds.sweeps import MAX_TRIALS, check_ranges, check_size, combinations, sweep_size
 from trainyard.jobs.runs.early_stop import DEFAULT_MIN_EPOCHS, mark_early_stop
 from trainyard.jobs.runs.manager import JobConflict, JobError
@@ -90,6 +90,7 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
         fields["lr"] = {**fields.get("lr", {}), **({"base_lr": lr} if lr is not None else {})}
         fields.update(name=_job_name(request, dataset, network, lr, batch), dataset_id=dataset.id,
                       dataset_dir=str(ctx.manager.folder(dataset.id).dataset), pretrained=None,
+                      task=dataset_task(ctx, dataset),
                       network=network, network_source=None if network else request.network_source,
                       batch_size=batch if batch is not None else fields.get("batch_size"),
                       cluster=cluster_placement(needs),
@@ -138,6 +139,12 @@ def _job_name(request: TrainRequest, dataset: Job, network, lr, batch) -> str:
         parts.append(f"bs={batch}")
     name = f"{request.name} [{', '.join(parts)}]" if parts else request.name
     return name if len(name) <= MAX_NAME else name[:MAX_NAME - 1] + "…"
+
+
+def dataset_task(ctx: Context, dataset: Job) -> str:
+    """What the dataset is for (its spec's task: classification unless it says detection)."""
+    spec = DATASET.find_spec(ctx.manager.folder(dataset.id))
+    return getattr(spec, "task", None) or "classification"
 
 
 def _dataset(ctx: Context, dataset_id: str) -> Job:

@@ -22,6 +22,7 @@ from sqlalchemy import select
 
 from trainyard.core.events import EventTail, EventWriter, read_events
 from trainyard.core.status import Status
+from trainyard.core.vocabulary import BEST_METRIC
 from trainyard.jobs.kinds.registry import MODEL
 from trainyard.jobs.store.store import Job, Store
 
@@ -47,7 +48,7 @@ def validation_points(events_path) -> list[tuple[float, float, float]]:
     resumed run that reported an epoch again keeps the later value."""
     points: dict[float, tuple[float, float, float]] = {}
     for event in read_events(events_path, {"metric"}):
-        if event.get("name") == "val_accuracy":
+        if event.get("name") in BEST_METRIC.values():  # accuracy, or a detector's mAP@0.5
             points[event["epoch"]] = (event.get("time", 0.0), event["epoch"], event["value"])
     return sorted(points.values(), key=lambda p: p[1])
 

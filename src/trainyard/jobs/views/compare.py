@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import hashlib
 
+from trainyard.core.vocabulary import BEST_METRIC, best_score
 from trainyard.jobs.kinds.registry import MODEL, model_metrics
 from trainyard.jobs.runs.manager import JobError, JobManager, JobNotFound
 from trainyard.jobs.store.store import Job
 
 MAX_RUNS = 20  # more curves than this on one chart are not readable, and each costs a file read
-SERIES = ("train_loss", "val_loss", "val_accuracy", "lr")
+SERIES = ("train_loss", "val_loss", "val_accuracy", "val_map50", "val_map", "lr")
 # Spec fields that say where things are or who the job is, not how it trained.
 NOT_SETTINGS = frozenset({"id", "name", "dataset_dir", "pretrained", "cluster"})
 
@@ -55,7 +56,8 @@ def _run(manager: JobManager, job: Job) -> tuple[dict, dict]:
     folder = manager.folder(job.id)
     metrics, _ = model_metrics(folder)
     spec = MODEL.find_spec(folder)
-    accuracy = metrics.get("val_accuracy") or []
+    key = BEST_METRIC[spec.task if spec else "classification"]
+    accuracy = metrics.get(key) or []
     best = max(accuracy, key=lambda p: p[1]) if accuracy else None
     final = {name: points[-1][1] for name in SERIES if (points := metrics.get(name))}
     epochs = [points[-1][0] for points in metrics.values() if points]
@@ -64,7 +66,7 @@ def _run(manager: JobManager, job: Job) -> tuple[dict, dict]:
     run = {"id": job.id, "name": job.name, "status": job.status.value, "group": job.group,
            # As the spec was written (exclude_unset): a setting a job never had is not made up.
            "settings": flat_settings(spec.model_dump(mode="json", exclude_unset=True) if spec else {}),
-           "best": {"epoch": best[0], "val_accuracy": best[1]} if best else None,
+           "best": {"epoch": best[0], key: best[1]} if best else None,
            "final": final or None}
     return run, {name: metrics.get(name, []) for name in SERIES}
 
@@ -98,8 +100,8 @@ def text_table(doc: dict) -> list[str]:
     for run in doc["jobs"]:
         best, final = run["best"] or {}, run["final"] or {}
         rows.append([run["id"], *(_cell(run["settings"].get(n)) for n in doc["differs"]), run["status"],
-                     _cell(best.get("val_accuracy")), _cell(best.get("epoch")),
-                     _cell(final.get("val_accuracy")), _cell(final.get("train_loss"))])
+                     _cell(best_score(best)), _cell(best.get("epoch")),
+                     _cell(final.get("val_accuracy", final.get("val_map50"))), _cell(final.get("train_loss"))])
     widths = [max(len(str(c)) for c in col) for col in zip(columns, *rows)]
     return ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [columns, *rows]]
 

@@ -86,7 +86,8 @@ def _sort_keys(c: Any, sort: str) -> list[Any]:
                        else_=func.coalesce(c.finished_at, time.time()) - c.started_at)
         return [elapsed, c.created_at]
     if sort == "best":
-        return [func.coalesce(c.summary["best"]["val_accuracy"].as_float(), -1.0), c.created_at]
+        return [func.coalesce(c.summary["best"]["val_accuracy"].as_float(),
+                              c.summary["best"]["val_map50"].as_float(), -1.0), c.created_at]
     return [c.created_at, c.id]
 
 

@@ -7,6 +7,7 @@ from collections import Counter
 
 from sqlalchemy import select
 
+from trainyard.core.vocabulary import best_score
 from trainyard.jobs.kinds.registry import MODEL
 from trainyard.jobs.runs.manager import JobManager, JobNotFound
 from trainyard.jobs.store.store import Job
@@ -23,11 +24,11 @@ def sweep(manager: JobManager, group: str) -> dict:
         raise JobNotFound(f"no sweep named {group!r}")
     runs = [_run(manager, job) for job in jobs]
     scored = [r for r in runs if r["best"]]
-    best = max(scored, key=lambda r: r["best"]["val_accuracy"]) if scored else None
+    best = max(scored, key=lambda r: best_score(r["best"]) or 0.0) if scored else None
     stopped = [r for r in runs if r["stopped"]]
     saved = sum(max(0.0, (r["epochs"] or 0) - r["stopped"]["epoch"]) for r in stopped)
     # The compare view takes at most MAX_RUNS: the best ones, then those with no result yet.
-    ranked = sorted(runs, key=lambda r: -(r["best"] or {}).get("val_accuracy", -1.0))
+    ranked = sorted(runs, key=lambda r: -(best_score(r["best"]) or -1.0))
     return {"name": group, "runs": runs, "counts": dict(Counter(r["status"] for r in runs)), "best": best,
             "stopped": len(stopped), "epochs_saved": saved,
             "early_stop": any((j.summary or {}).get("early_stop") for j in jobs),

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from trainyard.core.errors import Conflict, InvalidInput, NotFound, UserError
 from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
+from trainyard.datasets.detection.explore import image_page, is_detection_split
 from trainyard.datasets.images import ImageError, png_bytes
 from trainyard.datasets.preview import preview_resize
 from trainyard.datasets.sources import iter_images
@@ -141,8 +142,12 @@ def _open(folder: Path, split: str) -> SplitReader:
 @router.get("/{dataset_id}/images", response_model=schemas.ImagePage)
 def list_images(ctx: Ctx, dataset_id: str, split: str = "train", label: int | None = None,
                 offset: int = Query(0, ge=0), limit: int = Query(48, ge=1, le=PAGE_MAX)) -> dict:
-    """A page of a split's images (index and label), optionally of one class only."""
-    reader = _open(_built_dataset(ctx, dataset_id), split)
+    """A page of a split's images (index and label), optionally of one class only. A detection
+    split's images carry their boxes, and ``label`` is the number of boxes."""
+    folder = _built_dataset(ctx, dataset_id)
+    reader = _open(folder, split)
+    if is_detection_split(folder / split):
+        return image_page(folder / split, label, offset, limit)
     labels = reader.labels
     indices = range(len(labels)) if label is None else (labels == label).nonzero()[0]
     page = [int(i) for i in indices[offset: offset + limit]]

@@ -90,6 +90,21 @@ async def classify(ctx: Ctx, request: Request, model_id: str, epoch: float | Non
     return await asyncio.get_running_loop().run_in_executor(INFERENCE, work)
 
 
+@router.post("/{model_id}/detect", openapi_extra=CLASSIFY_BODY, response_model=more.Detected)
+async def detect(ctx: Ctx, request: Request, model_id: str, epoch: float | None = None,
+                 threshold: float = Query(0.5, ge=0, le=1)) -> dict:
+    """Boxes of a detection model in uploaded images (multipart ``images``) or files inside the
+    data roots (JSON ``{"paths": [...]}``), in each image's own pixels, best first, scores at
+    or above ``threshold``."""
+    get_job_of_kind(ctx, model_id, "model")
+    sources = await _images_of(ctx, request)
+
+    from trainyard.web.detect_work import detect_sources  # torch: on first use, not at start-up
+
+    work = partial(detect_sources, ctx, model_id, epoch, sources, threshold=threshold)
+    return await asyncio.get_running_loop().run_in_executor(INFERENCE, work)
+
+
 class EvaluateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     split: str = Field("val", pattern="^(val|test|train)$")

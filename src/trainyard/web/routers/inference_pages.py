@@ -47,7 +47,8 @@ def classify_page(request: Request, ctx: Ctx, model_id: str, epoch: float | None
     jobs = [job_brief(job) for job in inference_jobs(ctx, model_id)]
     # The checkpoint files themselves: a snapshot is usable as soon as its file is complete.
     snapshots = list(checkpoint_epochs(ctx.manager.folder(model_id).path))
-    return templates.TemplateResponse(request, "classify.html", {
+    page = "detect.html" if model.get("task") == "detection" else "classify.html"  # boxes, not classes
+    return templates.TemplateResponse(request, page, {
         "model": model, "snapshots": snapshots, "splits": _splits(model), "jobs": jobs, "epoch": epoch,
         "roots": [str(r) for r in ctx.settings.allowed_roots]})
 

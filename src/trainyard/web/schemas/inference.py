@@ -31,6 +31,28 @@ class Classified(Open):
     results: list[ImageResult]
 
 
+class DetectedBox(Open):
+    label: str
+    score: Number  # 0..1
+    box: tuple[Number, Number, Number, Number]  # x1, y1, x2, y2 in the original image's pixels
+
+
+class DetectResult(Open):
+    image: str
+    boxes: list[DetectedBox]  # best first
+
+
+class Detected(Open):
+    """POST /api/models/{id}/detect: the detector that answered and one result per image."""
+
+    model: str
+    epoch: Number | None
+    network: str | None
+    classes: list[str]
+    threshold: Number
+    results: list[DetectResult]
+
+
 # --- classify-many and evaluate jobs -----------------------------------------------------
 
 

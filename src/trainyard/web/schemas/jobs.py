@@ -78,11 +78,13 @@ class DatasetDetail(JobDetail):
 
 class Best(Open):
     epoch: Number
-    val_accuracy: Number
+    val_accuracy: Number | None = None  # a classifier's (percent)
+    val_map50: Number | None = None  # a detector's (0..1)
 
 
 class ModelDetail(JobDetail):
     dataset: str | None
+    task: str | None = None  # "classification" or "detection" (boxes; best by val_map50)
     network: str | None
     epoch: Number
     epochs: int | None
@@ -131,9 +133,15 @@ class Deleted(BaseModel):
     deleted: str
 
 
+class BoxRef(BaseModel):
+    label: int  # class index
+    box: list[float]  # x1, y1, x2, y2 in the stored image's pixels
+
+
 class ImageRef(BaseModel):
     index: int
-    label: int
+    label: int  # the class; for a detection split, the number of boxes
+    boxes: list[BoxRef] | None = None  # detection only
 
 
 class ImagePage(BaseModel):
@@ -141,3 +149,5 @@ class ImagePage(BaseModel):
     total: int
     offset: int
     images: list[ImageRef]
+    width: int | None = None  # detection: the stored size the boxes are in
+    height: int | None = None

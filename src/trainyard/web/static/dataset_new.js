@@ -54,11 +54,21 @@ import { ty } from "./app.js";
       folder: ["train_folder", "val_folder", "test_folder"],
       lists: ["train_list", "labels_file", "val_list", "test_list", "image_root"],
       upload: [],
+      detection: ["det_train_folder", "det_train_labels", "det_labels_format", "det_classes", "det_val_folder",
+        "det_val_labels", "det_resize"],
     };
     for (const name of fields.concat(sources[activeTab])) {
       const input = form.elements[name];
       if (!input || input.value === "") continue;
       spec[name] = input.type === "number" || name === "channels" ? Number(input.value) : input.value;
+    }
+    if (activeTab === "detection") {
+      // The detection panel's fields are the spec's, prefixed so they do not clash with the folder tab's.
+      for (const key of Object.keys(spec)) {
+        if (key.startsWith("det_")) { spec[key.slice(4)] = spec[key]; delete spec[key]; }
+      }
+      spec.task = "detection";
+      for (const key of ["test_percent", "min_per_class", "max_per_class"]) delete spec[key];
     }
     return spec;
   }

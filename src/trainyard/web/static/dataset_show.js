@@ -55,7 +55,47 @@ import { JobPage } from "./job_page.js";
   const grid = document.getElementById("explore-grid");
   if (!grid) return;
   const classes = JSON.parse(grid.dataset.classes);
-  const pageSize = 48;
+  const detection = grid.dataset.task === "detection";
+  const pageSize = detection ? 24 : 48;
+  const palette = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#bfef45"];
+  const svgNS = "http://www.w3.org/2000/svg";
+
+  // A detection image: the stored picture with its boxes drawn over it in an SVG of the same
+  // coordinates (stored pixels), each labelled with its class name (as text nodes: names are
+  // user data).
+  function boxedFigure(image, src, width, height) {
+    const figure = document.createElement("figure");
+    const frame = document.createElement("div");
+    frame.className = "boxed";
+    frame.style.aspectRatio = `${width} / ${height}`;
+    const img = document.createElement("img");
+    img.loading = "lazy";
+    img.src = src;
+    img.setAttribute("alt", `${image.boxes.length} boxes`);
+    const svg = document.createElementNS(svgNS, "svg");
+    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    for (const { label, box } of image.boxes) {
+      const [x1, y1, x2, y2] = box;
+      const colour = palette[label % palette.length];
+      const rect = document.createElementNS(svgNS, "rect");
+      Object.entries({ x: x1, y: y1, width: x2 - x1, height: y2 - y1, stroke: colour }).forEach(([k, v]) => rect.setAttribute(k, v));
+      rect.setAttribute("class", "box");
+      const text = document.createElementNS(svgNS, "text");
+      text.setAttribute("x", x1 + 1);
+      text.setAttribute("y", Math.max(y1 - 1, Math.min(height, 8)));
+      text.setAttribute("fill", colour);
+      text.setAttribute("font-size", Math.max(6, Math.round(height / 14)));
+      text.textContent = classes[label];
+      svg.append(rect, text);
+    }
+    frame.append(img, svg);
+    const caption = document.createElement("figcaption");
+    const n = image.boxes.length;
+    caption.textContent = n ? `${n} box${n > 1 ? "es" : ""}` : "no boxes";
+    figure.append(frame, caption);
+    return figure;
+  }
+
   let offset = 0;
   async function showPage() {
     const split = document.getElementById("explore-split").value;
@@ -65,10 +105,12 @@ import { JobPage } from "./job_page.js";
     const page = await ty.api("GET", `/api/datasets/${jobId}/images?${query}`);
     // Built as DOM nodes: class names are folder names, which may hold quotes or markup.
     grid.replaceChildren(...page.images.map((image) => {
+      const src = `/api/datasets/${encodeURIComponent(jobId)}/images/${encodeURIComponent(split)}/${image.index}.png`;
+      if (detection) return boxedFigure(image, src, page.width, page.height);
       const figure = document.createElement("figure");
       const img = document.createElement("img");
       img.loading = "lazy";
-      img.src = `/api/datasets/${encodeURIComponent(jobId)}/images/${encodeURIComponent(split)}/${image.index}.png`;
+      img.src = src;
       img.setAttribute("alt", classes[image.label]);
       const caption = document.createElement("figcaption");
       caption.textContent = classes[image.label];

@@ -10,19 +10,28 @@ import { isActive, Status } from "./status.js";
   const $ = (id) => document.getElementById(id);
 
   // -- charts ------------------------------------------------------------------------------------
-  const main = new charts.Table(["train_loss", "val_loss", "val_accuracy", "val_top5"]);
+  // A detector charts COCO's mAP (0..1) where a classifier charts its accuracy (percent).
+  const detection = root.dataset.task === "detection";
+  const BEST = detection ? "val_map50" : "val_accuracy";
+  const quality = detection ? [
+    { name: "val_map50", label: "val mAP@0.5", color: "#1f8a4c", scale: "pct", points: true },
+    { name: "val_map", label: "val mAP@0.5:0.95", color: "#7c3aed", scale: "pct", dash: [6, 4], points: true },
+  ] : [
+    { name: "val_accuracy", label: "val accuracy (top-1)", color: "#1f8a4c", scale: "pct", points: true, unit: "%" },
+    { name: "val_top5", label: "val accuracy (top-5)", color: "#7c3aed", scale: "pct", dash: [6, 4], points: true, unit: "%" },
+  ];
+  const main = new charts.Table(["train_loss", "val_loss", ...quality.map((q) => q.name)]);
   const lr = new charts.Table(["lr"]);
-  let best = null; // {x: epoch, y: accuracy}
+  let best = null; // {x: epoch, y: accuracy or mAP@0.5}
   const mainChart = charts.lineChart($("chart-main"), {
     table: main, height: 320,
     series: [
       { name: "train_loss", label: "train loss", color: "#2f6fde", scale: "loss" },
       { name: "val_loss", label: "val loss", color: "#b7791f", scale: "loss", points: true },
-      { name: "val_accuracy", label: "val accuracy (top-1)", color: "#1f8a4c", scale: "pct", points: true, unit: "%" },
-      { name: "val_top5", label: "val accuracy (top-5)", color: "#7c3aed", scale: "pct", dash: [6, 4], points: true, unit: "%" },
+      ...quality,
     ],
-    scales: { loss: { auto: true }, pct: { range: [0, 100] } },
-    axes: [{ scale: "loss", label: "loss" }, { scale: "pct", label: "accuracy (%)", side: 1 }],
+    scales: { loss: { auto: true }, pct: { range: detection ? [0, 1] : [0, 100] } },
+    axes: [{ scale: "loss", label: "loss" }, { scale: "pct", label: detection ? "mAP" : "accuracy (%)", side: 1 }],
     plugins: [charts.bestMarker(() => best && { ...best, scale: "pct" })],
   });
   const lrChart = charts.lineChart($("chart-lr"), {
@@ -44,7 +53,7 @@ import { isActive, Status } from "./status.js";
       if (main.has(e.name)) main.add(e.name, e.epoch, e.value);
       else if (e.name === "lr") lr.add("lr", e.epoch, e.value);
       else if (e.name === "images_per_second") view.speed = e.value;
-      if (e.name === "val_accuracy" && (!best || e.value > best.y)) best = { x: e.epoch, y: e.value };
+      if (e.name === BEST && (!best || e.value > best.y)) best = { x: e.epoch, y: e.value };
       view.epoch = Math.max(view.epoch ?? 0, e.epoch);
     },
     progress(e) { Object.assign(view, { done: e.done, total: e.total, eta: e.eta }); },
@@ -60,7 +69,8 @@ import { isActive, Status } from "./status.js";
     if (view.total) $("stat-iteration").textContent = `${view.done} / ${view.total}`;
     if (view.speed != null) $("stat-speed").textContent = Math.round(view.speed).toLocaleString();
     $("stat-eta").textContent = isActive(page.status) && view.eta != null ? ty.duration(view.eta) : "–";
-    if (best) $("stat-best").textContent = `${best.y.toFixed(2)}% (epoch ${+best.x.toFixed(3)})`;
+    if (best) $("stat-best").textContent = detection ? `mAP@0.5 ${best.y.toFixed(3)} (epoch ${+best.x.toFixed(3)})`
+      : `${best.y.toFixed(2)}% (epoch ${+best.x.toFixed(3)})`;
     const pre = $("job-log");
     const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     pre.textContent = log.join("\n");

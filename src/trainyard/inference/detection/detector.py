@@ -1,0 +1,94 @@
+"""A detection checkpoint loaded for inference, kept in a small cache so warm requests do not reload.
+
+The detector is built from its checkpoint (standard network by name, or a custom file's source
+where the caller allows user code) at the stored image size it trained at, in eval mode. It
+answers `boxes` for a batch of stored-size images: per image, boxes (x1, y1, x2, y2 in stored
+pixels), scores and the dataset's class indices (the model's background offset removed).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from trainyard.artifact.preprocessing import Preprocessing
+from trainyard.inference.snapshots import InferenceError
+
+if TYPE_CHECKING:
+    from torch import nn
+
+CACHE_SIZE = 2  # detectors are large; the server keeps the two last used
+_cache: OrderedDict[tuple, LoadedDetector] = OrderedDict()
+_lock = threading.Lock()
+
+
+class NotADetector(InferenceError):
+    """A checkpoint of a classification model where boxes were asked for (or the reverse)."""
+
+
+@dataclass
+class LoadedDetector:
+    path: Path
+    model: nn.Module
+    classes: list[str]
+    preprocess: Preprocessing
+    offset: int  # the model's label of class 0
+    network: str | None = None  # a standard network's name; None for a custom one
+    device: str = "cpu"
+
+    def boxes(self, batch: np.ndarray) -> list[dict[str, np.ndarray]]:
+        """(N, H, W, C) uint8 stored-size images -> per image {"boxes", "scores", "labels"}."""
+        import torch
+
+        x = torch.from_numpy(np.ascontiguousarray(batch)).permute(0, 3, 1, 2).float().div_(255)
+        if x.shape[1] == 1:
+            x = x.expand(-1, 3, -1, -1)
+        with torch.inference_mode():
+            found = self.model(x.to(self.device))
+        return [{"boxes": f["boxes"].float().cpu().numpy(), "scores": f["scores"].float().cpu().numpy(),
+                 "labels": f["labels"].cpu().numpy() - self.offset} for f in found]
+
+
+def checkpoint_task(checkpoint: dict) -> str:
+    return str(checkpoint.get("task") or "classification")
+
+
+def load_detector(path: str | os.PathLike, device: str = "cpu", *, user_code: bool = True) -> LoadedDetector:
+    """The detector of checkpoint ``path``, from the cache when the file has not changed."""
+    path = Path(path)
+    try:
+        stat = path.stat()
+    except OSError:
+        raise InferenceError(f"checkpoint {path.name} not found") from None
+    key = (str(path), stat.st_mtime_ns, stat.st_size, device)
+    with _lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    loaded = _load(path, device, user_code)
+    with _lock:
+        _cache[key] = loaded
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return loaded
+
+
+def _load(path: Path, device: str, user_code: bool) -> LoadedDetector:
+    from trainyard.artifact.checkpoint import build_model_from_checkpoint, load_checkpoint
+    from trainyard.networks.detection import label_offset
+
+    checkpoint = load_checkpoint(path)
+    if checkpoint_task(checkpoint) != "detection":
+        raise NotADetector(f"{path.name} is a classification model: classify with it, or train a detector")
+    if checkpoint.get("network_source") and not user_code:
+        raise InferenceError("this detector is a custom network; detect with it from the CLI "
+                             "(trainyard detect), which runs its code in its own process")
+    model = build_model_from_checkpoint(checkpoint).to(device)
+    return LoadedDetector(path, model, list(checkpoint["classes"]), Preprocessing.of_checkpoint(checkpoint),
+                          label_offset(model), checkpoint.get("network"), device)

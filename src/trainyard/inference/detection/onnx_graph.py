@@ -1,0 +1,108 @@
+"""A detector as one ONNX graph with its post-processing, checked against PyTorch.
+
+The graph takes one stored-size image, ``images`` float32 (1, C, H, W) in 0..1, and gives the
+detector's final answer: ``boxes`` (K, 4) x1, y1, x2, y2 in stored pixels, ``scores`` (K,) and
+``labels`` (K,) int64, the dataset's class indices (the background offset is taken off inside).
+Everything torchvision does after the backbone is in it: its resize and normalisation, the box
+decoding, score thresholds, per-class NMS and the top detections, so a deployed model needs no
+code of ours. Exported with the TorchScript exporter (opset 17), which torchvision's detectors
+support for one image at a time; a batch runs image by image.
+
+The check runs PyTorch and ONNX Runtime on sample images (the dataset's own where it is still
+there, else noise) and requires the same boxes above ``CHECK_SCORE``: each PyTorch box must have
+an ONNX Runtime box of the same class within ``BOX_ATOL`` pixels and ``SCORE_ATOL`` in score,
+and the reverse; boxes whose score is within ``SCORE_ATOL`` of the cut-off may be on either side.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from trainyard.inference.onnx_export import _EXPORT_LOCK, OPSET, ExportError
+from trainyard.networks.detection import label_offset
+
+INPUT = "images"
+OUTPUTS = ("boxes", "scores", "labels")
+CHECK_SCORE = 0.05
+BOX_ATOL, SCORE_ATOL = 0.05, 1e-3
+
+
+class _Detections(nn.Module):
+    """One image in, (boxes, scores, labels) out: the detector's answer as plain tensors."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+        self.offset = label_offset(model)
+
+    def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if images.shape[1] == 1:
+            images = images.expand(-1, 3, -1, -1)
+        found = self.model(images)[0]
+        return found["boxes"], found["scores"], found["labels"] - self.offset
+
+
+def export_detector(model: nn.Module, shape: tuple[int, int, int]) -> bytes:
+    """``model`` (eval mode) as ONNX bytes: images (1, C, H, W) -> boxes, scores, labels."""
+    wrapped = _Detections(model.eval()).eval()
+    example = torch.rand((1, *shape), generator=torch.Generator().manual_seed(0))
+    buffer = io.BytesIO()
+    with _EXPORT_LOCK, warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the tracer's notices about torchvision's shape arithmetic
+        try:
+            torch.onnx.export(wrapped, (example,), buffer,  # type: ignore[arg-type]
+                              input_names=[INPUT], output_names=list(OUTPUTS), opset_version=OPSET,
+                              dynamo=False, do_constant_folding=True,
+                              dynamic_axes={name: {0: "detections"} for name in OUTPUTS})
+        except Exception as exc:
+            first_line = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise ExportError(f"the detector cannot be exported to ONNX: {type(exc).__name__}: "
+                              f"{first_line}") from exc
+    return buffer.getvalue()
+
+
+def check_detector(onnx_bytes: bytes, model: nn.Module, images: Sequence[np.ndarray]) -> dict:
+    """Compare ONNX Runtime's boxes with PyTorch's on ``images`` ((H, W, C) uint8 each)."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(onnx_bytes, providers=["CPUExecutionProvider"])
+    wrapped = _Detections(model.eval()).eval()
+    worst_box = worst_score = 0.0
+    compared = 0
+    for pixels in images:
+        x = torch.from_numpy(np.ascontiguousarray(pixels)).permute(2, 0, 1)[None].float() / 255
+        with torch.no_grad():
+            expected = [t.numpy() for t in wrapped(x)]
+        got = session.run(list(OUTPUTS), {INPUT: x.numpy()})
+        box, score, count = _agreement(expected, got)
+        worst_box, worst_score, compared = max(worst_box, box), max(worst_score, score), compared + count
+    return {"images": len(images), "boxes_compared": compared, "max_box_diff": worst_box,
+            "max_score_diff": worst_score, "min_score": CHECK_SCORE, "box_atol": BOX_ATOL,
+            "score_atol": SCORE_ATOL}
+
+
+def _agreement(expected: list[np.ndarray], got: list[np.ndarray]) -> tuple[float, float, int]:
+    """(largest box difference, largest score difference, boxes compared); ExportError if a
+    confident box of one side has no match on the other."""
+    worst_box = worst_score = 0.0
+    for (a, b, direction) in ((expected, got, "PyTorch"), (got, expected, "ONNX Runtime")):
+        boxes_a, scores_a, labels_a = a
+        boxes_b, scores_b, labels_b = b
+        for i in np.flatnonzero(scores_a >= CHECK_SCORE + SCORE_ATOL):
+            same = (labels_b == labels_a[i]) & (np.abs(scores_b - scores_a[i]) <= SCORE_ATOL)
+            diffs = np.abs(boxes_b - boxes_a[i]).max(axis=1) if len(boxes_b) else np.zeros(0)
+            close = same & (diffs <= BOX_ATOL)
+            if not close.any():
+                raise ExportError(f"ONNX Runtime and PyTorch disagree: {direction}'s box {np.round(boxes_a[i], 2)} "
+                                  f"(score {scores_a[i]:.3f}) has no match in the other; the export is "
+                                  "refused rather than shipping a model that answers differently")
+            j = int(np.flatnonzero(close)[np.argmin(diffs[close])])
+            worst_box = max(worst_box, float(diffs[j]))
+            worst_score = max(worst_score, float(abs(scores_b[j] - scores_a[i])))
+    return worst_box, worst_score, int((expected[1] >= CHECK_SCORE + SCORE_ATOL).sum())
