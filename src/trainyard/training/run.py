@@ -91,7 +91,7 @@ def _run(folder: JobFolder, events: RankEvents, stop: StopFlag, own_process: boo
     from trainyard.training.spec import load_spec
 
     spec = load_spec(folder.spec)
-    d = distributed.setup()
+    d = distributed.setup(own_process)
     should_stop = distributed.StopAgreement(stop, d)
     spec, resume = _plan(folder, spec, d, events)
     try:
