@@ -19,12 +19,15 @@ def launch_token() -> str:
     return uuid.uuid4().hex[:8]
 
 
-def prefix(job_id: str) -> str:
+def prefix(job_id: str | None) -> str:
     return f"trainyard-{job_id}-"
 
 
-def remove_previous(job_id: str, token: str) -> list[str]:
-    """Remove the job's placement groups left by other launches (not ``token``'s); their names."""
+def remove_previous(job_id: str | None, token: str) -> list[str]:
+    """Remove the job's placement groups left by other launches (not ``token``'s); their names.
+    None for a spec without a job id (a test's): nothing can be told to be this job's."""
+    if not job_id:
+        return []
     from ray.util.placement_group import PlacementGroup, placement_group_table, remove_placement_group
 
     removed = []
