@@ -1,22 +1,21 @@
-"""Benchmark dataset ingestion: trainyard's build_dataset against a bare Pillow loop.
+"""Benchmark dataset ingestion at scale: trainyard's build against a plain Pillow + Pool script.
 
-Generates photo-like 500x375 JPEGs (smooth gradients plus noise, quality 90) in a few class
-folders, then prints in one run:
+Generates a set of small JPEGs (unique ones, hard-linked up to --count: distinct paths, no disk)
+and a set of photo-sized 2000x1500 JPEGs, then, each side started the same way (a fresh
+``python bench/ingest.py --child ...`` process, waited for), prints per row:
 
-- images/s of build_dataset (resize to 256x256, one worker per core),
-- images/s of a single-process Pillow open + convert + resize loop on the same files,
-  multiplied by the number of cores (the ideal a parallel pipeline could reach),
-- their ratio (the goal is >= 0.8); both sides run --rounds times, alternating, and the best
-  round of each counts, so other load on the machine skews the ratio less,
-- for reference, the bare loop actually run in that many processes (on a busy machine it
-  gets the same share of the CPUs as the build, unlike the one-core figure multiplied),
-- CPU seconds per image of both (user + sys, all processes): the overhead of the pipeline
-  itself, whatever else the machine is doing,
-- peak memory (RSS of the build process and all its workers, sampled) of builds of
-  --memory-counts images, each in its own subprocess.
+- CPU seconds (user + sys of the process and all its workers) per image, wall seconds, and
+  peak RSS of the process tree (sampled every 20 ms),
+- for the small set at --small-counts (5k and 50k by default): how both grow with N,
+- for the photos: trainyard with its reduced JPEG decode (Image.draft), trainyard as it was
+  before (full decode, same code otherwise) and the plain script (full decode, as a plain
+  script does): the "today" vs "now" ratio is the reduced decode's gain,
+- the feed: trainyard's BatchLoader over the built split (train order, no crop) against a plain
+  memmap loop (gather a shuffled batch, to float, subtract the mean), in images/s, and the
+  same with a random crop and a flip (trainyard) against the plain loop with a crop per batch.
 
-    python bench/ingest.py                       # 4000 images, memory at 1000 and 10000
-    python bench/ingest.py --count 500 --memory-counts 200,1000   # quick
+    python bench/ingest.py                 # 5k and 50k small images, 300 photos
+    python bench/ingest.py --quick         # 2k and 10k small, 40 photos
 """
 
 from __future__ import annotations
@@ -38,84 +37,72 @@ import numpy as np
 import psutil
 from PIL import Image
 
-SIZE = (500, 375)
-TARGET = 256
+SMALL, PHOTO, TARGET = (64, 48), (2000, 1500), 32
+PHOTO_TARGET = 256
 
 
-def make_photo(args: tuple[Path, int]) -> None:
+def make_jpeg(args: tuple[Path, int, tuple[int, int]]) -> None:
     """One photo-like JPEG: a smooth random colour field (upsampled) plus sensor-like noise."""
-    path, seed = args
+    path, seed, size = args
     rng = np.random.default_rng(seed)
     coarse = Image.fromarray(rng.integers(0, 256, (4 + seed % 5, 6 + seed % 4, 3), dtype=np.uint8))
-    smooth = np.asarray(coarse.resize(SIZE, Image.Resampling.BICUBIC), dtype=np.int16)
-    noisy = np.clip(smooth + rng.normal(0, 6, smooth.shape), 0, 255).astype(np.uint8)
+    smooth = np.asarray(coarse.resize(size, Image.Resampling.BICUBIC), dtype=np.int16)
+    noisy = np.clip(smooth + rng.integers(-8, 9, smooth.shape), 0, 255).astype(np.uint8)
     Image.fromarray(noisy).save(path, "JPEG", quality=90)
 
 
-def generate(root: Path, count: int, classes: int) -> list[Path]:
-    paths = [root / f"class_{i % classes:02d}" / f"img_{i:06d}.jpg" for i in range(count)]
-    for c in range(classes):
-        (root / f"class_{c:02d}").mkdir(parents=True, exist_ok=True)
-    with multiprocessing.get_context("spawn").Pool() as pool:
-        pool.map(make_photo, [(p, i) for i, p in enumerate(paths)], chunksize=64)
-    return paths
-
-
-def link_copies(source: list[Path], root: Path, count: int) -> None:
-    """A tree of ``count`` images made of hard links to ``source`` (distinct paths, no disk)."""
+def generate(root: Path, unique: int, count: int, size: tuple[int, int], classes: int = 10) -> Path:
+    """``count`` images in ``classes`` folders: ``unique`` generated, the rest hard links to them."""
+    made = [root / "unique" / f"u{i:06d}.jpg" for i in range(unique)]
+    made[0].parent.mkdir(parents=True, exist_ok=True)
+    with multiprocessing.get_context("fork").Pool() as pool:
+        pool.map(make_jpeg, [(p, i, size) for i, p in enumerate(made)], chunksize=16)
+    tree = root / "tree"
     for i in range(count):
-        src = source[i % len(source)]
-        dst = root / src.parent.name / f"{i:06d}_{src.name}"
+        dst = tree / f"class_{i % classes:02d}" / f"{i:06d}.jpg"
         dst.parent.mkdir(parents=True, exist_ok=True)
-        os.link(src, dst)
+        os.link(made[i % unique], dst)
+    for p in made:
+        p.read_bytes()  # warm the page cache: neither side pays for the disk
+    return tree
 
 
-def cpu_seconds(who: int) -> float:
-    usage = resource.getrusage(who)
-    return usage.ru_utime + usage.ru_stime
-
-
-def bare_pillow(paths: list[Path]) -> tuple[float, float]:
-    """(images/s, CPU s per image) of the plainest one-process decode + resize loop."""
-    cpu, start = cpu_seconds(resource.RUSAGE_SELF), time.perf_counter()
-    for path in paths:
-        with Image.open(path) as img:
-            np.asarray(img.convert("RGB").resize((TARGET, TARGET), Image.Resampling.BILINEAR))
-    wall = time.perf_counter() - start
-    return len(paths) / wall, (cpu_seconds(resource.RUSAGE_SELF) - cpu) / len(paths)
-
-
-def bare_parallel(paths: list[Path], processes: int) -> float:
-    """Images/s of the bare loop split across ``processes`` processes: the same ideal as
-    bare x cores, but measured, so it shares the machine the way the build does."""
-    parts = [paths[i::processes] for i in range(processes)]
-    start = time.perf_counter()
-    with multiprocessing.get_context("fork").Pool(processes) as pool:
-        pool.map(bare_pillow, parts)
-    return len(paths) / (time.perf_counter() - start)
-
-
-def run_build(images: Path, job: Path, workers: int | None) -> dict:
-    """Build a dataset of ``images`` into ``job``; return its image count and images/s."""
+# -- the two sides, each run in its own process --------------------------------------------------
+def child_trainyard(images: str, job: str, size: int, reduce: bool) -> dict:
     from trainyard.core.events import EventWriter
+    from trainyard.datasets import decode_worker as worker
     from trainyard.datasets.build import build_dataset
     from trainyard.datasets.spec import DatasetSpec
 
-    spec = DatasetSpec(name="bench", train_folder=str(images), width=TARGET, height=TARGET)
-    start = time.perf_counter()
-    with EventWriter(job) as events:
-        info = build_dataset(spec, job, events, workers=workers)
-    elapsed = time.perf_counter() - start
-    images = sum(info["images"].values())
-    return {"images": images, "rate": images / elapsed}
+    if not reduce:  # the build as it was before the reduced decode: everything else the same
+        full = worker.load_resized
+        worker.load_resized = lambda *a, **k: full(*a, **k, reduce=False)  # type: ignore[misc]
+    spec = DatasetSpec(name="bench", train_folder=images, width=size, height=size, val_percent=0)
+    with EventWriter(Path(job)) as events:
+        info = build_dataset(spec, Path(job), events)
+    return {"images": sum(info["images"].values())}
 
 
+def _plain_one(args: tuple[str, int]) -> np.ndarray:
+    path, size = args
+    with Image.open(path) as img:
+        return np.asarray(img.convert("RGB").resize((size, size), Image.Resampling.BILINEAR))
+
+
+def child_plain(images: str, out: str, size: int) -> dict:
+    """The plain script: list the files, Pool.imap the decode + resize, write a memmap."""
+    paths = sorted(str(p) for p in Path(images).rglob("*.jpg"))
+    Path(out).mkdir(parents=True, exist_ok=True)
+    mm = np.lib.format.open_memmap(Path(out) / "images.npy", "w+", np.uint8, (len(paths), size, size, 3))
+    with multiprocessing.Pool(os.cpu_count()) as pool:
+        for i, pixels in enumerate(pool.imap(_plain_one, [(p, size) for p in paths], chunksize=32)):
+            mm[i] = pixels
+    mm.flush()
+    return {"images": len(paths)}
+
+
+# -- measuring --------------------------------------------------------------------------------
 def tree_rss(proc: psutil.Process) -> int:
-    """RSS of ``proc`` and its children; a process that exits while we look counts as 0.
-
-    ``children()`` itself raises NoSuchProcess once the parent has exited, so it sits inside
-    the try too: before, that killed the sampler thread and the peak stopped being sampled.
-    """
     try:
         family = [proc, *proc.children(recursive=True)]
     except psutil.Error:
@@ -129,16 +116,12 @@ def tree_rss(proc: psutil.Process) -> int:
     return total
 
 
-def child_build(images: Path, job: Path, workers: int) -> tuple[int, float, float]:
-    """Build in a fresh subprocess: (peak RSS of it and its workers in bytes, images/s,
-    CPU s per image of it and its workers, interpreter start-up included)."""
-    shutil.rmtree(job, ignore_errors=True)
-    cpu = cpu_seconds(resource.RUSAGE_CHILDREN)
-    cmd = [sys.executable, __file__, "--child", str(images), str(job), str(workers)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    watched = psutil.Process(proc.pid)
-    peak = 0
-    done = threading.Event()
+def measure(args: list[str]) -> dict:
+    """Run ``bench/ingest.py --child ARGS``: CPU s, wall s, peak tree RSS, its JSON answer."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, __file__, "--child", *args], stdout=subprocess.PIPE, text=True)
+    watched, peak, done = psutil.Process(proc.pid), 0, threading.Event()
 
     def sample() -> None:
         nonlocal peak
@@ -149,64 +132,136 @@ def child_build(images: Path, job: Path, workers: int) -> tuple[int, float, floa
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     out, _ = proc.communicate()
+    wall = time.perf_counter() - start
     done.set()
     sampler.join()
     if proc.returncode != 0:
-        raise SystemExit(f"child build failed ({proc.returncode})")
-    result = json.loads(out.strip().splitlines()[-1])
-    cpu_per_image = (cpu_seconds(resource.RUSAGE_CHILDREN) - cpu) / result["images"]
-    shutil.rmtree(job, ignore_errors=True)
-    return peak, result["rate"], cpu_per_image
+        raise SystemExit(f"child {args[0]} failed ({proc.returncode})")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    answer = json.loads(out.strip().splitlines()[-1])
+    return {**answer, "cpu": cpu, "wall": wall, "rss": peak}
+
+
+def row(name: str, r: dict) -> str:
+    return (f"  {name:<28} {r['images']:7d} img  {r['cpu']:8.1f} CPU-s  {1000 * r['cpu'] / r['images']:7.3f} "
+            f"ms CPU/img  {r['wall']:7.1f} s wall  {r['rss'] / 2**20:7.0f} MiB peak")
+
+
+def sides(images: Path, work: Path, size: int, variants: list[str]) -> dict[str, dict]:
+    results = {}
+    for variant in variants:
+        shutil.rmtree(work / "out", ignore_errors=True)
+        if variant == "plain":
+            results[variant] = measure(["plain", str(images), str(work / "out"), str(size)])
+        else:
+            results[variant] = measure(["trainyard", str(images), str(work / "out"), str(size),
+                                        "1" if variant == "trainyard" else "0"])
+    return results
+
+
+# -- the feed ---------------------------------------------------------------------------------
+def feed(dataset: Path, batch: int, seconds: float) -> list[str]:
+    import torch
+
+    from trainyard.artifact.normalize import center_crop_batch
+    from trainyard.datasets.storage import open_split
+    from trainyard.training.augment import AugmentSettings
+    from trainyard.training.data import BatchLoader
+
+    reader = open_split(dataset, "train")
+    mean = torch.from_numpy(np.load(dataset / "mean.npy")).permute(2, 0, 1)[None] / 255
+    mm = np.memmap(dataset / "train" / "images.u8", np.uint8, "r", shape=(len(reader), *reader.shape))
+    n = len(reader)
+
+    def ours(crop, flip) -> float:
+        aug = AugmentSettings(flip="lr") if flip else None
+        m = center_crop_batch(mean, crop) if crop else mean  # as mean_tensor gives it to training
+        loader = BatchLoader(reader, batch, train=True, mean=m, crop=crop, augment=aug, seed=0)
+        return rate(lambda epoch: (x for x, _ in loader.batches(epoch)))
+
+
+    def plain(crop) -> float:
+        def epoch_batches(epoch):
+            order = np.random.default_rng(epoch).permutation(n)
+            for i in range(n // batch):
+                idx = np.sort(order[i * batch:(i + 1) * batch])
+                x = torch.from_numpy(mm[idx]).permute(0, 3, 1, 2)
+                m = mean
+                if crop:  # what a plain script does: a slice per sample, flip the chosen half
+                    tops, lefts = np.random.randint(0, x.shape[2] - crop + 1, (2, len(idx)))
+                    x = torch.stack([x[j, :, t:t + crop, u:u + crop] for j, (t, u) in enumerate(zip(tops, lefts))])
+                    flip = torch.from_numpy(np.random.rand(len(idx)) < 0.5)
+                    x[flip] = x[flip].flip(-1)
+                    m = center_crop_batch(mean, crop)
+                yield (x.float() / 255 - m).contiguous()
+        return rate(epoch_batches)
+
+    def rate(make) -> float:
+        images, start, epoch = 0, time.perf_counter(), 0
+        while time.perf_counter() - start < seconds:
+            for x in make(epoch):
+                images += x.shape[0]
+            epoch += 1
+        return images / (time.perf_counter() - start)
+
+    crop = reader.shape[0] - 4
+    lines = []
+    for label, a, b in (("no crop", lambda: ours(None, False), lambda: plain(None)),
+                        (f"crop {crop} + flip", lambda: ours(crop, True), lambda: plain(crop))):
+        best_ours = max(a() for _ in range(2))
+        best_plain = max(b() for _ in range(2))
+        lines.append(f"  feed {label:<16} trainyard {best_ours:9.0f} img/s   plain memmap loop {best_plain:9.0f} "
+                     f"img/s   ratio {best_ours / best_plain:.2f}")
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--count", type=int, default=4000, help="unique images for the speed test")
-    parser.add_argument("--classes", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=os.cpu_count())
-    parser.add_argument("--memory-counts", default="1000,10000",
-                        help="comma-separated image counts for the peak-memory builds ('' to skip)")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating timed rounds of each side")
-    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--small-counts", default="5000,50000")
+    parser.add_argument("--photos", type=int, default=300)
+    parser.add_argument("--quick", action="store_true", help="2k and 10k small images, 40 photos")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        images, job, workers = args.child
-        print(json.dumps(run_build(Path(images), Path(job), int(workers))))
+        kind, *rest = args.child
+        answer = (child_plain(rest[0], rest[1], int(rest[2])) if kind == "plain"
+                  else child_trainyard(rest[0], rest[1], int(rest[2]), rest[3] == "1"))
+        print(json.dumps(answer))
         return
-
-    work = Path(tempfile.mkdtemp(prefix="trainyard-bench-"))
+    counts = [2000, 10000] if args.quick else [int(c) for c in args.small_counts.split(",")]
+    photos = 40 if args.quick else args.photos
+    work = Path(tempfile.mkdtemp(prefix="trainyard-ingest-"))
     try:
+        print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()}")
         t = time.perf_counter()
-        paths = generate(work / "images", args.count, args.classes)
-        print(f"generated {len(paths)} {SIZE[0]}x{SIZE[1]} JPEGs in {time.perf_counter() - t:.1f} s")
-        for p in paths:  # warm the page cache so neither side pays for the disk
-            p.read_bytes()
-
-        print(f"load average before timing: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
-        bare_runs, build_runs, parallel_runs = [], [], []
-        for _ in range(args.rounds):
-            bare_runs.append(bare_pillow(paths))
-            build_runs.append(child_build(work / "images", work / "job", args.workers))
-            parallel_runs.append(bare_parallel(paths, args.workers))
-        bare, bare_cpu = max(bare_runs)
-        parallel = max(parallel_runs)
-        _, ours, ours_cpu = max(build_runs, key=lambda r: r[1])
-        ideal = bare * args.workers
-        print(f"build_dataset ({args.workers} workers): {ours:8.1f} images/s  "
-              f"{ours_cpu * 1000:.2f} ms CPU/image (incl. start-up)")
-        print(f"bare Pillow loop x {args.workers} cores:  {ideal:8.1f} images/s  "
-              f"{bare_cpu * 1000:.2f} ms CPU/image ({bare:.1f} images/s on one core)")
-        print(f"ratio: {ours / ideal:.2f} (wall clock)   CPU efficiency: {bare_cpu / ours_cpu:.2f}")
-        print(f"bare loop in {args.workers} processes (measured): {parallel:8.1f} images/s; "
-              f"build / that: {ours / parallel:.2f}")
-
-        for count in [int(c) for c in args.memory_counts.split(",") if c.strip()]:
-            tree = work / f"mem{count}"
-            link_copies(paths, tree, count)
-            peak, rate, _ = child_build(tree, work / f"memjob{count}", args.workers)
-            print(f"build of {count:6d} images: peak RSS {peak / 2**20:7.1f} MiB "
-                  f"(process + workers), {rate:.1f} images/s")
-            shutil.rmtree(tree)
+        small = {c: generate(work / f"small{c}", min(c, 5000), c, SMALL) for c in counts}
+        photo_tree = generate(work / "photos", max(1, photos // 5), photos, PHOTO)
+        print(f"generated in {time.perf_counter() - t:.0f} s")
+        print(f"small {SMALL[0]}x{SMALL[1]} JPEGs -> {TARGET}x{TARGET}, encoding none:")
+        per = {}
+        for c in counts:
+            per[c] = sides(small[c], work, TARGET, ["trainyard", "plain"])
+            for name, r in per[c].items():
+                print(row(f"{name} {c}", r))
+        lo, hi = counts[0], counts[-1]
+        for name in ("trainyard", "plain"):
+            a, b = per[lo][name], per[hi][name]
+            print(f"  growth {lo}->{hi} {name:<9}: CPU/img x{(b['cpu'] / b['images']) / (a['cpu'] / a['images']):.2f}, "
+                  f"peak RSS x{b['rss'] / a['rss']:.2f}")
+        print(f"  trainyard / plain CPU at {hi}: {per[hi]['trainyard']['cpu'] / per[hi]['plain']['cpu']:.2f}")
+        print(f"photo-sized {PHOTO[0]}x{PHOTO[1]} JPEGs -> {PHOTO_TARGET}x{PHOTO_TARGET} squash:")
+        ph = sides(photo_tree, work, PHOTO_TARGET, ["trainyard", "trainyard-full-decode", "plain"])
+        for name, r in ph.items():
+            print(row(name, r))
+        today, now, plain = (ph[k]["cpu"] for k in ("trainyard-full-decode", "trainyard", "plain"))
+        print(f"  today (full decode) / now, CPU per image: {today / now:.2f}; trainyard / plain: {now / plain:.2f}")
+        job = work / "feedjob"
+        measure(["trainyard", str(small[hi]), str(job), str(TARGET), "1"])
+        print(f"feed over the {hi}-image split, batch 256, CPU:")
+        for line in feed(job / "dataset", 256, 3.0 if args.quick else 6.0):
+            print(line)
+        print(f"load average after: {os.getloadavg()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -10,6 +10,8 @@ data loading, on-device augmentation, AMP and channels_last are all in the figur
 images/second comes from the job's events: the global images trained between the first loss
 read-back after ``--warmup`` steps and the last one, over the wall time between them. Speed-up
 is images/second at N GPUs over 1 GPU; efficiency is speed-up / N (the aim: 0.9 or better).
+Every row also says what the job ran with, from its own log: precision (``--precision``),
+channels_last and torch.compile, and its peak GPU memory (torch's allocator, rank 0).
 With one GPU the script also runs "1 (DDP)": torch.distributed.run with one process, so the
 DDP code path and its overhead are measured even where only one GPU is present.
 
@@ -18,6 +20,7 @@ batch B must reach the same losses; their images/second is printed for informati
 
     python bench/scaling.py                      # every GPU, googlenet and resnet50
     python bench/scaling.py --networks googlenet --steps 40 --counts 1,2,4 --json out.json
+    python bench/scaling.py --networks googlenet --precision fp32    # AMP off
     python bench/scaling.py --cluster ray        # the same job locally and through Ray (scaling_cluster.py)
 """
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,6 +40,7 @@ import numpy as np
 
 from trainyard.core.events import read_events
 from trainyard.core.paths import JobFolder
+from trainyard.core.vocabulary import LEASED_GPUS
 from trainyard.datasets.storage import SplitWriter, save_mean
 from trainyard.jobs.kinds.registry import distributed_command, get_kind
 from trainyard.training.spec import ModelSpec
@@ -79,6 +84,8 @@ def run_job(root: Path, name: str, spec: ModelSpec, gpus: int, ddp_one: bool = F
     else:
         command = get_kind("model").command(folder, list(range(gpus)))
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(map(str, range(gpus))), **env}
+    if gpus:  # as the runner tells a job of its GPUs: one that cannot use them fails, loudly
+        env[LEASED_GPUS] = ",".join(map(str, range(gpus)))
     with open(job / "output.txt", "wb") as out:
         code = subprocess.call(command, cwd=job, env=env, stdout=out, stderr=subprocess.STDOUT,
                                start_new_session=new_session)
@@ -98,6 +105,18 @@ def throughput(job: Path, batches_per_epoch: int, global_batch: int, warmup: int
         raise SystemExit(f"{job.name}: too few read-backs after warm-up; raise --steps")
     (b0, t0), (b1, t1) = timed[0], timed[-1]
     return (b1 - b0) * global_batch / max(t1 - t0, 1e-9)
+
+
+def job_facts(job: Path) -> dict:
+    """What the job says it ran with (its log) and its peak GPU memory (its events), for a row."""
+    log = (job / "log.txt").read_text(errors="replace")
+    precision = re.search(r" \((fp32|bf16|fp16)\); ", log)
+    layout = re.search(r"memory layout (\S+), torch\.compile (on|off)", log)
+    peak = [e for e in read_events(job / "events.jsonl", {"gpu_memory"})]
+    return {"precision": precision.group(1) if precision else "?",
+            "channels_last": (layout.group(1) == "channels_last") if layout else "?",
+            "compile": (layout.group(2) == "on") if layout else "?",
+            "peak_gpu_mib": round(peak[-1]["peak_allocated"] / 2**20) if peak else None}
 
 
 def losses(job: Path) -> list[float]:
@@ -121,7 +140,7 @@ def gpu_mode(args, root: Path, gpus: int) -> list[dict]:
             spec = ModelSpec(dataset_id="bench", dataset_dir=str(dataset), network=network, batch_size=batch,
                              crop=224, epochs=(args.steps + args.warmup) / per_epoch, seed=0,
                              val_interval=0, snapshot_interval=0, compile=args.compile,
-                             lr={"policy": "fixed", "base_lr": 0.01})
+                             precision=args.precision, lr={"policy": "fixed", "base_lr": 0.01})
             label = f"{count} (DDP)" if ddp_one else str(count)
             print(f"{network} on {label} GPU(s) ...", file=sys.stderr)
             job = run_job(root, f"{network}-{count}{'-ddp' if ddp_one else ''}", spec, count, ddp_one)
@@ -129,7 +148,7 @@ def gpu_mode(args, root: Path, gpus: int) -> list[dict]:
             base = base or rate
             rows.append({"network": network, "gpus": label, "global_batch": batch * count,
                          "images_per_second": round(rate, 1), "speedup": round(rate / base, 3),
-                         "efficiency": round(rate / base / count, 3)})
+                         "efficiency": round(rate / base / count, 3), **job_facts(job)})
     return rows
 
 
@@ -139,7 +158,7 @@ def cpu_mode(args, root: Path) -> list[dict]:
     batch = 16
     rows, jobs = [], {}
     for processes in (1, 2):
-        spec = ModelSpec(dataset_id="bench", dataset_dir=str(dataset), network="lenet",
+        spec = ModelSpec(dataset_id="bench", dataset_dir=str(dataset), network="lenet", precision=args.precision,
                          batch_size=2 * batch // processes, processes=processes, epochs=3, seed=0,
                          val_interval=1, snapshot_interval=0, lr={"policy": "fixed", "base_lr": 0.01})
         # One OpenMP thread per process (DDP ranks get cores / ranks): spinning threads on a
@@ -148,7 +167,7 @@ def cpu_mode(args, root: Path) -> list[dict]:
         jobs[processes] = job = run_job(root, f"cpu-{processes}", spec, 0, OMP_NUM_THREADS=threads)
         rate = throughput(job, 512 // (2 * batch), 2 * batch, 2)
         rows.append({"network": "lenet", "processes": processes, "global_batch": 2 * batch,
-                     "images_per_second": round(rate, 1)})
+                     "images_per_second": round(rate, 1), **job_facts(job)})
     one, two = (np.array(losses(jobs[p])) for p in (1, 2))
     difference = float(np.abs(one - two).max()) if len(one) == len(two) else float("inf")
     for row in rows:
@@ -185,6 +204,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=15, help="steps before timing starts")
     parser.add_argument("--images", type=int, default=4096, help="training images (at least)")
     parser.add_argument("--compile", action="store_true", help="torch.compile the network")
+    parser.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"], default="auto",
+                        help="the jobs' precision (auto: bf16 from Ampere on, fp16 before, fp32 on the CPU)")
     parser.add_argument("--no-ddp-one", dest="ddp_one", action="store_false",
                         help="skip the 1-GPU run through torch.distributed.run")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")

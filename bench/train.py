@@ -10,11 +10,13 @@ and precision, trained three ways:
 
 Each epoch is timed after a warm-up epoch; the three take turns for several rounds and the
 fastest epoch of each counts, so a busy machine disturbs the ratios less. With CUDA it also
-reports ResNet-50 images/second with AMP (bf16) and channels_last through trainyard's loop; on
-the CPU, LeNet and ResNet-18 with and without channels_last (which trainyard uses there for both
-families), as a ratio.
+reports ResNet-50 images/second with AMP and channels_last through trainyard's loop, and AMP on
+and off (fp32 against ``--precision``, default auto) for GoogLeNet at batch 128 with peak GPU
+memory; on the CPU, LeNet and ResNet-18 with and without channels_last (which trainyard uses
+there for both families), as a ratio. ``--precision`` sets trainyard's precision in every row.
 
-    python bench/train.py [--images 6000] [--rounds 3] [--workers 2] [--threads N]
+    python bench/train.py [--images 6000] [--rounds 3] [--workers 2] [--threads N] [--precision auto]
+    python bench/train.py --amp-only --amp-network googlenet --rounds 2     # the AMP rows alone
 """
 
 from __future__ import annotations
@@ -201,7 +203,7 @@ def compare(args, root: Path) -> None:
     images, labels = make_images(args.images, 28, 1)
     dataset = write_dataset(root / "dataset", images, labels)
     pngs = write_png_folder(root / "png", images, labels)
-    ty = Trainyard(dataset, root / "job", "lenet", args.batch_size)
+    ty = Trainyard(dataset, root / "job", "lenet", args.batch_size, args.precision)
     device, dtype = ty.run.device, ty.run.stepper.dtype
     runners = {
         "trainyard": ty,
@@ -240,7 +242,7 @@ def cpu_channels_last(args, root: Path) -> None:
 def resnet50(args, root: Path) -> None:
     images, labels = make_images(args.resnet_images, 224, 3, seed=1)
     dataset = write_dataset(root / "rn50", images, labels)
-    ty = Trainyard(dataset, root / "rn50-job", "resnet50", args.resnet_batch_size)
+    ty = Trainyard(dataset, root / "rn50-job", "resnet50", args.resnet_batch_size, args.precision)
     ty.train_epoch()  # warm-up
     seconds = min(timed(ty.train_epoch) for _ in range(2))
     n = len(ty.run.train_loader) * args.resnet_batch_size
@@ -260,14 +262,26 @@ def main() -> None:
     parser.add_argument("--resnet-batch-size", type=int, default=128)
     parser.add_argument("--resnet-cpu-images", type=int, default=1024, help="ResNet-18 images for the CPU rows")
     parser.add_argument("--channels-last-only", action="store_true", help="only the CPU channels_last rows")
+    parser.add_argument("--precision", choices=["auto", "fp32", "bf16", "fp16"], default="auto",
+                        help="trainyard's precision in every row (AMP rows: this against fp32)")
+    parser.add_argument("--amp-network", default="googlenet", help="network of the AMP on/off rows (CUDA)")
+    parser.add_argument("--amp-batch-size", type=int, default=128)
+    parser.add_argument("--amp-images", type=int, default=1024)
+    parser.add_argument("--amp-only", action="store_true", help="only the AMP on/off rows")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
+        from train_amp import amp_rows  # bench/ is the script's folder, hence on sys.path
+
+        if args.amp_only:
+            amp_rows(args, Path(tmp))
+            return
         if not args.channels_last_only:
             compare(args, Path(tmp))
         if torch.cuda.is_available():
             resnet50(args, Path(tmp))
+            amp_rows(args, Path(tmp))
         else:
             cpu_channels_last(args, Path(tmp))
 

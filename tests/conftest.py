@@ -91,6 +91,20 @@ def wait_for(predicate, timeout: float = 60.0, interval: float = 0.1):
 FINAL_STATUSES = ("done", "failed", "aborted")
 
 
+def tick_until(ctx, job_id, until, timeout: float = 60.0, interval: float = 0.1):
+    """Tick the manager until the job's status is in ``until`` (a set of statuses) or ``until(job)``
+    holds (a predicate); the job then. Fails the test after ``timeout``: bound it generously, as a
+    busy 2-core machine starts a torch process in anything from 5 to 90 seconds."""
+    reached = until if callable(until) else (lambda job: job.status in until)
+
+    def ticked():
+        ctx.manager.tick()
+        job = ctx.store.get_job(job_id)
+        return job if reached(job) else None
+
+    return wait_for(ticked, timeout, interval)
+
+
 def open_client(settings: Settings, run_scheduler: bool = True):
     """A TestClient of the app; use it as a context manager so the lifespan (scheduler) runs."""
     from fastapi.testclient import TestClient

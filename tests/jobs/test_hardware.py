@@ -20,6 +20,7 @@ class FakeNVML:
     """The part of pynvml that hardware.py calls, over a list of made-up devices."""
 
     NVML_TEMPERATURE_GPU = 0
+    NVML_DEVICE_MIG_ENABLE = 1
 
     def __init__(self, devices: list[dict], fail_init: bool = False):
         self.devices = devices
@@ -31,11 +32,30 @@ class FakeNVML:
         if self.fail_init:
             raise RuntimeError("NVML Shared Library Not Found")
 
+    def nvmlShutdown(self):
+        pass
+
     def nvmlDeviceGetCount(self):
         return len(self.devices)
 
     def nvmlDeviceGetHandleByIndex(self, index):
         return self.devices[index]
+
+    def nvmlDeviceGetUUID(self, handle):
+        return handle.get("uuid") or f"GPU-{handle['name'].split()[-1].lower()}-{id(handle)}"
+
+    def nvmlDeviceGetMigMode(self, handle):
+        if "mig" not in handle:
+            raise NotSupported("Not Supported")  # as a GPU that has no MIG answers
+        return (1, 1) if handle["mig"] else (0, 0)
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle):
+        return 7
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle, index):
+        if index >= len(handle["mig"]):
+            raise NotSupported("Not Found")
+        return handle["mig"][index]
 
     def nvmlDeviceGetName(self, handle):
         return handle["name"].encode()  # older pynvml returns bytes
@@ -109,6 +129,25 @@ def test_cuda_indices_follow_cuda_visible_devices(monkeypatch):
     assert [(g["index"], g["name"]) for g in readings] == [(0, "Fake A100"), (1, "Fake H100")]
 
 
+def test_uuid_style_cuda_visible_devices_keeps_the_monitor_s_gpus(monkeypatch):
+    gpus = devices()
+    for n, gpu in enumerate(gpus):
+        gpu["uuid"] = f"GPU-{n}aaaaaaa-0000-0000-0000-00000000000{n}"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-2aaa,GPU-0aaaaaaa-0000-0000-0000-000000000000")
+    readings = GpuMonitor(FakeNVML(gpus)).sample()
+    assert [(g["index"], g["name"]) for g in readings] == [(0, "Fake A100"), (1, "Fake H100")]
+
+
+def test_a_gpu_in_mig_mode_is_read_as_its_mig_devices():
+    gpus = devices()[:2]
+    gpus[0]["mig"] = [{"name": "Fake H100 MIG 3g.40gb", "util": 0, "total": 40 * GiB, "used": GiB, "temp": 0,
+                       "uuid": f"MIG-{k}"} for k in range(2)]
+    gpus[1]["mig"] = []  # MIG-capable, MIG off: the whole GPU
+    readings = GpuMonitor(FakeNVML(gpus)).sample()
+    assert [(g["index"], g["name"]) for g in readings] == [
+        (0, "Fake H100 MIG 3g.40gb"), (1, "Fake H100 MIG 3g.40gb"), (2, "Fake T4")]
+
+
 def test_nvml_is_initialised_once_and_a_missing_driver_gives_no_gpus():
     nvml = FakeNVML(devices())
     monitor = GpuMonitor(nvml)
@@ -180,9 +219,12 @@ def test_the_fake_speaks_the_real_pynvml_api():
     import inspect
     import re
 
+    import trainyard.jobs.scheduling.gpu_devices as gpu_devices
+    import trainyard.jobs.scheduling.resources as resources
     import trainyard.jobs.views.hardware as hardware
 
-    called = set(re.findall(r"\bnvml\.(\w+)", inspect.getsource(hardware)))
+    called = {name for module in (hardware, gpu_devices, resources)
+              for name in re.findall(r"\b(?:py)?nvml\.(\w+)", inspect.getsource(module))}
     faked = {n for n in vars(FakeNVML) if n.startswith(("nvml", "NVML_"))}
     assert called and called <= faked
     assert [n for n in sorted(faked) if not hasattr(pynvml, n)] == []

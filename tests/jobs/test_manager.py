@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.conftest import wait_for
+from tests.conftest import tick_until, wait_for
 from trainyard.jobs.kinds.registry import JobKind, register_kind
 from trainyard.jobs.runs.manager import JobError, JobManager
 from trainyard.jobs.scheduling.resources import GPU, NotSatisfiable, Pools
@@ -45,15 +45,6 @@ for name, script in SCRIPTS.items():
 
 def make_job(ctx, script: str, needs=None, **kw):
     return ctx.manager.create(f"test-{script}", script, {}, needs=needs or {"pool": "cpu"}, **kw)
-
-
-def tick_until(ctx, job_id, statuses, timeout=30):
-    def done():
-        ctx.manager.tick()
-        job = ctx.store.get_job(job_id)
-        return job if job.status in statuses else None
-
-    return wait_for(done, timeout)
 
 
 def test_a_job_runs_to_done_and_reports_progress_and_summary(ctx):

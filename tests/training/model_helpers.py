@@ -15,6 +15,24 @@ from trainyard.training.spec import ModelSpec
 
 CLASSES = ["horizontal", "vertical"]
 
+# A custom network that flattens with x.view after a convolution (fails on a channels_last
+# activation) and holds a 5-D Conv3d weight (has no channels_last form): test_custom_layout.py.
+VIEW_NET = (
+    "import torch\n"
+    "from torch import nn\n"
+    "class Net(nn.Module):\n"
+    "    def __init__(self, num_classes, in_channels, image_size):\n"
+    "        super().__init__()\n"
+    "        self.conv = nn.Conv2d(in_channels, 4, 3, padding=1)\n"
+    "        self.extra = nn.Conv3d(1, 1, 1)  # a 5-D weight: no channels_last form exists\n"
+    "        self.fc = nn.Linear(4 * image_size * image_size, num_classes)\n"
+    "    def forward(self, x):\n"
+    "        x = torch.relu(self.conv(x))\n"
+    "        return self.fc(x.view(x.shape[0], -1))\n"
+    "def build(num_classes, in_channels, image_size):\n"
+    "    return Net(num_classes, in_channels, image_size)\n"
+)
+
 
 def stripes(label: int, size: int, channels: int, rng: np.random.Generator) -> np.ndarray:
     """A (size, size, channels) uint8 image of horizontal (0) or vertical (1) stripes, noisy."""

@@ -47,3 +47,13 @@ def test_resume_in_channels_last_is_exact(rgb, tmp_path):
     full, resumed = train_and_resume(spec, tmp_path)
     final_full, final_resumed = full["model"], resumed["model"]
     assert all(torch.equal(final_full[k], final_resumed[k]) for k in final_full)
+
+
+@pytest.mark.parametrize("capability, expected", [((7, 0), torch.float16), ((7, 5), torch.float16),
+                                                  ((8, 0), torch.bfloat16), ((9, 0), torch.bfloat16)])
+def test_precision_auto_is_bf16_from_ampere_and_fp16_before(monkeypatch, capability, expected):
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)  # emulated counts too
+    cuda = torch.device("cuda", 0)
+    assert autocast_dtype("auto", cuda) is expected
+    assert autocast_dtype("fp32", cuda) is None and autocast_dtype("bf16", cuda) is torch.bfloat16

@@ -84,14 +84,29 @@ def normalize_batch(
     if crop:
         # Crop the uint8 pixels first: fewer bytes to convert and augment.
         x = random_crop(x, crop) if random_crop is not None else center_crop_batch(x, crop)
-    x = x.float().mul_(1.0 / 255.0)
+    # The float copy takes the layout the network gets: NHWC strides stay (channels_last), or
+    # plain NCHW ones. With one channel a permuted NHWC view passes as NCHW-contiguous, yet a
+    # convolution answers it channels_last, which `x.view(n, -1)` after it cannot flatten.
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    x = x.to(torch.float32, memory_format=layout).mul_(1.0 / 255.0)
     if augment is not None:
         x = augment(x)
     if mean is not None:
         x = x - mean
     if std is not None:  # from `std_tensor`
         x = x / std
-    return x.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+    x = x.contiguous(memory_format=layout)
+    if not channels_last and x.stride() != _plain_strides(x.shape):  # one channel: see above
+        x = x.clone(memory_format=torch.contiguous_format)
+    return x
+
+
+def _plain_strides(shape: torch.Size) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
 
 
 def input_mean(preprocess: Preprocessing, device: torch.device | str = "cpu") -> torch.Tensor | None:

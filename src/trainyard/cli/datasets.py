@@ -1,4 +1,4 @@
-"""``trainyard dataset create | list | show | append``."""
+"""``trainyard dataset create | list | show | append | resume``."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
         emit_json(detail)
     elif job.status == Status.DONE:
         _print_counts(detail)
-    if job.status in (Status.FAILED, Status.ABORTED):
+    if job.status.is_unsuccessful:
         raise typer.Exit(1)
 
 
@@ -137,6 +137,18 @@ def append(
 
     ctx = cli_context()
     _run(ctx, lambda: append_dataset_job(ctx, dataset_id, fields, foreground=not submit), as_json, submit)
+
+
+@app.command()
+def resume(dataset_id: str, submit: bool = typer.Option(False, "--submit", help="let the server run it"),
+           as_json: bool = typer.Option(False, "--json")) -> None:
+    """Continue a dataset build that was killed or failed, from what it had written."""
+    refuse_unknown(dataset_id)  # before the store opens (cli/known_jobs.py)
+    ctx = cli_context()
+    job = ctx.manager.get(dataset_id)
+    if job.kind != "dataset":
+        raise NotFound(f"job {dataset_id} is a {job.kind} job, not a dataset (see: trainyard jobs resume {dataset_id})")
+    _run(ctx, lambda: ctx.manager.resume(dataset_id, foreground=not submit), as_json, submit)
 
 
 @app.command("list")

@@ -91,20 +91,29 @@ def _exported(model: str, epoch: float | None) -> bool:
         return False
 
 
+BATCH = 64  # images decoded at once: memory stays flat however many images are given
+
+
 def _classify_here(model: str, images: list[Path], epoch: float | None, top: int) -> tuple[list[dict], dict]:
-    """(results of the readable images, {index: error result}), classified in this process."""
+    """(results of the readable images, {index: error result}), classified in this process a
+    batch at a time, so only BATCH decoded images are held at once (results are a few bytes)."""
     from trainyard.datasets.images import ImageError, load_image
     from trainyard.inference.responses import classify_named
 
     loaded = _load(model, epoch)
-    named, problems = [], {}
-    for i, path in enumerate(images):
-        try:
-            named.append((str(path), load_image(path, loaded.preprocess.channels)))
-        except ImageError as exc:
-            problems[i] = {"image": str(path), "predictions": [], "error": str(exc)}
-            err.print(f"[red]error:[/red] {path}: {exc}")
-    return (classify_named(loaded, named, top=top) if named else []), problems
+    results: list[dict] = []
+    problems: dict[int, dict] = {}
+    for start in range(0, len(images), BATCH):
+        named = []
+        for i, path in enumerate(images[start:start + BATCH], start):
+            try:
+                named.append((str(path), load_image(path, loaded.preprocess.channels)))
+            except ImageError as exc:
+                problems[i] = {"image": str(path), "predictions": [], "error": str(exc)}
+                err.print(f"[red]error:[/red] {path}: {exc}")
+        if named:
+            results += classify_named(loaded, named, top=top)
+    return results, problems
 
 
 def evaluate(

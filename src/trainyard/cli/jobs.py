@@ -10,7 +10,6 @@ from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
 from trainyard.core.formatting import age
-from trainyard.core.status import Status
 
 app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume, compare, tag, note.",
                   no_args_is_help=True, rich_markup_mode=None)
@@ -104,7 +103,7 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
         job = run_in_foreground(ctx, job, quiet=as_json)
     if as_json:
         emit_json(job_detail(ctx.manager, job))
-    if job.status in (Status.FAILED, Status.ABORTED):
+    if job.status.is_unsuccessful:
         raise typer.Exit(1)
 
 

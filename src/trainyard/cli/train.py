@@ -8,7 +8,6 @@ import typer
 
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
-from trainyard.core.status import Status
 from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.networks.table import FAMILIES, STANDARD
 from trainyard.training.solvers import solver_names
@@ -142,6 +141,6 @@ def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
             best = job_detail(ctx.manager, job)["best"]
             if best:
                 err.print(f"{job.id}: best validation accuracy {best['val_accuracy']:.2f}% at epoch {best['epoch']}")
-    if any(j.status in (Status.FAILED, Status.ABORTED) for j in jobs):
+    if any(j.status.is_unsuccessful for j in jobs):
         raise typer.Exit(1)
 

@@ -13,7 +13,6 @@ returns, and with them every training process (they end with their actor).
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from trainyard.cluster.previous_runs import launch_token, prefix, remove_previou
 from trainyard.cluster.rank_worker import RankWorker
 from trainyard.core.environment import MEMORY_SETTING
 from trainyard.core.events import EventWriter
+from trainyard.core.formatting import process_end
 from trainyard.core.jobproc import EXIT_ABORTED, one_line
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
@@ -231,11 +231,7 @@ class Attempt:
             return f"training process rank {rank} on {node} was lost: its Ray worker or node went away"
         if code == "silent":
             return f"training process rank {rank} on {node} was lost: its Ray worker stopped answering"
-        try:
-            how = f"killed by {signal.Signals(-int(code)).name}"
-        except ValueError:
-            how = f"killed by signal {-int(code)}"
-        return f"training process rank {rank} on {node} was {how}"
+        return f"training process rank {rank} on {node} was {process_end(int(code))}"
 
     def _stop_all(self, codes: dict[int, int | str]) -> Outcome:
         """Abort: SIGTERM every rank, give them STOP_S to agree and report ``aborted``."""

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from trainyard.core import sandbox
 from trainyard.core.environment import sandbox_memory_mb
 from trainyard.core.errors import UserError
+from trainyard.core.formatting import process_end
 
 if TYPE_CHECKING:
     from trainyard.core.zygote import Zygote
@@ -171,7 +172,7 @@ class Child:
         if died:
             code = self._wait_code()
             tail = self.stderr_tail().splitlines()[-1:] if self.stderr and not self.stderr.closed else []
-            message += f" ({_describe(code)})" if code is not None else ""
+            message += f" ({process_end(code)})" if code is not None else ""
             message += f": {tail[0][:300]}" if tail else ""
         self.stop()
         return ChildFailed(message, timed_out)
@@ -222,15 +223,6 @@ class Child:
             if fd >= 0:
                 os.close(fd)
                 setattr(self, name, -1)
-
-
-def _describe(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
 
 
 # ---- the child's side ----------------------------------------------------------------------

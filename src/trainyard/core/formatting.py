@@ -1,7 +1,8 @@
-"""Seconds, bytes and timestamps as words a person reads (page filters and CLI output)."""
+"""Seconds, bytes, timestamps and a process's end as words a person reads (pages, CLI output, job errors)."""
 
 from __future__ import annotations
 
+import signal
 import time
 
 from trainyard.core.status import FINAL_STATUSES, Status, vocabulary
@@ -41,3 +42,16 @@ def install(env) -> None:
     pages' scripts (static/status.js), so no status name is spelled outside core/status.py."""
     env.filters.update(duration=duration, age=age, gib=gib, clock=clock)
     env.globals.update(Status=Status, final_statuses=FINAL_STATUSES, status_vocabulary=vocabulary())
+
+
+def process_end(code: int | None) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it), in the one
+    wording every job error uses: "exit code 1", "killed by SIGKILL"."""
+    if code is None:
+        return "exit code unknown"
+    if code >= 0:
+        return f"exit code {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"

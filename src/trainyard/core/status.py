@@ -24,8 +24,14 @@ class Status(StrEnum):
     def is_active(self) -> bool:
         return not self.is_final
 
+    @property
+    def is_unsuccessful(self) -> bool:
+        """Ended without finishing its work: failed or aborted (a job that stopped early is done)."""
+        return self in UNSUCCESSFUL_STATUSES
+
 
 FINAL_STATUSES = frozenset({Status.DONE, Status.ABORTED, Status.FAILED})
+UNSUCCESSFUL_STATUSES = frozenset({Status.ABORTED, Status.FAILED})
 ACTIVE_STATUSES = (Status.QUEUED, Status.WAITING, Status.RUNNING)  # in the order a job goes through them
 
 

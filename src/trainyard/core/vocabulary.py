@@ -39,3 +39,9 @@ def gpu_index(resource: str, *, shares: bool = True) -> int | None:
         if resource.startswith(prefix) and resource[len(prefix):].isdigit():
             return int(resource[len(prefix):])
     return None
+
+
+# The variable a job's process finds set when the runner gave it real GPUs (its value: their
+# lease indices); unset for a CPU job and for fake GPUs (TRAINYARD_FAKE_GPUS). A job that finds
+# it set and CUDA unusable fails at once rather than train on the CPU while holding the GPUs.
+LEASED_GPUS = "TRAINYARD_LEASED_GPUS"

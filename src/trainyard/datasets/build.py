@@ -16,13 +16,16 @@ from pathlib import Path
 
 import numpy as np
 
+from trainyard.core.cpus import granted_cpus
 from trainyard.core.events import EventWriter
 from trainyard.core.files import write_json_atomic
-from trainyard.core.jobproc import Progress
+from trainyard.core.jobproc import Aborted, Progress
+from trainyard.datasets import build_stream, disk_check, resume_state
 from trainyard.datasets.collect import BuildPlan, DatasetError, collect
 from trainyard.datasets.decode_worker import Geometry
 from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
+from trainyard.datasets.resume_state import ResumeState
 from trainyard.datasets.sources import Skipped
 from trainyard.datasets.storage import SPLITS, SplitWriter, open_split, save_mean
 
@@ -65,33 +68,22 @@ def _copy_parent(plan: BuildPlan, split: str, writer: SplitWriter, progress: Bui
         progress.update(f"{split} (parent)", int(idx[-1]) + 1, len(reader))
 
 
-def _open_writers(plan: BuildPlan, folder: Path, geometry: Geometry) -> dict[str, SplitWriter]:
-    """A writer for each split that gets images, new or from the parent."""
+def _open_writers(plan: BuildPlan, folder: Path, geometry: Geometry,
+                  resume: ResumeState | None = None) -> dict[str, SplitWriter]:
+    """A writer for each split that gets images, new or from the parent (reopened at their
+    checkpoint when resuming)."""
     writers = {}
+    g = geometry
     for split in SPLITS:
         from_parent = plan.parent is not None and (plan.parent.dir / split / "meta.json").is_file()
-        if plan.splits.get(split) or from_parent:
-            writers[split] = SplitWriter(folder / split, geometry.height, geometry.width,
-                                         geometry.channels, geometry.encoding, mean=(split == "train"))
+        if not (plan.splits.get(split) or from_parent):
+            continue
+        mean, classes = split == "train", len(plan.classes)
+        writers[split] = (SplitWriter.resume(folder / split, g.height, g.width, g.channels, g.encoding,
+                                             resume.writers[split], mean=mean, classes=classes) if resume
+                          else SplitWriter(folder / split, g.height, g.width, g.channels, g.encoding,
+                                           mean=mean, classes=classes))
     return writers
-
-
-def _write_new(plan: BuildPlan, writers: dict[str, SplitWriter], pipeline: DecodePipeline,
-               seed: int, progress: BuildProgress) -> None:
-    """Decode all new images of all splits as one stream (no pause between splits)."""
-    order = [(split, i, s) for split in SPLITS for i, s in enumerate(plan.splits.get(split, []))]
-    items = [(str(s.path), (seed, SPLITS.index(split), i)) for split, i, s in order]
-    totals = {split: len(plan.splits.get(split, [])) for split in SPLITS}
-    for (split, i, sample), (pixels, encoded, reason) in zip(order, pipeline.run(items)):
-        if reason is not None:
-            plan.skipped.append(Skipped(str(sample.path), reason))
-        else:
-            assert pixels is not None  # the pipeline gives pixels whenever there is no reason
-            writers[split].append(pixels, sample.label, encoded)
-        last = i + 1 == totals[split]
-        progress.update(split, i + 1, totals[split], force=last)
-        if last:
-            progress.finished += totals[split]
 
 
 def _geometry(spec, plan: BuildPlan, events: EventWriter) -> Geometry:
@@ -109,8 +101,7 @@ def _geometry(spec, plan: BuildPlan, events: EventWriter) -> Geometry:
 
 def _class_counts(classes: list[str], writers: dict[str, SplitWriter]) -> dict[str, dict[str, int]]:
     """{split: {class name: images written}}."""
-    return {split: dict(zip(classes, np.bincount(np.asarray(w.labels, np.int64), minlength=len(classes)).tolist()))
-            for split, w in writers.items()}
+    return {split: dict(zip(classes, w.counts[:len(classes)].tolist())) for split, w in writers.items()}
 
 
 def _info(spec, plan: BuildPlan, geometry: Geometry, writers: dict[str, SplitWriter]) -> dict:
@@ -148,28 +139,40 @@ def build_dataset(spec, job_dir: Path, events: EventWriter, workers: int | None 
                   data_roots: Iterable[Path] | None = None) -> dict:
     """Build the dataset ``spec`` describes into ``job_dir/dataset``; return its info dict.
 
-    ``workers``: decoding processes (default: one per CPU; 1 decodes in this process).
+    ``workers``: decoding processes (default: one per CPU granted; 1 decodes in this process).
     ``data_roots``: images named in lists outside these folders are skipped (default: the
     spec's ``data_roots``; None there too means no check).
-    Raises DatasetError for problems the user must fix; leaves no dataset folder on failure.
+    Raises DatasetError for problems the user must fix (then no dataset folder is left). A build
+    that fails otherwise, or is killed, keeps ``dataset.tmp`` with its checkpoint: running the
+    same job again resumes it (datasets/resume_state.py); an abort removes it.
     """
     job_dir = Path(job_dir)
     final, tmp, scratch = job_dir / "dataset", job_dir / "dataset.tmp", job_dir / "extract.tmp"
     if final.exists():
         raise DatasetError(f"{final} already exists; a dataset version is never rebuilt in place")
-    workers = workers or os.cpu_count() or 1
-    shutil.rmtree(tmp, ignore_errors=True)
+    workers = workers or granted_cpus(use_omp=False)
     try:
         roots = data_roots if data_roots is not None else spec.data_roots
         plan = collect(spec, job_dir, scratch, None if roots is None else [Path(r) for r in roots])
         geometry = _geometry(spec, plan, events)
         total = sum(len(v) for v in plan.splits.values())
+        plan_hash = resume_state.fingerprint(spec.model_dump_json(), geometry,
+                                             {k: v.digest() for k, v in plan.splits.items()})
+        resume = resume_state.load(tmp, plan_hash)
+        if resume is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            _check_room(job_dir, plan, geometry, total)
         events.log(f"{len(plan.classes)} classes, {total} new images to process "
-                   f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})")
-        info = _build_into(tmp, spec, plan, geometry, events, workers, total)
+                   f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})"
+                   + (f"; resuming after image {resume.position}" if resume else ""))
+        info = _build_into(tmp, spec, plan, geometry, events, workers, (total, plan_hash, resume))
         os.replace(tmp, final)
+    except (DatasetError, Aborted, KeyboardInterrupt):
+        shutil.rmtree(tmp, ignore_errors=True)  # nothing a resume could finish differently
+        raise
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not resume_state.resumable(job_dir):
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -178,20 +181,45 @@ def build_dataset(spec, job_dir: Path, events: EventWriter, workers: int | None 
     return info
 
 
-def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: EventWriter,
-                workers: int, total: int) -> dict:
-    tmp.mkdir(parents=True)
-    writers = _open_writers(plan, tmp, geometry)
-    progress = BuildProgress(events, total, counts=lambda: _class_counts(plan.classes, writers))
-    for split, writer in writers.items():
-        _copy_parent(plan, split, writer, progress)
+def _check_room(job_dir: Path, plan: BuildPlan, geometry: Geometry, total: int) -> None:
+    """DatasetError (proposing --encoding jpeg) when the disk cannot hold the build."""
+    parent = sum(plan.parent.info.get("images", {}).values()) if plan.parent else 0
+    paths = [t.path(int(i)) for t in plan.splits.values() for i in disk_check.spread(len(t))]
     try:
-        with DecodePipeline(geometry, workers, shm_name=new_shm_name(tmp.parent), count=total) as pipeline:
-            _write_new(plan, writers, pipeline, spec.seed, progress)
+        disk_check.check_room(job_dir, total + parent, geometry, paths[: disk_check.SAMPLE])
+    except disk_check.DiskFull as e:
+        raise DatasetError(str(e)) from None
+
+
+def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: EventWriter,
+                workers: int, run: tuple[int, str, ResumeState | None]) -> dict:
+    total, plan_hash, resume = run
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        writers = _open_writers(plan, tmp, geometry, resume)
+    except (OSError, ValueError, KeyError) as e:  # a checkpoint whose files were damaged or removed
+        events.log(f"cannot resume ({e}); building from the start", "warning")
+        shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        resume = None
+        writers = _open_writers(plan, tmp, geometry)
+    progress = BuildProgress(events, total, counts=lambda: _class_counts(plan.classes, writers))
+    if resume is None:
+        for split, writer in writers.items():
+            _copy_parent(plan, split, writer, progress)
+        resume = ResumeState(0, {}, [])
+        build_stream.checkpoint(tmp, plan_hash, 0, writers, [])
+    progress.finished = _finished_before(plan, resume.position)
+    try:
+        with DecodePipeline(geometry, workers, shm_name=new_shm_name(tmp.parent),
+                            count=total - resume.position) as pipeline:
+            skipped = build_stream.write_new(plan, writers, pipeline, spec.seed, progress, tmp, plan_hash, resume)
     except BrokenProcessPool:
         raise DatasetError("an image worker process died unexpectedly (out of memory, or killed)") from None
+    plan.skipped += [Skipped(s["path"], s["reason"]) for s in skipped]
     for writer in writers.values():
         writer.close()
+    (tmp / resume_state.FILE).unlink()
     _report(events, plan)
     info = _info(spec, plan, geometry, writers)
     _check_usable(info)
@@ -201,3 +229,14 @@ def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: Ev
     save_mean(tmp, mean)
     write_json_atomic(tmp / "info.json", info)
     return info
+
+
+def _finished_before(plan: BuildPlan, position: int) -> int:
+    """Images of the splits the stream finished before ``position`` (for the overall progress)."""
+    done = base = 0
+    for split in SPLITS:
+        n = len(plan.splits[split]) if split in plan.splits else 0
+        if base + n <= position:
+            done += n
+        base += n
+    return done

@@ -14,6 +14,7 @@ from pathlib import Path
 from trainyard.core.errors import UserError
 from trainyard.core.paths import is_inside
 from trainyard.datasets.archive import ArchiveError, safe_extract
+from trainyard.datasets.plan_table import SampleTable
 from trainyard.datasets.sources import (
     NOT_AN_IMAGE,
     Sample,
@@ -44,7 +45,7 @@ class Parent:
 @dataclass
 class BuildPlan:
     classes: list[str]
-    splits: dict[str, list[Sample]]  # new images only; the parent's are copied as they are
+    splits: dict[str, SampleTable]  # new images only; the parent's are copied as they are
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     parent: Parent | None = None
@@ -196,7 +197,8 @@ def collect(spec: DatasetSpec, job_dir: Path, scratch: Path,
     not_images = sum(1 for s in skipped if s.reason == NOT_AN_IMAGE)
     if not_images:  # a README or labels file beside the images: worth a count, not a list of them
         warnings.append(f"{not_images} file{'s' * (not_images != 1)} skipped: not images")
-    return BuildPlan(result.classes, splits, [s for s in skipped if s.reason != NOT_AN_IMAGE], warnings, parent,
+    tables = {split: SampleTable(samples) for split, samples in splits.items()}  # compact, for the workers
+    return BuildPlan(result.classes, tables, [s for s in skipped if s.reason != NOT_AN_IMAGE], warnings, parent,
                      not_images)
 
 

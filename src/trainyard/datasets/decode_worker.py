@@ -16,8 +16,8 @@ import numpy as np
 from PIL import Image
 
 from trainyard.core.environment import die_with_parent
-from trainyard.datasets.images import ImageError, load_image
-from trainyard.datasets.resize import resize_image
+from trainyard.datasets.images import ImageError
+from trainyard.datasets.reduced import load_resized
 from trainyard.datasets.storage import encode_image
 
 
@@ -64,9 +64,8 @@ def process_chunk(geometry: Geometry, items: Sequence[tuple[str, tuple[int, ...]
     out: list[Outcome] = []
     for j, (path, seed) in enumerate(items):
         try:
-            image = load_image(path, geometry.channels)
-            pixels = resize_image(image, geometry.width, geometry.height, geometry.resize,
-                                  np.random.default_rng(seed))
+            pixels = load_resized(path, geometry.channels, geometry.width, geometry.height,
+                                  geometry.resize, np.random.default_rng(seed))
         except ImageError as e:
             out.append((None, None, str(e)))
             continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -34,8 +35,12 @@ class ImageError(InvalidInput):
     """An image that cannot be used; the message says why in plain words."""
 
 
-def load_image(path: str | os.PathLike, channels: int) -> Image.Image:
+def load_image(path: str | os.PathLike, channels: int,
+               before_load: Callable[[Image.Image], None] | None = None) -> Image.Image:
     """Read ``path`` and return a loaded image in mode "L" (channels=1) or "RGB" (channels=3).
+
+    ``before_load`` sees the opened, not yet decoded image (datasets/reduced.py asks JPEGs for
+    a reduced decode there).
 
     Raises ImageError for missing, empty, corrupt, truncated, non-image, oversized
     (decompression bomb) or otherwise unusable files.
@@ -50,7 +55,7 @@ def load_image(path: str | os.PathLike, channels: int) -> Image.Image:
         raise ImageError("file not found") from None
     except OSError as e:
         raise ImageError(f"cannot read file: {e.strerror or e}") from None
-    return _decode(path, channels)
+    return _decode(path, channels, before_load)
 
 
 def load_image_bytes(data: bytes, channels: int) -> Image.Image:
@@ -62,7 +67,8 @@ def load_image_bytes(data: bytes, channels: int) -> Image.Image:
     return _decode(io.BytesIO(data), channels)
 
 
-def _decode(source: Path | IO[bytes], channels: int) -> Image.Image:
+def _decode(source: Path | IO[bytes], channels: int,
+            before_load: Callable[[Image.Image], None] | None = None) -> Image.Image:
     try:
         img = Image.open(source, formats=SAFE_FORMATS)
     except Image.DecompressionBombError as e:
@@ -75,6 +81,8 @@ def _decode(source: Path | IO[bytes], channels: int) -> Image.Image:
         raise ImageError(f"corrupt or truncated image: {e}") from None
     try:
         check_pixel_count(img)
+        if before_load is not None:
+            before_load(img)
         img.load()  # decode now, so corrupt or truncated data fails here, not later
         out = to_mode(_upright(img), channels)
     except ImageError:

@@ -1,6 +1,7 @@
 """What a dataset build leaves if it is killed (``kill -9``): its ``dataset.tmp`` and
 ``extract.tmp`` folders and its shared-memory ring in /dev/shm. The ring is named after the
-job, so whoever finishes the dead job (the next manager) can find and remove all three.
+job, so whoever finishes the dead job (the next manager) can find and remove all three; a
+``dataset.tmp`` with a resume checkpoint stays, for ``trainyard dataset resume``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import shutil
 from pathlib import Path
 
 SHM_DIR = Path("/dev/shm")  # where Linux keeps POSIX shared memory as files
+RESUME_FILE = "resume.json"  # the checkpoint datasets/resume_state.py writes in dataset.tmp
 
 
 def shm_prefix(job_dir: Path) -> str:
@@ -22,11 +24,16 @@ def new_shm_name(job_dir: Path) -> str:
     return f"{shm_prefix(job_dir)}{os.getpid()}-{secrets.token_hex(4)}"
 
 
-def remove_build_leftovers(job_dir: Path) -> list[str]:
-    """Remove a finished (or dead) build's temporary folders and shared memory; return what went."""
+def remove_build_leftovers(job_dir: Path, keep_resumable: bool = True) -> list[str]:
+    """Remove a finished (or dead) build's temporary folders and shared memory; return what went.
+
+    ``keep_resumable``: leave a ``dataset.tmp`` that holds a resume checkpoint.
+    """
     job_dir = Path(job_dir)
     removed = []
     for name in ("dataset.tmp", "extract.tmp"):
+        if name == "dataset.tmp" and keep_resumable and (job_dir / name / RESUME_FILE).is_file():
+            continue
         if (job_dir / name).exists():
             shutil.rmtree(job_dir / name, ignore_errors=True)
             removed.append(name)

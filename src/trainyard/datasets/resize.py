@@ -20,22 +20,27 @@ def resize_image(
     height: int,
     mode: str,
     rng: np.random.Generator | None = None,
+    source: tuple[tuple[int, int], int] | None = None,
 ) -> np.ndarray:
     """Resize an "L" or "RGB" image to a uint8 array of shape (height, width, C), C = 1 or 3.
 
-    ``rng`` draws the noise of fill and half_crop (a fresh unseeded one if None).
+    ``rng`` draws the noise of fill and half_crop (a fresh unseeded one if None). ``source``
+    ((w, h), s): ``image`` is a 1/s reduced decode of a w x h image (JPEG draft); the plan is
+    the full image's (DIGITS's rounding depends on it), the pixels come from the reduced one.
     """
     if image.mode not in ("L", "RGB"):
         raise ValueError(f"resize_image expects an 'L' or 'RGB' image, not {image.mode!r}")
-    plan = plan_resize(image.size, width, height, mode)
+    full, scale = source if source is not None else (image.size, 1)
+    plan = plan_resize(full, width, height, mode)
     x0, y0, x1, y1 = plan.crop
-    if image.size == (x1 - x0, y1 - y0) and plan.resized == image.size:
+    if scale == 1 and image.size == (x1 - x0, y1 - y0) and plan.resized == image.size:
         kept = image  # already the right size: no resampling at all
     else:
         # Resizing only the source box that maps to the kept window gives the same pixels as
         # DIGITS's resize-then-crop (Pillow clamps filters at the source edges either way)
         # without building a huge intermediate for extreme aspect ratios.
-        sx, sy = image.size[0] / plan.resized[0], image.size[1] / plan.resized[1]
+        # A reduced decode maps full-image x to x / scale (libjpeg's scaled IDCT).
+        sx, sy = full[0] / plan.resized[0] / scale, full[1] / plan.resized[1] / scale
         box = (x0 * sx, y0 * sy, x1 * sx, y1 * sy)
         kept = image.resize((x1 - x0, y1 - y0), RESAMPLE, box=box)
     pixels = np.asarray(kept, dtype=np.uint8)

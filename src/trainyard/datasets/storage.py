@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 from PIL import Image
@@ -54,23 +57,55 @@ class SplitWriter:
     """Streams images of one split to disk; only labels (and the mean sum) stay in memory.
 
     The files grow as images come. With ``mean=True`` the per-pixel sum is accumulated exactly
-    (int64) for the mean image.
+    (int64) for the mean image. ``counts`` holds the images per label so far (kept as they
+    come: a progress report reads it without counting). ``checkpoint`` makes what was written
+    so far resumable (labels, offsets and the mean sum beside the images); ``resume`` reopens
+    a checkpoint and continues exactly where it stood.
     """
 
     def __init__(self, folder: Path, height: int, width: int, channels: int, encoding: str,
-                 mean: bool = False):
+                 mean: bool = False, classes: int = 0, _resume: dict | None = None):
         if encoding not in ENCODINGS:
             raise ValueError(f"unknown encoding {encoding!r}; valid: {', '.join(ENCODINGS)}")
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.shape = (height, width, channels)
         self.encoding = encoding
-        self.labels: list[int] = []
-        self._offsets = [0]
-        name = "images.u8" if encoding == "none" else "images.bin"
-        self._file = open(self.folder / name, "wb")
+        self.labels = array("q")
+        self._offsets = array("q", [0])
+        self.counts = np.zeros(classes, np.int64)
+        self._name = "images.u8" if encoding == "none" else "images.bin"
         self._sum = np.zeros(self.shape, np.int64) if mean else None
         self._partial = np.zeros(self.shape, np.uint32) if mean else None
+        self._logged = 0  # labels (and offsets) already in the .part files
+        self._file: BinaryIO
+        if _resume is None:
+            self._file = open(self.folder / self._name, "wb")
+        else:
+            self._reopen(_resume)
+
+    @classmethod
+    def resume(cls, folder: Path, height: int, width: int, channels: int, encoding: str,
+               state: dict, mean: bool = False, classes: int = 0) -> SplitWriter:
+        """The writer as it was when ``checkpoint`` returned ``state``; later bytes are cut off."""
+        return cls(folder, height, width, channels, encoding, mean, classes, _resume=state)
+
+    def _reopen(self, state: dict) -> None:
+        n = state["count"]
+        self._file = open(self.folder / self._name, "r+b")
+        self._file.truncate(state["bytes"])
+        self._file.seek(0, os.SEEK_END)
+        self.labels.frombytes((self.folder / "labels.part").read_bytes()[: 8 * n])
+        if self.encoding != "none":
+            self._offsets = array("q")
+            self._offsets.frombytes((self.folder / "offsets.part").read_bytes()[: 8 * (n + 1)])
+        if len(self.labels) != n or (self.encoding != "none" and len(self._offsets) != n + 1):
+            raise ValueError(f"the resume files of {self.folder} are shorter than their checkpoint")
+        self._logged = n
+        labels = np.frombuffer(self.labels, np.int64)
+        self.counts = np.bincount(labels, minlength=len(self.counts)).astype(np.int64)
+        if self._sum is not None and n:
+            self._sum[:] = np.load(self.folder / state["mean"])
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -89,7 +124,11 @@ class SplitWriter:
             np.add(self._partial, image, out=self._partial)
             if (len(self.labels) + 1) % _U32_SAFE_COUNT == 0:
                 self._flush_mean()
-        self.labels.append(int(label))
+        label = int(label)
+        self.labels.append(label)
+        if label >= len(self.counts):
+            self.counts = np.concatenate([self.counts, np.zeros(label + 1 - len(self.counts), np.int64)])
+        self.counts[label] += 1
 
     def _flush_mean(self) -> None:
         assert self._sum is not None and self._partial is not None  # called only when keeping a mean
@@ -103,11 +142,40 @@ class SplitWriter:
         self._flush_mean()
         return (self._sum / len(self.labels)).astype(np.float32)
 
+    def checkpoint(self) -> dict:
+        """Make everything appended so far durable against a killed process; the state to
+        ``resume`` from. The mean sum goes to a file named by the count, so an older state's
+        file stays valid until the caller has recorded the new one (then ``prune``)."""
+        n = len(self.labels)
+        with open(self.folder / "labels.part", "ab") as log:
+            log.truncate(8 * self._logged)
+            log.write(self.labels[self._logged:].tobytes())
+        if self.encoding != "none":
+            with open(self.folder / "offsets.part", "ab") as log:  # n + 1 entries, from the 0
+                log.truncate(8 * (self._logged + 1))  # growing an empty file writes that 0
+                log.write(self._offsets[self._logged + 1:].tobytes())
+        self._logged = n
+        self._file.flush()
+        mean = None
+        if self._sum is not None and self._partial is not None and n:
+            mean = f"mean-sum-{n}.npy"
+            np.save(self.folder / mean, self._sum + self._partial)
+        return {"count": n, "bytes": self._file.tell(), "mean": mean}
+
+    def prune(self, state: dict) -> None:
+        """Remove the mean-sum files of checkpoints older than ``state``."""
+        for old in self.folder.glob("mean-sum-*.npy"):
+            if old.name != state["mean"]:
+                old.unlink()
+
     def close(self) -> None:
         self._file.close()
-        np.save(self.folder / "labels.npy", np.asarray(self.labels, dtype=np.int64))
+        for scratch in (*self.folder.glob("mean-sum-*.npy"), self.folder / "labels.part",
+                        self.folder / "offsets.part"):
+            scratch.unlink(missing_ok=True)
+        np.save(self.folder / "labels.npy", np.frombuffer(self.labels, np.int64))
         if self.encoding != "none":
-            np.save(self.folder / "offsets.npy", np.asarray(self._offsets, dtype=np.int64))
+            np.save(self.folder / "offsets.npy", np.frombuffer(self._offsets, np.int64))
         h, w, c = self.shape
         meta = {"height": h, "width": w, "channels": c, "encoding": self.encoding,
                 "count": len(self.labels)}

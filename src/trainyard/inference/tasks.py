@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from trainyard.artifact.device import require_leased_gpus
 from trainyard.core.events import EventWriter
 from trainyard.core.files import write_json_atomic
 from trainyard.datasets.archive import safe_extract
@@ -27,10 +28,13 @@ BRIEF = ("images", "classified", "errors", "labelled", "accuracy", "top5_accurac
 def job_device() -> str:
     """The job's GPU when the runner gave it one (CUDA_VISIBLE_DEVICES), else the CPU.
 
-    A CPU job gets the variable empty from the runner: the CPU, without importing torch. Any
-    other value asks torch, which finds no device behind a fake GPU (TRAINYARD_FAKE_GPUS)."""
+    A CPU job gets the variable empty from the runner: the CPU, without importing torch. A job
+    given a real GPU that CUDA cannot use fails (GpuUnusable, naming the cause); other values
+    ask torch, which finds no device behind a fake GPU (TRAINYARD_FAKE_GPUS)."""
     if os.environ.get("CUDA_VISIBLE_DEVICES", "unset").strip() == "":
         return "cpu"
+    if require_leased_gpus():
+        return "cuda"
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"

@@ -4,8 +4,10 @@
 optimizer side (`Stepper`), the batch loaders, the event `Schedule` and where training stands.
 A fresh run seeds torch before building the network; a resumed run loads model, optimizer,
 scheduler, AMP scaler and RNG states from its checkpoint (resume.py), so it continues as if it
-had never stopped. With several processes (``Dist``), each builds the same network from the
-same seed, wraps it in DistributedDataParallel and reads its shard of every global batch.
+had never stopped: bit for bit on the same device type and process count, at the equivalent
+place otherwise (resume.py says exactly what holds). With several processes (``Dist``), each
+builds the same network from the same seed, wraps it in DistributedDataParallel and reads its
+shard of every global batch.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from trainyard.artifact import network
 from trainyard.artifact.checkpoint import load_checkpoint
+from trainyard.artifact.device import GpuUnusable, require_leased_gpus
 from trainyard.artifact.normalize import mean_tensor, std_tensor
 from trainyard.artifact.preprocessing import DEFAULT_RESIZE, Preprocessing
 from trainyard.core.errors import InvalidInput
@@ -43,8 +46,13 @@ from trainyard.weights import finetune, fit
 
 def pick_device(d: Dist = SINGLE) -> torch.device:
     """The job's GPU (the runner sets CUDA_VISIBLE_DEVICES to its lease; with several, this
-    process's LOCAL_RANK picks one), else the CPU."""
-    if not torch.cuda.is_available():
+    process's LOCAL_RANK picks one), else the CPU. A job given real GPUs that CUDA cannot use
+    fails here, naming the cause (artifact/device.py), instead of training on the CPU."""
+    try:
+        leased = require_leased_gpus()
+    except GpuUnusable as exc:
+        raise TrainingError(str(exc)) from None
+    if not leased and not torch.cuda.is_available():
         return torch.device("cpu")
     torch.backends.cudnn.benchmark = True  # fixed input shapes: let cuDNN pick its fastest kernels
     torch.backends.cuda.matmul.allow_tf32 = True  # fp32 runs use tensor cores too
@@ -71,20 +79,43 @@ CPU_CHANNELS_LAST = ("lenet", "resnet")
 
 
 def use_channels_last(spec: ModelSpec, device: torch.device) -> bool:
-    """Whether the network and its batches use the channels_last memory layout."""
-    if not spec.channels_last:
+    """Whether the network and its batches use the channels_last memory layout.
+
+    Never for a custom network: its code may flatten with ``x.view(n, -1)`` (which fails on a
+    channels_last activation) or hold 5-D parameters, and nothing but running it in that layout
+    would tell; a network that trains on the CPU must train on a GPU as it is. The standard
+    networks flatten with ``torch.flatten`` and are tested in both layouts.
+    """
+    if not spec.channels_last or not spec.network:
         return False
     if device.type == "cuda":
         return True
-    return device.type == "cpu" and bool(spec.network) and str(spec.network).startswith(CPU_CHANNELS_LAST)
+    return device.type == "cpu" and spec.network.startswith(CPU_CHANNELS_LAST)
+
+
+def to_channels_last(net: nn.Module) -> bool:
+    """Put the network's 4-D tensors in channels_last; False (and nothing changed) when it holds
+    a tensor of another rank that `Module.to` would refuse (a Conv3d's 5-D weight)."""
+    if any(t.dim() == 5 for t in (*net.parameters(), *net.buffers())):
+        return False
+    net.to(memory_format=torch.channels_last)  # what cuDNN's and oneDNN's fastest convolutions want
+    return True
+
+
+# Compute capability from which GPUs have bf16 tensor cores (Ampere, 8.0). Older ones (V100 7.0,
+# T4 7.5) emulate bf16, which `torch.cuda.is_bf16_supported()` counts as support: fp16 with a
+# GradScaler is their fast mixed precision.
+BF16_CAPABILITY = (8, 0)
 
 
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    """The AMP dtype for a precision setting: auto = bf16 (or fp16) on GPUs, fp32 on the CPU."""
+    """The AMP dtype for a precision setting: auto = bf16 on Ampere and later GPUs, fp16 (with a
+    GradScaler, see `prepare`) on older ones, fp32 on the CPU."""
     if precision == "auto":
         if device.type != "cuda":
             return None
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        native = torch.cuda.get_device_capability(device) >= BF16_CAPABILITY
+        return torch.bfloat16 if native else torch.float16
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
@@ -129,10 +160,8 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
 
     input_size = (spec.crop, spec.crop) if spec.crop else (height, width)
     net, trainable, head = _build_network(spec, ckpt, len(classes), channels, image_size, input_size, events)
-    channels_last = use_channels_last(spec, device)
     net.to(device)
-    if channels_last:
-        net.to(memory_format=torch.channels_last)  # what cuDNN's and oneDNN's fastest convolutions want
+    channels_last = use_channels_last(spec, device) and to_channels_last(net)
     params = [p for p in net.parameters() if p.requires_grad]
     if not params:
         raise TrainingError("no parameter is left to train (freeze_backbone froze them all)")

@@ -3,12 +3,15 @@
 Training reads batches, not samples: one ``read_batch`` gathers a whole batch of uint8 images
 from the memory-mapped split (or decodes it, for PNG/JPEG splits), in background threads a few
 batches ahead; the batch is pinned, copied to the device as uint8 (4x fewer bytes than float),
-and converted, cropped, augmented and mean-subtracted there by `normalize_batch`.
+and converted, cropped, augmented and mean-subtracted there by `normalize_batch`. A JPEG split
+on a CUDA device is decoded there instead, by nvJPEG (training/device_decode.py; ``device_decode``
+forces that path on any device, for tests).
 
 Everything random is a pure function of (seed, epoch, batch): the epoch's order comes from
 ``default_rng([seed, epoch])`` and each batch's crops and augmentation from a generator seeded
 with (seed, epoch, batch, rank). So a run resumed at any batch of any epoch sees exactly the
-batches the uninterrupted run would have seen, with no loader state to save.
+batches the uninterrupted run would have seen, with no loader state to save, on the same device
+type: a CUDA generator draws other crops and flips than a CPU one from the same seed (resume.py).
 
 With ``world_size > 1`` (DDP) each rank takes ``order[rank::world_size]``, so global batch i,
 the union of every rank's batch i, is exactly ``order[i*G:(i+1)*G]`` with G = world_size *
@@ -30,10 +33,22 @@ import numpy as np
 import torch
 
 from trainyard.artifact.normalize import normalize_batch
+from trainyard.core.cpus import granted_cpus
 from trainyard.datasets.storage import SplitReader
 from trainyard.training.augment import AugmentSettings, training_batch
+from trainyard.training.device_decode import GuardedDecoder, device_decoder
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # images (N, C, h, w) float, labels (N,) int64
+
+
+def decode_threads() -> int:
+    """Decode threads for this rank: the CPUs it was granted, shared with the other ranks on its
+    node when they were all granted the same set (torch.distributed.run's OMP_NUM_THREADS=1 is
+    not a grant: it is set for every rank whatever the node has)."""
+    granted = granted_cpus(use_omp=False)
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    shared = granted >= (os.cpu_count() or 1) and local_world > 1  # no per-rank affinity was set
+    return max(1, granted // local_world if shared else granted)
 
 
 class BatchLoader:
@@ -62,6 +77,7 @@ class BatchLoader:
         workers: int | None = None,
         channels_last: bool = False,
         std: torch.Tensor | None = None,
+        device_decode: bool = False,
     ):
         if batch_size < 1:
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
@@ -76,11 +92,14 @@ class BatchLoader:
         self.seed = seed
         self.rank, self.world_size = rank, world_size
         self.prefetch = prefetch
-        # Decoding PNG/JPEG releases the GIL, so threads scale; a memory map needs just one.
-        default_workers = 1 if reader.encoding == "none" else min(8, os.cpu_count() or 1)
-        self.workers = workers or default_workers
+        # Decoding PNG/JPEG releases the GIL, so threads scale to the cores this rank was
+        # granted (its affinity or cgroup share, split between the ranks of a node when they
+        # share one set); a memory map needs just one.
+        self.workers = workers or (1 if reader.encoding == "none" else decode_threads())
         self.channels_last = channels_last
         self.pin = self.device.type == "cuda"
+        # JPEG splits on a CUDA device: nvJPEG decodes the batch there (training/device_decode.py).
+        self._device_decode = GuardedDecoder(device_decoder(reader, self.device, force=device_decode))
         self._labels = np.asarray(reader.labels, dtype=np.int64)
         # On the batch's device: random numbers drawn on the CPU would have to be copied over,
         # and a blocking copy to the GPU waits for all queued work (a sync every batch).
@@ -128,9 +147,13 @@ class BatchLoader:
             yield self._to_device(images, labels, epoch, index)
 
     def _read(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """Background thread: gather one batch as (pinned) uint8 host tensors."""
-        images = torch.from_numpy(self.reader.read_batch(indices))
+        """Background thread: gather one batch as (pinned) uint8 host tensors, or the images
+        already decoded on the device."""
         labels = torch.from_numpy(self._labels[indices])
+        on_device = self._device_decode(indices)
+        if on_device is not None:
+            return on_device, labels.pin_memory() if self.pin else labels
+        images = torch.from_numpy(self.reader.read_batch(indices))
         if self.pin:
             images, labels = images.pin_memory(), labels.pin_memory()
         return images, labels

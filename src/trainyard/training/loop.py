@@ -186,7 +186,9 @@ class Reporter:
         if run.val_loader is None:
             return
         distributed.sync_buffers(run.net, run.dist)  # rank 0's BatchNorm statistics: those it saves
-        result = evaluate(run.eval_model or run.model, run.val_loader, run.stepper.autocast,
+        # `is None`, not `or`: a compiled module has no truth value (OptimizedModule raises on len()).
+        model = run.model if run.eval_model is None else run.eval_model
+        result = evaluate(model, run.val_loader, run.stepper.autocast,
                           self.should_stop, run.dist)
         if not math.isfinite(result["val_loss"]):
             raise TrainingError(f"training diverged at epoch {epoch:g} (validation loss is "
@@ -240,6 +242,9 @@ def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,
     finally:
         # The last checkpoint is complete (and announced) before the job reports done or aborted.
         reporter.checkpoints.wait()
+    if run.device.type == "cuda":  # bench/scaling.py reports it; people size batches by it
+        events.emit("gpu_memory", peak_allocated=torch.cuda.max_memory_allocated(run.device),
+                    peak_reserved=torch.cuda.max_memory_reserved(run.device))
     final = run.schedule.snapshot_epochs[-1]
     last = run.metrics.get("val_accuracy", [[None, None]])[-1][1]
     result = {"epoch": final, "best": run.best, "val_accuracy": last}
@@ -277,6 +282,8 @@ def _log_start(run: Run, resume: Path | dict | None) -> None:
         f"training {spec.network or 'custom network'} ({params:,} parameters) on {where} "
         f"({precision}); {len(loader.reader)} training images in {len(loader)} batches of "
         f"{batch}, {run.schedule.total_iterations} iterations, base LR {run.base_lr:g}, seed {run.seed}")
+    layout = "channels_last" if loader.channels_last else "NCHW"
+    run.events.log(f"memory layout {layout}, torch.compile {'on' if spec.compile else 'off'}")
     if resume is not None:
         # a multi-process job hands every rank rank 0's checkpoint already loaded: no file name
         source = Path(resume).name if isinstance(resume, (str, os.PathLike)) else "the latest checkpoint"

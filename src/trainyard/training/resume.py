@@ -1,5 +1,5 @@
-"""Continuing a run from a checkpoint: exactly, or at the equivalent place with another
-process count.
+"""Continuing a run from a checkpoint: exactly (same device type and process count, on the
+CPU), or at the equivalent place with another process count or device.
 
 A checkpoint does not depend on ranks: the weights are the network's own state_dict (no DDP
 ``module.`` prefix), the optimizer state is the same on every rank, and the data order of each
@@ -14,6 +14,15 @@ epoch is a pure function of (seed, epoch) (data.py). What "exact" means:
   training; the number of steps left changes with the global batch. With ``scale_lr`` the base
   LR follows the new process count. Random crops and dropout restart from per-rank seeds. This
   is the equivalent position, not a bit-for-bit continuation.
+- Another device type (a GPU job resumed on the CPU, or the reverse) or another GPU model: the
+  same images in the same global batches at the same LR, but not the same numbers. The CUDA
+  generators (Philox) draw other crops, flips and dropout masks than the CPU's (mt19937) from
+  the same seed, a checkpoint's CUDA RNG states are restored only on as many GPUs as it saved
+  (otherwise dropped), and the kernels themselves sum in another order (cuDNN, TF32, AMP), so
+  losses differ from the first step on. Bit-for-bit holds only on the same device type, the same
+  process count, and (on GPUs) the same precision; even then cuDNN's autotuner
+  (``cudnn.benchmark``) may pick other kernels in another process, so on GPUs expect agreement to
+  float rounding rather than equal bits.
 """
 
 from __future__ import annotations

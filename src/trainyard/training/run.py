@@ -86,11 +86,13 @@ def main(job_dir: str | Path, *, own_process: bool = False) -> int:
 
 def _run(folder: JobFolder, events: RankEvents, stop: StopFlag, own_process: bool = False) -> None:
     # Imported here, inside the scaffold's try, so that even a broken install reports "failed".
+    from trainyard.artifact.device import require_leased_gpus
     from trainyard.training import distributed
     from trainyard.training.loop import train
     from trainyard.training.spec import load_spec
 
     spec = load_spec(folder.spec)
+    require_leased_gpus()  # a job given GPUs that CUDA cannot use stops now, naming the cause
     d = distributed.setup(own_process)
     should_stop = distributed.StopAgreement(stop, d)
     spec, resume = _plan(folder, spec, d, events)

@@ -120,7 +120,9 @@ def rng_state(seed: int, device: torch.device | None = None) -> dict:
 
 
 def restore_rng_state(state: dict) -> None:
-    """Put back what `rng_state` saved (CUDA states only where the devices still exist)."""
+    """Put back what `rng_state` saved: the CPU state always, the CUDA states only on as many
+    GPUs as saved them (a GPU checkpoint resumed on the CPU, or on another GPU count, drops them:
+    its random crops and dropout then differ from the uninterrupted run's; see resume.py)."""
     torch.set_rng_state(state["torch"].cpu())
     cuda = state.get("cuda") or []
     if not cuda or not torch.cuda.is_available():

@@ -97,7 +97,7 @@ def dataset_choices(briefs: list[dict]) -> list[dict]:
     """Datasets a model can train on (built, or still building: the model then waits)."""
     out = []
     for job in briefs:
-        if job["kind"] != "dataset" or job["status"] in (Status.FAILED, Status.ABORTED):
+        if job["kind"] != "dataset" or Status(job["status"]).is_unsuccessful:
             continue
         summary = job["summary"] or {}
         images = summary.get("images") or {}

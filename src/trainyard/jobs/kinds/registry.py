@@ -24,7 +24,7 @@ from trainyard.core.files import read_json
 from trainyard.core.paths import JobFolder, checkpoint_name, is_inside
 from trainyard.core.registry import Registry
 from trainyard.core.stored import SpecModel, read_stored
-from trainyard.datasets.leftovers import remove_build_leftovers
+from trainyard.datasets.leftovers import RESUME_FILE, remove_build_leftovers
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.inference.results import describe_inference
 from trainyard.inference.spec import InferenceSpec
@@ -216,8 +216,10 @@ def _stored(folder: JobFolder) -> dict:
 
 
 def end_dataset_job(folder: JobFolder, uploads_dir: Path) -> None:
-    """After a build ends, however it ended: its uploads, and what a killed build left behind."""
-    remove_uploaded_archives(folder, uploads_dir)
+    """After a build ends, however it ended: its uploads, and what a killed build left behind
+    (but not what a resume needs: the checkpointed dataset.tmp and the uploads it reads)."""
+    if not (folder.path / "dataset.tmp" / RESUME_FILE).is_file():
+        remove_uploaded_archives(folder, uploads_dir)
     remove_build_leftovers(folder.path)
 
 

@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import read_json, write_json_atomic
 from trainyard.core.limits import MAX_NAME
-from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.lookup import job_of_kind
 from trainyard.jobs.kinds.pretrained import Pretrained, resolve_pretrained
@@ -137,7 +136,7 @@ def _job_name(request: TrainRequest, dataset: Job, network, lr, batch) -> str:
 
 def _dataset(ctx: Context, dataset_id: str) -> Job:
     job = job_of_kind(ctx.store, dataset_id, "dataset")
-    if job.status in (Status.FAILED, Status.ABORTED):
+    if job.status.is_unsuccessful:
         raise JobConflict(f"dataset {dataset_id} {job.status}; build it again first")
     return job
 

@@ -41,24 +41,33 @@ def abort(manager: JobManager, job_id: str) -> Job:
             manager._watch(manager.get(job_id))
     return manager.get(job_id)
 
+# The kinds of job that continue where they stopped, and the command that asks for it.
+RESUME_COMMANDS = {"model": "trainyard jobs resume {}", "dataset": "trainyard dataset resume {}"}
+
+
 def resume(manager: JobManager, job_id: str, foreground: bool = False) -> Job:
-    """Queue an ended model job again; it continues from its last checkpoint."""
+    """Queue an ended model job again (it continues from its last checkpoint), or a dataset
+    build that did not finish (it continues from what it wrote)."""
     job = manager.get(job_id)
-    if job.kind != "model" or not job.status.is_final:
-        raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
+    built = job.kind == "dataset" and job.status == Status.DONE
+    if job.kind not in RESUME_COMMANDS or not job.status.is_final or built:
+        raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job "
+                          f"or an unfinished dataset build can be resumed")
     if (job.summary or {}).get("imported"):
         raise JobError(f"model {job_id} was imported from an archive; fine-tune from it instead "
                        f"(--pretrained {job_id})")
     if foreground:
         manager.heartbeat.beat(force=True)
+    detail = "resuming from the last checkpoint" if job.kind == "model" else "resuming the build from what it wrote"
     if manager.store.update_job_if(job, status=Status.QUEUED, error=None, finished_at=None, pid=None,
                                 **(manager.owner if foreground else {"owner_pid": None, "owner_host": None}),
-                                status_detail="resuming from the last checkpoint"):
+                                status_detail=detail):
         # The last attempt's "done" or "failed" must not decide how this one ends, should its
         # process die before it reports anything (runner.final_status reads the last status).
         with EventWriter(manager.folder(job_id).path) as events:
             events.status(Status.QUEUED.value)
     return manager.get(job_id)
+
 
 def delete(manager: JobManager, job_id: str) -> None:
     job = manager.get(job_id)

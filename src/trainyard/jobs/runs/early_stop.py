@@ -129,7 +129,7 @@ class EarlyStopper:
         self._tails.pop(job.id, None)
         fresh = self.manager.store.get_job(job.id) or job
         stopped = (fresh.summary or {}).get("stopped_early")
-        if stopped and stopped.get("started_at") == job.started_at and status in (Status.ABORTED, Status.FAILED):
+        if stopped and stopped.get("started_at") == job.started_at and status.is_unsuccessful:
             # The job's own last line says "aborted"; its log and live page should say why.
             with EventWriter(self.manager.folder(job.id).path) as events:
                 events.log(f"{stopped['message']} (rank {stopped['rank']} of {stopped['of']}); "

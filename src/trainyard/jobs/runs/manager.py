@@ -31,6 +31,7 @@ from trainyard.core.paths import JobFolder
 from trainyard.core.status import ACTIVE_STATUSES, Status
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.runs import actions, foreground, heartbeat, runner
+from trainyard.jobs.runs.actions import RESUME_COMMANDS
 from trainyard.jobs.runs.early_stop import EarlyStopper
 from trainyard.jobs.runs.errors import JobConflict, JobError, JobNotFound, launched  # noqa: F401 (re-exported)
 from trainyard.jobs.runs.progress import fold_events
@@ -126,17 +127,17 @@ class JobManager:
                 self._finish(job, Status.ABORTED, "the command that created this job exited before it started")
 
     def _try_start(self, job: Job, foreground: bool = False) -> None:
-        waiting_for = readiness.missing_input(self.store, job)
-        if waiting_for is None:
+        blocked = readiness.missing_input(self.store, job)
+        if blocked is None:
             resources = self.pools.acquire(self.store, job.id, job.needs, holder=self.holder)
             if resources is not None:
                 self._start(job, resources, foreground)
                 return
-            waiting_for = waiting_message(self.pools, self.store, job.needs)  # names the holders
-        if waiting_for.startswith("failed:"):
-            self._finish(job, Status.FAILED, waiting_for.removeprefix("failed:").strip())
-        elif job.status != Status.WAITING or job.status_detail != waiting_for:
-            self.store.update_job_if(job, status=Status.WAITING, status_detail=waiting_for)
+            blocked = readiness.Blocked(waiting_message(self.pools, self.store, job.needs))  # names the holders
+        if blocked.never:
+            self._finish(job, Status.FAILED, blocked.reason)
+        elif job.status != Status.WAITING or job.status_detail != blocked.reason:
+            self.store.update_job_if(job, status=Status.WAITING, status_detail=blocked.reason)
 
     def _start(self, job: Job, resources: list[str], foreground: bool = False) -> None:
         """Claim the job and launch its process (``foreground``: one that dies with this one)."""
@@ -150,7 +151,8 @@ class JobManager:
         folder = self.folder(job.id)
         gpu_ids = Pools.gpu_ids(resources)
         try:
-            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids, foreground)
+            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids, foreground,
+                                 self.pools.environment(gpu_ids))
         except OSError as exc:
             self._finish(self.get(job.id), Status.FAILED, f"could not start the job: {exc}")
             return
@@ -195,9 +197,10 @@ class JobManager:
             returncode = None
         fold_events(self.store, job, self._tail(job.id))
         status, error = runner.final_status(self.folder(job.id), returncode, self._abort_requested(job.id))
-        if proc is None and status == Status.FAILED and job.kind == "model":
+        if proc is None and status == Status.FAILED and job.kind in RESUME_COMMANDS:
             # Nobody saw it end (its command or the server was killed): a checkpoint may remain.
-            error = f"interrupted: {error}; `trainyard jobs resume {job.id}` continues it from its last checkpoint"
+            command = RESUME_COMMANDS[job.kind].format(job.id)
+            error = f"interrupted: {error}; `{command}` continues it from its last checkpoint"
         self._finish(job, status, error)
 
     def _stop_if_asked(self, job: Job) -> None:

@@ -19,23 +19,27 @@ import psutil
 
 from trainyard.core.environment import child_environment
 from trainyard.core.events import read_events
+from trainyard.core.formatting import process_end
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
 from trainyard.core.tethered import command as tethered_command
 from trainyard.jobs.runs.sandbox import sandboxed
+from trainyard.jobs.scheduling.gpu_devices import lease_environment
 
 
 def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None,
-           tethered: bool = False) -> subprocess.Popen:
+           tethered: bool = False, lease: dict[str, str] | None = None) -> subprocess.Popen:
     """Run ``command`` for a job, its output going to the job folder's output.txt; a job whose
     network is user code runs confined (jobs/runs/sandbox.py).
 
     ``tethered``: the kernel kills it when this process dies, even by SIGKILL (a foreground
-    job); a server's jobs outlive the server, whose next start adopts them."""
+    job); a server's jobs outlive the server, whose next start adopts them. ``lease``: the
+    variables that show the job its GPUs (`Pools.environment`: their UUIDs); by default the
+    server's own entries for ``gpu_ids``."""
     command = sandboxed(command, folder, gpu_ids)
     # A job sees only the GPUs it leased; a CPU job sees none, so it cannot grab one by accident.
     # It runs user code (custom networks), so it never sees the server's token.
-    env = child_environment(CUDA_VISIBLE_DEVICES=",".join(str(i) for i in gpu_ids or []))
+    env = child_environment(**(lease if lease is not None else lease_environment({}, gpu_ids or [])))
     env.setdefault("PYTHONUNBUFFERED", "1")
     output = open(folder.path / "output.txt", "ab")
     try:
@@ -140,8 +144,8 @@ def final_status(folder: JobFolder, returncode: int | None, abort_requested: boo
         return Status.FAILED, "the job exited without reporting a result"
     rank = _failed_rank(folder)
     if rank is not None:
-        return Status.FAILED, f"training process rank {rank[0]} died ({_describe_exit(rank[1])}); see output.txt"
-    return Status.FAILED, f"the job process died ({_describe_exit(returncode)}); see its log"
+        return Status.FAILED, f"training process rank {rank[0]} died ({process_end(rank[1])}); see output.txt"
+    return Status.FAILED, f"the job process died ({process_end(returncode)}); see its log"
 
 
 # torch.distributed.run's report of the worker that failed first: "Root Cause ... rank : 1
@@ -152,17 +156,6 @@ _ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+
 def _failed_rank(folder: JobFolder) -> tuple[int, int] | None:
     match = _ROOT_CAUSE.search(tail_text(folder.path / "output.txt", 8000))
     return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-def _describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "exit code unknown"
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit code {returncode}"
 
 
 def tail_text(path: Path, max_bytes: int = 4000) -> str:

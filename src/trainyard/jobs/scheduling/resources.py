@@ -15,13 +15,16 @@ few hundred MB beside a training, rather than a wait for the training to end).
 from __future__ import annotations
 
 import ctypes.util
+import importlib
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from trainyard.core.errors import InvalidInput
 from trainyard.core.vocabulary import gpu_index, gpu_resource, gpu_share
+from trainyard.jobs.scheduling.gpu_devices import lease_environment, text, visible_units
 from trainyard.jobs.store.store import Store
 
 
@@ -30,7 +33,8 @@ class GPU:
     index: int
     name: str
     memory_total: int  # bytes
-    uuid: str = ""
+    uuid: str = ""  # GPU-... or MIG-...; "" where torch, not NVML, found it
+    fake: bool = False  # TRAINYARD_FAKE_GPUS: its jobs train on the CPU
 
     @property
     def resource(self) -> str:
@@ -42,59 +46,30 @@ class GPU:
         return f"GPU {self.index}: {self.name} ({self.memory_total / 2**30:.0f} GiB)"
 
 
-def _visible_indices(count: int, uuids: list[str] | None = None) -> list[int]:
-    """Physical NVML indices visible to this process, honouring CUDA_VISIBLE_DEVICES.
+def gpu_inventory(nvml: Any = None) -> list[GPU]:
+    """The GPUs this process may lease, numbered 0..n-1 in its own view (jobs/scheduling/gpu_devices.py).
 
-    Entries are indices or (a prefix of) GPU-/MIG- UUIDs, as CUDA reads them; like CUDA, the
-    list ends at the first entry that names no device.
-    """
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return list(range(count))
-    out: list[int] = []
-    for part in (p.strip() for p in visible.split(",")):
-        if part.isdigit() and int(part) < count:
-            index = int(part)
-        else:
-            matches = [i for i, u in enumerate(uuids or []) if part and u.startswith(part)]
-            if len(matches) != 1:
-                break
-            index = matches[0]
-        if index in out:
-            break  # CUDA refuses a repeated device
-        out.append(index)
-    return out
-
-
-def gpu_inventory() -> list[GPU]:
-    """The GPUs this process may use, numbered as CUDA numbers them (0..n-1).
-
-    From NVML (nvidia-ml-py), which needs no CUDA context; where NVML is missing, from
-    torch.cuda if torch is installed with CUDA; [] on a machine without GPUs.
+    From NVML (``nvml``: the pynvml module by default, or a stand-in), which needs no CUDA
+    context, MIG devices in place of a GPU in MIG mode; where NVML is missing, from torch.cuda
+    if torch is installed with CUDA; [] on a machine without GPUs.
     """
     try:
-        import pynvml
-
-        pynvml.nvmlInit()
+        if nvml is None:
+            nvml = importlib.import_module("pynvml")
+        nvml.nvmlInit()
     except Exception:
         return _torch_inventory()
     try:
-        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        uuids = [_text(pynvml.nvmlDeviceGetUUID(h)) for h in handles]
-        gpus = []
-        for cuda_index, nvml_index in enumerate(_visible_indices(len(handles), uuids)):
-            handle = handles[nvml_index]
-            memory = pynvml.nvmlDeviceGetMemoryInfo(handle).total
-            gpus.append(GPU(cuda_index, _text(pynvml.nvmlDeviceGetName(handle)), int(memory), uuids[nvml_index]))
-        return gpus
+        units = visible_units(nvml)
+        if any(unit.handle is None for unit in units):
+            raise RuntimeError(next(unit.error for unit in units if unit.handle is None))
+        return [GPU(index, text(nvml.nvmlDeviceGetName(unit.handle)),
+                    int(nvml.nvmlDeviceGetMemoryInfo(unit.handle).total), unit.uuid)
+                for index, unit in enumerate(units)]
     except Exception:
         return _torch_inventory()
     finally:
-        pynvml.nvmlShutdown()
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+        nvml.nvmlShutdown()
 
 
 def _torch_inventory() -> list[GPU]:
@@ -122,9 +97,9 @@ def fake_gpus(count: int) -> list[GPU]:
     """``count`` pretend GPUs, for tests and demos without GPUs (TRAINYARD_FAKE_GPUS).
 
     Jobs lease them like real ones; a job on N of them trains as N processes on the CPU (gloo),
-    since the runner's CUDA_VISIBLE_DEVICES finds no real device.
+    since CUDA finds no device behind their UUIDs (the runner's CUDA_VISIBLE_DEVICES).
     """
-    return [GPU(i, "Fake GPU (testing)", 16 * 2**30, f"GPU-fake-{i}") for i in range(count)]
+    return [GPU(i, "Fake GPU (testing)", 16 * 2**30, f"GPU-fake-{i}", fake=True) for i in range(count)]
 
 
 class NotSatisfiable(InvalidInput):
@@ -199,6 +174,13 @@ class Pools:
             if free:
                 return free[:1]
         return None
+
+    def environment(self, gpu_ids: list[int]) -> dict[str, str]:
+        """What a job's process is told of the GPUs ``gpu_ids`` it leased (gpu_devices.py)."""
+        if not gpu_ids:
+            return lease_environment({}, [])
+        fake = any(g.fake for g in self.gpus)
+        return lease_environment({g.index: g.uuid for g in self.gpus}, gpu_ids, fake=fake)
 
     @staticmethod
     def gpu_ids(resources: list[str]) -> list[int]:

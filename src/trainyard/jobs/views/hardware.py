@@ -22,7 +22,7 @@ import psutil
 
 from trainyard.core.status import Status
 from trainyard.core.vocabulary import gpu_index
-from trainyard.jobs.scheduling.resources import _visible_indices
+from trainyard.jobs.scheduling.gpu_devices import Unit, visible_units
 
 
 def _load_pynvml():
@@ -64,21 +64,21 @@ class GpuMonitor:
         if nvml is None:
             return []
         try:
-            physical = _visible_indices(nvml.nvmlDeviceGetCount())
+            units = visible_units(nvml)  # as the inventory numbers them: UUIDs and MIG included
         except Exception:
             return []
-        wanted = range(len(physical)) if cuda_indices is None else cuda_indices
-        return [self._read(nvml, index, physical[index]) for index in wanted if 0 <= index < len(physical)]
+        wanted = range(len(units)) if cuda_indices is None else cuda_indices
+        return [self._read(nvml, index, units[index]) for index in wanted if 0 <= index < len(units)]
 
     @staticmethod
-    def _read(nvml, cuda_index: int, nvml_index: int) -> dict:
+    def _read(nvml, cuda_index: int, unit: Unit) -> dict:
         doc: dict[str, Any] = {"index": cuda_index, "name": None, "utilization": None,
                                "memory_utilization": None, "memory_used": None, "memory_total": None,
                                "temperature": None, "power": None, "power_limit": None}
-        try:
-            handle = nvml.nvmlDeviceGetHandleByIndex(nvml_index)
-        except Exception as exc:
-            return {**doc, "error": str(exc) or type(exc).__name__}
+        if unit.handle is None:
+            return {**doc, "error": unit.error}
+        handle = unit.handle
+        # A MIG device has no utilization, temperature or power of its own: those are None.
         name = _try(lambda: nvml.nvmlDeviceGetName(handle))
         doc["name"] = name.decode() if isinstance(name, bytes) else name
         rates = _try(lambda: nvml.nvmlDeviceGetUtilizationRates(handle))
