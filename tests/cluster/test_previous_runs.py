@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.conftest import wait_for
 from trainyard.cluster.connect import connect
-from trainyard.cluster.previous_runs import launch_token, prefix, remove_previous
+from trainyard.cluster.previous_runs import job_of, launch_token, prefix, remove_previous
 
 
 def test_an_earlier_launchs_placement_group_is_removed_and_ours_and_other_jobs_kept(ray_cluster):
@@ -28,3 +28,8 @@ def test_an_earlier_launchs_placement_group_is_removed_and_ours_and_other_jobs_k
     finally:
         for pg in (mine, other):
             remove_placement_group(pg)
+
+
+def test_the_job_id_is_read_back_from_a_placement_group_name():
+    assert job_of(f"{prefix('ab12cd')}0-{launch_token()}") == "ab12cd"
+    assert job_of(f"{prefix('a-b')}3-{launch_token()}") == "a-b"

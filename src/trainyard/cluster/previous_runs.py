@@ -23,6 +23,11 @@ def prefix(job_id: str | None) -> str:
     return f"trainyard-{job_id}-"
 
 
+def job_of(name: str) -> str:
+    """The job id in a placement group's name ``trainyard-<job id>-<attempt>-<token>``."""
+    return name.removeprefix("trainyard-").rsplit("-", 2)[0]
+
+
 def remove_previous(job_id: str | None, token: str) -> list[str]:
     """Remove the job's placement groups left by other launches (not ``token``'s); their names.
     None for a spec without a job id (a test's): nothing can be told to be this job's."""
