@@ -1,5 +1,6 @@
 # trainyard: `make run` installs into .venv and starts the server; `make test` installs, lints
-# (ruff, mypy) and tests, so CI runs all three.
+# (ruff, mypy) and tests, so CI runs all three. The install picks the CPU torch wheel where no
+# NVIDIA GPU is present (scripts/install-torch says which it chose).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +12,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip setuptools wheel
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml scripts/install-torch | $(BIN)/python
+	scripts/install-torch $(BIN)/pip
 	$(BIN)/pip install -e '.[dev]'
 	touch $(STAMP)
 

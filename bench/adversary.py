@@ -13,7 +13,10 @@ can be killed with SIGKILL), then runs bounded loops of:
   must be listed exactly once and end, and no lease may be left held;
 - user code (issue 20, adversary_payloads.py): custom networks whose build() hunts the token,
   writes the store or another job's folder, forges its snapshot's cache, holds memory, forks,
-  floods or forges the answer pipe; a table says what each reached.
+  floods or forges the answer pipe; a table says what each reached;
+- the job folder and the doors (issue 28, adversary_trust.py): links and FIFOs planted in a job
+  folder, a rewritten spec.json, a checkpoint claiming a standard network, a loopback call
+  without the credential, a sweep grid bomb, the /dev/shm decode ring; a second table.
 
     python bench/adversary.py              # about two minutes on two cores
     python bench/adversary.py --rounds 3   # repeat the malformed-input loop
@@ -149,7 +152,7 @@ def _many_labels(archive: bytes, tmp: Path) -> bytes:
 def crash_and_recover(server: Server, tally: Tally, images: Path, builds: int) -> tuple[int, int, int]:
     """Queue builds, SIGKILL the server, start it again: (lost, duplicated, stuck leases)."""
     ids = []
-    with httpx.Client(base_url=server.url, timeout=60) as client:
+    with httpx.Client(base_url=server.url, timeout=60, headers=server.headers) as client:
         for i in range(builds):
             response = tally.seen(client.post("/api/datasets", json={"name": f"b{i}", "train_folder": str(images),
                                                                      "width": 28, "height": 28}), "queue build")
@@ -157,7 +160,7 @@ def crash_and_recover(server: Server, tally: Tally, images: Path, builds: int) -
         time.sleep(1.5)
     server.kill()
     server.start()
-    with httpx.Client(base_url=server.url, timeout=60) as client:
+    with httpx.Client(base_url=server.url, timeout=60, headers=server.headers) as client:
         for job_id in ids:
             wait_job(client, job_id)
         listed = [j["id"] for j in tally.seen(client.get("/api/jobs"), "list").json()["jobs"]]
@@ -184,7 +187,7 @@ def main() -> None:
         make_images(outside)
         server = Server(tmp / "home", data).start()
         try:
-            with httpx.Client(base_url=server.url, timeout=120) as client:
+            with httpx.Client(base_url=server.url, timeout=120, headers=server.headers) as client:
                 dataset = tally.seen(client.post("/api/datasets", json={"name": "colours", "train_folder": str(images),
                                                                         "width": 28, "height": 28}), "dataset")
                 dataset_id = dataset.json()["id"]
@@ -216,6 +219,7 @@ def main() -> None:
 def payloads() -> None:
     """The user-code payloads against a server with a token, and the table of what they reached."""
     from bench.adversary_payloads import against_live_server, table
+    from bench.adversary_trust import trust_against_live_server
 
     token = "adversary-" + "p" * 32
     with tempfile.TemporaryDirectory() as folder:
@@ -224,6 +228,7 @@ def payloads() -> None:
         try:
             assert server.proc is not None
             print(table(against_live_server(server.url, tmp / "home", server.proc.pid, token, tmp)), flush=True)
+            print(table(trust_against_live_server(server, tmp)), flush=True)
         finally:
             server.stop()
 

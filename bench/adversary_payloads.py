@@ -15,11 +15,13 @@ in itself). The harness then judges from outside what the payload reached:
     flood           300 MiB without a newline written to the answer pipe: the server's RSS
     forged answer   an {"answer": ...} line written to the answer pipe: returned to the client?
     training ...     a training job's build() over its memory or process limit (adversary_training.py)
+    net ..., shm, proc, uid   what of the host's network, /dev/shm, processes and root the worker
+                    reaches (adversary_namespaces.py)
 
 `run_payloads` returns rows (payload, "reached" or "blocked", detail); adversary.py prints them.
-Token, store, other job, memory and fork are stopped by the sandbox (core/sandbox.py; a training
-job's processes by its supervisor, core/supervisor.py), flood and forged answer by the child
-protocol (core/childproc.py), cache forgery by the trust ledger;
+Token, store, other job, memory and fork are stopped by the sandbox (sandbox/policy.py; a training
+job's processes by its supervisor, sandbox/supervisor.py), flood and forged answer by the child
+protocol (sandbox/childproc.py), cache forgery by the trust ledger;
 ``QUICK`` are those that need no sandbox (tests/inference/test_adversary_payloads.py).
 """
 
@@ -84,7 +86,7 @@ def custom_model(target: Target, source: str, name: str = "payload") -> tuple[st
     from trainyard.core.paths import checkpoint_name
 
     manager = target.ctx.manager
-    job = manager.create("model", name, {"kind": "model"}, needs={"pool": "cpu"})
+    job = manager.create("model", name, {"kind": "model", "network_source": source}, needs={"pool": "cpu"})
     torch.manual_seed(0)
     state = nn.Sequential(nn.Flatten(), nn.Linear(CHANNELS * SIZE * SIZE, len(CLASSES))).state_dict()
     preprocess = {"width": SIZE, "height": SIZE, "channels": CHANNELS, "resize": "squash", "mean_mode": "none",
@@ -243,10 +245,23 @@ def _training(name: str) -> Callable[[Target], tuple[str, str, str]]:
     return run
 
 
+NAMESPACE_PAYLOADS = ("net-tcp", "net-udp", "net-unix", "shm", "proc", "uid")  # adversary_namespaces.py
+
+
+def _namespaced(name: str) -> Callable[[Target], tuple[str, str, str]]:
+    def run(target: Target) -> tuple[str, str, str]:
+        from bench import adversary_namespaces  # it builds on this module's helpers
+
+        return adversary_namespaces.PAYLOADS[name](target)
+
+    return run
+
+
 PAYLOADS: dict[str, Callable[[Target], tuple[str, str, str]]] = {
     "token": token_hunt, "store": store_write, "other-job": other_job, "cache": cache_forgery,
     "memory": memory, "fork": fork, "flood": flood, "answer": forged_answer,
     "training-memory": _training("training_memory"), "training-fork": _training("training_fork"),
+    **{name: _namespaced(name) for name in NAMESPACE_PAYLOADS},
 }
 QUICK = ("cache",)  # stopped without a sandbox (the trust ledger, inference/trust.py)
 

@@ -17,6 +17,7 @@ import psutil
 from PIL import Image
 
 from tests.live_server import free_port, wait_until_up
+from trainyard.core import server_token
 from trainyard.core.status import FINAL_STATUSES
 
 
@@ -44,6 +45,7 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
+        self.token = token
 
     def start(self) -> Server:
         code = "from trainyard.cli.main import app; app()"
@@ -51,7 +53,13 @@ class Server:
                                      env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # /login answers without the token; 300 s: a loaded machine takes a while to start
         wait_until_up(self.url + "/login", lambda: self.proc is not None and self.proc.poll() is None, 300)
+        # Every door needs the credential: the token given, else the one serve wrote for its user.
+        self.token = self.env["TRAINYARD_AUTH_TOKEN"] or server_token.read(self.env["TRAINYARD_HOME"]) or ""
         return self
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:

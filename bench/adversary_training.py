@@ -3,7 +3,7 @@
     training memory   16 GiB asked for by build(), past the bench server's 1536 MiB a process
                       running user code may take: does the job get it, or end failed saying so?
     training fork     300 sleeping children forked by build(), past the job's process limit
-                      (core/job_confinement.py): are they stopped, and the job failed saying so?
+                      (sandbox/job.py): are they stopped, and the job failed saying so?
 
 Both go the whole way a user's job does: a dataset built by the server from images in its data
 root, a model created with the network's source (its check runs elsewhere: build() misbehaves

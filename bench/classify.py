@@ -127,9 +127,10 @@ def main() -> None:
     crop = args.size if args.size != args.stored else None
     model_id = make_model_job(ctx, args.network, args.stored, crop, args.classes)
     server = ExitStack()  # the live server runs until the timings are taken
-    url = server.enter_context(serving(create_app(settings, pools=Pools(1, 1, []))))
+    app = create_app(settings, pools=Pools(1, 1, []))
+    url = server.enter_context(serving(app))
     data = photo_jpeg(args.stored)
-    client = httpx.Client(base_url=url, timeout=120)
+    client = httpx.Client(base_url=url, timeout=120, headers={"Authorization": f"Bearer {app.state.auth_token}"})
 
     def http(visualize: bool = False) -> dict:
         response = client.post(f"/api/models/{model_id}/classify", params={"visualize": visualize},

@@ -103,6 +103,9 @@ def populate(ctx, total: int) -> None:
                 group=f"sweep{i // 6}" if i % 3 == 0 else None)
 
 
+AUTH: dict[str, str] = {}  # the served app's credential, set once it is made
+
+
 class SSEClient:
     """Reads a job's event stream, recording (id, event, arrival time); can drop and reconnect."""
 
@@ -116,6 +119,7 @@ class SSEClient:
     def run(self) -> None:
         while not self.ended.is_set():
             headers = {"Last-Event-ID": str(self.received[-1][0])} if self.received else {}
+            headers.update(AUTH)
             with httpx.stream("GET", self.url, headers=headers, timeout=None) as response:
                 event_id, kind = None, None
                 for line in response.iter_lines():
@@ -173,7 +177,7 @@ def measure_replay(ctx, url: str, count: int) -> dict:
 
 def measure_home(url: str, timings: dict, repeat: int) -> dict:
     out = {}
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with httpx.Client(base_url=url, timeout=30, headers=AUTH) as client:
         for path in ("/", "/partials/jobs"):
             client.get(path)  # warm up: templates compile on first use
             timings.pop(path, None)
@@ -205,6 +209,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(home=Path(tmp) / "home", data_roots=[Path(tmp)])
         app, timings = timed_app(settings)
+        AUTH["Authorization"] = f"Bearer {app.state.auth_token}"  # every door needs it (web/auth.py)
         ctx = app.state.ctx
         with serving(app) as url:
             delay = measure_delay(ctx, url, args.events, args.rate)

@@ -142,9 +142,9 @@ def seconds(call) -> tuple[float, float]:
 
 def measure_checks(networks: list[str], rounds: int) -> None:
     """The warm check against the same check in this process, and against a cold spawn."""
-    from trainyard.core.childproc import Child, default_policy
     from trainyard.networks.check import run_check
     from trainyard.networks.isolated import CHECKER, check_network_isolated
+    from trainyard.sandbox.childproc import Child, default_policy
 
     def isolated(request: dict) -> dict:
         return check_network_isolated(request["source"], 10, 1, 28, network=request["network"])

@@ -68,7 +68,8 @@ def measure(count: int, rounds: int) -> dict:
         settings = Settings(home=Path(tmp) / "home", data_roots=[Path(tmp)])
         app = create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]), run_scheduler=False)
         # TestClient's requests say "Host: 127.0.0.1", a name the server answers to by default.
-        with TestClient(app, base_url="http://127.0.0.1") as client:
+        with TestClient(app, base_url="http://127.0.0.1",
+                        headers={"Authorization": f"Bearer {app.state.auth_token}"}) as client:
             fill(app.state.ctx.store, count)
             client.get("/partials/jobs")  # warm: templates compiled, connections open
             redraw, redraw_bytes, _ = timed(client, "/partials/jobs", rounds)

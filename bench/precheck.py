@@ -70,7 +70,7 @@ def bench_checks(rounds: int) -> None:
         settings = Settings(home=Path(tmp) / "home", data_roots=[Path(tmp) / "data"],
                             allowed_hosts=["testserver"])  # TestClient's Host
         app = create_app(settings, pools=Pools(1, 1, []), run_scheduler=False)
-        with TestClient(app) as client:
+        with TestClient(app, headers={"Authorization": f"Bearer {app.state.auth_token}"}) as client:
             def create(side: int, lrs: list[float]):
                 # A geometry of its own: the network check is cold (nothing cached) each time.
                 dataset = app.state.ctx.manager.create("dataset", f"d{side}", {"name": f"d{side}"},

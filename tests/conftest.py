@@ -6,8 +6,10 @@ import os
 import time
 from pathlib import Path
 
+import fastapi.testclient
 import numpy as np
 import pytest
+import starlette.testclient
 from PIL import Image
 
 from trainyard.jobs.context import open_context
@@ -18,6 +20,23 @@ from trainyard.settings import Settings
 pytest_plugins = ["tests.weights.fixtures"]
 # TestClient sends "Host: testserver"; the server answers only to the names it is bound to.
 os.environ.setdefault("TRAINYARD_ALLOWED_HOSTS", "testserver")
+
+
+class CredentialedClient(starlette.testclient.TestClient):
+    """A TestClient that sends its app's credential (web/auth.py: every door needs it, on
+    localhost too), so the suite's clients keep working; ``credential=False`` sends none, as a
+    stranger would."""
+
+    def __init__(self, app, *args, credential: bool = True, **kwargs):
+        super().__init__(app, *args, **kwargs)
+        token = getattr(getattr(app, "state", None), "auth_token", None)
+        if credential and token:
+            self.headers["Authorization"] = f"Bearer {token}"
+
+
+# Installed before any test module imports it (``from fastapi.testclient import TestClient``).
+fastapi.testclient.TestClient = CredentialedClient  # type: ignore[misc]
+starlette.testclient.TestClient = CredentialedClient  # type: ignore[misc]
 
 
 @pytest.fixture
@@ -105,14 +124,15 @@ def tick_until(ctx, job_id, until, timeout: float = 60.0, interval: float = 0.1)
     return wait_for(ticked, timeout, interval)
 
 
-def open_client(settings: Settings, run_scheduler: bool = True):
-    """A TestClient of the app; use it as a context manager so the lifespan (scheduler) runs."""
+def open_client(settings: Settings, run_scheduler: bool = True, credential: bool = True):
+    """A TestClient of the app; use it as a context manager so the lifespan (scheduler) runs.
+    ``credential=False``: a client that sends no credential (a stranger's)."""
     from fastapi.testclient import TestClient
 
     from trainyard.web.app import create_app
 
     pools = Pools(dataset_slots=2, cpu_slots=1, gpus=[])
-    return TestClient(create_app(settings, pools=pools, run_scheduler=run_scheduler))
+    return TestClient(create_app(settings, pools=pools, run_scheduler=run_scheduler), credential=credential)
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 One variable is not here, on purpose: ``TRAINYARD_COLLECTIVE_TIMEOUT_S`` (seconds, default 600),
 how long a rank of a multi-process training waits at a collective before giving up. Only the
 training process reads it (training/distributed.py), and that process must not load the server's
-Settings (DESIGN section 2: it reads its job folder and nothing else); it inherits the variable
+Settings (docs/architecture.md, "Layers": it reads its job folder and nothing else); it inherits the variable
 from the environment of the server or CLI that starts it.
 """
 
@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     # Ray's own RAY_ADDRESS (trainyard.cluster); TRAINYARD_HOME must then be shared by every node.
     cluster: Literal["local", "ray"] = "local"
     weights_url: str = ""  # a mirror of torchvision's weight files (default: download.pytorch.org)
+    # The most jobs one training request may make (a sweep's grid of datasets x networks x
+    # learning rates x batch sizes, or its --trials draws): one request must not queue hundreds.
+    max_sweep_jobs: int = Field(64, ge=1)
     fake_gpus: int = 0  # FOR TESTS: pretend this many GPUs exist (jobs on them train on the CPU)
 
     @field_validator("data_roots", mode="before")

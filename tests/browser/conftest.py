@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.live_server import serving
+from tests.live_server import BROWSER_HEADERS, BROWSER_TOKEN, serving
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.settings import Settings
 
@@ -41,11 +41,11 @@ def live_server(tmp_path_factory, make_images_with_bad_files):
     from trainyard.web.app import create_app
 
     tmp = tmp_path_factory.mktemp("browser")
-    settings = Settings(home=tmp / "home", data_roots=[tmp / "data"])
+    settings = Settings(home=tmp / "home", data_roots=[tmp / "data"], auth_token=BROWSER_TOKEN)
     folder = make_images_with_bad_files(settings.data_roots[0] / "images")
     app = create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
     with serving(app) as url:
-        yield SimpleNamespace(url=url, settings=settings, folder=folder)
+        yield SimpleNamespace(url=url, settings=settings, folder=folder, token=BROWSER_TOKEN)
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +66,10 @@ def trained_server(trained):
     one 28x28 RGB dataset of 3 colours, one LeNet), on a free port."""
     from trainyard.web.app import create_app
 
-    app = create_app(trained.settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
+    settings = trained.settings.model_copy(update={"auth_token": BROWSER_TOKEN})
+    app = create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
     with serving(app) as url:
-        yield SimpleNamespace(url=url, trained=trained, app=app)
+        yield SimpleNamespace(url=url, trained=trained, app=app, token=BROWSER_TOKEN)
 
 
 def offline(context, blocked: list[str]) -> None:
@@ -88,7 +89,8 @@ def open_page(browser, viewport: dict | None = None):
     """(context, page, JavaScript errors, blocked requests) for a fresh offline page."""
     # Playwright's wait_for_function evaluates strings, which the pages' Content-Security-Policy
     # forbids; tests/browser/test_xss.py checks the policy itself in a context that keeps it.
-    context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900}, bypass_csp=True)
+    context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900}, bypass_csp=True,
+                                  extra_http_headers=BROWSER_HEADERS)
     blocked: list[str] = []
     offline(context, blocked)
     page = context.new_page()

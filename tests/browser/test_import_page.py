@@ -8,6 +8,7 @@ import urllib.request
 import pytest
 
 from tests.inference.deploy_helpers import make_checkpoint_job
+from tests.live_server import BROWSER_HEADERS
 from trainyard.inference.export import export_model
 
 pytestmark = pytest.mark.browser
@@ -27,7 +28,8 @@ def test_the_home_page_imports_an_archive_as_a_model(live_server, page, tmp_path
     assert page.inner_text("h1") == "imported from the browser"
 
     model_id = page.url.rstrip("/").rsplit("/", 1)[1]
-    with urllib.request.urlopen(f"{live_server.url}/api/models/{model_id}", timeout=30) as response:
+    asked = urllib.request.Request(f"{live_server.url}/api/models/{model_id}", headers=BROWSER_HEADERS)
+    with urllib.request.urlopen(asked, timeout=30) as response:
         model = json.loads(response.read())
     assert model["status"] == "done" and model["snapshots"] == [1]
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.live_server import BROWSER_HEADERS
 from trainyard.jobs.context import open_context
 from trainyard.jobs.scheduling.leases import this_process
 
@@ -36,7 +37,7 @@ def build(num_classes, in_channels, image_size):
 def api(url: str, method: str, path: str, body: dict | None = None) -> dict:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json", **BROWSER_HEADERS})
     with urllib.request.urlopen(request, timeout=60) as response:
         return json.loads(response.read())
 
@@ -70,7 +71,9 @@ def test_new_model_selects_the_dataset_and_refuses_bad_networks_at_their_field(t
     assert "needs at least 63×63" in page.inner_text("tr[data-network=alexnet] .size-warning")
 
     # The LR preview counts optimizer steps as the training of these very settings did.
-    with urllib.request.urlopen(f"{trained_server.url}/api/jobs/{trained.model_id}/log", timeout=30) as response:
+    log_request = urllib.request.Request(f"{trained_server.url}/api/jobs/{trained.model_id}/log",
+                                         headers=BROWSER_HEADERS)
+    with urllib.request.urlopen(log_request, timeout=30) as response:
         batch, steps = re.search(r"batches of (\d+), (\d+) iterations", response.read().decode()).groups()
     epochs = api(trained_server.url, "GET", f"/api/models/{trained.model_id}")["spec"]["epochs"]
     page.check("#net-lenet")

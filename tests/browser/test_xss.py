@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests.conftest import make_image_folder
+from tests.live_server import BROWSER_HEADERS
 
 pytestmark = pytest.mark.browser
 HOSTILE = 'x" onload="window.pwned=1'
@@ -20,7 +21,7 @@ HOSTILE = 'x" onload="window.pwned=1'
 @pytest.fixture
 def strict_page(browser):
     """A page that keeps the Content-Security-Policy (the shared ``page`` fixture bypasses it)."""
-    context = browser.new_context()
+    context = browser.new_context(extra_http_headers=BROWSER_HEADERS)
     page = context.new_page()
     page.set_default_timeout(30_000)
     yield page
@@ -30,11 +31,12 @@ def strict_page(browser):
 @pytest.fixture(scope="module")
 def hostile_dataset(live_server) -> str:
     folder = make_image_folder(live_server.settings.data_roots[0] / "hostile", {HOSTILE: 6, "plain": 6})
-    job = httpx.post(f"{live_server.url}/api/datasets", timeout=30,
+    job = httpx.post(f"{live_server.url}/api/datasets", timeout=30, headers=BROWSER_HEADERS,
                      json={"name": "hostile", "train_folder": str(folder), "width": 16, "height": 16}).json()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        status = httpx.get(f"{live_server.url}/api/jobs/{job['id']}", timeout=30).json()["status"]
+        status = httpx.get(f"{live_server.url}/api/jobs/{job['id']}", timeout=30,
+                           headers=BROWSER_HEADERS).json()["status"]
         if status not in ("queued", "waiting", "running"):
             break
         time.sleep(0.5)

@@ -91,6 +91,7 @@ def test_classify_asks_a_running_server_and_answers_the_same(trained, images):
     import sys
 
     from tests.live_server import serving
+    from trainyard.core import server_token
     from trainyard.inference import ort_runtime
     from trainyard.inference.snapshots import model_checkpoint
     from trainyard.web.app import create_app
@@ -101,8 +102,12 @@ def test_classify_asks_a_running_server_and_answers_the_same(trained, images):
     snapshot = model_checkpoint(trained.ctx.manager.folder(trained.model_id).path)[1]
     for cached in (ort_runtime.onnx_path(snapshot), ort_runtime.inputs_path(snapshot)):
         cached.unlink(missing_ok=True)  # classifying here would now import torch: LIGHT means the server answered
-    with serving(create_app(trained.settings, run_scheduler=False)) as url:
+    app = create_app(trained.settings, run_scheduler=False)
+    with serving(app) as url:
         env = {**os.environ, **trained.env(), "TRAINYARD_PORT": url.rsplit(":", 1)[1]}
+        # The server refuses a caller without its credential: the CLI reads it from the file a
+        # served app writes for its home (core/server_token.py); without it, the CLI classifies here.
+        server_token.write(trained.settings.home, app.state.auth_token)
 
         def cli(*argv: str) -> subprocess.CompletedProcess:
             return subprocess.run([sys.executable, "-c", CLASSIFY_PROBE, *argv], env=env, capture_output=True,
@@ -121,6 +126,7 @@ def test_classify_asks_a_running_server_and_answers_the_same(trained, images):
         assert mixed.returncode == 1
         results = json.loads(mixed.stdout)["results"]
         assert results[0]["predictions"][0][0] == "dark" and "not an image" in results[1]["error"]
+    server_token.remove(trained.settings.home, app.state.auth_token)
     assert ort_runtime.is_cached(snapshot)  # the server exported the snapshot once, beside it
     here = cli(*args)  # the server is gone; the cached export answers in this process
     assert here.returncode == 0 and here.stderr.strip().splitlines()[-1] == "LIGHT"

@@ -22,7 +22,7 @@ from trainyard.networks import timm_networks
 
 HEAVY = ("sqlalchemy", "pydantic", "pydantic_settings", "typer.rich_utils", "rich.markdown", "torch", "timm",
          "trainyard.jobs.store.store", "trainyard.settings")
-# Every command DESIGN.md section 1 fixes, and the groups' verbs.
+# Every command docs/interface.md fixes, and the groups' verbs.
 COMMANDS = ("serve", "dataset", "train", "jobs", "classify", "evaluate", "export", "import", "system", "weights")
 VERBS = {"dataset": {"create", "list", "show", "append"},
          "jobs": {"list", "show", "abort", "delete", "resume"},  # compare, tag, note: not built yet

@@ -160,7 +160,8 @@ def test_local_mode_never_imports_ray():
         "from trainyard.web.app import create_app\n"
         "import tempfile\n"
         "s = Settings(home=tempfile.mkdtemp(), data_roots=[tempfile.gettempdir()])\n"
-        "with TestClient(create_app(s, run_scheduler=False)) as c:\n"
+        "app = create_app(s, run_scheduler=False)\n"
+        "with TestClient(app, headers={'Authorization': 'Bearer ' + app.state.auth_token}) as c:\n"
         "    doc = c.get('/api/system').json()\n"
         "assert doc['backend'] == 'local' and 'nodes' not in doc, doc\n"
         "print('ray' in sys.modules)\n")

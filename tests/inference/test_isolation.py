@@ -63,8 +63,9 @@ PREPROCESS = {"width": SIZE, "height": SIZE, "channels": CHANNELS, "resize": "sq
 @pytest.fixture
 def server(settings, client_for, monkeypatch):
     monkeypatch.setenv("TRAINYARD_AUTH_TOKEN", TOKEN)  # the token the server's environment holds
-    with client_for(settings, run_scheduler=False) as client:
-        client.headers["Authorization"] = f"Bearer {TOKEN}"
+    # The server holds TOKEN in memory as its credential, which the client sends.
+    with client_for(settings.model_copy(update={"auth_token": TOKEN}), run_scheduler=False) as client:
+        assert client.headers["Authorization"] == f"Bearer {TOKEN}"
         yield client
     workers.POOL.close()
 
@@ -72,7 +73,8 @@ def server(settings, client_for, monkeypatch):
 def custom_model(client, source: str) -> str:
     """A done model job whose one checkpoint holds ``source`` as its custom network."""
     manager = client.app.state.ctx.manager
-    job = manager.create("model", "payload", {"kind": "model"}, needs={"pool": "cpu"})
+    # Recorded as custom when created (jobs/store/confinement.py), as the server records a custom job.
+    job = manager.create("model", "payload", {"kind": "model", "network_source": source}, needs={"pool": "cpu"})
     save_checkpoint(manager.folder(job.id).path / "checkpoints" / checkpoint_name(1), {
         "model": benign_state(), "network": None, "network_source": source, "classes": CLASSES,
         "image_size": SIZE, "epoch": 1, "spec": {}, "preprocess": {**PREPROCESS, "mean": None}})

@@ -99,7 +99,7 @@ def run_sweep(ctx, kind, curves, seconds=0.2):
     """A sweep of scripted runs with early stopping, run one after another as the CLI does."""
     jobs = [ctx.manager.create(kind, f"run {i}", {"curve": c, "epochs": len(c), "seconds": seconds},
                                needs={"pool": "cpu"}, group="sweep", foreground=True) for i, c in enumerate(curves)]
-    jobs = mark_early_stop(ctx.store, jobs)
+    jobs = mark_early_stop(ctx.store, jobs, min_epochs=0)  # no grace period: judged from epoch 1 on
     return [ctx.manager.run_foreground(job.id, poll_s=0.05) for job in jobs]
 
 

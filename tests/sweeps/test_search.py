@@ -99,3 +99,21 @@ def test_the_api_and_cli_refuse_a_range_without_trials_and_create_nothing(client
                                     env=env)
         assert result.exit_code == 2 and words in result.stderr, result.output
     assert client.get("/api/models").json()["models"] == []
+
+
+def test_a_grid_or_trials_over_the_cap_is_refused_naming_it_and_creates_nothing(client, settings):
+    """A grid bomb: 2 datasets x 3 networks x 4 rates x 3 batch sizes = 72 jobs > 64."""
+    grid = {"name": "bomb", "datasets": [client.dataset_id] * 2, "networks": ["lenet", "alexnet", "googlenet"],
+            "base_lrs": [0.1, 0.01, 0.001, 0.0001], "batch_sizes": [8, 16, 32]}
+    answer = client.post("/api/models", json=grid)
+    assert answer.status_code == 422
+    assert "72 jobs" in answer.json()["detail"] and "cap of 64" in answer.json()["detail"]
+    drawn = client.post("/api/models", json={"name": "many", "datasets": [client.dataset_id],
+                                             "networks": ["lenet"], "lr_range": [1e-4, 1e-1], "trials": 65})
+    assert drawn.status_code == 422 and "cap of 64" in drawn.json()["detail"]
+    env = {"TRAINYARD_HOME": str(settings.home), "TRAINYARD_DATA_ROOTS": str(settings.data_roots[0]),
+           "TRAINYARD_AUTH_TOKEN": "", "TRAINYARD_MAX_SWEEP_JOBS": "3"}
+    result = CliRunner().invoke(cli, ["train", "--dataset", client.dataset_id, "--network", "lenet",
+                                      "--lr", "0.1,0.01", "--batch-size", "8,16"], env=env)
+    assert result.exit_code == 2 and "makes 4 jobs, more than the cap of 3" in result.stderr, result.output
+    assert client.get("/api/models").json()["models"] == []

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from test_distributed import dataset, ddp_spec, launch, statuses, write_job  # noqa: F401
 
-from trainyard.core import sandbox
 from trainyard.core.paths import JobFolder
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.runs.sandbox import sandboxed
+from trainyard.sandbox import policy as sandbox
 
 pytestmark = [pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock"),
               pytest.mark.slow]
@@ -22,7 +22,7 @@ def test_a_custom_network_trains_sandboxed_in_two_processes(dataset, tmp_path): 
               "    return nn.Sequential(nn.Flatten(), nn.LazyLinear(num_classes))\n")
     job = write_job(tmp_path / "job", ddp_spec(dataset, network=None, network_source=source, epochs=1))
     command = sandboxed(get_kind("model").command(JobFolder(job), []), JobFolder(job), [])
-    assert command[1:3] == ["-m", "trainyard.core.supervisor"]
+    assert command[1:3] == ["-m", "trainyard.sandbox.supervisor"]
     out, _ = (proc := launch(job, command=command)).communicate(timeout=600)
     assert proc.returncode == 0, out.decode(errors="replace")[-3000:]
     assert statuses(job)[-1]["status"] == "done"

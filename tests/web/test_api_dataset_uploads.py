@@ -133,6 +133,7 @@ def test_a_huge_upload_is_refused_before_its_body_is_read(tmp_path):
              "scheme": "http", "path": "/api/datasets/upload", "raw_path": b"/api/datasets/upload",
              "root_path": "", "query_string": b"", "client": ("127.0.0.1", 5000), "server": ("testserver", 80),
              "headers": [(b"host", b"testserver"), (b"content-type", b"multipart/form-data; boundary=xyz"),
+                         (b"authorization", f"Bearer {app.state.auth_token}".encode()),
                          (b"content-length", str(50 * 2**30).encode())]}
     asyncio.run(app(scope, receive, send))
     assert sent[0]["status"] == 413

@@ -14,7 +14,7 @@ TOKEN = "s3cret-token"
 @pytest.fixture
 def guarded(tmp_path, client_for):
     settings = Settings(home=tmp_path / "home", data_roots=[tmp_path / "data"], auth_token=TOKEN)
-    with client_for(settings, run_scheduler=False) as client:
+    with client_for(settings, run_scheduler=False, credential=False) as client:
         yield client
 
 
@@ -145,7 +145,8 @@ def test_serve_refuses_a_public_address_without_a_token(cli_env, served):
 def test_serve_binds_localhost_by_default(cli_env, served):
     result = CliRunner().invoke(cli_app, ["serve", "--port", "5123"], env=cli_env)
     assert result.exit_code == 0, result.output
-    assert served == [{"host": "127.0.0.1", "port": 5123, "log_level": "warning"}]
+    # SIGTERM ends it within the grace period (TRAINYARD_ABORT_GRACE_S), whatever its requests do
+    assert served == [{"host": "127.0.0.1", "port": 5123, "log_level": "warning", "timeout_graceful_shutdown": 10}]
 
 
 def test_serve_on_a_public_address_with_a_token(cli_env, served):

@@ -32,7 +32,7 @@ def test_every_json_route_documents_its_answer(settings):
     assert len(answers) >= 35
     assert bare == WITHOUT_MODEL & answers.keys()
     job = spec["components"]["schemas"]["JobBrief"]
-    assert {"id", "kind", "name", "status", "error"} <= set(job["required"])  # DESIGN.md section 1
+    assert {"id", "kind", "name", "status", "error"} <= set(job["required"])  # docs/interface.md
 
 
 def test_every_operation_documents_its_refusals(settings):
@@ -42,3 +42,21 @@ def test_every_operation_documents_its_refusals(settings):
             refused = operation["responses"]["4XX"]["content"]["application/json"]["schema"]
             assert refused == {"$ref": "#/components/schemas/Error"}, (method, path)
     assert spec["components"]["schemas"]["Error"]["required"] == ["detail"]
+
+
+def test_files_and_streams_document_their_media_type_not_an_empty_json_schema(settings):
+    spec = _openapi(settings)
+    declared = {(method.upper(), path): set(operation["responses"]["200"].get("content", {}))
+                for path, operations in spec["paths"].items() for method, operation in operations.items()
+                if "200" in operation["responses"]}
+    assert declared[("GET", "/api/datasets/{dataset_id}/mean.png")] == {"image/png"}
+    assert declared[("GET", "/api/datasets/{dataset_id}/images/{split}/{index}.png")] == {"image/png"}
+    assert declared[("POST", "/api/datasets/preview")] == {"image/png"}
+    assert declared[("GET", "/api/models/{model_id}/classify-many/{job_id}/images/{row}")] == {"image/png"}
+    assert declared[("GET", "/api/jobs/{job_id}/events")] == {"text/event-stream"}
+    empty = sorted(f"{method.upper()} {path}" for path, operations in spec["paths"].items()
+                   for method, operation in operations.items()
+                   for code, response in operation["responses"].items()
+                   if code.startswith("2")
+                   and response.get("content", {}).get("application/json", {}).get("schema") == {})
+    assert empty == []

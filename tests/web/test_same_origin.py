@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from trainyard.cli.main import app as cli_app
 from trainyard.core.paths import JobFolder
 from trainyard.jobs.runs.runner import launch
+from trainyard.jobs.store.confinement import Confinement
 from trainyard.settings import Settings
 from trainyard.web import sessions
 from trainyard.web.sessions import COOKIE, new_session, valid_session
@@ -35,7 +36,7 @@ def local(tmp_path, client_for):
 @pytest.fixture
 def guarded(tmp_path, client_for):
     settings = Settings(home=tmp_path / "home", data_roots=[tmp_path / "data"], auth_token=TOKEN)
-    with client_for(settings, run_scheduler=False) as client:
+    with client_for(settings, run_scheduler=False, credential=False) as client:
         yield client
 
 
@@ -156,7 +157,7 @@ def test_job_processes_never_get_the_token(tmp_path, monkeypatch):
     folder = JobFolder(tmp_path / "job")
     folder.path.mkdir()
     proc = launch([sys.executable, "-c", "import os; print(os.environ.get('TRAINYARD_AUTH_TOKEN'))"],
-                  folder, None)
+                  folder, None, Confinement(user_code=False))
     assert proc.wait(timeout=60) == 0
     assert (folder.path / "output.txt").read_text().strip() == "None"
 

@@ -26,7 +26,7 @@ TOKEN = "s3cret-token-for-limits"
 @pytest.fixture
 def guarded(tmp_path, client_for):
     settings = Settings(home=tmp_path / "home", data_roots=[tmp_path / "data"], auth_token=TOKEN)
-    with client_for(settings, run_scheduler=False) as client:
+    with client_for(settings, run_scheduler=False, credential=False) as client:
         yield client
 
 

@@ -38,10 +38,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainyard.core import jobfiles
 from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.files import write_atomic
 from trainyard.core.paths import (
-    CHECKPOINT_GLOB,
     JobFolder,
     checkpoint_epoch,
     checkpoint_name,
@@ -128,7 +128,9 @@ def checkpoint_epochs(job_dir: str | os.PathLike) -> dict[float, Path]:
     """{epoch: path} of every complete checkpoint of a job (temp files are ignored)."""
     folder = JobFolder(job_dir).checkpoints
     found = {}
-    for path in folder.glob(CHECKPOINT_GLOB) if folder.is_dir() else ():
+    # Regular files of a real folder only: the job may make ``checkpoints`` a link (core/jobfiles.py).
+    for name in jobfiles.regular_names(job_dir, folder.name):
+        path = folder / name
         epoch = checkpoint_epoch(path)
         if epoch is not None:
             found[epoch] = path

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, fail
 from trainyard.core.errors import NotFound
+
+if TYPE_CHECKING:
+    from trainyard.inference.export import ExportResult
 
 
 def export(
@@ -23,13 +27,17 @@ def export(
     from trainyard.cli.context import cli_context
     from trainyard.inference.export import export_model
     from trainyard.inference.onnx_export import ExportError
+    from trainyard.jobs.store.confinement import recorded_user_code
 
     ctx = cli_context()
     job = ctx.store.get_job(model)
     if job is None or job.kind != "model":
         raise NotFound(f"no model with id {model!r}")
     try:
-        result = export_model(ctx.manager.folder(model).path, epoch, output)
+        if recorded_user_code(ctx, model):  # user code: built in a sandboxed child, never here
+            result = _export_confined(ctx.manager.folder(model).path, epoch, output)
+        else:
+            result = export_model(ctx.manager.folder(model).path, epoch, output)
     except CheckpointError as exc:  # the same kind, saying which model
         raise CheckpointError(f"model {model}: {exc}") from None
     except ExportError as exc:  # exit 1, not 2: the model, not the command, is at fault
@@ -41,8 +49,25 @@ def export(
     if as_json:
         emit_json(doc)
     else:
-        err.print(f"wrote {result.path} ({result.size / 2**20:.1f} MiB), epoch {result.epoch:g}; "
-                  f"ONNX Runtime matches PyTorch within {result.check['max_abs_diff']:.2g}")
+        checked = (f"; ONNX Runtime matches PyTorch within {result.check['max_abs_diff']:.2g}"
+                   if result.check else " (checked against PyTorch in its sandbox)")
+        err.print(f"wrote {result.path} ({result.size / 2**20:.1f} MiB), epoch {result.epoch:g}{checked}")
+
+
+def _export_confined(job_dir: Path, epoch: float | None, output: Path) -> ExportResult:
+    """The archive of a custom network's model, written by the sandboxed export child
+    (inference/export_isolated.py) as the server writes it; described from the archive."""
+    import tarfile
+
+    from trainyard.inference.export import ExportResult
+    from trainyard.inference.export_isolated import export_in_child
+    from trainyard.inference.snapshots import model_checkpoint
+
+    epoch, _ = model_checkpoint(job_dir, epoch)
+    export_in_child(job_dir, epoch, output)
+    with tarfile.open(output, "r:gz") as tar:
+        members = tar.getnames()
+    return ExportResult(path=output, epoch=epoch, size=output.stat().st_size, members=members)
 
 
 def import_archive(

@@ -100,6 +100,8 @@ def _classify_here(model: str, images: list[Path], epoch: float | None, top: int
     from trainyard.datasets.images import ImageError, load_image
     from trainyard.inference.responses import classify_named
 
+    if not _is_checkpoint_file(model) and _recorded_custom(model):
+        return _classify_confined(model, images, epoch, top)
     loaded = _load(model, epoch)
     results: list[dict] = []
     problems: dict[int, dict] = {}
@@ -114,6 +116,34 @@ def _classify_here(model: str, images: list[Path], epoch: float | None, top: int
         if named:
             results += classify_named(loaded, named, top=top)
     return results, problems
+
+
+def _recorded_custom(model: str) -> bool:
+    """Whether the store recorded model job ``model``'s network as user code."""
+    from trainyard.jobs.store.confinement import recorded_user_code
+
+    return recorded_user_code(cli_context(), model)
+
+
+def _classify_confined(model: str, images: list[Path], epoch: float | None, top: int) -> tuple[list[dict], dict]:
+    """`_classify_here` for a custom network: built and run in its sandboxed model worker
+    (inference/workers.py), as the server does, never in this process."""
+    from trainyard.inference.snapshots import model_checkpoint
+    from trainyard.inference.worker_pool import classify_checkpoint
+
+    ctx = cli_context()
+    _, path = model_checkpoint(ctx.manager.folder(model).path, epoch)
+    readable, problems = [], {}
+    for i, image in enumerate(images):
+        try:
+            readable.append((str(image), image.read_bytes()))
+        except OSError as exc:
+            problems[i] = {"image": str(image), "predictions": [], "error": exc.strerror or str(exc)}
+            err.print(f"[red]error:[/red] {image}: {exc.strerror or exc}")
+    if not readable:
+        return [], problems
+    doc = classify_checkpoint(path, readable, top=top, custom=True)
+    return [{**result, "image": name} for result, (name, _) in zip(doc["results"], readable, strict=True)], problems
 
 
 def evaluate(

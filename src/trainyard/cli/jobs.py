@@ -41,9 +41,9 @@ def show(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     if as_json:
         emit_json(detail)
         return
-    for key, value in detail.items():
-        if value not in (None, [], {}):
-            typer.echo(f"{key}: {value}")
+    from trainyard.cli.job_text import job_text
+
+    typer.echo(job_text(detail))
 
 
 def _act(action, job_id: str, as_json: bool, verb: str) -> None:

@@ -75,22 +75,31 @@ def serve(host: str = typer.Option(None, help="address to bind (default 127.0.0.
                         "images. Set TRAINYARD_AUTH_TOKEN to serve beyond localhost.")
     # The app checks Host headers against the name it is really bound to.
     settings = settings.model_copy(update={"host": host, "port": port})
-    app_ = create_app(settings)
-    typer.echo(f"trainyard on http://{host}:{port}  (home {settings.home})", err=True)
+    # The app writes its token for the CLI of this home (cli/remote.py), readable by this user only.
+    app_ = create_app(settings, publish_token=True)
+    token = app_.state.auth_token
+    shown = "[::1]" if host == "::1" else host
+    typer.echo(f"trainyard on http://{shown}:{port}  (home {settings.home})", err=True)
+    if not settings.auth_token:  # a token of the user's own is not printed: they know it
+        typer.echo(f"open http://{shown}:{port}/?token={token}", err=True)
     _announce_sandbox()
-    uvicorn.run(app_, host=host, port=port, log_level="warning")
+    # SIGTERM ends it within the grace period, however long its requests would still take.
+    uvicorn.run(app_, host=host, port=port, log_level="warning",
+                timeout_graceful_shutdown=max(1, int(settings.abort_grace_s)))
 
 
 def _announce_sandbox() -> None:
     """Say once what confines user code (or that nothing does), and warm the network checker."""
     import threading
 
-    from trainyard.core import sandbox
     from trainyard.networks.isolated import CHECKER
+    from trainyard.sandbox import policy as sandbox
 
     state = sandbox.status()
     typer.echo(f"user code runs confined by {state['mechanism']}" if state["available"]
                else f"WARNING: {state['reason']}", err=True)
+    if state["available"] and not state["namespaces"]:  # Landlock alone: say what is missing
+        typer.echo(f"WARNING: {state['reason']}", err=True)
     threading.Thread(target=CHECKER.warm_up, name="trainyard-checker-warm-up", daemon=True).start()
 
 

@@ -42,6 +42,7 @@ class JobProgress:
                                  TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
                                  TimeRemainingColumn(), console=err)
         self.task = self.progress.add_task(f"{job.kind} {job.name}", total=1.0, info="")
+        self.kind = job.kind
         self.metrics: dict[str, float] = {}
 
     def __enter__(self) -> JobProgress:
@@ -60,6 +61,10 @@ class JobProgress:
             self.metrics["epoch"] = event["epoch"]
         elif kind == "log" and event.get("level") in ("warning", "error"):
             self.progress.console.print(f"[yellow]{event['level']}:[/yellow] {event['message']}")
+        elif kind == "waiting":
+            self.progress.update(self.task, info="waiting")
+            self.progress.console.print(waiting_advice(self.kind, event["message"], event.get("holders") or []),
+                                        soft_wrap=True)
 
     def _info(self, event: dict) -> str:
         parts = [event.get("phase") or ""]
@@ -73,6 +78,15 @@ class JobProgress:
         if "images_per_second" in m:
             parts.append(f"{m['images_per_second']:.0f} img/s")
         return "  ".join(p for p in parts if p)
+
+
+def waiting_advice(kind: str, message: str, holders: list[str]) -> str:
+    """What a foreground job waits for (the browser's words) and what the user can do about it."""
+    options = ["press Ctrl-C and add --submit to queue it on the server and get your shell back"
+               if kind == "model" else "press Ctrl-C to give up"]
+    if holders:
+        options.append(f"free it with `trainyard jobs abort {holders[0]}`")
+    return f"[yellow]{message}[/yellow]: it starts by itself when that ends; or {', or '.join(options)}"
 
 
 def run_in_foreground(ctx: Context, job: Job, quiet: bool = False) -> Job:

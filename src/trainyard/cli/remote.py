@@ -5,7 +5,8 @@ A CLI process that classified by itself would import torch and load the checkpoi
 host and port, the images are uploaded to ``POST /api/models/{id}/classify`` instead, in
 requests of at most the server's 64 images. Anything but a clean answer (no server, another
 home's server that does not know the model, an image it refuses) returns None, and the caller
-classifies locally: the same results and messages as without a server, only slower.
+classifies locally: the same results and messages as without a server, only slower. Every
+request carries the server's credential (`credential`), on localhost too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+from trainyard.core import server_token
 from trainyard.settings import Settings
 
 BATCH = 64  # the server's limit per classify request (web/routers/inference.py MAX_IMAGES)
@@ -39,12 +41,18 @@ def classify_via_server(settings: Settings, model_id: str, images: list[Path], *
             files = [(str(path), path.read_bytes()) for path in images[start:start + BATCH]]
         except OSError:
             return None  # the local path reports the unreadable file exactly as it always has
-        answer = _post(url, files, settings.auth_token)
+        answer = _post(url, files, credential(settings))
         if answer is None:
             return None
         results += answer["results"]
     # The server names uploads by their sanitised file name; the CLI names them as given.
     return [{**result, "image": str(path)} for result, path in zip(results, images, strict=True)]
+
+
+def credential(settings: Settings) -> str:
+    """The token to send: TRAINYARD_AUTH_TOKEN, else the one the server of this home wrote for
+    its user (core/server_token.py); "" when neither (the server then refuses: 401)."""
+    return settings.auth_token or server_token.read(settings.home) or ""
 
 
 def _address(settings: Settings) -> tuple[str, int]:

@@ -75,7 +75,12 @@ def train(
     trials: int | None = typer.Option(
         None, help="draw N combinations from ranges such as --lr 1e-4..1e-1 (log-uniform) or --batch-size 16..128"),
     early_stop: bool = typer.Option(
-        False, "--early-stop", help="stop a sweep's runs that are among the worst at a validation point"),
+        False, "--early-stop", help="stop a sweep's runs that are among the worst at a validation point: from "
+        "--early-stop-min-epochs on, at each validation, a run in the worse half of the runs that reached that "
+        "point stops (successive halving; the best run always finishes; a stopped run ends done, and "
+        "`jobs resume` trains it on)"),
+    early_stop_min_epochs: float = typer.Option(
+        3.0, help="with --early-stop: epochs every run trains before it is judged"),
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of training here"),
     as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),
 ) -> None:
@@ -111,11 +116,16 @@ def train(
             base_lrs=[] if lr_range else _numbers(lr, what="--lr"),
             batch_sizes=[] if batch_range else _numbers(batch_size, int, "--batch-size"),
             lr_range=lr_range, batch_size_range=batch_range, trials=trials, early_stop=early_stop,
+            early_stop_min_epochs=early_stop_min_epochs,
             gpus=gpus, gpu_ids=_numbers(gpu_ids, int, "--gpu-ids") or None, pretrained=pretrained,
             max_restarts=max_restarts,
             settings={k: v for k, v in settings.items() if v is not None})
     ctx = cli_context()
     follow_deployment(ctx, foreground=not submit)  # the store's server decides where jobs run
+    if submit:  # a queued job's network is checked first: by the server's warm checker if one runs
+        from trainyard.cli.remote_check import use_server_checker
+
+        use_server_checker(ctx.settings, lambda line: err.print(line, soft_wrap=True))
     jobs = create_model_jobs(ctx, request, foreground=not submit)
     _run_jobs(ctx, jobs, submit, as_json)
 

@@ -29,6 +29,7 @@ from trainyard.core.formatting import process_end
 from trainyard.core.jobproc import EXIT_ABORTED, one_line
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
+from trainyard.sandbox.recorded import VARIABLE as RECORDED
 
 ENTRY_POINT = ["python", "-m", "trainyard.training.run"]
 POLL_S = 0.5
@@ -39,7 +40,8 @@ HEAD_LOST_S = 10.0  # the head's port unanswered this long: the cluster is lost 
 HEAD_CHECK_S = 2.0
 # The launcher's thread settings (a local job's process inherits them) go to every rank, and
 # the checkpoint writer's documented test hook (checkpoint_writer.py) with them.
-PASSED_ON = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TRAINYARD_CHECKPOINT_HOLD", MEMORY_SETTING)
+# RECORDED: how the server recorded the job's confinement, which each rank's node confines it by.
+PASSED_ON = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "TRAINYARD_CHECKPOINT_HOLD", MEMORY_SETTING, RECORDED)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """One rank of a cluster job on its node: a Ray actor that runs the training entry point as its
 child process, checks storage, and reports where it runs and what its process uses. A rank
 of a job whose network is user code runs in the sandbox, under its supervisor
-(core/job_confinement.py).
+(sandbox/job.py).
 
 A plain class: the launcher makes it a Ray actor (``ray.remote(RankWorker)``), and tests can use
 it directly. Ray runs a default actor's methods one at a time on the worker's main thread, so
@@ -21,8 +21,9 @@ from pathlib import Path
 
 import psutil
 
-from trainyard.core.job_confinement import confined_command
 from trainyard.core.rank_threads import RANK_CPUS_ENV
+from trainyard.sandbox.job import confined_command
+from trainyard.sandbox.recorded import confined_job
 
 
 class RankWorker:
@@ -80,7 +81,8 @@ class RankWorker:
         environment = child_environment(env)
         if self.cpus:
             environment[RANK_CPUS_ENV] = str(self.cpus)
-        confined = confined_command(command, cwd, self.gpu_ids, env=environment)
+        # Confined as the server recorded the job, not as its spec.json (which its ranks write) says.
+        confined = confined_command(command, cwd, self.gpu_ids, env=environment, job=confined_job(env))
         # Its own process group, so that `stop` reaches the training process past its supervisor
         # (which waits for it); it still dies with this actor (PR_SET_PDEATHSIG).
         self.group = confined is not command

@@ -63,5 +63,15 @@ def die_with_parent(parent_pid: int | None = None, code: int = 1) -> None:
     except (OSError, AttributeError):
         return
     parent = os.getppid()
-    if (parent != parent_pid) if parent_pid is not None else (parent == 1):
+    if (parent != parent_pid) if parent_pid is not None else (parent == 1 and not _sandbox_init()):
         os._exit(code)
+
+
+def _sandbox_init() -> bool:
+    """Whether pid 1 is bubblewrap's init: inside a sandbox's own PID namespace (sandbox/namespaces.py)
+    it is every process's parent by right, and dies with the sandbox (bwrap --die-with-parent)."""
+    try:
+        with open("/proc/1/comm") as f:
+            return f.read().strip() == "bwrap"
+    except OSError:
+        return False

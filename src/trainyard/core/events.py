@@ -27,6 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainyard.core import jobfiles
+
+MAX_READ_BYTES = 64 << 20  # what one read_new takes at most; the rest comes with the next call
+
 
 class EventWriter:
     """Appends events to a job folder's events.jsonl and log lines to log.txt.
@@ -39,8 +43,9 @@ class EventWriter:
     def __init__(self, job_dir: str | os.PathLike):
         self.job_dir = Path(job_dir)
         self.job_dir.mkdir(parents=True, exist_ok=True)
-        self._events = open(self.job_dir / "events.jsonl", "a", encoding="utf-8")
-        self._log = open(self.job_dir / "log.txt", "a", encoding="utf-8")
+        # Opened beneath the folder, links refused: a server process writes here too (core/jobfiles.py).
+        self._events = os.fdopen(jobfiles.open_append(self.job_dir, "events.jsonl"), "a", encoding="utf-8")
+        self._log = os.fdopen(jobfiles.open_append(self.job_dir, "log.txt"), "a", encoding="utf-8")
 
     def emit(self, type: str, **fields: Any) -> dict:
         event = {"type": type, "time": round(time.time(), 3), **fields}
@@ -87,11 +92,9 @@ class EventTail:
 
     def read_new(self) -> list[tuple[int, dict]]:
         """Return ``[(id, event), ...]`` for every complete line not returned before."""
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self._offset)
-                chunk = f.read()
-        except FileNotFoundError:
+        try:  # the job writes this file: no link, no FIFO is followed (core/jobfiles.py)
+            chunk = jobfiles.read_bytes(self.path.parent, self.path.name, MAX_READ_BYTES, offset=self._offset)
+        except (FileNotFoundError, jobfiles.UnsafeFile):
             return []
         end = chunk.rfind(b"\n")
         if end < 0:

@@ -15,11 +15,14 @@ def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) 
     """Call ``write(file)`` on a temporary file beside ``path``, then rename it over ``path``.
 
     A reader sees the old file or the new one, never half of one, even if the process is killed.
+    The file gets the mode a plain ``open`` would give it (0666 less the umask), not mkstemp's
+    0600: a sandboxed process running as another uid reads the datasets and weights it is given.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -28,6 +31,17 @@ def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) 
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """This process's umask, read without setting it (os.umask would, racing other threads)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:

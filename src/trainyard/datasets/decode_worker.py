@@ -17,6 +17,7 @@ from PIL import Image
 
 from trainyard.core.environment import die_with_parent
 from trainyard.datasets.images import ImageError
+from trainyard.datasets.memring import attach
 from trainyard.datasets.reduced import load_resized
 from trainyard.datasets.storage import encode_image
 
@@ -38,8 +39,8 @@ class Geometry:
 # too when the worker wrote them into shared memory instead.
 Outcome = tuple[np.ndarray | None, bytes | None, str | None]
 
-# Shared-memory blocks this worker has attached to, by name (attach once, not per task).
-_attached: dict[str, SharedMemory] = {}
+# The memory of the rings this worker has attached to, by name (attach once, not per task).
+_attached: dict[str, memoryview] = {}
 
 
 def init_worker(parent_pid: int | None = None) -> None:
@@ -81,9 +82,20 @@ def process_chunk(geometry: Geometry, items: Sequence[tuple[str, tuple[int, ...]
     return out
 
 
-def _ring(geometry: Geometry, n: int, shm_name: str, offset: int) -> np.ndarray:
+def _ring(geometry: Geometry, n: int, shm_name: str, offset: int) -> np.ndarray | None:
+    """The ring's slot, or None where this worker cannot reach the ring (its pixels then go
+    back pickled, which the pipeline takes as well)."""
     if shm_name not in _attached:
-        _attached[shm_name] = SharedMemory(name=shm_name)
-    buf = _attached[shm_name].buf
+        try:  # a memfd by descriptor (datasets/memring.py); a named block as before otherwise
+            _attached[shm_name] = attach(shm_name) if shm_name.startswith("memfd:") else _named(shm_name)
+        except OSError:
+            return None
     return np.ndarray((n, geometry.height, geometry.width, geometry.channels), np.uint8,
-                      buffer=buf, offset=offset)
+                      buffer=_attached[shm_name], offset=offset)
+
+
+def _named(name: str) -> memoryview:
+    """A named POSIX block's memory (a ring made before rings were memfds)."""
+    buf = SharedMemory(name=name).buf
+    assert buf is not None  # an attached block always has its buffer
+    return buf

@@ -17,11 +17,11 @@ import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
 
 from trainyard.datasets.decode_worker import Geometry, Outcome, init_worker, process_chunk
+from trainyard.datasets.memring import MemfdRing
 
 # Below this many images, starting worker processes (up to a second with spawn) costs more
 # than it saves: decode in the calling process.
@@ -63,13 +63,14 @@ class DecodePipeline:
         self.size = chunk_size(geometry)
         self.window = 2 * workers + 1  # enough to keep every worker busy while we write
         self.pool: ProcessPoolExecutor | None = None
-        self.shm: SharedMemory | None = None
-        self.shm_name = shm_name  # named after the job, so a dead build's block can be found
+        self.shm: MemfdRing | None = None
+        self.shm_name = shm_name  # kept for callers; the ring is a memfd now, which dies with its processes
 
     def __enter__(self) -> DecodePipeline:
         if self.workers > 1:
             slot_bytes = self.size * self.geometry.image_bytes
-            self.shm = SharedMemory(name=self.shm_name, create=True, size=self.window * slot_bytes)
+            # A memfd, not a name in /dev/shm that another process could open (datasets/memring.py).
+            self.shm = MemfdRing(self.window * slot_bytes)
             self.pool = ProcessPoolExecutor(self.workers, mp_context=mp_context(), initializer=init_worker,
                                             initargs=(os.getpid(),))
         return self
@@ -103,7 +104,7 @@ class DecodePipeline:
         while pending:
             yield from self._collect(*pending.popleft())
 
-    def _block(self) -> SharedMemory:
+    def _block(self) -> MemfdRing:
         assert self.shm is not None  # __enter__ creates it with the pool, the only path here
         return self.shm
 
@@ -115,5 +116,6 @@ class DecodePipeline:
         outcomes = future.result()
         ring = np.ndarray((self.size, g.height, g.width, g.channels), np.uint8,
                           buffer=self._block().buf, offset=self._offset(slot))
-        for j, (_pixels, encoded, reason) in enumerate(outcomes):
-            yield (ring[j] if reason is None else None), encoded, reason
+        for j, (pixels, encoded, reason) in enumerate(outcomes):
+            # pixels: sent back pickled by a worker that could not reach the ring
+            yield (ring[j] if pixels is None else pixels) if reason is None else None, encoded, reason

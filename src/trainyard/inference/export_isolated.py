@@ -1,7 +1,7 @@
 """Export a model's archive in a sandboxed child process, for the server.
 
 Exporting builds the network, which for a custom network runs the user's source: the server
-never does that itself. ``export_in_child`` asks a core/childproc.py child (forked from the warm
+never does that itself. ``export_in_child`` asks a sandbox/childproc.py child (forked from the warm
 checker; no secrets, no GPU, it reads its job folder and writes only its scratch folder) to
 write the archive, with a time limit, and moves the archive into place itself.
 """
@@ -13,9 +13,9 @@ import os
 import shutil
 from pathlib import Path
 
-from trainyard.core.childproc import Child, ChildFailed, default_policy
 from trainyard.inference.worker_pool import START_TIMEOUT_S, WorkerError, WorkerUnavailable
 from trainyard.networks.isolated import CHECKER
+from trainyard.sandbox.childproc import Child, ChildFailed, default_policy
 
 EXPORT_TIMEOUT_S = 600.0  # a GoogLeNet ONNX export and its check on a busy CPU
 

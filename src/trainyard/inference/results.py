@@ -19,6 +19,7 @@ import io
 import os
 from pathlib import Path
 
+from trainyard.core import jobfiles
 from trainyard.core.files import read_json
 from trainyard.core.paths import JobFolder
 
@@ -110,8 +111,8 @@ def describe_inference(job: object, folder: JobFolder) -> dict:
     from trainyard.inference.spec import stored_spec
 
     try:
-        spec = stored_spec(read_json(folder.spec))
-    except FileNotFoundError:
+        spec = stored_spec(jobfiles.read_json(folder.path, "spec.json"))
+    except OSError:  # none, or a link or FIFO in its place (core/jobfiles.py)
         return {"model": None, "epoch": None, "task": None, "split": None, "rows": row_count(folder.path)}
     doc = {"model": spec.model_id, "epoch": spec.epoch, "task": spec.kind, "split": spec.split,
            "rows": row_count(folder.path)}

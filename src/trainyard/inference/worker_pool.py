@@ -2,7 +2,7 @@
 
 A standard network is built in the calling process (its code ships with trainyard). A custom
 network's source is user code, so its checkpoint is served by a `ModelWorker`: a sandboxed child
-(core/childproc.py, forked from the warm checker of networks/isolated.py; its side is
+(sandbox/childproc.py, forked from the warm checker of networks/isolated.py; its side is
 inference/worker_process.py) that loads it once and answers request after request. The sandbox lets it
 read its job folder and nothing of the server's, write nothing, start no process, and hold no
 more memory than TRAINYARD_SANDBOX_MEMORY_MB. One worker per checkpoint, at most `MAX_WORKERS`,
@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from trainyard.core.childproc import Child, ChildFailed, default_policy
 from trainyard.core.environment import child_environment
-from trainyard.core.errors import UserError
+from trainyard.core.errors import Conflict, UserError
 from trainyard.inference.loader import UserCode, load_model
 from trainyard.inference.responses import answer
 from trainyard.networks.isolated import CHECKER
+from trainyard.sandbox.childproc import Child, ChildFailed, default_policy
 
 START_TIMEOUT_S = 120.0  # starting Python and importing torch, on a busy machine (no warm checker)
 LOAD_TIMEOUT_S = 60.0  # the user's build() and loading the weights
@@ -171,15 +171,35 @@ atexit.register(POOL.close)  # workers also exit when their stdin closes with th
 
 
 def classify_checkpoint(path: Path, sources: Sequence[tuple[str, bytes | Path]], *, top: int = 5,
-                        layers: bool = False, saliency: bool = False) -> dict:
-    """The classify document of checkpoint ``path``; a custom network answers from its worker."""
+                        layers: bool = False, saliency: bool = False, custom: bool | None = None) -> dict:
+    """The classify document of checkpoint ``path``; a custom network answers from its worker.
+
+    ``custom``: what the store recorded for the model's job (jobs/store/confinement.py). A
+    custom one is never read in this process, only in its worker; a checkpoint that claims
+    otherwise than the record is refused (`CheckpointClaim`, 409). None (a checkpoint no job
+    records): the checkpoint itself says, read here with custom networks refused."""
     path = Path(path).resolve()
     stat = path.stat()
     key = (str(path), stat.st_mtime_ns, stat.st_size)
-    if not POOL.has(key):  # a checkpoint with a worker is known to be custom: not read again
+    if custom is False:
+        try:
+            loaded = load_model(path, user_code=False)
+        except UserCode:
+            raise CheckpointClaim(f"{path.name} holds a custom network, but its job was recorded with a "
+                                  "standard one: refused") from None
+        return answer(loaded, sources, top=top, layers=layers, saliency=saliency)
+    if custom is None and not POOL.has(key):  # a checkpoint with a worker is known to be custom
         try:
             loaded = load_model(path, user_code=False)
             return answer(loaded, sources, top=top, layers=layers, saliency=saliency)
         except UserCode:
             pass
-    return POOL.worker(key, path).ask(sources, top=top, layers=layers, saliency=saliency)
+    doc = POOL.worker(key, path).ask(sources, top=top, layers=layers, saliency=saliency)
+    if custom and doc.get("network") != "custom":
+        raise CheckpointClaim(f"{path.name} claims the standard network {doc.get('network')}, but its job "
+                              "was recorded with a custom one: refused")
+    return doc
+
+
+class CheckpointClaim(Conflict):
+    """A checkpoint whose network disagrees with what the store recorded for its job (HTTP 409)."""

@@ -1,6 +1,6 @@
 """A model worker's side: the sandboxed process that builds and runs one custom network for the server.
 
-It is a core/childproc.py child (forked from the warm checker, or spawned) whose handler is
+It is a sandbox/childproc.py child (forked from the warm checker, or spawned) whose handler is
 `handle`. Its requests, one JSON document each (nothing this process writes is unpickled by the
 server, and the protocol keeps the user's prints out of the answers):
 

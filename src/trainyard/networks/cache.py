@@ -20,6 +20,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -34,6 +35,10 @@ _memory: OrderedDict[str, dict] = OrderedDict()
 _memory_lock = threading.Lock()
 _count_lock = threading.Lock()
 checks = CheckGate()  # one checker queue per process, whatever the home
+# Asked before this process starts a checker of its own: a command sets it to ask a running
+# server, whose checker is warm (about a second instead of a torch start); it returns the
+# answer, or None to check here (it may say so first: the check here takes seconds).
+ask_first: Callable[[dict], dict | None] | None = None
 
 
 class NetworkCache:
@@ -66,8 +71,9 @@ class NetworkCache:
             found = self._get(key)  # answered while this one waited for a slot
             if found is not None:
                 return found
-            answer = check_network_isolated(source, num_classes, in_channels, image_size,
-                                            timeout or check_timeout(), network=network, input_size=input_size)
+            answer = (ask_first(request) if ask_first else None) or check_network_isolated(
+                source, num_classes, in_channels, image_size, timeout or check_timeout(), network=network,
+                input_size=input_size)
             if not answer.get("transient"):
                 # A custom source changes with every edit: kept in memory only, so the folder
                 # holds a bounded set (standard networks x the geometries of the datasets).

@@ -2,9 +2,9 @@
 
 Torch-free: the child imports torch and builds the network, so a caller holding only cached
 answers (networks/cache.py) never loads it. The child is forked from a warm checker
-(core/zygote.py: torch, torchvision and timm imported once), so after the first check a check
-costs the build and the forward passes, about a second; it speaks core/childproc.py's protocol
-inside core/sandbox.py's confinement (no token, no store, no writes, no processes, a memory
+(sandbox/zygote.py: torch, torchvision and timm imported once), so after the first check a check
+costs the build and the forward passes, about a second; it speaks sandbox/childproc.py's protocol
+inside sandbox/policy.py's confinement (no token, no store, no writes, no processes, a memory
 limit). A check that overruns its time (``TRAINYARD_CHECK_TIMEOUT_S``) says that it took longer,
 never that the network does not build.
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 
-from trainyard.core.childproc import Child, ChildFailed, default_policy, out_of_memory
-from trainyard.core.zygote import Zygote
 from trainyard.networks.table import builder_modules
+from trainyard.sandbox.childproc import Child, ChildFailed, default_policy, out_of_memory
+from trainyard.sandbox.zygote import Zygote
 
 # timm:vit_giant_patch14_224 (1.0 G parameters) took 388 s to build, run and inspect on a
 # 2-core machine at load average 25; the default leaves room above it.
@@ -38,7 +38,7 @@ def check_timeout() -> float:
 
 def handle(request: dict) -> dict:
     """The check, in the child (childproc's handler)."""
-    from trainyard.core.sandbox import memory_limit_mb
+    from trainyard.sandbox.policy import memory_limit_mb
 
     from .check import run_check
 

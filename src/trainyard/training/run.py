@@ -165,7 +165,7 @@ def _message(error: Exception, folder: JobFolder | None = None) -> str:
         from trainyard.networks import NetworkError
     except Exception:  # the install itself is broken: say what failed, nothing more
         return f"{type(error).__name__}: {error}"
-    from trainyard.core.job_confinement import out_of_memory_message
+    from trainyard.sandbox.job import out_of_memory_message
     from trainyard.training.disk_full import disk_full_message
 
     full = disk_full_message(error, folder.path) if folder is not None else None

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from trainyard import __version__
+from trainyard.core import server_token
 from trainyard.jobs.context import open_context
 from trainyard.jobs.scheduling.deployment import record_backend
 from trainyard.jobs.scheduling.resources import Pools
@@ -47,17 +48,20 @@ ROUTERS[:0] = [compare.router, labels.router]  # before jobs: /api/jobs/compare 
 
 
 def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
-               run_scheduler: bool = True, warm_networks: bool = True) -> FastAPI:
+               run_scheduler: bool = True, warm_networks: bool = True, publish_token: bool = False) -> FastAPI:
     """Build the app. ``run_scheduler=False`` serves the API without starting any job (tests).
 
     ``warm_networks`` counts the standard networks' parameters in a background thread once the
     server is up, so the new-model form never waits for it; that thread imports torch, which the
-    request paths themselves never need for jobs, datasets and pages.
+    request paths themselves never need for jobs, datasets and pages. ``publish_token`` (serve):
+    the server's token is written for the CLI while it runs (core/server_token.py).
     """
     ctx = open_context(settings, pools)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        if publish_token:
+            server_token.write(ctx.settings.home, app.state.auth_token)
         if run_scheduler:
             # Where this store's jobs run is this server's choice; CLIs follow it (jobs/scheduling/deployment.py).
             record_backend(ctx.store, ctx.settings.cluster)
@@ -71,6 +75,8 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
         workers = sys.modules.get("trainyard.inference.worker_pool")  # loaded (with torch) on first classify
         if workers is not None:
             workers.POOL.close()  # the custom networks' model workers
+        if publish_token:  # here, not after uvicorn.run: uvicorn ends by re-raising the SIGTERM
+            server_token.remove(ctx.settings.home, app.state.auth_token)
 
     # docs_url/redoc_url off: routers/docs.py serves /docs from vendored assets (no CDN).
     app = FastAPI(title="trainyard", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
@@ -81,8 +87,10 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
     # A train and a validation archive, each up to the limit, plus the form around them.
     app.add_middleware(RequestSizeLimit, max_bytes=(2 * ctx.settings.max_upload_mb + 1) * 2**20)
     app.state.login_limiter = LoginLimiter()  # sign-ins and bearer tokens count against one limit
-    if ctx.settings.auth_token:
-        app.add_middleware(TokenAuthMiddleware, token=ctx.settings.auth_token, limiter=app.state.login_limiter)
+    # Every door needs the credential, on localhost too: TRAINYARD_AUTH_TOKEN, else a fresh token
+    # of this server's own, which ``serve`` prints in its URL and writes for the CLI (core/server_token.py).
+    app.state.auth_token = ctx.settings.auth_token or server_token.fresh()
+    app.add_middleware(TokenAuthMiddleware, token=app.state.auth_token, limiter=app.state.login_limiter)
     # Added last, so it runs first: a foreign Host or a cross-site write gets no further.
     app.add_middleware(SameOriginMiddleware, settings=ctx.settings)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -1,8 +1,10 @@
-"""Optional token authentication: a bearer header, or a login form that sets a session cookie.
+"""Token authentication on every door: a bearer header, or a session cookie.
 
-With no TRAINYARD_AUTH_TOKEN the server only binds to localhost (see cli serve), and every
-request passes. With a token, every page and API call needs it: as ``Authorization: Bearer``,
-or the signed session cookie the login form sets (sessions.py; the cookie never holds the token).
+Every page and API call needs the server's token, on localhost too (TRAINYARD_AUTH_TOKEN, else
+the server's own fresh one: core/server_token.py): as ``Authorization: Bearer``, or the signed
+session cookie (sessions.py; the cookie never holds the token) that the login form sets, or that
+a page opened with ``?token=`` gets (the URL ``serve`` prints: one step, as Jupyter's), the token
+then dropped from the address at once by a redirect.
 Wrong bearer tokens count against the same limiter as wrong sign-ins (per client address and,
 on this machine, per local account: peers.py), so the token cannot be guessed at speed by
 either door, and one account's guessing locks out only that account.
@@ -11,7 +13,7 @@ either door, and one account's guessing locks out only that account.
 from __future__ import annotations
 
 import hmac
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
@@ -19,7 +21,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp
 
 from trainyard.web.peers import client_key
-from trainyard.web.sessions import COOKIE, LoginLimiter, valid_session
+from trainyard.web.sessions import COOKIE, MAX_AGE_S, LoginLimiter, new_session, valid_session
 
 OPEN_PATHS = ("/login", "/favicon.ico")  # exactly these paths, plus everything under OPEN_PREFIXES
 OPEN_PREFIXES = ("/static/",)
@@ -60,6 +62,9 @@ class TokenAuthMiddleware(BaseHTTPMiddleware):
         path = request.url.path
         if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             return await call_next(request)
+        handed = request.query_params.get("token") if request.method == "GET" else None
+        if handed is not None and not path.startswith("/api"):
+            return self.hand_over(request, handed)
         ok = authenticated(request, self.token)
         if bearer_of(request) is not None:  # a guess at the token, like a sign-in: limited alike
             who = requester(request)
@@ -75,3 +80,19 @@ class TokenAuthMiddleware(BaseHTTPMiddleware):
                                 status_code=401, headers={"WWW-Authenticate": "Bearer"})
         target = path + (f"?{request.url.query}" if request.url.query else "")
         return RedirectResponse(f"/login?next={quote(target, safe='/')}", status_code=303)
+
+    def hand_over(self, request: Request, given: str) -> Response:
+        """The page without ``?token=`` in its address; with a session cookie when the token is right."""
+        who = requester(request)
+        if not self.limiter.allowed(who):
+            return JSONResponse({"detail": "too many wrong tokens from this client: wait a minute, "
+                                 "then try again"}, status_code=429, headers={"Retry-After": "60"})
+        rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+        target = request.url.path + (f"?{rest}" if rest else "")
+        if not token_matches(given, self.token):
+            self.limiter.failed(who)
+            return RedirectResponse(f"/login?next={quote(target, safe='/')}", status_code=303)
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(COOKIE, new_session(self.token), max_age=MAX_AGE_S, httponly=True,
+                            samesite="strict", secure=request.url.scheme == "https")
+        return response

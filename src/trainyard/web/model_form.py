@@ -16,6 +16,7 @@ from trainyard.core.paths import checkpoint_epoch
 from trainyard.core.status import Status
 from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.jobs.context import Context
+from trainyard.jobs.views.settings import as_text  # noqa: F401 (the form's values, as typed)
 from trainyard.training.lr_policies import list_lr_policies
 from trainyard.training.solvers import list_solvers
 
@@ -24,19 +25,6 @@ if TYPE_CHECKING:
 
 PLAIN_FIELDS = ("epochs", "batch_size", "accumulation", "solver", "momentum", "weight_decay",
                 "snapshot_interval", "val_interval", "seed", "crop", "mean", "precision", "backbone_lr_mult")
-
-
-def as_text(value: object) -> str:
-    """A number as a person types it: 30 not 30.0, 0.0001 not 1e-04 where possible."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(int(value)) if float(value).is_integer() else repr(float(value))
-    if isinstance(value, list):
-        return ", ".join(as_text(v) for v in value)
-    return str(value)
 
 
 def _defaults() -> ModelSpec:

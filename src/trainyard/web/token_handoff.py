@@ -5,7 +5,7 @@ process of the same uid that may ptrace it; removing the variable from ``os.envi
 not change it. So when the token is in that environment, `hand_off` re-execs the server (same
 pid, same arguments) without it, passing the token through a pipe whose read end the new image
 finds in ``TRAINYARD_TOKEN_FD``; `take` reads it and closes the pipe at once, so no child process
-inherits it. User code never sees the token: not in its environment (core/sandbox.py scrubs
+inherits it. User code never sees the token: not in its environment (sandbox/policy.py scrubs
 it), not in the server's ``environ`` or ``cmdline``, not in any file.
 """
 

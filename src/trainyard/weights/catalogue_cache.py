@@ -17,10 +17,17 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Protocol, TypeVar
 
-if TYPE_CHECKING:  # catalogue.py calls this module: the entry class is handed in, not imported
-    from trainyard.weights.catalogue import WeightsEntry
+
+class _Entry(Protocol):
+    """What this module needs of an entry (catalogue.WeightsEntry): catalogue.py calls this
+    module, so the entry class is handed in, never imported, and the two form no import circle."""
+
+    def to_dict(self) -> dict: ...
+
+
+Entry = TypeVar("Entry", bound=_Entry)
 
 TUPLES = ("input_size", "mean", "std", "aliases")  # JSON arrays that are tuples in an entry
 
@@ -39,8 +46,8 @@ def cache_file(source: str) -> Path:
     return base / "trainyard" / f"weights-{source}-{key}.json"
 
 
-def cached_entries(source: str, build: Callable[[], tuple[WeightsEntry, ...]],
-                   make: Callable[..., Any]) -> tuple[WeightsEntry, ...]:
+def cached_entries(source: str, build: Callable[[], tuple[Entry, ...]],
+                   make: Callable[..., Entry]) -> tuple[Entry, ...]:
     """The entries ``build`` makes, from the cache file when it has them (and written there when
     not); ``make`` is WeightsEntry."""
     path = cache_file(source)
@@ -53,14 +60,14 @@ def cached_entries(source: str, build: Callable[[], tuple[WeightsEntry, ...]],
     return entries
 
 
-def _row(entry: WeightsEntry) -> dict:
+def _row(entry: _Entry) -> dict:
     row = entry.to_dict()
     # NaN is not JSON; a library's missing figure is no figure
     row["accuracy"] = {k: v for k, v in row["accuracy"].items() if not (isinstance(v, float) and math.isnan(v))}
     return row
 
 
-def _entry(make: Callable[..., Any], row: dict) -> WeightsEntry:
+def _entry(make: Callable[..., Entry], row: dict) -> Entry:
     return make(**{k: tuple(v) if k in TUPLES and isinstance(v, list) else v for k, v in row.items()})
 
 

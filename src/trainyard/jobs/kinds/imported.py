@@ -24,6 +24,7 @@ from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.runs.manager import JobError
+from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job
 
 
@@ -41,7 +42,7 @@ def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | N
         with tempfile.TemporaryDirectory(dir=folder.path, prefix=".import-") as work:
             checkpoint = read_model_archive(archive, work, ctx.settings.check_timeout_s)
         name = name or _default_name(checkpoint, archive)
-        _write_folder(folder, job_id, name, checkpoint, archive.name)
+        spec = _write_folder(folder, job_id, name, checkpoint, archive.name)
     except ArchiveImportError as exc:
         shutil.rmtree(folder.path, ignore_errors=True)
         raise JobError(f"{archive.name}: {exc}") from None
@@ -52,6 +53,8 @@ def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | N
     job = Job(id=job_id, kind="model", name=name, status=Status.DONE, parent_id=None,
               needs={"pool": "cpu"}, progress=1.0, created_at=now, started_at=now, finished_at=now,
               status_detail=None, summary={"epoch": checkpoint["epoch"], "imported": archive.name})
+    # Someone else's custom network is user code: recorded so, whatever the folder says later.
+    confinement_record.record(ctx.store, job_id, confinement_record.facts_of("model", spec))
     return ctx.store.add_job(job)
 
 
@@ -67,7 +70,8 @@ def _default_name(checkpoint: dict, archive: Path) -> str:
     return origin.get("name") or archive.name.removesuffix(".gz").removesuffix(".tar").removesuffix(".zip")
 
 
-def _write_folder(folder: JobFolder, job_id: str, name: str, checkpoint: dict, archive_name: str) -> None:
+def _write_folder(folder: JobFolder, job_id: str, name: str, checkpoint: dict, archive_name: str) -> dict:
+    """Write the job's files; its spec."""
     from trainyard.inference.archive_import import describe_archive
 
     epoch = checkpoint["epoch"]
@@ -84,3 +88,4 @@ def _write_folder(folder: JobFolder, job_id: str, name: str, checkpoint: dict, a
                 events.emit("metric", epoch=point_epoch, name=metric, value=value)
         events.emit("checkpoint", epoch=epoch, path=str(path))
         events.status(Status.DONE)
+    return spec

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from trainyard.core import jobfiles
 from trainyard.core.errors import InvalidInput
 from trainyard.core.files import read_json
 from trainyard.jobs.context import Context
@@ -34,8 +35,8 @@ def dataset_geometry(ctx: Context, spec: ModelSpec) -> dict:
         info = job.summary if job is not None and (job.summary or {}).get("width") else {}
         if not info:
             try:
-                info = read_json(ctx.manager.folder(dataset_id).spec)
-            except FileNotFoundError:
+                info = jobfiles.read_json(ctx.manager.folder(dataset_id).path, "spec.json")
+            except OSError:
                 info = {}
     return {"classes": len(info.get("classes") or []) or None, "channels": int(info.get("channels") or 3),
             "height": int(info.get("height") or 256), "width": int(info.get("width") or 256)}

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from trainyard.core import jobfiles
 from trainyard.core.errors import InvalidInput
 from trainyard.core.events import read_events
 from trainyard.core.files import read_json
@@ -51,7 +52,8 @@ class JobKind(Generic[S]):
     def spec_of(self, folder: JobFolder) -> S:
         """The job's stored spec, typed; FileNotFoundError when it has none, InvalidInput when it
         is not a spec of this kind."""
-        return self.read(read_json(folder.spec), what=f"{self.name} job {folder.path.name}'s spec")
+        stored = jobfiles.read_json(folder.path, "spec.json")  # no link, no FIFO (core/jobfiles.py)
+        return self.read(stored, what=f"{self.name} job {folder.path.name}'s spec")
 
     def read(self, stored: object, *, what: str = "") -> S:
         """A spec.json's content (``stored``) as this kind's spec class."""
@@ -63,8 +65,8 @@ class JobKind(Generic[S]):
         """``spec_of``, or None where the job folder has no spec (yet, or any more) or none of this
         kind: for the watchers and listings, which must not stop at one job's broken folder."""
         try:
-            stored = read_json(folder.spec)
-        except (FileNotFoundError, ValueError):  # ValueError: not JSON
+            stored = jobfiles.read_json(folder.path, "spec.json")
+        except (OSError, ValueError):  # missing, a link or FIFO planted by the job (jobfiles); not JSON
             return None
         return self.read_or_none(stored)
 
@@ -210,8 +212,8 @@ def remove_uploaded_archives(folder: JobFolder, uploads_dir: Path) -> None:
 
 def _stored(folder: JobFolder) -> dict:
     try:
-        return read_json(folder.spec)
-    except (FileNotFoundError, ValueError):  # none yet, or not JSON: the job is still described
+        return jobfiles.read_json(folder.path, "spec.json")
+    except (OSError, ValueError):  # none yet, a link or FIFO in its place, not JSON: still described
         return {}
 
 

@@ -47,6 +47,20 @@ def check_ranges(lr_range, batch_size_range, trials: int | None) -> None:
                            "from 1 or more to a higher high")
 
 
+def sweep_size(datasets: list, networks: list, lrs: list, batches: list, trials: int | None) -> int:
+    """How many jobs `combinations` makes, counted without drawing or building any."""
+    grid = trials or max(1, len(lrs)) * max(1, len(batches))
+    return len(datasets) * max(1, len(networks)) * grid
+
+
+def check_size(size: int, cap: int) -> None:
+    """The one-line 422 of a sweep larger than the cap (TRAINYARD_MAX_SWEEP_JOBS)."""
+    if size > cap:
+        raise InvalidInput(f"this request makes {size} jobs, more than the cap of {cap} per request "
+                           "(TRAINYARD_MAX_SWEEP_JOBS): give fewer datasets, networks, learning rates, "
+                           "batch sizes or trials")
+
+
 def combinations(datasets: list[str], networks: list, lrs: list, batches: list, *, lr_range=None,
                  batch_size_range=None, trials: int | None = None, seed: int | None = None) -> Iterator[tuple]:
     """(dataset, network, lr, batch size) for each job; None in a list means "the default"."""

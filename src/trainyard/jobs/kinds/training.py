@@ -11,21 +11,24 @@ or process, so the global batch is that times the process count. In cluster mode
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from trainyard.core import jobfiles
 from trainyard.core.errors import InvalidInput, validated
-from trainyard.core.files import read_json, write_json_atomic
+from trainyard.core.files import write_json_atomic
 from trainyard.core.limits import MAX_NAME
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.lookup import job_of_kind
 from trainyard.jobs.kinds.pretrained import Pretrained, resolve_pretrained
 from trainyard.jobs.kinds.registry import MODEL
-from trainyard.jobs.kinds.sweeps import MAX_TRIALS, check_ranges, combinations
-from trainyard.jobs.runs.early_stop import mark_early_stop
+from trainyard.jobs.kinds.sweeps import MAX_TRIALS, check_ranges, check_size, combinations, sweep_size
+from trainyard.jobs.runs.early_stop import DEFAULT_MIN_EPOCHS, mark_early_stop
 from trainyard.jobs.runs.manager import JobConflict, JobError
 from trainyard.jobs.scheduling.limits import check_processes
+from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job
 
 if TYPE_CHECKING:
@@ -54,6 +57,7 @@ class TrainRequest(BaseModel):
     batch_size_range: tuple[int, int] | None = None
     trials: int | None = Field(None, ge=1, le=MAX_TRIALS)
     early_stop: bool = False  # stop runs among the worst at a validation point (jobs/runs/early_stop.py)
+    early_stop_min_epochs: float = DEFAULT_MIN_EPOCHS  # epochs every run trains before it is judged
     settings: dict = Field(default_factory=dict)  # any other ModelSpec field: epochs, solver, lr, ...
 
 
@@ -72,6 +76,8 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
     from trainyard.training.spec import ModelSpec
 
     check_ranges(request.lr_range, request.batch_size_range, request.trials)
+    check_size(sweep_size(request.datasets, request.networks, request.base_lrs, request.batch_sizes,
+                          request.trials), ctx.settings.max_sweep_jobs)
     pretrained = resolve_pretrained(ctx, request.pretrained)
     request = _network_of_pretrained(request, pretrained)
     if not request.networks and not request.network_source:
@@ -104,7 +110,7 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
     jobs = [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
                                parent_id=dataset.id, group=group, foreground=foreground)
             for spec, dataset in planned]
-    return mark_early_stop(ctx.store, jobs) if request.early_stop else jobs
+    return mark_early_stop(ctx.store, jobs, request.early_stop_min_epochs) if request.early_stop else jobs
 
 
 def _combinations(request: TrainRequest):
@@ -204,12 +210,17 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
         needs = devices_needed(ctx, gpus, gpu_ids, processes or 1)
         ctx.pools.check(needs)
         folder = ctx.manager.folder(job_id)
-        stored = read_json(folder.spec)
+        stored = jobfiles.read_json(folder.path, "spec.json")
         placement = cluster_placement(needs)
         # The stored document is rewritten as it was, but for these: fields it has that this version
         # does not know stay; its own reader is the training process, which checks it strictly.
         write_json_atomic(folder.spec, {**stored, "processes": processes or 1, "cluster": placement,
                                         "max_restarts": MODEL.read(stored).max_restarts if placement else 0})
+        # Only the placement changes in the record: whether it runs user code and what it reads
+        # stay as the server recorded them, whatever the job wrote into its spec.json since.
+        recorded = confinement_record.recall(ctx.store, job, ctx.settings.jobs_dir)
+        confinement_record.record(ctx.store, job_id, replace(recorded, processes=processes or 1,
+                                                             on_cluster=placement is not None))
         ctx.store.update_job(job_id, needs=needs)
     return ctx.manager.resume(job_id, foreground=foreground)
 

@@ -30,11 +30,16 @@ if TYPE_CHECKING:
 
 REDUCTION_FACTOR = 2  # a run goes on at a rung if it is in the best half of the runs that got there
 MIN_RESOURCE = 1  # validation points before the first rung
+# Epochs a run trains before it is judged at all: judged after one epoch, later runs of a sweep on
+# a one-slot queue met a finished first run's curve and 5 of 6 stopped at epoch 1 (issue 31).
+DEFAULT_MIN_EPOCHS = 3.0
 
 
-def mark_early_stop(store: Store, jobs: list[Job]) -> list[Job]:
-    """Mark a new sweep's jobs for early stopping (their watchers read the mark)."""
-    return [store.update_job(j.id, summary={**(j.summary or {}), "early_stop": True}) or j for j in jobs]
+def mark_early_stop(store: Store, jobs: list[Job], min_epochs: float = DEFAULT_MIN_EPOCHS) -> list[Job]:
+    """Mark a new sweep's jobs for early stopping (their watchers read the mark), judged from
+    ``min_epochs`` on."""
+    mark = {"early_stop": True, "early_stop_min_epochs": min_epochs}
+    return [store.update_job(j.id, summary={**(j.summary or {}), **mark}) or j for j in jobs]
 
 
 def validation_points(events_path) -> list[tuple[float, float, float]]:
@@ -47,8 +52,11 @@ def validation_points(events_path) -> list[tuple[float, float, float]]:
     return sorted(points.values(), key=lambda p: p[1])
 
 
-def decide(runs: dict[str, list[tuple[float, float, float]]], job_id: str) -> dict | None:
+def decide(runs: dict[str, list[tuple[float, float, float]]], job_id: str, min_epochs: float = 0.0) -> dict | None:
     """Whether ``job_id`` stops now, at its latest validation point, from every run's points.
+
+    Only points at ``min_epochs`` or later count (the grace period): the first rung is a run's
+    first validation from then on.
 
     Replays all points in time order through an in-memory Optuna study (one trial per run). The
     run stops if it was pruned at any of its points: a watcher that looks late (a loaded machine,
@@ -63,7 +71,10 @@ def decide(runs: dict[str, list[tuple[float, float, float]]], job_id: str) -> di
     pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=MIN_RESOURCE, reduction_factor=REDUCTION_FACTOR)
     study = optuna.create_study(direction="maximize", pruner=pruner)
     trials = {run: study.ask() for run in runs}
-    timeline = sorted((t, run, step, epoch, value) for run, points in runs.items()
+    judged = {run: [p for p in points if p[1] >= min_epochs - 1e-9] for run, points in runs.items()}
+    if not judged.get(job_id):
+        return None  # still in its grace period
+    timeline = sorted((t, run, step, epoch, value) for run, points in judged.items()
                       for step, (t, epoch, value) in enumerate(points, 1))
     reached: dict[int, list[float]] = {}
     verdict = None
@@ -106,7 +117,7 @@ class EarlyStopper:
             return  # its last validation: it has finished anyway
         runs = {j.id: validation_points(self.manager.folder(j.id).events) for j in self._siblings(job)}
         runs[job.id] = own
-        verdict = decide(runs, job.id)
+        verdict = decide(runs, job.id, float(summary.get("early_stop_min_epochs", DEFAULT_MIN_EPOCHS)))
         if verdict is None:
             return
         verdict.update(message=message(verdict), started_at=job.started_at)

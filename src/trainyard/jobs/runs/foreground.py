@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from trainyard.core.events import EventTail
+from trainyard.core.status import Status
+from trainyard.jobs.scheduling.waiting import holder_ids
 
 if TYPE_CHECKING:  # the manager imports this module
     from trainyard.jobs.runs.manager import JobManager
@@ -66,8 +68,13 @@ def raise_if_signalled(raised: list[int]) -> None:
 
 
 def run(manager: JobManager, job_id: str, on_event: Callable[[dict], None] | None, poll_s: float) -> Job:
-    """Start and watch the job from this process until it ends; abort it if interrupted."""
+    """Start and watch the job from this process until it ends; abort it if interrupted.
+
+    Besides the job's own events, ``on_event`` gets ``{"type": "waiting", "message", "holders"}``
+    each time the reason the job cannot start changes: a bar at 0 % with a ticking clock looked
+    like a hang, where the browser said which job holds the CPU."""
     tail = EventTail(manager.folder(job_id).events)
+    waited_for: str | None = None
     with signals_interrupt() as raised:
         try:
             while True:
@@ -79,6 +86,10 @@ def run(manager: JobManager, job_id: str, on_event: Callable[[dict], None] | Non
                 job = manager.get(job_id)
                 if job.status.is_final:
                     return job
+                if on_event and job.status == Status.WAITING and job.status_detail != waited_for:
+                    waited_for = job.status_detail
+                    on_event({"type": "waiting", "message": waited_for,
+                              "holders": [h for h in holder_ids(manager.store, job.needs) if h != job_id]})
                 _wait_for_exit(manager.process(job_id), poll_s)
         except KeyboardInterrupt:
             manager.abort(job_id)

@@ -39,6 +39,7 @@ from trainyard.jobs.scheduling import readiness
 from trainyard.jobs.scheduling.leases import reclaim_stale_leases, this_process
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.jobs.scheduling.waiting import waiting_message
+from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job, Store
 from trainyard.settings import Settings
 
@@ -46,6 +47,15 @@ LAUNCH_S = 60.0  # how long a job claimed here may go without a recorded pid bef
 
 
 class JobManager:
+    """One process's hand on the jobs of a store: creates them, starts them, watches them, ends them.
+
+    It owns what only this process can know: the job processes it started (``_children``), the
+    tails of their events.jsonl (``_tails``), the jobs it is terminating (``_stopping``), its
+    heartbeat, and the lock that serialises a tick against request handlers. Everything shared
+    (statuses, owners, leases) lives in the store; `tick` reconciles the two. Abort, resume and
+    delete are in jobs/runs/actions.py, a sweep's early stops in jobs/runs/early_stop.py.
+    """
+
     def __init__(self, settings: Settings, store: Store, pools: Pools):
         self.settings = settings
         self.store = store
@@ -83,6 +93,9 @@ class JobManager:
                   **(self.owner if foreground else {}))
         try:
             write_json_atomic(folder.spec, {**spec, "id": job_id})
+            # Its confinement, decided now from what was validated: never read back from the folder.
+            confinement_record.record(self.store, job_id, confinement_record.facts_for_new(
+                self.store, self.settings.jobs_dir, kind, spec))
             return self.store.add_job(job)
         except BaseException:  # refused (a full disk, a read-only database): no folder without a job
             shutil.rmtree(folder.path, ignore_errors=True)
@@ -151,8 +164,9 @@ class JobManager:
         folder = self.folder(job.id)
         gpu_ids = Pools.gpu_ids(resources)
         try:
-            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids, foreground,
-                                 self.pools.environment(gpu_ids))
+            confinement = confinement_record.recall(self.store, job, self.settings.jobs_dir)
+            proc = runner.launch(get_kind(job.kind).command(folder, gpu_ids), folder, gpu_ids, confinement,
+                                 foreground, self.pools.environment(gpu_ids))
         except OSError as exc:
             self._finish(self.get(job.id), Status.FAILED, f"could not start the job: {exc}")
             return

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 
+from trainyard.core import jobfiles
 from trainyard.core.environment import child_environment
 from trainyard.core.events import read_events
 from trainyard.core.formatting import process_end
@@ -25,23 +26,30 @@ from trainyard.core.status import Status
 from trainyard.core.tethered import command as tethered_command
 from trainyard.jobs.runs.sandbox import sandboxed
 from trainyard.jobs.scheduling.gpu_devices import lease_environment
+from trainyard.jobs.store.confinement import Confinement
+from trainyard.sandbox import recorded as recorded_confinement
 
 
-def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None,
+def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None, confinement: Confinement,
            tethered: bool = False, lease: dict[str, str] | None = None) -> subprocess.Popen:
     """Run ``command`` for a job, its output going to the job folder's output.txt; a job whose
-    network is user code runs confined (jobs/runs/sandbox.py).
+    network is user code runs confined (jobs/runs/sandbox.py), as ``confinement`` (the store's
+    record of the job, jobs/store/confinement.py) says, never as its folder says.
 
     ``tethered``: the kernel kills it when this process dies, even by SIGKILL (a foreground
     job); a server's jobs outlive the server, whose next start adopts them. ``lease``: the
     variables that show the job its GPUs (`Pools.environment`: their UUIDs); by default the
     server's own entries for ``gpu_ids``."""
-    command = sandboxed(command, folder, gpu_ids)
+    command = sandboxed(command, folder, gpu_ids, confinement)
     # A job sees only the GPUs it leased; a CPU job sees none, so it cannot grab one by accident.
     # It runs user code (custom networks), so it never sees the server's token.
     env = child_environment(**(lease if lease is not None else lease_environment({}, gpu_ids or [])))
     env.setdefault("PYTHONUNBUFFERED", "1")
-    output = open(folder.path / "output.txt", "ab")
+    # A cluster job's launcher hands the record to the nodes that confine its ranks (sandbox/recorded.py).
+    env[recorded_confinement.VARIABLE] = recorded_confinement.encode(
+        confinement.user_code, confinement.reads, confinement.processes, confinement.nnodes, confinement.on_cluster)
+    # Beneath the job folder, links refused: a job may have planted output.txt -> somewhere.
+    output = jobfiles.open_append(folder.path, "output.txt")
     try:
         return subprocess.Popen(
             tethered_command(os.getpid(), command) if tethered else command,
@@ -53,7 +61,7 @@ def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None,
             start_new_session=True,
         )
     finally:
-        output.close()
+        os.close(output)
 
 
 def python_module_command(module: str, folder: JobFolder) -> list[str]:
@@ -159,10 +167,6 @@ def _failed_rank(folder: JobFolder) -> tuple[int, int] | None:
 
 
 def tail_text(path: Path, max_bytes: int = 4000) -> str:
-    """The end of a text file, for error messages and log panels."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, f.seek(0, 2) - max_bytes))
-            return f.read().decode(errors="replace")
-    except FileNotFoundError:
-        return ""
+    """The end of a job's text file, for error messages and log panels: read as the server reads
+    every file the job writes (core/jobfiles.py: no link, no FIFO, at most ``max_bytes``)."""
+    return jobfiles.tail_text(path.parent, path.name, max_bytes)

@@ -44,6 +44,14 @@ def waiting_message(pools: Pools, store: Store, needs: dict) -> str:
     return f"waiting for {jobs} to free the CPU" if n else "waiting for the CPU"
 
 
+def holder_ids(store: Store, needs: dict) -> list[str]:
+    """The jobs that hold resources of the pool a job with ``needs`` waits for (a foreground
+    command names them, so its user knows which job to abort)."""
+    pool = needs.get("pool", "cpu")
+    return list(dict.fromkeys(job for resource, job in store.leases().items()
+                              if resource.split(":", 1)[0] == pool))
+
+
 def _holders(store: Store, job_ids: list[str]) -> tuple[str, int]:
     """("job X (model lenet)" or "jobs X (...), Y (...) and 2 more", how many jobs)."""
     holders = list(dict.fromkeys(job_ids))

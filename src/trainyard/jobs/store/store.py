@@ -33,6 +33,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column, sessionmaker, validates
 
 from trainyard.core.status import Status
+from trainyard.jobs.store.confinement import ConfinementRow
 from trainyard.jobs.store.database import create_tables, open_engine
 from trainyard.jobs.store.liveness_tables import DeploymentSetting, Holder  # noqa: F401 (tables of the store)
 from trainyard.jobs.store.orm import Base
@@ -240,6 +241,7 @@ class Store:
             s.execute(delete(StatusChange).where(StatusChange.job_id == job_id))
             s.execute(delete(Lease).where(Lease.job_id == job_id))
             s.execute(delete(JobLabel).where(JobLabel.job_id == job_id))
+            s.execute(delete(ConfinementRow).where(ConfinementRow.job_id == job_id))
             if cast(CursorResult, s.execute(delete(Job).where(Job.id == job_id))).rowcount:
                 s.add(Deletion(job_id=job_id))
 

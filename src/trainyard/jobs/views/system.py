@@ -4,9 +4,9 @@ leases and live readings, CPU and memory, and in cluster mode the cluster's node
 from __future__ import annotations
 
 from trainyard import __version__
-from trainyard.core import sandbox
 from trainyard.jobs.context import Context
 from trainyard.jobs.views.hardware import Hardware
+from trainyard.sandbox import policy as sandbox
 
 
 def system_report(ctx: Context, hardware: Hardware) -> dict:
@@ -30,7 +30,7 @@ def system_report(ctx: Context, hardware: Hardware) -> dict:
         "cpu": {"count": figures["cpu_count"], "percent": figures["cpu_percent"]},
         "memory": {"total": figures["memory_total"], "used": figures["memory_used"]},
         "leases": leases,
-        "sandbox": sandbox.status(),  # what confines custom networks here (core/sandbox.py)
+        "sandbox": sandbox.status(),  # what confines custom networks here (sandbox/policy.py)
     }
     if nodes is not None:
         report["nodes"] = nodes

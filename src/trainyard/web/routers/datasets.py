@@ -24,6 +24,7 @@ from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.dataset import append_dataset_job, create_dataset_job
 from trainyard.jobs.store.store import Job
 from trainyard.jobs.views.documents import job_brief, job_detail
+from trainyard.web import media
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 from trainyard.web.json_body import parse_json_object
 from trainyard.web.schemas import jobs as schemas
@@ -123,7 +124,7 @@ def _built_dataset(ctx: Context, dataset_id: str) -> Path:
     return folder
 
 
-@router.get("/{dataset_id}/mean.png")
+@router.get("/{dataset_id}/mean.png", **media.PNG)
 def mean_image(ctx: Ctx, dataset_id: str):
     return FileResponse(_built_dataset(ctx, dataset_id) / "mean.png", media_type="image/png")
 
@@ -149,7 +150,7 @@ def list_images(ctx: Ctx, dataset_id: str, split: str = "train", label: int | No
             "images": [{"index": i, "label": int(labels[i])} for i in page]}
 
 
-@router.get("/{dataset_id}/images/{split}/{index}.png")
+@router.get("/{dataset_id}/images/{split}/{index}.png", **media.PNG)
 def image_png(ctx: Ctx, dataset_id: str, split: str, index: int):
     reader = _open(_built_dataset(ctx, dataset_id), split)
     if not 0 <= index < len(reader):
@@ -172,7 +173,7 @@ def _folder_images(ctx: Context, folder: str) -> list[str]:
     return paths
 
 
-@router.post("/preview")
+@router.post("/preview", **media.PNG)
 async def resize_preview(ctx: Ctx, width: Annotated[int, Form(ge=1, le=4096)] = 256,
                          height: Annotated[int, Form(ge=1, le=4096)] = 256,
                          channels: Annotated[int, Form()] = 3,

@@ -25,6 +25,7 @@ from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.store.store import Job
 from trainyard.jobs.views.documents import job_detail
+from trainyard.web import media
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.json_body import parse_json_object
 from trainyard.web.schemas import inference as more
@@ -98,7 +99,7 @@ def many_top_n(ctx: Ctx, model_id: str, job_id: str) -> dict:
     return {"classes": summary["top_n"]}
 
 
-@results_router.get("/{model_id}/classify-many/{job_id}/images/{row}")
+@results_router.get("/{model_id}/classify-many/{job_id}/images/{row}", **media.PNG)
 def many_image(ctx: Ctx, model_id: str, job_id: str, row: int = PathParam(ge=0)) -> Response:
     """A thumbnail of the image of one result row."""
     _, folder, spec = job_folder(ctx, model_id, job_id, "classify-many")

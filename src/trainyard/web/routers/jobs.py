@@ -14,6 +14,7 @@ from trainyard.jobs.context import Context
 from trainyard.jobs.runs.runner import tail_text
 from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.jobs.views.feed import feed
+from trainyard.web import media
 from trainyard.web.deps import Ctx, Hw, get_job_of_kind, wake_scheduler
 from trainyard.web.schemas import inference as more
 from trainyard.web.schemas import jobs as schemas
@@ -76,7 +77,7 @@ def job_hardware(ctx: Ctx, hardware: Hw, job_id: str) -> dict:
     return hardware.job(get_job_of_kind(ctx, job_id))
 
 
-@router.get("/{job_id}/events")
+@router.get("/{job_id}/events", **media.EVENT_STREAM)
 async def job_events(ctx: Ctx, request: Request, job_id: str,
                      last_event_id: str | None = Header(None),
                      after: int | None = Query(None, description="resume after this event id")):

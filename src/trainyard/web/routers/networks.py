@@ -66,6 +66,8 @@ class InspectRequest(BaseModel):
     num_classes: int = Field(10, ge=1, le=100_000)
     in_channels: int = Field(3, ge=1, le=4)
     image_size: int | None = Field(None, ge=8, le=1024)
+    # (height, width) where it is not a square (a CLI asking for its queued job's check)
+    input_size: tuple[Annotated[int, Field(ge=8, le=4096)], Annotated[int, Field(ge=8, le=4096)]] | None = None
 
     @model_validator(mode="after")
     def _one(self) -> InspectRequest:
@@ -88,4 +90,5 @@ async def inspect(ctx: Ctx, request: InspectRequest) -> dict:
     # itself kills its child process after its timeout).
     return await checks.run(
         cache_for(ctx).check, source=request.source, network=request.network, num_classes=request.num_classes,
-        in_channels=request.in_channels, image_size=request.image_size, timeout=ctx.settings.check_timeout_s)
+        in_channels=request.in_channels, image_size=request.image_size, input_size=request.input_size,
+        timeout=ctx.settings.check_timeout_s)

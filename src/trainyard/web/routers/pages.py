@@ -144,7 +144,7 @@ def login_form(request: Request, next: str = "/", error: str | None = None):
 
 @router.post("/login")
 def login(request: Request, token: Annotated[str, Form()], next: Annotated[str, Form()] = "/"):
-    expected = request.app.state.ctx.settings.auth_token
+    expected = request.app.state.auth_token
     limiter = request.app.state.login_limiter
     client = requester(request)  # per address, and per local account on this machine
     if not limiter.allowed(client):

@@ -2,7 +2,7 @@
 
 The documents are built as dicts elsewhere (jobs/views/documents.py, kinds, results); these models
 describe them and FastAPI checks each answer against its model. The fields scripts rely on
-(DESIGN.md section 1) are typed; documents with open-ended parts allow more fields ("more fields
+(docs/interface.md) are typed; documents with open-ended parts allow more fields ("more fields
 are welcome"), so a new field never breaks an answer. Numbers that may be either an int or a
 float (epochs, figures) are ``Number``: a plain ``float`` would turn an epoch 3 into 3.0.
 Models of the inference, network and system answers are in web/schemas/inference.py.

@@ -1,10 +1,10 @@
 """One protocol for every child process that runs user code: network checks, exports, model workers.
 
-A `Child` is one sandboxed process (core/sandbox.py) serving a *handler*, a function named
+A `Child` is one sandboxed process (sandbox/policy.py) serving a *handler*, a function named
 ``"module:function"`` that takes a request document and returns an answer document (its module
 may keep state between requests: a model worker keeps its network). The child either is forked
 from a warm `Zygote` (torch already imported: a check then answers in about a second) or
-spawned as ``python -m trainyard.core.childproc`` (a fresh interpreter).
+spawned as ``python -m trainyard.sandbox.childproc`` (a fresh interpreter).
 
 The conversation runs over two private pipes, never over fd 0/1/2: fd 1 and ``sys.stdout`` point
 at the child's stderr (a file bounded by RLIMIT_FSIZE), so nothing the user's code prints can
@@ -30,13 +30,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainyard.core import sandbox
-from trainyard.core.environment import sandbox_memory_mb
 from trainyard.core.errors import UserError
 from trainyard.core.formatting import process_end
+from trainyard.sandbox import namespaces
+from trainyard.sandbox import policy as sandbox
+from trainyard.sandbox.policy import default_policy
 
 if TYPE_CHECKING:
-    from trainyard.core.zygote import Zygote
+    from trainyard.sandbox.zygote import Zygote
+
+__all__ = ["Child", "ChildFailed", "default_policy", "out_of_memory", "serve"]
 
 MAX_ANSWER_BYTES = 64 << 20  # a classify answer with every layer's views stays well below
 _HEADER_MAX = 64
@@ -51,18 +54,6 @@ class ChildFailed(UserError):
     def __init__(self, message: str, timed_out: bool = False):
         super().__init__(message)
         self.timed_out = timed_out
-
-
-def default_policy(read: list[str] | None = None, write: list[str] | None = None,
-                   hidden: list[str] | None = None) -> sandbox.Policy:
-    """A check's or worker's policy: reads only ``read`` besides Python's and the system's
-    folders (none of which may hold ``hidden`` or TRAINYARD_HOME), writes nothing (but its
-    scratch folder), no network, no processes."""
-    memory = sandbox_memory_mb(0.5)  # half the machine, unless set
-    home = os.environ.get("TRAINYARD_HOME") or os.path.expanduser("~/.trainyard")
-    return sandbox.Policy(read=list(read or []), write=list(write or []), memory_mb=memory,
-                          open_files=512, file_size_mb=64,
-                          hidden=[os.path.realpath(p) for p in [home, *(hidden or [])]])
 
 
 def write_frame(fd: int, request_id: int, doc: dict) -> None:
@@ -80,9 +71,17 @@ class Child:
         self.what = what  # "the network check", for messages
         self._next_id = STATE_ID
         self.scratch = tempfile.mkdtemp(prefix="trainyard-child-")  # its TMPDIR, writable
-        if (uid := os.environ.get("TRAINYARD_SANDBOX_UID")) and os.geteuid() == 0:
-            os.chown(self.scratch, int(uid), -1)  # the child runs as that uid (core/sandbox.py)
-        policy.write = [*policy.write, self.scratch]
+        namespaces.give(self.scratch)  # the child runs as the sandbox uid (sandbox/namespaces.py)
+        policy.uid = namespaces.sandbox_uid()
+        # The checker's namespaces hold no job folder: a child that reads or writes folders of its
+        # own starts in namespaces of its own. A child of a checker inside namespaces cannot see
+        # the scratch folder either: it makes its own in the checker's private /tmp (`serve`).
+        preload = list(zygote.preload) if zygote is not None else []
+        if zygote is not None and (policy.read or policy.write) and namespaces.available():
+            zygote = None
+        in_checker = zygote is not None and zygote.warm_up() and zygote.namespaced
+        if not in_checker:
+            policy.write = [*policy.write, self.scratch]
         self.stderr = tempfile.TemporaryFile()
         request_r, self._requests = os.pipe()
         self._answers, answer_w = os.pipe()
@@ -94,7 +93,7 @@ class Child:
             if not trusted:  # our own code (a standard network's check) may run where no sandbox is
                 sandbox.require()  # user code only with Landlock, or where running it unconfined was allowed
             # Whatever the kernel offers (without Landlock: rlimits, seccomp, no capabilities).
-            setup = {"handler": handler, "policy": policy.to_json(),
+            setup = {"handler": handler, "policy": policy.to_json(), "private_tmp": in_checker, "preload": preload,
                      "env": {"TMPDIR": self.scratch, **(env or {})}}
             if zygote is not None and (pid := zygote.fork(setup, child_fds)):
                 self.pid = pid
@@ -114,8 +113,11 @@ class Child:
 
     def _spawn(self, setup: dict, request_r: int, answer_w: int) -> None:
         env = sandbox.scrubbed_environment(CUDA_VISIBLE_DEVICES="", **setup["env"])
+        policy = sandbox.Policy.from_json(setup["policy"])
+        argv = [sys.executable, "-P", "-m", "trainyard.sandbox.childproc", json.dumps(setup), str(request_r),
+                str(answer_w)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "trainyard.core.childproc", json.dumps(setup), str(request_r), str(answer_w)],
+            namespaces.wrap(policy, argv),
             pass_fds=(request_r, answer_w), stdin=subprocess.DEVNULL, stdout=self.stderr, stderr=self.stderr,
             env=env, start_new_session=True)
         self.pid = self.proc.pid
@@ -233,11 +235,23 @@ def serve(setup: dict, request_fd: int, answer_fd: int) -> None:
     os.dup2(2, 1)  # the user's prints (and C libraries') go to stderr, never into an answer
     sys.stdout = sys.stderr
     os.environ.update(setup.get("env") or {})
+    policy = sandbox.Policy.from_json(setup["policy"]) if setup.get("policy") else None
+    if setup.get("private_tmp"):  # forked by a checker inside namespaces: its own private /tmp
+        os.environ["TMPDIR"] = tempfile.mkdtemp(prefix=f"child-{os.getpid()}-", dir="/tmp")
+        if policy is not None:
+            policy.write = [*policy.write, os.environ["TMPDIR"]]
     tempfile.tempdir = None  # a warm parent may have settled on /tmp: the scratch folder instead
-    if setup.get("policy"):
-        sandbox.enter(sandbox.Policy.from_json(setup["policy"]))
+    # The handler's module is trainyard's (it imports torch): imported before the confinement, as
+    # a warm checker's children find it, so that the address-space limit counts from there.
     module, _, name = setup["handler"].partition(":")
     handler = getattr(importlib.import_module(module), name)
+    for preloaded in setup.get("preload") or []:  # what a warm checker would have imported
+        try:
+            importlib.import_module(preloaded)
+        except ImportError:
+            pass
+    if policy is not None:
+        sandbox.enter(policy)
     write_frame(answer_fd, STATE_ID, {"state": "started"})
     requests = os.fdopen(request_fd, "rb")
     while True:

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from trainyard.core import sandbox
+from trainyard.sandbox import namespaces
+from trainyard.sandbox import policy as sandbox
 
 pytestmark = pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock")
 
@@ -50,7 +51,7 @@ def run_probe(tmp_path, pythonpath: str = "", **policy) -> dict:
     env = {**os.environ, "TRAINYARD_AUTH_TOKEN": "a-secret-token-here"}
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, "-m", "trainyard.core.sandbox", rules.to_json(), "--", sys.executable,
+    out = subprocess.run([sys.executable, "-m", "trainyard.sandbox.enter", rules.to_json(), "--", sys.executable,
                           str(probe), str(home), str(mine), str(other), str(os.getpid())],
                          capture_output=True, text=True, env=env, timeout=120, check=True,
                          cwd=home)  # python -m puts its working folder on sys.path: still unreadable
@@ -79,11 +80,21 @@ def test_a_training_policy_may_start_processes(tmp_path):
 
 def test_the_sandbox_says_what_confines_user_code():
     state = sandbox.status()
-    assert state["available"] and state["mechanism"].startswith("landlock")
+    assert state["available"] and "landlock" in state["mechanism"]
+    if namespaces.available():
+        assert state["mechanism"].startswith("bubblewrap namespaces + landlock") and state["namespaces"]
+
+
+def test_without_namespaces_the_sandbox_says_why(monkeypatch):
+    monkeypatch.setenv(namespaces.SETTING, "0")
+    state = sandbox.status()
+    assert state["available"] and not state["namespaces"] and "TRAINYARD_SANDBOX_NAMESPACES=0" in state["reason"]
+    assert state["mechanism"].startswith("landlock")
 
 
 def test_custom_code_is_refused_where_no_sandbox_exists(monkeypatch):
     monkeypatch.setattr(sandbox, "landlock_abi", lambda: 0)
+    monkeypatch.setenv(namespaces.SETTING, "0")
     monkeypatch.delenv(sandbox.ALLOW_UNSANDBOXED, raising=False)
     with pytest.raises(sandbox.SandboxUnavailable, match="TRAINYARD_ALLOW_UNSANDBOXED"):
         sandbox.require()

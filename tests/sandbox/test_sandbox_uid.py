@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from trainyard.core import sandbox
+from trainyard.sandbox import policy as sandbox
 
 pytestmark = [pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock"),
               pytest.mark.skipif(os.geteuid() != 0, reason="the uid is dropped only by root")]
@@ -39,7 +39,7 @@ def run_as_sandboxed(files, uid: str | None) -> list[str]:
     if uid:
         env["TRAINYARD_SANDBOX_UID"] = uid
     script = f"id -u; cat {files}/secret 2>/dev/null || echo refused; cat {files}/public"
-    out = subprocess.run([sys.executable, "-m", "trainyard.core.sandbox", policy.to_json(), "--", "/bin/sh", "-c",
+    out = subprocess.run([sys.executable, "-m", "trainyard.sandbox.enter", policy.to_json(), "--", "/bin/sh", "-c",
                           script], capture_output=True, text=True, env=env, timeout=60, cwd="/")
     assert out.returncode == 0, out.stderr
     return out.stdout.split()

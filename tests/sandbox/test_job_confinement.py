@@ -1,4 +1,4 @@
-"""What the sandbox reads from a job's spec.json (core/job_confinement.py): user code or not, the
+"""What the sandbox reads from a job's spec.json (sandbox/job.py): user code or not, the
 folders it may read and whether it may reach TCP, from any spec; never unconfined by accident."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from trainyard.core import job_confinement, sandbox
 from trainyard.core.errors import InvalidInput
-from trainyard.core.job_confinement import ConfinedJob, confined_command, read_spec, training_policy
+from trainyard.sandbox import job as job_confinement
+from trainyard.sandbox import policy as sandbox
+from trainyard.sandbox.job import ConfinedJob, confined_command, read_spec, training_policy
 
 
 def job_folder(tmp_path: Path, spec: object) -> Path:

@@ -6,7 +6,7 @@ is no bound where it matters most: the kernel never enforces it for root (CI, mo
 servers), and for anyone else it counts every process of the uid, the server's too. A cgroup's
 ``pids.max`` would, but needs a writable cgroup tree, which an unprivileged user and many
 containers lack. So the job runs under a small supervisor (this module): it forks the job,
-which confines itself (core/sandbox.py) and execs the command, and counts the job's processes
+which confines itself (sandbox/policy.py) and execs the command, and counts the job's processes
 twice a second. The supervisor is a child subreaper, so a process that double-forks out of
 the job's tree is adopted by it and still counted; over the limit, it kills every one of them
 and reports the job failed, "the network started more than N processes". The supervisor runs
@@ -27,10 +27,11 @@ from pathlib import Path
 
 import psutil
 
-from trainyard.core import sandbox
 from trainyard.core.environment import die_with_parent
 from trainyard.core.events import EventWriter
 from trainyard.core.status import Status
+from trainyard.sandbox import namespaces
+from trainyard.sandbox import policy as sandbox
 
 POLL_S = 0.5  # a scan of /proc costs a few milliseconds; twice a second is noise beside training
 _PR_SET_CHILD_SUBREAPER = 36
@@ -70,14 +71,23 @@ def run(policy: sandbox.Policy, command: list[str]) -> int:
 
 
 def _start(policy: sandbox.Policy, command: list[str], parent: int) -> None:
-    """In the forked child: confine, then exec the command; never returns."""
+    """In the forked child: exec the command inside the namespaces (sandbox/namespaces.py), or
+    confine in place and exec it where there are none; never returns."""
     try:
-        for name in ("SIGTERM", "SIGINT", "SIGHUP"):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         die_with_parent(parent)  # the job never outlives its supervisor
-        sandbox.enter(policy)
-        os.execvp(command[0], command)
+        if namespaces.available():
+            # bwrap itself ignores an abort's SIGTERM (sandbox/enter.py restores it for the job),
+            # and keeps this session: the job's process group still reaches the training process.
+            for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
+            argv = namespaces.command(policy, command, new_session=False)
+        else:
+            for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
+            sandbox.enter(policy)
+            argv = command
+        os.execvp(argv[0], argv)
     except BaseException as exc:  # noqa: BLE001 - whatever failed, the child must not return
         print(f"trainyard sandbox: {exc}", file=sys.stderr, flush=True)
     os._exit(126)
@@ -147,7 +157,7 @@ def _report(policy: sandbox.Policy, message: str) -> None:
 
 def main(argv: list[str]) -> None:
     if len(argv) < 3 or argv[1] != "--":
-        sys.exit("usage: python -m trainyard.core.supervisor POLICY_JSON -- COMMAND...")
+        sys.exit("usage: python -m trainyard.sandbox.supervisor POLICY_JSON -- COMMAND...")
     status = run(sandbox.Policy.from_json(argv[0]), argv[2:])
     if status < 0:  # end the way the job ended, so that the runner describes it alike
         if -status not in (signal.SIGKILL, signal.SIGSTOP):  # the only two it cannot catch

@@ -11,10 +11,12 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, model_spec, write_job
-from trainyard.core import job_confinement, sandbox
 from trainyard.core.paths import JobFolder
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.runs import runner
+from trainyard.jobs.store.confinement import Confinement, facts_of
+from trainyard.sandbox import job as job_confinement
+from trainyard.sandbox import policy as sandbox
 
 pytestmark = [pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock"),
               pytest.mark.slow]
@@ -30,7 +32,9 @@ def build(num_classes, in_channels, image_size):
     return nn.Sequential(nn.Flatten(), nn.Linear(in_channels * image_size * image_size, num_classes))
 '''
 HOARD = "        hoard = bytearray(16 << 30)  # 16 GiB, touched page by page\n"
-FORKS = '''        for _ in range(64):
+FORKS = '''        with open("pidns.txt", "w") as f:
+            f.write(os.readlink("/proc/self/ns/pid"))
+        for _ in range(64):
             pid = os.fork()
             if pid == 0:
                 time.sleep(600)
@@ -41,6 +45,11 @@ FORKS = '''        for _ in range(64):
 '''
 
 
+
+def recorded(spec) -> Confinement:
+    """What the server records for such a job at its creation (jobs/store/confinement.py)."""
+    return facts_of("model", spec.model_dump(mode="json"))
+
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     return make_dataset(tmp_path_factory.mktemp("ds") / "stripes", train=16, val=8, size=8)
@@ -50,8 +59,8 @@ def run_job(tmp_path, dataset, payload: str) -> tuple[str, str | None, JobFolder
     """Launch the job as the server's runner does; its final status and error once it ended."""
     spec = model_spec(dataset, network=None, network_source=NETWORK.format(payload=payload), epochs=1)
     folder = JobFolder(write_job(tmp_path / "home" / "jobs" / "limited", spec))
-    proc = runner.launch(get_kind("model").command(folder, []), folder, [])
-    assert proc.args[1:3] == ["-m", "trainyard.core.supervisor"]
+    proc = runner.launch(get_kind("model").command(folder, []), folder, [], recorded(spec))
+    assert proc.args[1:3] == ["-m", "trainyard.sandbox.supervisor"]
     proc.wait(timeout=600)
     status, error = runner.final_status(folder, proc.returncode, abort_requested=False)
     return status, error, folder
@@ -73,14 +82,21 @@ def test_a_network_that_starts_process_after_process_is_stopped(tmp_path, datase
                      "code may have; they were stopped")
     children = [int(line) for line in (folder.path / "children.txt").read_text().split()]
     assert len(children) >= 16
+    # The pids are the job's PID namespace's, where it has one: what must be gone is every
+    # process of that namespace (without one, of the host's, it is the same test).
+    namespace = (folder.path / "pidns.txt").read_text()
     alive = []
-    for pid in children:
+    for pid in (children if namespace == os.readlink("/proc/self/ns/pid") else _pids()):
         try:
-            os.kill(pid, 0)
-            alive.append(pid)
-        except ProcessLookupError:
+            if os.readlink(f"/proc/{pid}/ns/pid") == namespace:
+                alive.append(pid)
+        except OSError:
             pass
     assert alive == []
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
 
 
 def test_a_confined_job_still_aborts(tmp_path, dataset):
@@ -88,7 +104,7 @@ def test_a_confined_job_still_aborts(tmp_path, dataset):
     which waits for it) stops at a step boundary, and the job ends ``aborted``."""
     spec = model_spec(dataset, network=None, network_source=NETWORK.format(payload="        pass\n"), epochs=500)
     folder = JobFolder(write_job(tmp_path / "home" / "jobs" / "aborted", spec))
-    proc = runner.launch(get_kind("model").command(folder, []), folder, [])
+    proc = runner.launch(get_kind("model").command(folder, []), folder, [], recorded(spec))
     def trained_or_ended():
         return proc.poll() is not None or (folder.events.exists() and '"type":"metric"' in folder.events.read_text())
 

@@ -1,35 +1,47 @@
 """The sandbox of a training process whose network is user code (a custom network or an imported
 one), wherever it starts: a local job (jobs/runs/sandbox.py) or a cluster rank (cluster/rank_worker.py).
 
-Such a process runs as ``python -m trainyard.core.supervisor POLICY -- <its command>``: the
-supervisor (core/supervisor.py) forks it, it confines itself (core/sandbox.py) and execs the
-command. It reads the system's and Python's folders, its dataset, its pretrained weights and
-the weights store; it writes only its own job folder (and /dev/shm, where the data loader's
-workers share batches, and the GPU device files it leased); it reaches TCP only when it spans
-processes (their rendezvous); it may start processes (the data loader, torch.distributed.run),
-at most `JOB_PROCESSES`; each of its processes may take `training_memory_mb` of memory. A
-standard network is trainyard's own code and runs as before. Torch-free, like all of core.
+Such a process runs as ``python -m trainyard.sandbox.supervisor POLICY -- <its command>``: the
+supervisor (sandbox/supervisor.py) forks it into bwrap's namespaces (sandbox/namespaces.py), it
+confines itself (sandbox/policy.py) and execs the command. It sees the system's and Python's
+folders, its dataset, its pretrained weights and the weights store, read-only; it writes only
+its own job folder (and its private /tmp and /dev/shm, where the data loader's workers share
+batches; the device nodes of the GPUs it leased); TCP only when it spans processes (their
+rendezvous, on its own loopback; a cluster rank keeps its node's network, see the README); it
+may start processes (the data loader, torch.distributed.run), at most `JOB_PROCESSES`; each
+of its processes may take `training_memory_mb` of memory. A standard network is trainyard's
+own code and runs as before. Torch-free.
 """
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from trainyard.core import sandbox
-from trainyard.core.childproc import out_of_memory
 from trainyard.core.environment import MEMORY_SETTING, sandbox_memory_mb
 from trainyard.core.errors import error_chain
 from trainyard.core.stored import SpecView, read_stored
+from trainyard.sandbox import devices, namespaces
+from trainyard.sandbox import policy as sandbox
+from trainyard.sandbox.childproc import out_of_memory
 
 # A job's processes, counted by its supervisor (threads are not counted): a data loader's
 # workers (at most one a core), a rank per GPU and theirs; a fork loop is stopped here.
 JOB_PROCESSES = max(256, 8 * (os.cpu_count() or 1))
+TMP_MB = 4096  # the private /tmp: inductor's and Triton's caches, ptxas's files
+SHM_MB = 2048  # the private /dev/shm: a data loader's workers pass batches through it
+
+
+def prepare_folder(job_dir: Path, policy: sandbox.Policy) -> None:
+    """Make the job folder (and its scratch, without namespaces) writable by the uid user code
+    runs as (sandbox/namespaces.py), before it starts."""
+    if policy.tmpdir and not policy.tmpdir.startswith("/tmp"):
+        Path(policy.tmpdir).mkdir(exist_ok=True)
+    namespaces.give(job_dir, recursive=True)
 
 
 class ConfinedJob(SpecView):
@@ -74,30 +86,38 @@ def confined_command(command: list[str], job_dir: str | os.PathLike, gpu_ids: li
     """``command`` under the supervisor and in the sandbox when the job's network is user code;
     unchanged otherwise, and where the kernel has no sandbox but running unconfined was allowed.
     Raises `sandbox.SandboxUnavailable` where it has none and that was not allowed. The
-    supervisor reports a breach of the limits to the job folder (core/supervisor.py). ``env``:
+    supervisor reports a breach of the limits to the job folder (sandbox/supervisor.py). ``env``:
     the environment the command gets (its TRAINYARD_SANDBOX_MEMORY_MB), else this process's;
     ``job``: the job's spec as `read_spec` gave it, when the caller has read it already."""
     job = job or read_spec(job_dir)
     if not job.is_user_code or not sandbox.require():
         return command
-    policy = training_policy(job, Path(job_dir), len(gpu_ids), os.environ if env is None else env)
+    policy = training_policy(job, Path(job_dir), list(gpu_ids), os.environ if env is None else env)
     policy.report_dir = str(job_dir)
-    return [sys.executable, "-m", "trainyard.core.supervisor", policy.to_json(), "--", *command]
+    prepare_folder(Path(job_dir), policy)
+    return [sys.executable, "-m", "trainyard.sandbox.supervisor", policy.to_json(), "--", *command]
 
 
-def training_policy(job: ConfinedJob, job_dir: Path, gpus: int, env: Mapping[str, str]) -> sandbox.Policy:
+def training_policy(job: ConfinedJob, job_dir: Path, gpus: int | Sequence[int | str],
+                    env: Mapping[str, str]) -> sandbox.Policy:
+    """What a training process running user code may do. ``gpus``: its leased GPUs' indices (or
+    their count, where they do not matter): it gets their device nodes only (sandbox/devices.py).
+    Its scratch: the namespaces' private /tmp, or (Landlock alone) the job folder's ``tmp``,
+    so that inductor, Triton and ptxas can compile in either."""
+    gpu_ids = list(range(gpus)) if isinstance(gpus, int) else list(gpus)
     home = job_dir.resolve().parent.parent  # HOME/jobs/<id>
     read = [str(home / "weights")]
     for value in (job.dataset_dir, job.pretrained):
         if value:
             path = Path(value)
             read.append(str(path if path.is_dir() else path.parent))
-    write = [str(job_dir), "/dev/shm"]
-    if gpus:
-        write += glob.glob("/dev/nvidia*")  # opened read-write, then driven by ioctl
-    return sandbox.Policy(read=read, write=write, network=job.spans_processes(gpus), processes=True,
-                          open_files=65536, memory_mb=training_memory_mb(gpus > 0, env),
-                          max_processes=JOB_PROCESSES, hidden=[str(home)])
+    nodes, libraries = devices.gpu_access(gpu_ids)
+    tmpdir = "/tmp" if namespaces.available() else str(job_dir / "tmp")
+    return sandbox.Policy(read=[*read, *libraries], write=[str(job_dir), "/dev/shm"], devices=nodes,
+                          network=job.spans_processes(len(gpu_ids)), host_network=job.nnodes > 1 or job.on_cluster,
+                          processes=True, open_files=65536, memory_mb=training_memory_mb(bool(gpu_ids), env),
+                          max_processes=JOB_PROCESSES, hidden=[str(home)], tmpdir=tmpdir, cwd=str(job_dir),
+                          tmp_mb=TMP_MB, shm_mb=SHM_MB)
 
 
 def training_memory_mb(gpu: bool, env: Mapping[str, str]) -> int | None:

@@ -3,13 +3,13 @@
 Importing torch, torchvision and timm takes seconds (tens on a loaded machine); building LeNet
 takes milliseconds. A `Zygote` is a long-lived process, started from a scrubbed environment,
 that imports the heavy modules once and then forks one child per request: the child confines
-itself (core/sandbox.py) before any user code runs, and speaks core/childproc.py's protocol
+itself (sandbox/policy.py) before any user code runs, and speaks sandbox/childproc.py's protocol
 over pipes the server passed along with the request (SCM_RIGHTS over a UNIX socket). The
 zygote itself never runs user code. It is recycled after ``max_forks`` children or when its
 memory grows, and a request finds no zygote (it could not start, or died) only when it answers
 None: the caller then spawns a fresh interpreter instead.
 
-    python -m trainyard.core.zygote SOCKET_FD MODULE...    (the zygote's own side)
+    python -m trainyard.sandbox.zygote SOCKET_FD MODULE...    (the zygote's own side)
 """
 
 from __future__ import annotations
@@ -19,14 +19,21 @@ import importlib
 import json
 import os
 import select
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
-from trainyard.core.sandbox import scrubbed_environment
+import psutil
+
+from trainyard.sandbox import namespaces, policy
+from trainyard.sandbox.policy import scrubbed_environment
+
+CHECKER_TMP_MB = 512  # the checker's private /tmp, its children's scratch folders
 
 
 class Zygote:
@@ -44,6 +51,8 @@ class Zygote:
         self._failed_at = 0.0
         self._retired: list[socket.socket] = []  # recycled zygotes, asked how their children ended
         self._stderr = tempfile.TemporaryFile()
+        self.namespaced = False  # whether the running zygote lives inside namespaces
+        self._inner: dict[int, int] = {}  # a child's pid here -> its pid in the zygote's namespace
 
     def warm_up(self) -> bool:
         """Start the zygote now (a server calls this at start-up, in a thread); True once ready."""
@@ -57,14 +66,31 @@ class Zygote:
                 return None
             assert self._sock is not None
             try:
-                pid = int(self._ask({"fork": setup}, fds)["pid"])
+                inner = int(self._ask({"fork": setup}, fds)["pid"])
+                pid = self._host_pid(inner) if self.namespaced else inner
             except (OSError, ValueError, KeyError):
                 self._drop()
                 return None
+            self._inner[pid] = inner
+            while len(self._inner) > 1000:
+                self._inner.pop(next(iter(self._inner)))
             self._forks += 1
             if self._forks >= self.max_forks or self._grown():
                 self._retire()  # the next request starts a fresh one; children live on
             return pid
+
+    def _host_pid(self, inner: int) -> int:
+        """The pid, as this process sees it, of the zygote's child ``inner`` (its pid in the
+        zygote's own PID namespace, the last of NSpid); OSError when it is not found."""
+        assert self._proc is not None
+        for proc in psutil.Process(self._proc.pid).children(recursive=True):
+            try:
+                for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+                    if line.startswith("NSpid:") and int(line.split()[-1]) == inner and len(line.split()) > 2:
+                        return proc.pid
+            except (OSError, ValueError):
+                continue
+        raise OSError(f"the checker's child {inner} is not to be found")
 
     def exit_code(self, pid: int, wait_s: float = 30) -> int | None:
         """How child ``pid`` ended (negative: the signal), as its zygote saw (which reaps it);
@@ -74,7 +100,7 @@ class Zygote:
         try:
             for sock in [self._sock, *self._retired]:
                 try:
-                    code = self._ask({"wait": pid}, sock=sock).get("code")
+                    code = self._ask({"wait": self._inner.get(pid, pid)}, sock=sock).get("code")
                 except (OSError, ValueError, AttributeError):
                     continue
                 if code is not None:
@@ -100,9 +126,15 @@ class Zygote:
             return False  # it just failed to start: spawn for a while rather than wait again
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = scrubbed_environment(CUDA_VISIBLE_DEVICES="")
+        self.namespaced = namespaces.available()
+        argv = [sys.executable, "-P", "-m", "trainyard.sandbox.zygote", str(theirs.fileno()), *self.preload]
+        if self.namespaced:  # the checker itself lives inside namespaces, as its children's uid
+            own = policy.Policy(processes=True, tmp_mb=CHECKER_TMP_MB, tmpdir="/tmp",
+                                hidden=[policy.trainyard_home()], uid=namespaces.sandbox_uid())
+            argv = namespaces.wrap(own, [*argv[:4], "--policy", own.to_json(), *argv[4:]])
         with theirs:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "trainyard.core.zygote", str(theirs.fileno()), *self.preload],
+                argv,
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=self._stderr,
                 stderr=self._stderr, env=env, start_new_session=True)
         self._sock = ours
@@ -156,7 +188,7 @@ def _child(sock: socket.socket, setup: dict, fds: list[int]) -> None:
         os.setsid()
         os.dup2(fds[2], 2)
         os.close(fds[2])
-        from trainyard.core.childproc import serve
+        from trainyard.sandbox.childproc import serve
 
         serve(setup, fds[0], fds[1])
     except BaseException:  # noqa: BLE001 - whatever happened, this process must not return
@@ -171,6 +203,9 @@ def _child(sock: socket.socket, setup: dict, fds: list[int]) -> None:
 def main(argv: list[str]) -> None:
     # No parent-death signal: it would fire when the server thread that started us ends. The
     # socket ends with the server instead, and so does this loop.
+    if argv[0] == "--policy":  # inside namespaces: drop to the sandbox uid, Landlock, before any import
+        policy.enter(policy.Policy.from_json(argv[1]))
+        argv = argv[2:]
     sock = socket.socket(fileno=int(argv[0]))
     for module in argv[1:]:
         try:
@@ -216,6 +251,8 @@ def _reap(children: dict[int, int | None]) -> None:
             continue
         if done:
             children[pid] = os.waitstatus_to_exitcode(status)
+            for scratch in Path("/tmp").glob(f"child-{pid}-*"):  # its private scratch (childproc.serve)
+                shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":
