@@ -28,6 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 def test_a_pending_placement_says_what_it_waits_for():
     assert Placement(8, "gpu").waiting_detail({"GPU": 5.0, "CPU": 64.0}) == "waiting for 8 GPUs on the cluster (5 free)"
     assert Placement(1, "cpu").waiting_detail({}) == "waiting for 1 CPU on the cluster (0 free)"
+    # Ray's free figures lag its reservations: never "waiting for 2 CPUs (2 free)"
+    assert Placement(2, "cpu").waiting_detail({"CPU": 2.0}) == "waiting for Ray to reserve 2 CPUs on the cluster"
     assert Placement(2, "gpu").bundles() == [{"GPU": 1.0, "CPU": 1.0}] * 2
     spec = read_stored(LaunchSpec, {"cluster": {"workers": 3, "device": "cpu"}})
     assert Placement.from_spec(spec) == Placement(3, "cpu")

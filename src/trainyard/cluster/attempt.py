@@ -21,6 +21,7 @@ from typing import Any
 from trainyard.cluster.connect import address, unreachable
 from trainyard.cluster.job_spec import LaunchSpec
 from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
+from trainyard.cluster.previous_runs import launch_token, prefix, remove_previous
 from trainyard.cluster.rank_worker import RankWorker
 from trainyard.core.environment import MEMORY_SETTING
 from trainyard.core.events import EventWriter
@@ -63,6 +64,7 @@ class Attempt:
         self.pg: Any = None  # ray's PlacementGroup, once asked for
         self._head_checked, self._head_silent_since = 0.0, None  # type: float, float | None
         self.head_lost = False
+        self.token = launch_token()  # in every name: an earlier run's leftovers never collide
 
     def run(self) -> Outcome:
         from ray.exceptions import RayError
@@ -103,8 +105,11 @@ class Attempt:
         """Wait for Ray to place every bundle, reporting what is missing; False if stopped first."""
         from ray.util.placement_group import placement_group
 
+        stale = remove_previous(self.spec.id, self.token)
+        if stale:
+            self.events.log(f"removed what an earlier run of this job left on the cluster: {', '.join(stale)}")
         self.pg = placement_group(self.placement.bundles(), strategy="PACK",
-                                  name=f"trainyard-{self.spec.id}-{self.number}")
+                                  name=f"{prefix(self.spec.id)}{self.number}-{self.token}")
         shown, checked = None, 0.0
         while not self.ray.wait([self.pg.ready()], timeout=POLL_S)[0]:
             if self.should_stop():
@@ -162,7 +167,7 @@ class Attempt:
                             "in its environment", "warning")
 
     def _actor_name(self, index: int) -> str:
-        return f"trainyard-{self.spec.id}-{self.number}-{index}"
+        return f"{prefix(self.spec.id)}{self.number}-{self.token}-{index}"
 
     # -- watching -------------------------------------------------------------------------------
     def _watch(self) -> Outcome:

@@ -8,6 +8,7 @@ is asked to join it.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -83,7 +84,16 @@ def connect(timeout_s: float = 30.0) -> Any:
         return ray
 
 
+class _NoSigtermNote(logging.Filter):
+    """Ray warns that it set no SIGTERM handler when joined from a thread other than the main
+    one, as `connect` does (to bound the join): the process's own handlers stay, as meant."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "SIGTERM handler is not set" not in record.getMessage()
+
+
 def _init(ray: Any, value: str, failure: list[BaseException]) -> None:
+    logging.getLogger("ray._private.worker").addFilter(_NoSigtermNote())
     try:
         ray.init(address=value, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING",
                  configure_logging=False)

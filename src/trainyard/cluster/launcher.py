@@ -47,6 +47,8 @@ def main(job_dir: str | Path, number: int = 0) -> int:
         try:
             spec = read_launch_spec(folder.spec)
             ray = connect()
+            if number:  # exec'd by `restart` once a head answered again: say so, not the ranks' "aborted"
+                events.log(f"resumed after the cluster came back (restart {number} of {spec.max_restarts})")
             with StopFlag().installed() as stop:  # after ray.init, which installs handlers of its own
                 outcome = run_attempts(ray, folder, spec, events, stop, number)
                 if outcome.kind == "head" and number < spec.max_restarts and not stop():

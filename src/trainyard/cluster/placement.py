@@ -44,6 +44,8 @@ class Placement:
         """'waiting for 8 GPUs on the cluster (5 free)': what a pending placement waits for."""
         free = int(available.get(self.resource, 0))
         noun = self.resource + ("s" if self.workers != 1 else "")
+        if free >= self.workers:  # Ray's figures lag its reservations: free enough, not yet placed
+            return f"waiting for Ray to reserve {self.workers} {noun} on the cluster"
         return f"waiting for {self.workers} {noun} on the cluster ({free} free)"
 
 

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from trainyard.cluster.previous_runs import job_of
 from trainyard.cluster.rank_worker import read_gpus
 
 ASK_S = 5.0  # how long the agent waits for a node or an actor to answer
@@ -71,7 +72,7 @@ def _jobs_per_node(ray: Any) -> dict[str, set[str]]:
         name = group.get("name") or ""
         if not name.startswith("trainyard-") or group.get("state") == "REMOVED":
             continue
-        job_id = name.removeprefix("trainyard-").rsplit("-", 1)[0]
+        job_id = job_of(name)
         for node_id in (group.get("bundles_to_node_id") or {}).values():
             out.setdefault(node_id, set()).add(job_id)
     return out

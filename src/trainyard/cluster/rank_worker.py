@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 
+from trainyard.core.rank_threads import RANK_CPUS_ENV
 from trainyard.sandbox.job import confined_command
 from trainyard.sandbox.recorded import confined_job
 
@@ -30,6 +31,7 @@ class RankWorker:
         self.child: subprocess.Popen | None = None
         self.group = False  # the child leads a process group of its own (a confined rank)
         self.gpu_ids: list[str] = []
+        self.cpus: float | None = None  # the CPUs Ray assigned this actor: its rank's threads
         self._procs: dict[int, psutil.Process] = {}  # kept, so cpu_percent measures between calls
 
     def where(self) -> dict:
@@ -38,6 +40,7 @@ class RankWorker:
 
         context = ray.get_runtime_context()
         self.gpu_ids = [str(g) for g in ray.get_gpu_ids()]
+        self.cpus = context.get_assigned_resources().get("CPU")
         host = ray.util.get_node_ip_address()
         return {"node_id": context.get_node_id(), "host": host, "hostname": socket.gethostname(),
                 "gpu_ids": self.gpu_ids, "interface": interface_of(host)}
@@ -76,6 +79,8 @@ class RankWorker:
         # A rank runs the job's network: user code, when it is custom, confined on this node as a
         # local job is (SandboxUnavailable, said by the launcher, where this node has no sandbox).
         environment = child_environment(env)
+        if self.cpus:
+            environment[RANK_CPUS_ENV] = str(self.cpus)
         # Confined as the server recorded the job, not as its spec.json (which its ranks write) says.
         confined = confined_command(command, cwd, self.gpu_ids, env=environment, job=confined_job(env))
         # Its own process group, so that `stop` reaches the training process past its supervisor

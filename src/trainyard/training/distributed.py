@@ -37,9 +37,15 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from trainyard.core.errors import UserError
+from trainyard.core.rank_threads import RANK_CPUS_ENV, rank_threads
+
 # Long enough for rank 0 to write a checkpoint while the others wait at their next all-reduce.
 # The one TRAINYARD_* variable outside settings.py (its docstring says why): this process has no Settings.
 COLLECTIVE_TIMEOUT_S = float(os.environ.get("TRAINYARD_COLLECTIVE_TIMEOUT_S", "600"))
+# How long the ranks may take to meet at the start (a rank that never comes, an address that
+# does not answer): then the job fails saying so.
+JOIN_TIMEOUT_S = float(os.environ.get("TRAINYARD_JOIN_TIMEOUT_S", "180"))
 
 
 @dataclass(frozen=True)
@@ -79,13 +85,16 @@ def env_rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
-def setup() -> Dist:
+def setup(own_process: bool = False) -> Dist:
     """Join the job's process group when launched by torch.distributed.run; else `SINGLE`.
 
     A launch of one process (torchrun --nproc-per-node=1) still makes a group, so the DDP code
-    path can be measured on a single GPU.
+    path can be measured on a single GPU. ``own_process`` (the job's process, not a test calling
+    in): one process alone takes the threads it was granted too (core/rank_threads.py).
     """
     if not launched():
+        if own_process or RANK_CPUS_ENV in os.environ:  # a one-rank cluster job: Ray's CPUs
+            torch.set_num_threads(rank_threads(1))
         return SINGLE
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -95,12 +104,33 @@ def setup() -> Dist:
         torch.cuda.set_device(local_rank)  # before NCCL starts: one device per process
     else:
         backend = "gloo"
-        # torch.distributed.run sets OMP_NUM_THREADS=1; share the cores out instead.
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_world))
+        # what this rank was granted (Ray's CPUs, affinity, quota, OMP_NUM_THREADS), never the
+        # host's core count: a rank of a 1-CPU Ray node on a big host would oversubscribe it
+        torch.set_num_threads(rank_threads(local_world))
+    if os.environ.get("MASTER_ADDR", "").startswith("127.") and not os.environ.get("GLOO_SOCKET_IFNAME"):
+        os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # one machine: gloo on loopback, not the host name's address
     timeout = timedelta(seconds=COLLECTIVE_TIMEOUT_S)
-    dist.init_process_group(backend, timeout=timeout)
+    _join(backend, timeout)
     control = dist.new_group(backend="gloo", timeout=timeout)
     return Dist(rank, world, local_rank, local_world, backend, control)
+
+
+class JoinError(UserError):
+    """The job's processes did not all meet within JOIN_TIMEOUT_S (the message says where; a
+    UserError, so the job's error is that message and not a peer failure's)."""
+
+
+def _join(backend: str, timeout: timedelta) -> None:
+    """init_process_group, bounded by JOIN_TIMEOUT_S: a rank that cannot reach the rendezvous,
+    or whose peers never come, fails with where it waited instead of hanging for the collective
+    timeout. The group then takes the collective timeout."""
+    try:
+        dist.init_process_group(backend, timeout=timedelta(seconds=min(JOIN_TIMEOUT_S, COLLECTIVE_TIMEOUT_S)))
+    except (RuntimeError, ValueError) as exc:
+        where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+        raise JoinError(f"the job's training processes could not meet at {where} within "
+                        f"{JOIN_TIMEOUT_S:.0f} s: {_first_sentence(exc)}") from exc
+    dist.distributed_c10d.set_timeout(timeout)
 
 
 def teardown(d: Dist) -> None:

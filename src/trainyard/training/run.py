@@ -93,7 +93,7 @@ def _run(folder: JobFolder, events: RankEvents, stop: StopFlag, own_process: boo
 
     spec = load_spec(folder.spec)
     require_leased_gpus()  # a job given GPUs that CUDA cannot use stops now, naming the cause
-    d = distributed.setup()
+    d = distributed.setup(own_process)
     should_stop = distributed.StopAgreement(stop, d)
     spec, resume = _plan(folder, spec, d, events)
     try:

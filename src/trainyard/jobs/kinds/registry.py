@@ -108,12 +108,14 @@ def distributed_command(module: str, folder: JobFolder, processes: int, nnodes: 
 
     No restarts: a worker that fails makes the launcher stop the others and exit non-zero, so
     the job fails promptly instead of hanging. One node rendezvous on a free port of its own
-    (--standalone), so jobs side by side never collide; several meet at node 0's HOST:PORT.
+    (--standalone), so jobs side by side never collide, on loopback (--local-addr): without it
+    torchrun hands the ranks this machine's host name, and where that does not resolve no rank
+    ever joins. Several nodes meet at node 0's HOST:PORT.
     """
     command = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={processes}",
                "--max-restarts=0"]
     if nnodes == 1:
-        command.append("--standalone")
+        command += ["--standalone", "--local-addr=127.0.0.1"]
     else:
         host, _, port = (master or "").rpartition(":")
         command += [f"--nnodes={nnodes}", f"--node-rank={node_rank}", f"--master-addr={host}",
