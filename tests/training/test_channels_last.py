@@ -9,7 +9,8 @@ import torch
 from model_helpers import make_dataset, model_spec, one_thread, train_and_resume
 
 from trainyard.core.events import EventWriter
-from trainyard.training.build_run import autocast_dtype, prepare, use_channels_last
+from trainyard.training.build_run import autocast_dtype, prepare
+from trainyard.training.memory_format import use_channels_last
 
 CPU = torch.device("cpu")
 

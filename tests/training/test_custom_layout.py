@@ -13,8 +13,9 @@ import torch
 from model_helpers import VIEW_NET, make_dataset, metrics, model_spec, one_thread
 
 from trainyard.core.events import EventWriter
-from trainyard.training.build_run import prepare, to_channels_last, use_channels_last
+from trainyard.training.build_run import prepare
 from trainyard.training.loop import train
+from trainyard.training.memory_format import to_channels_last, use_channels_last
 
 CUDA = torch.device("cuda", 0)
 

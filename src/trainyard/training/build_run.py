@@ -39,6 +39,7 @@ from trainyard.training.detection import build as detection_build
 from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.event_points import Schedule
 from trainyard.training.lr_policies import create_scheduler
+from trainyard.training.memory_format import to_channels_last, use_channels_last
 from trainyard.training.resume import resume_run
 from trainyard.training.solvers import create_optimizer
 from trainyard.training.spec import ModelSpec, dataset_folder
@@ -71,39 +72,6 @@ def check_processes(spec: ModelSpec, d: Dist) -> None:
     if not d.enabled and (wanted > 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1):
         raise TrainingError(f"this job asks for {wanted} processes: start it through "
                             "torch.distributed.run (as trainyard does), not as one process")
-
-
-# Network families whose training and validation are faster in channels_last on the CPU as well
-# (oneDNN's NHWC convolutions; bench/train.py measures it, with and without): LeNet and the
-# ResNets. Others keep NCHW on the CPU until measured. The choice follows from the spec and the
-# device alone, so a resumed run makes the same one and continues bit for bit.
-CPU_CHANNELS_LAST = ("lenet", "resnet")
-
-
-def use_channels_last(spec: ModelSpec, device: torch.device) -> bool:
-    """Whether the network and its batches use the channels_last memory layout.
-
-    Never for a custom network: its code may flatten with ``x.view(n, -1)`` (which fails on a
-    channels_last activation) or hold 5-D parameters, and nothing but running it in that layout
-    would tell; a network that trains on the CPU must train on a GPU as it is. The standard
-    networks flatten with ``torch.flatten`` and are tested in both layouts.
-    """
-    if not spec.channels_last or not spec.network:
-        return False
-    if spec.task == "detection":  # a detector batches its own (resized) copy of the images
-        return False
-    if device.type == "cuda":
-        return True
-    return device.type == "cpu" and spec.network.startswith(CPU_CHANNELS_LAST)
-
-
-def to_channels_last(net: nn.Module) -> bool:
-    """Put the network's 4-D tensors in channels_last; False (and nothing changed) when it holds
-    a tensor of another rank that `Module.to` would refuse (a Conv3d's 5-D weight)."""
-    if any(t.dim() == 5 for t in (*net.parameters(), *net.buffers())):
-        return False
-    net.to(memory_format=torch.channels_last)  # what cuDNN's and oneDNN's fastest convolutions want
-    return True
 
 
 # Compute capability from which GPUs have bf16 tensor cores (Ampere, 8.0). Older ones (V100 7.0,
