@@ -18,7 +18,6 @@ import numpy as np
 
 from trainyard.core.cpus import granted_cpus
 from trainyard.core.events import EventWriter
-from trainyard.core.files import write_json_atomic
 from trainyard.core.jobproc import Aborted, Progress
 from trainyard.datasets import build_stream, disk_check, resume_state
 from trainyard.datasets.collect import BuildPlan, DatasetError, collect
@@ -28,7 +27,7 @@ from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.resume_state import ResumeState
 from trainyard.datasets.sources import Skipped
-from trainyard.datasets.storage import SPLITS, SplitWriter, open_split, save_mean
+from trainyard.datasets.storage import SPLITS, SplitWriter, finish_dataset, open_split
 
 __all__ = ["DatasetError", "build_dataset"]
 
@@ -228,11 +227,7 @@ def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: Ev
     _report(events, plan)
     info = _info(spec, plan, geometry, writers)
     _check_usable(info)
-    (tmp / "labels.txt").write_text("".join(f"{name}\n" for name in plan.classes), encoding="utf-8")
-    mean = writers["train"].mean()
-    assert mean is not None  # _check_usable refused a dataset without training images
-    save_mean(tmp, mean)
-    write_json_atomic(tmp / "info.json", info)
+    finish_dataset(tmp, plan.classes, writers["train"].mean(), info)
     return info
 
 

@@ -24,6 +24,7 @@ from typing import BinaryIO
 import numpy as np
 from PIL import Image
 
+from trainyard.core.files import write_json_atomic
 from trainyard.datasets.images import png_bytes, to_pil
 
 SPLITS = ("train", "val", "test")
@@ -251,3 +252,12 @@ def save_mean(dataset_dir: Path, mean: np.ndarray) -> None:
     np.save(dataset_dir / "mean.npy", mean.astype(np.float32))
     pixels = np.clip(np.rint(mean), 0, 255).astype(np.uint8)
     (dataset_dir / "mean.png").write_bytes(png_bytes(pixels))
+
+
+def finish_dataset(dataset_dir: Path, classes: Sequence[str], train_mean: np.ndarray | None, info: dict) -> None:
+    """Write what sits beside the splits of a built dataset: labels.txt (class names in label
+    order), the train mean (save_mean) and info.json, the summary the pages and training read."""
+    assert train_mean is not None  # a build refuses a dataset without training images before this
+    (dataset_dir / "labels.txt").write_text("".join(f"{name}\n" for name in classes), encoding="utf-8")
+    save_mean(dataset_dir, train_mean)
+    write_json_atomic(dataset_dir / "info.json", info)

@@ -11,7 +11,6 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from trainyard.core.events import EventWriter
-from trainyard.core.files import write_json_atomic
 from trainyard.datasets.collect import DatasetError
 from trainyard.datasets.decode_worker import Geometry
 from trainyard.datasets.detection.collect import DetectionPlan, collect_detection
@@ -21,7 +20,7 @@ from trainyard.datasets.detection.store import TASK, DetectionSplitWriter
 from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.sources import Skipped
-from trainyard.datasets.storage import SPLITS, save_mean
+from trainyard.datasets.storage import SPLITS, finish_dataset
 
 LISTED_IN_LOG = 20
 
@@ -50,11 +49,7 @@ def build_detection_into(tmp: Path, spec, job_dir: Path, events: EventWriter, wo
     _report(events, plan)
     info = _info(spec, plan, writers)
     _check_usable(info)
-    (tmp / "labels.txt").write_text("".join(f"{name}\n" for name in plan.classes), encoding="utf-8")
-    mean = writers["train"].mean()
-    assert mean is not None  # _check_usable refused a dataset without training images
-    save_mean(tmp, mean)
-    write_json_atomic(tmp / "info.json", info)
+    finish_dataset(tmp, plan.classes, writers["train"].mean(), info)
     return info
 
 
