@@ -130,7 +130,9 @@ def _join(backend: str, timeout: timedelta) -> None:
         where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
         raise JoinError(f"the job's training processes could not meet at {where} within "
                         f"{JOIN_TIMEOUT_S:.0f} s: {_first_sentence(exc)}") from exc
-    dist.distributed_c10d.set_timeout(timeout)
+    # set_timeout is public from PyTorch 2.14; before it, the same call was private.
+    c10d: Any = dist.distributed_c10d
+    (getattr(c10d, "set_timeout", None) or c10d._set_pg_timeout)(timeout)
 
 
 def teardown(d: Dist) -> None:
