@@ -88,7 +88,8 @@ def test_the_makefile_installs_torch_before_trainyard(tmp_path):
 def test_a_cpu_torch_and_torchvision_that_do_not_work_together_are_replaced_by_the_default_wheels(tmp_path):
     pip = fake_pip(tmp_path, index_works=True)
     python = tmp_path / "python"  # the environment's python: torchvision's first import fails
-    python.write_text("#!/usr/bin/env bash\necho 'RuntimeError: operator torchvision::nms does not exist' >&2\nexit 1\n")
+    python.write_text("#!/usr/bin/env bash\n"
+                      "echo 'RuntimeError: operator torchvision::nms does not exist' >&2\nexit 1\n")
     python.chmod(0o755)
     out = run_script(tmp_path, pip).stdout
     assert "do not work together: falling back to the default torch wheel" in out
