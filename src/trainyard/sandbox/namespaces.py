@@ -113,6 +113,13 @@ def bwrap_args(policy: Policy, *, new_session: bool = True) -> list[str]:
     """bwrap and its options for ``policy``, up to and including ``--``."""
     path = shutil.which("bwrap") or "bwrap"
     mounts = _Mounts()
+    # The private file systems first: a folder bound below /tmp afterwards (a checkout or a
+    # virtual environment there, a job folder in a test's tmp) shows through the new tmpfs
+    # instead of being hidden by it.
+    mounts.args += ["--proc", "/proc", "--dev", "/dev",
+                    "--perms", "1777", "--size", str(policy.tmp_mb << 20), "--tmpfs", "/tmp",
+                    "--perms", "1777", "--size", str(policy.shm_mb << 20), "--tmpfs", "/dev/shm"]
+    mounts.made |= {"/tmp", "/dev", "/dev/shm", "/proc"}
     for root in sorted(python_roots() | set(SYSTEM)):
         mounts.add("--ro-bind", root)
     mounts.add("--ro-bind", "/sys")
@@ -125,10 +132,6 @@ def bwrap_args(policy: Policy, *, new_session: bool = True) -> list[str]:
     for hidden in policy.hidden:  # TRAINYARD_HOME inside a bound folder: an empty one instead
         if os.path.isdir(hidden) and any(hidden.startswith(d.rstrip("/") + "/") for d in mounts.bound):
             mounts.args += ["--perms", "0755", "--tmpfs", hidden]
-    mounts.args += ["--proc", "/proc", "--dev", "/dev",
-                    "--perms", "1777", "--size", str(policy.tmp_mb << 20), "--tmpfs", "/tmp",
-                    "--perms", "1777", "--size", str(policy.shm_mb << 20), "--tmpfs", "/dev/shm"]
-    mounts.made |= {"/tmp", "/dev", "/dev/shm", "/proc"}
     for folder in policy.read:
         mounts.add("--ro-bind", folder)
     for folder in policy.write:
