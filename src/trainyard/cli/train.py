@@ -86,7 +86,7 @@ def train(
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of training here"),
     as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),
 ) -> None:
-    """Train an image classifier. Runs here with a progress bar unless --submit."""
+    """Train a classifier or a detector. Runs here with a progress bar unless --submit."""
     from trainyard.networks.table import check_network_name
 
     for each in _names(network):  # a mistyped name is refused before the job store is opened
