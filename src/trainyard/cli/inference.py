@@ -152,7 +152,7 @@ def evaluate(
     epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
     as_json: bool = typer.Option(False, "--json", help="print the evaluation on stdout"),
 ) -> None:
-    """Evaluate a model on its dataset's validation or test split."""
+    """Evaluate a model on its dataset's validation or test split (a detector: mAP)."""
     refuse_unknown(model, f"no model with id {model!r}")  # before the store and torch load
     from trainyard.inference.results import read_evaluation
     from trainyard.jobs.kinds.inference import create_inference_job

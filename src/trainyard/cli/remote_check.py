@@ -15,7 +15,7 @@ import json
 import urllib.request
 from collections.abc import Callable
 
-from trainyard.cli.remote import ANSWER_TIMEOUT_S, _address, _listening
+from trainyard.cli.remote import ANSWER_TIMEOUT_S, _address, _listening, credential
 from trainyard.settings import Settings
 
 
@@ -32,7 +32,7 @@ def ask_server(settings: Settings, say: Callable[[str], None], request: dict) ->
     if _listening(host, port):
         server = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         answer = _post_json(f"{server}/api/networks/inspect",
-                            {k: v for k, v in request.items() if k != "what"}, settings.auth_token)
+                            {k: v for k, v in request.items() if k != "what"}, credential(settings))
         if answer is not None:
             return answer
     what = f"network {request['network']}" if request.get("network") else "the custom network"
