@@ -28,7 +28,9 @@ def test_a_running_server_answers_the_check(settings, monkeypatch):
     # The server runs in this process here, so the fake stands for the server's warm checker.
     monkeypatch.setattr(network_cache, "check_network_isolated", server_checker)
     said: list[str] = []
-    with serving(create_app(settings, pools=Pools(dataset_slots=1, cpu_slots=1, gpus=[]))) as url:
+    # As `serve` does, the app writes its token for the CLI (core/server_token.py), which the check sends.
+    app = create_app(settings, pools=Pools(dataset_slots=1, cpu_slots=1, gpus=[]), publish_token=True)
+    with serving(app) as url:
         port = urlparse(url).port
         answer = ask_server(settings.model_copy(update={"port": port}), said.append, REQUEST)
     assert answer is not None and answer["answered_by"] == "the server"
