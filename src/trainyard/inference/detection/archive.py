@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from torch import nn
 
+from trainyard.artifact.checkpoint import JobOrigin
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.datasets.detection.geometry import PAD_VALUE
 from trainyard.datasets.detection.store import DetectionSplit
@@ -27,7 +28,7 @@ CHECK_IMAGES = 4
 def check_images(checkpoint: dict, prep: Preprocessing) -> list[np.ndarray]:
     """Stored-size images to compare PyTorch and ONNX Runtime on: the validation split's first
     few (where the detector finds things), else fixed noise."""
-    dataset = (checkpoint.get("spec") or {}).get("dataset_dir")
+    dataset = JobOrigin.of_checkpoint(checkpoint).dataset_dir
     for split in ("val", "train"):
         folder = Path(dataset) / split if dataset else None
         if folder is not None and (folder / "boxes.npy").is_file():
