@@ -9,6 +9,7 @@ from test_distributed import dataset, ddp_spec, launch, statuses, write_job  # n
 from trainyard.core.paths import JobFolder
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.runs.sandbox import sandboxed
+from trainyard.jobs.store.confinement import Confinement
 from trainyard.sandbox import policy as sandbox
 
 pytestmark = [pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock"),
@@ -21,7 +22,10 @@ def test_a_custom_network_trains_sandboxed_in_two_processes(dataset, tmp_path): 
               "def build(num_classes, in_channels, image_size):\n"
               "    return nn.Sequential(nn.Flatten(), nn.LazyLinear(num_classes))\n")
     job = write_job(tmp_path / "job", ddp_spec(dataset, network=None, network_source=source, epochs=1))
-    command = sandboxed(get_kind("model").command(JobFolder(job), []), JobFolder(job), [])
+    # What the server records when it creates such a job (jobs/store/confinement.py): user code,
+    # its dataset to read, two processes that meet over loopback.
+    recorded = Confinement(user_code=True, reads=[str(dataset)], processes=2)
+    command = sandboxed(get_kind("model").command(JobFolder(job), []), JobFolder(job), [], recorded)
     assert command[1:3] == ["-m", "trainyard.sandbox.supervisor"]
     out, _ = (proc := launch(job, command=command)).communicate(timeout=600)
     assert proc.returncode == 0, out.decode(errors="replace")[-3000:]
