@@ -148,7 +148,9 @@ def test_a_real_sweep_stops_the_hopeless_rate_and_the_best_run_finishes(tmp_path
     result = CliRunner().invoke(app, [
         "train", "--dataset", dataset, "--network", "lenet", "--epochs", "5", "--val-interval", "0.5",
         "--snapshot-interval", "0.5", "--batch-size", "4", "--lr-policy", "fixed", "--seed", "1",
-        "--lr", "0.05,1e-6,0.03,0.02", "--early-stop", "--json"], env=env)
+        # Judged from the first validation (the grace period is its own test): 5 short epochs leave
+        # the default 3 epochs of grace too little room on a loaded machine.
+        "--lr", "0.05,1e-6,0.03,0.02", "--early-stop", "--early-stop-min-epochs", "0", "--json"], env=env)
     assert result.exit_code == 0, result.output
     jobs = {job["spec"]["lr"]["base_lr"]: job for job in json.loads(result.stdout)["jobs"]}
     assert {job["status"] for job in jobs.values()} == {"done"}
