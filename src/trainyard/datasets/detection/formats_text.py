@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from trainyard.datasets.detection.labels import Labels, RawBox, image_key
@@ -63,33 +63,44 @@ def _bad_line(out: Labels, path: Path, key: str, number: int, why: str) -> None:
     out.unreadable.add(key)
 
 
-def parse_kitti(folder: Path) -> Labels:
-    """Read every ``.txt`` below ``folder`` as a KITTI label file."""
-    out = Labels()
-    dont_care = 0
+def _label_lines(folder: Path, out: Labels, skip: Callable[[Path], bool] = lambda path: False
+                 ) -> Iterator[tuple[Path, str, int, str, list[str]]]:
+    """(file, image key, line number, line, its fields) of every non-blank line of the ``.txt``
+    label files below ``folder``; an unreadable file is listed in ``out`` and skipped, and each
+    readable one is recorded as its image's source (with no boxes yet: an empty file is an image
+    with none)."""
     for path in label_files(folder, ".txt"):
+        if skip(path):
+            continue
         key = image_key(path, folder)
         lines = _read_lines(path, out, key)
         if lines is None:
             continue
         out.sources[key] = str(path)
-        boxes = out.boxes.setdefault(key, [])
+        out.boxes.setdefault(key, [])
         for number, line in enumerate(lines, 1):
             fields = line.split()
-            if not fields:
-                continue
-            if len(fields) < KITTI_MIN_FIELDS:
-                _bad_line(out, path, key, number, f"{len(fields)} fields, KITTI needs at least "
-                          f"{KITTI_MIN_FIELDS} (class truncated occluded alpha x1 y1 x2 y2)")
-                continue
-            values = _floats(fields[4:8])
-            if values is None:
-                _bad_line(out, path, key, number, f"x1 y1 x2 y2 should be numbers, got {' '.join(fields[4:8])!r}")
-                continue
-            if fields[0].lower() == DONT_CARE:
-                dont_care += 1
-                continue
-            boxes.append(RawBox(fields[0], values, f"{path} line {number}"))  # type: ignore[arg-type]
+            if fields:
+                yield path, key, number, line, fields
+
+
+def parse_kitti(folder: Path) -> Labels:
+    """Read every ``.txt`` below ``folder`` as a KITTI label file."""
+    out = Labels()
+    dont_care = 0
+    for path, key, number, _line, fields in _label_lines(folder, out):
+        if len(fields) < KITTI_MIN_FIELDS:
+            _bad_line(out, path, key, number, f"{len(fields)} fields, KITTI needs at least "
+                      f"{KITTI_MIN_FIELDS} (class truncated occluded alpha x1 y1 x2 y2)")
+            continue
+        values = _floats(fields[4:8])
+        if values is None:
+            _bad_line(out, path, key, number, f"x1 y1 x2 y2 should be numbers, got {' '.join(fields[4:8])!r}")
+            continue
+        if fields[0].lower() == DONT_CARE:
+            dont_care += 1
+            continue
+        out.boxes[key].append(RawBox(fields[0], values, f"{path} line {number}"))  # type: ignore[arg-type]
     if dont_care:
         out.notes.append(f"{dont_care} DontCare region{'s' * (dont_care != 1)} dropped (KITTI's "
                          "'ignore this area', not an object)")
@@ -107,28 +118,17 @@ def yolo_names(folder: Path, class_list: list[str] | None) -> list[str] | None:
 def parse_yolo(folder: Path, names: list[str]) -> Labels:
     """Read every ``.txt`` below ``folder`` (but classes.txt) as a YOLO label file."""
     out = Labels(names=list(names), normalised=True)
-    for path in label_files(folder, ".txt"):
-        if path.name == "classes.txt" and path.parent == folder:
+    class_list = lambda path: path.name == "classes.txt" and path.parent == folder  # noqa: E731
+    for path, key, number, line, fields in _label_lines(folder, out, skip=class_list):
+        values = _floats(fields) if len(fields) == 5 else None
+        if values is None:
+            _bad_line(out, path, key, number, f"expected 'class cx cy w h' (5 numbers), got {line.strip()[:80]!r}")
             continue
-        key = image_key(path, folder)
-        lines = _read_lines(path, out, key)
-        if lines is None:
+        index, cx, cy, w, h = values
+        if index != int(index) or not 0 <= index < len(names):
+            _bad_line(out, path, key, number, f"class index {fields[0]} is not one of 0..{len(names) - 1} "
+                      f"({len(names)} class names)")
             continue
-        out.sources[key] = str(path)
-        boxes = out.boxes.setdefault(key, [])
-        for number, line in enumerate(lines, 1):
-            fields = line.split()
-            if not fields:
-                continue
-            values = _floats(fields) if len(fields) == 5 else None
-            if values is None:
-                _bad_line(out, path, key, number, f"expected 'class cx cy w h' (5 numbers), got {line.strip()[:80]!r}")
-                continue
-            index, cx, cy, w, h = values
-            if index != int(index) or not 0 <= index < len(names):
-                _bad_line(out, path, key, number, f"class index {fields[0]} is not one of 0..{len(names) - 1} "
-                          f"({len(names)} class names)")
-                continue
-            box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
-            boxes.append(RawBox(names[int(index)], box, f"{path} line {number}"))
+        box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+        out.boxes[key].append(RawBox(names[int(index)], box, f"{path} line {number}"))
     return out
