@@ -16,7 +16,12 @@ can be killed with SIGKILL), then runs bounded loops of:
   floods or forges the answer pipe; a table says what each reached;
 - the job folder and the doors (issue 28, adversary_trust.py): links and FIFOs planted in a job
   folder, a rewritten spec.json, a checkpoint claiming a standard network, a loopback call
-  without the credential, a sweep grid bomb, the /dev/shm decode ring; a second table.
+  without the credential, a sweep grid bomb, the /dev/shm decode ring; a second table;
+- the split job folder (adversary_split.py): a confined job rewrites its spec, plants links and
+  FIFOs named like the server's files in its work folder, replaces that folder by a link; a third;
+- the network and memory (issue 28, adversary_isolation.py): a cluster rank trying the API, GCS
+  and PostgreSQL ports, a check holding tmpfs past its limit, a link named rank-1.error, a rank
+  rewriting or deleting its fence; a fourth.
 
     python bench/adversary.py              # about two minutes on two cores
     python bench/adversary.py --rounds 3   # repeat the malformed-input loop
@@ -218,7 +223,9 @@ def main() -> None:
 
 def payloads() -> None:
     """The user-code payloads against a server with a token, and the table of what they reached."""
+    from bench.adversary_isolation import run_isolation_payloads
     from bench.adversary_payloads import against_live_server, table
+    from bench.adversary_split import run_split_payloads
     from bench.adversary_trust import trust_against_live_server
 
     token = "adversary-" + "p" * 32
@@ -229,6 +236,8 @@ def payloads() -> None:
             assert server.proc is not None
             print(table(against_live_server(server.url, tmp / "home", server.proc.pid, token, tmp)), flush=True)
             print(table(trust_against_live_server(server, tmp)), flush=True)
+            print(table(trust_against_live_server(server, tmp, run_split_payloads)), flush=True)
+            print(table(run_isolation_payloads(tmp)), flush=True)
         finally:
             server.stop()
 

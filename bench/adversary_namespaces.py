@@ -101,7 +101,7 @@ def uid(target: Target) -> tuple[str, str, str]:
     for child in psutil.Process(target.server_pid).children(recursive=True):
         try:
             line = " ".join(child.cmdline())  # the worker's interpreter, not the bwrap around it
-            worker = "trainyard.sandbox.childproc" in line and "trainyard.inference.worker_process" in line
+            worker = "trainyard.sandbox.child_serve" in line and "trainyard.inference.worker_process" in line
             if worker and "bwrap" not in child.name():
                 uids.add(child.uids().real)
         except psutil.Error:

@@ -91,7 +91,7 @@ def custom_model(target: Target, source: str, name: str = "payload") -> tuple[st
     state = nn.Sequential(nn.Flatten(), nn.Linear(CHANNELS * SIZE * SIZE, len(CLASSES))).state_dict()
     preprocess = {"width": SIZE, "height": SIZE, "channels": CHANNELS, "resize": "squash", "mean_mode": "none",
                   "crop": None, "scale": "0..1", "mean": None}
-    path = save_checkpoint(manager.folder(job.id).path / "checkpoints" / checkpoint_name(1), {
+    path = save_checkpoint(manager.folder(job.id).checkpoints / checkpoint_name(1), {
         "model": state, "network": None, "network_source": source, "classes": CLASSES, "image_size": SIZE,
         "epoch": 1, "spec": {}, "preprocess": preprocess})
     return job.id, path
@@ -102,6 +102,33 @@ def classify(target: Target, model_id: str):
     Image.fromarray(np.full((SIZE, SIZE, 3), 128, np.uint8)).save(buffer, "PNG")
     return target.client.post(f"/api/models/{model_id}/classify",
                               files={"images": ("x.png", buffer.getvalue(), "image/png")})
+
+
+def concurrent_gets(client, paths: list[str], wait_s: float) -> tuple[list[int], int]:
+    """GET every path at once, each on its own thread: (the status codes answered, how many hung
+    past ``wait_s``)."""
+    import threading
+
+    answers: list[int] = []
+    threads = [threading.Thread(target=lambda p=p: answers.append(client.get(p).status_code), daemon=True)
+               for p in paths]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(wait_s)
+    return answers, sum(t.is_alive() for t in threads)
+
+
+def run_each(payloads: dict[str, Callable[[Any], tuple[str, str, str]]], target: Any) -> list[tuple[str, str, str]]:
+    """Every payload's row against ``target``; a payload whose harness fails shows the error in
+    its row, and the others still run."""
+    rows = []
+    for name, payload in payloads.items():
+        try:
+            rows.append(payload(target))
+        except Exception as exc:
+            rows.append((name, "error", f"{type(exc).__name__}: {exc}"))
+    return rows
 
 
 def _row(name: str, reached: bool, detail: str) -> tuple[str, str, str]:

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.adversary_payloads import Target, _detail, _row, classify
+from bench.adversary_payloads import Target, _detail, _row, classify, concurrent_gets, run_each
 
 SECRET = "root:$6$adversary-hash:19000::::::"
 
 
 def _job_with(target: Target, plant: Callable[[Path], None]) -> str:
     job = target.ctx.manager.create("dataset", "planted", {"name": "planted"}, needs={"pool": "dataset"})
-    plant(target.ctx.manager.folder(job.id).path)
+    plant(target.ctx.manager.folder(job.id).work)  # the folder a job writes (core/paths.py)
     return job.id
 
 
@@ -49,14 +48,7 @@ def fifos(target: Target, requests: int = 24) -> tuple[str, str, str]:
             os.mkfifo(folder / name)
 
     job_id = _job_with(target, plant)
-    answers: list[int] = []
-    threads = [threading.Thread(target=lambda: answers.append(target.client.get(f"/api/jobs/{job_id}/log").status_code),
-                                daemon=True) for _ in range(requests)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    hung = sum(t.is_alive() for t in threads)
+    answers, hung = concurrent_gets(target.client, [f"/api/jobs/{job_id}/log"] * requests, 30)
     return _row("planted FIFOs", hung > 0, f"{hung} of {requests} requests hung" if hung
                 else f"{requests} requests answered {sorted(set(answers))} at once")
 
@@ -137,17 +129,13 @@ PAYLOADS: dict[str, Callable[[Target], tuple[str, str, str]]] = {
 
 
 def run_trust_payloads(target: Target) -> list[tuple[str, str, str]]:
-    rows = []
-    for name, payload in PAYLOADS.items():
-        try:
-            rows.append(payload(target))
-        except Exception as exc:  # the harness's own failure: shown, the others still run
-            rows.append((name, "error", f"{type(exc).__name__}: {exc}"))
-    return rows
+    return run_each(PAYLOADS, target)
 
 
-def trust_against_live_server(server, scratch: Path) -> list[tuple[str, str, str]]:
-    """The payloads against ``trainyard serve`` (bench/adversary_server.py's Server)."""
+def trust_against_live_server(server, scratch: Path, run: Callable[[Target], list[tuple[str, str, str]]]
+                              = run_trust_payloads) -> list[tuple[str, str, str]]:
+    """The payloads against ``trainyard serve`` (bench/adversary_server.py's Server); ``run``:
+    these, or another set over the same target (bench/adversary_split.py's)."""
     import httpx
 
     from trainyard.jobs.context import open_context
@@ -156,4 +144,4 @@ def trust_against_live_server(server, scratch: Path) -> list[tuple[str, str, str
     home = Path(server.env["TRAINYARD_HOME"])
     ctx = open_context(Settings(home=home, auth_token=server.token))
     with httpx.Client(base_url=server.url, timeout=600, headers=server.headers) as client:
-        return run_trust_payloads(Target(client, ctx, server.proc.pid, server.token, scratch))
+        return run(Target(client, ctx, server.proc.pid, server.token, scratch))

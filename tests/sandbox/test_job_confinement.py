@@ -30,7 +30,8 @@ def test_a_custom_networks_policy_reads_its_dataset_and_weights_and_writes_its_f
     job = read_spec(folder)
     assert job.is_user_code and not job.on_cluster
     policy = training_policy(job, folder, 0, {})
-    assert policy.read == [str(tmp_path / "home" / "weights"), str(data), str(tmp_path / "w")]
+    assert policy.read == [str(tmp_path / "home" / "weights"), str(folder / "spec.json"), str(data),
+                           str(tmp_path / "w")]
     assert policy.write == [str(folder), "/dev/shm"] and policy.hidden == [str(tmp_path / "home")]
     assert policy.network is False  # one process: no rendezvous to reach
 

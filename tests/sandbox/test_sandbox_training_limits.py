@@ -69,7 +69,7 @@ def run_job(tmp_path, dataset, payload: str) -> tuple[str, str | None, JobFolder
 def test_a_network_over_its_memory_limit_fails_the_job_saying_so(tmp_path, dataset, monkeypatch):
     monkeypatch.setenv("TRAINYARD_SANDBOX_MEMORY_MB", "1536")
     status, error, folder = run_job(tmp_path, dataset, HOARD)
-    assert status == "failed", (folder.path / "output.txt").read_text()[-2000:]
+    assert status == "failed", (folder.output).read_text()[-2000:]
     assert error == ("the network used more than 1.5 GiB of memory, the most a training process running "
                      "user code may take (TRAINYARD_SANDBOX_MEMORY_MB)")
 
@@ -77,7 +77,7 @@ def test_a_network_over_its_memory_limit_fails_the_job_saying_so(tmp_path, datas
 def test_a_network_that_starts_process_after_process_is_stopped(tmp_path, dataset, monkeypatch):
     monkeypatch.setattr(job_confinement, "JOB_PROCESSES", 16)
     status, error, folder = run_job(tmp_path, dataset, FORKS)
-    assert status == "failed", (folder.path / "output.txt").read_text()[-2000:]
+    assert status == "failed", (folder.output).read_text()[-2000:]
     assert error == ("the network started more than 16 processes, the most a training job running user "
                      "code may have; they were stopped")
     children = [int(line) for line in (folder.path / "children.txt").read_text().split()]
@@ -109,7 +109,7 @@ def test_a_confined_job_still_aborts(tmp_path, dataset):
         return proc.poll() is not None or (folder.events.exists() and '"type":"metric"' in folder.events.read_text())
 
     wait_for(trained_or_ended, 600, interval=0.5)
-    assert proc.poll() is None, (folder.path / "output.txt").read_text()[-2000:]
+    assert proc.poll() is None, (folder.output).read_text()[-2000:]
     runner.terminate_group(proc.pid, 30, proc)
     assert runner.final_status(folder, proc.returncode, abort_requested=True)[0] == "aborted"
     assert proc.returncode == 143

@@ -4,7 +4,8 @@ A `Child` is one sandboxed process (sandbox/policy.py) serving a *handler*, a fu
 ``"module:function"`` that takes a request document and returns an answer document (its module
 may keep state between requests: a model worker keeps its network). The child either is forked
 from a warm `Zygote` (torch already imported: a check then answers in about a second) or
-spawned as ``python -m trainyard.sandbox.childproc`` (a fresh interpreter).
+spawned as ``python -m trainyard.sandbox.child_serve`` (a fresh interpreter). This module is
+the parent's side; sandbox/child_serve.py the child's, which the zygote runs too.
 
 The conversation runs over two private pipes, never over fd 0/1/2: fd 1 and ``sys.stdout`` point
 at the child's stderr (a file bounded by RLIMIT_FSIZE), so nothing the user's code prints can
@@ -17,23 +18,24 @@ the caller gets `ChildFailed` (a 503 that says what happened). Torch-free, like 
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import secrets
 import select
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trainyard.core.errors import UserError
 from trainyard.core.formatting import process_end
-from trainyard.sandbox import namespaces
+from trainyard.sandbox import cgroups, namespaces
 from trainyard.sandbox import policy as sandbox
+from trainyard.sandbox.child_serve import STATE_ID, out_of_memory, serve, write_frame
 from trainyard.sandbox.policy import default_policy
 
 if TYPE_CHECKING:
@@ -41,9 +43,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Child", "ChildFailed", "default_policy", "out_of_memory", "serve"]
 
+CHILD_TASKS = 1024  # pids.max: its threads (torch's pools); seccomp already forbids new processes
 MAX_ANSWER_BYTES = 64 << 20  # a classify answer with every layer's views stays well below
 _HEADER_MAX = 64
-STATE_ID = 0  # the frame a child sends once it is ready for requests
 
 
 class ChildFailed(UserError):
@@ -56,13 +58,6 @@ class ChildFailed(UserError):
         self.timed_out = timed_out
 
 
-def write_frame(fd: int, request_id: int, doc: dict) -> None:
-    payload = json.dumps(doc).encode()
-    data = b"TY %d %d\n" % (request_id, len(payload)) + payload
-    while data:
-        data = data[os.write(fd, data):]
-
-
 class Child:
     """One sandboxed process serving ``handler``; `ask` sends a request and returns its answer."""
 
@@ -73,9 +68,8 @@ class Child:
         self.scratch = tempfile.mkdtemp(prefix="trainyard-child-")  # its TMPDIR, writable
         namespaces.give(self.scratch)  # the child runs as the sandbox uid (sandbox/namespaces.py)
         policy.uid = namespaces.sandbox_uid()
-        # The checker's namespaces hold no job folder: a child that reads or writes folders of its
-        # own starts in namespaces of its own. A child of a checker inside namespaces cannot see
-        # the scratch folder either: it makes its own in the checker's private /tmp (`serve`).
+        # The checker's namespaces hold no job folder: a child that reads or writes folders starts in
+        # its own. A checker's child cannot see the scratch folder: it makes its own in the checker's /tmp.
         preload = list(zygote.preload) if zygote is not None else []
         if zygote is not None and (policy.read or policy.write) and namespaces.available():
             zygote = None
@@ -92,9 +86,10 @@ class Child:
         try:
             if not trusted:  # our own code (a standard network's check) may run where no sandbox is
                 sandbox.require()  # user code only with Landlock, or where running it unconfined was allowed
-            # Whatever the kernel offers (without Landlock: rlimits, seccomp, no capabilities).
-            setup = {"handler": handler, "policy": policy.to_json(), "private_tmp": in_checker, "preload": preload,
-                     "env": {"TMPDIR": self.scratch, **(env or {})}}
+            # Whatever the kernel offers (without Landlock: rlimits, seccomp, no capabilities; a cgroup).
+            setup = {"handler": handler, "private_tmp": in_checker, "preload": preload,
+                     "env": cgroups.bound_by_group(policy, {"TMPDIR": self.scratch, **(env or {})})}
+            setup["policy"] = policy.to_json()  # after bound_by_group, which may change it
             if zygote is not None and (pid := zygote.fork(setup, child_fds)):
                 self.pid = pid
             else:
@@ -105,8 +100,11 @@ class Child:
         finally:
             os.close(request_r)
             os.close(answer_w)
+        self.group: cgroups.Group | None = None
         try:
             self._read_frame(STATE_ID, start_timeout, 4096, "start")
+            # Before any request: a cgroup of its own, where its /dev/shm counts too (sandbox/cgroups.py)
+            self.group = cgroups.Group.around(self.pid, "child", policy.memory_mb, CHILD_TASKS)
         except BaseException:
             self.stop()
             raise
@@ -114,9 +112,9 @@ class Child:
     def _spawn(self, setup: dict, request_r: int, answer_w: int) -> None:
         env = sandbox.scrubbed_environment(CUDA_VISIBLE_DEVICES="", **setup["env"])
         policy = sandbox.Policy.from_json(setup["policy"])
-        argv = [sys.executable, "-P", "-m", "trainyard.sandbox.childproc", json.dumps(setup), str(request_r),
+        argv = [sys.executable, "-P", "-m", "trainyard.sandbox.child_serve", json.dumps(setup), str(request_r),
                 str(answer_w)]
-        self.proc = subprocess.Popen(
+        self.proc = namespaces.popen_lasting(  # a model worker outlives the request that started it
             namespaces.wrap(policy, argv),
             pass_fds=(request_r, answer_w), stdin=subprocess.DEVNULL, stdout=self.stderr, stderr=self.stderr,
             env=env, start_new_session=True)
@@ -171,6 +169,8 @@ class Child:
         return data
 
     def _failure(self, message: str, timed_out: bool = False, died: bool = False) -> ChildFailed:
+        if died and self.group is not None and (over := self.group.over_memory(self.what)):
+            message, died = over, False
         if died:
             code = self._wait_code()
             tail = self.stderr_tail().splitlines()[-1:] if self.stderr and not self.stderr.closed else []
@@ -214,9 +214,10 @@ class Child:
             elif self._zygote is not None:
                 self._zygote.exit_code(self.pid, wait_s=1)  # reaped: no zombie left behind
             self.pid = -self.pid
+        if getattr(self, "group", None) is not None:
+            self.group.remove()  # type: ignore[union-attr]
+            self.group = None
         self._close_fds()
-        import shutil
-
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def _close_fds(self) -> None:
@@ -225,68 +226,3 @@ class Child:
             if fd >= 0:
                 os.close(fd)
                 setattr(self, name, -1)
-
-
-# ---- the child's side ----------------------------------------------------------------------
-
-def serve(setup: dict, request_fd: int, answer_fd: int) -> None:
-    """Confine this process, then answer request frames with ``setup["handler"]`` until EOF."""
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    os.dup2(2, 1)  # the user's prints (and C libraries') go to stderr, never into an answer
-    sys.stdout = sys.stderr
-    os.environ.update(setup.get("env") or {})
-    policy = sandbox.Policy.from_json(setup["policy"]) if setup.get("policy") else None
-    if setup.get("private_tmp"):  # forked by a checker inside namespaces: its own private /tmp
-        os.environ["TMPDIR"] = tempfile.mkdtemp(prefix=f"child-{os.getpid()}-", dir="/tmp")
-        if policy is not None:
-            policy.write = [*policy.write, os.environ["TMPDIR"]]
-    tempfile.tempdir = None  # a warm parent may have settled on /tmp: the scratch folder instead
-    # The handler's module is trainyard's (it imports torch): imported before the confinement, as
-    # a warm checker's children find it, so that the address-space limit counts from there.
-    module, _, name = setup["handler"].partition(":")
-    handler = getattr(importlib.import_module(module), name)
-    for preloaded in setup.get("preload") or []:  # what a warm checker would have imported
-        try:
-            importlib.import_module(preloaded)
-        except ImportError:
-            pass
-    if policy is not None:
-        sandbox.enter(policy)
-    write_frame(answer_fd, STATE_ID, {"state": "started"})
-    requests = os.fdopen(request_fd, "rb")
-    while True:
-        header = requests.readline()
-        if not header:
-            return
-        _, request_id, size = header.split()
-        request = json.loads(requests.read(int(size)))
-        write_frame(answer_fd, int(request_id), _answer(handler, request))
-
-
-def out_of_memory(message: str) -> bool:
-    """Whether an error's text says the process ran out of memory (Python's, or torch's allocator)."""
-    return "MemoryError" in message or "can't allocate memory" in message
-
-
-def _answer(handler: Any, request: dict) -> dict:
-    try:
-        return handler(request)
-    except UserError as exc:
-        return {"error": str(exc), "status": exc.http_status}
-    except (MemoryError, RuntimeError) as exc:
-        if not isinstance(exc, MemoryError) and not out_of_memory(str(exc)):
-            return {"error": f"the network failed: {type(exc).__name__}: {exc}", "status": 422}
-        limit = sandbox.memory_limit_mb()
-        return {"error": f"the network needs more than the {limit} MiB of memory a sandboxed process may use "
-                         "(TRAINYARD_SANDBOX_MEMORY_MB); its process was stopped", "status": 503, "fatal": True}
-    except (Exception, SystemExit) as exc:  # the user's code failed: an answer, not a crash
-        return {"error": f"the network failed: {type(exc).__name__}: {exc}", "status": 422}
-
-
-def main(argv: list[str]) -> None:
-    setup, request_fd, answer_fd = json.loads(argv[0]), int(argv[1]), int(argv[2])
-    serve(setup, request_fd, answer_fd)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -7,7 +7,8 @@ confines itself (sandbox/policy.py) and execs the command. It sees the system's 
 folders, its dataset, its pretrained weights and the weights store, read-only; it writes only
 its own job folder (and its private /tmp and /dev/shm, where the data loader's workers share
 batches; the device nodes of the GPUs it leased); TCP only when it spans processes (their
-rendezvous, on its own loopback; a cluster rank keeps its node's network, see the README); it
+rendezvous, on its own loopback; a cluster rank keeps its node's network, held to its job's
+peers by sandbox/rank_network.py); it
 may start processes (the data loader, torch.distributed.run), at most `JOB_PROCESSES`; each
 of its processes may take `training_memory_mb` of memory. A standard network is trainyard's
 own code and runs as before. Torch-free.
@@ -15,7 +16,6 @@ own code and runs as before. Torch-free.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -24,8 +24,9 @@ from typing import Any
 
 from trainyard.core.environment import MEMORY_SETTING, sandbox_memory_mb
 from trainyard.core.errors import error_chain
+from trainyard.core.paths import JobFolder
 from trainyard.core.stored import SpecView, read_stored
-from trainyard.sandbox import devices, namespaces
+from trainyard.sandbox import devices, namespaces, rank_network
 from trainyard.sandbox import policy as sandbox
 from trainyard.sandbox.childproc import out_of_memory
 
@@ -37,11 +38,15 @@ SHM_MB = 2048  # the private /dev/shm: a data loader's workers pass batches thro
 
 
 def prepare_folder(job_dir: Path, policy: sandbox.Policy) -> None:
-    """Make the job folder (and its scratch, without namespaces) writable by the uid user code
-    runs as (sandbox/namespaces.py), before it starts."""
+    """Make the job's work folder (and its scratch, without namespaces) writable by the uid user
+    code runs as (sandbox/namespaces.py), before it starts; the rest of the job folder (its spec,
+    its output.txt) stays the server's (core/paths.py)."""
     if policy.tmpdir and not policy.tmpdir.startswith("/tmp"):
         Path(policy.tmpdir).mkdir(exist_ok=True)
-    namespaces.give(job_dir, recursive=True)
+    folder = JobFolder(job_dir)
+    namespaces.give(folder.work, recursive=True, uid=policy.uid)
+    if policy.host_network:  # a cluster rank: its fence's folder exists before it is bound (core/fence.py)
+        folder.fence.mkdir(mode=0o755, exist_ok=True)
 
 
 class ConfinedJob(SpecView):
@@ -74,8 +79,8 @@ class ConfinedJob(SpecView):
 def read_spec(job_dir: str | os.PathLike) -> ConfinedJob:
     """The job's spec.json as the sandbox reads it; a job without a readable one runs no user
     code. One that is JSON but not a spec (a wrong type) raises InvalidInput: never unconfined."""
-    try:
-        data = json.loads((Path(job_dir) / "spec.json").read_text())
+    try:  # no link, no FIFO: before the split the job could write its spec (core/jobfiles.py)
+        data = JobFolder(job_dir).read_spec()
     except (OSError, ValueError):
         return ConfinedJob()
     return read_stored(ConfinedJob, data, what=f"job spec in {job_dir}") if isinstance(data, dict) else ConfinedJob()
@@ -93,7 +98,7 @@ def confined_command(command: list[str], job_dir: str | os.PathLike, gpu_ids: li
     if not job.is_user_code or not sandbox.require():
         return command
     policy = training_policy(job, Path(job_dir), list(gpu_ids), os.environ if env is None else env)
-    policy.report_dir = str(job_dir)
+    policy.report_dir = str(JobFolder(job_dir).work)
     prepare_folder(Path(job_dir), policy)
     return [sys.executable, "-m", "trainyard.sandbox.supervisor", policy.to_json(), "--", *command]
 
@@ -102,22 +107,31 @@ def training_policy(job: ConfinedJob, job_dir: Path, gpus: int | Sequence[int | 
                     env: Mapping[str, str]) -> sandbox.Policy:
     """What a training process running user code may do. ``gpus``: its leased GPUs' indices (or
     their count, where they do not matter): it gets their device nodes only (sandbox/devices.py).
-    Its scratch: the namespaces' private /tmp, or (Landlock alone) the job folder's ``tmp``,
-    so that inductor, Triton and ptxas can compile in either."""
+    Its scratch: the namespaces' private /tmp, or (Landlock alone) the work folder's ``tmp``,
+    so that inductor, Triton and ptxas can compile in either. It writes its work folder only and
+    reads its spec, and a cluster rank its fence (core/paths.py: the rest of ``job_dir`` is the server's)."""
     gpu_ids = list(range(gpus)) if isinstance(gpus, int) else list(gpus)
+    folder = JobFolder(job_dir)
     home = job_dir.resolve().parent.parent  # HOME/jobs/<id>
-    read = [str(home / "weights")]
+    read = [str(home / "weights"), str(folder.spec)]
     for value in (job.dataset_dir, job.pretrained):
-        if value:
+        # a link (a model job's checkpoint made one to /) is never bound: bwrap would follow it
+        if value and not (Path(value).is_symlink() or Path(value).parent.is_symlink()):
             path = Path(value)
             read.append(str(path if path.is_dir() else path.parent))
     nodes, libraries = devices.gpu_access(gpu_ids)
-    tmpdir = "/tmp" if namespaces.available() else str(job_dir / "tmp")
-    return sandbox.Policy(read=[*read, *libraries], write=[str(job_dir), "/dev/shm"], devices=nodes,
-                          network=job.spans_processes(len(gpu_ids)), host_network=job.nnodes > 1 or job.on_cluster,
-                          processes=True, open_files=65536, memory_mb=training_memory_mb(bool(gpu_ids), env),
-                          max_processes=JOB_PROCESSES, hidden=[str(home)], tmpdir=tmpdir, cwd=str(job_dir),
-                          tmp_mb=TMP_MB, shm_mb=SHM_MB)
+    tmpdir = "/tmp" if namespaces.available() else str(folder.work / "tmp")
+    policy = sandbox.Policy(read=[*read, *libraries], write=[str(folder.work), "/dev/shm"], devices=nodes,
+                            network=job.spans_processes(len(gpu_ids)), host_network=job.nnodes > 1 or job.on_cluster,
+                            processes=True, open_files=65536, memory_mb=training_memory_mb(bool(gpu_ids), env),
+                            max_processes=JOB_PROCESSES, hidden=[str(home)], tmpdir=tmpdir, cwd=str(folder.work),
+                            tmp_mb=TMP_MB, shm_mb=SHM_MB)
+    if policy.host_network:  # a cluster rank on its node's network: held to its job's peers
+        policy.read.append(str(folder.fence))  # read-only: the launcher and server write it (core/fence.py)
+        policy.peers = [p for p in env.get(rank_network.PEERS_VARIABLE, "").split(",") if p]
+        if os.geteuid() == 0 and namespaces.available():  # a uid its node's nftables tell apart
+            policy.uid = rank_network.job_uid(folder.path.name)
+    return policy
 
 
 def training_memory_mb(gpu: bool, env: Mapping[str, str]) -> int | None:

@@ -28,18 +28,28 @@ import re
 import shutil
 import subprocess
 import sys
-from typing import TYPE_CHECKING
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
 
 from trainyard.sandbox.landlock import HIDDEN_ETC
 from trainyard.sandbox.roots import SYSTEM, python_roots
-
-if TYPE_CHECKING:
-    from trainyard.sandbox.policy import Policy
 
 SETTING = "TRAINYARD_SANDBOX_NAMESPACES"
 UID_SETTING = "TRAINYARD_SANDBOX_UID"
 DEFAULT_UID = 65534  # nobody
 MIN_VERSION = (0, 8)  # --size on --tmpfs
+
+# bwrap's --die-with-parent (PR_SET_PDEATHSIG) fires when the *thread* that started it ends, not
+# its process: a sandbox started from a passing thread (serve's warm-up thread, a request's
+# worker thread, which anyio ends after ten idle seconds) was killed as that thread ended, and
+# its next use paid a torch start again. Every long-lived sandbox is started from this one
+# thread, which lives as long as the process (`popen_lasting`).
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainyard-sandbox-start")
+
+
+def popen_lasting(argv: list[str], **kwargs: Any) -> subprocess.Popen:
+    """``subprocess.Popen(argv, **kwargs)`` from a thread that lasts as long as this process."""
+    return _SPAWNER.submit(lambda: subprocess.Popen(argv, **kwargs)).result()
 
 
 @functools.cache
@@ -85,11 +95,12 @@ def sandbox_uid() -> int | None:
     return DEFAULT_UID if available() else None
 
 
-def give(path: str | os.PathLike, recursive: bool = False) -> None:
+def give(path: str | os.PathLike, recursive: bool = False, uid: int | None = None) -> None:
     """Make ``path`` (and, with ``recursive``, what it holds, links not followed) the sandbox
-    uid's, so that user code dropped to it can write there; nothing to do when not root."""
-    uid = sandbox_uid()
-    if uid is None:
+    uid's (or ``uid``'s: a cluster job's own), so that user code dropped to it can write there;
+    nothing to do when not root."""
+    uid = sandbox_uid() if uid is None else uid
+    if uid is None or os.geteuid() != 0:
         return
     os.lchown(path, uid, uid)
     if recursive:
@@ -107,6 +118,22 @@ def _unshare(host_network: bool, new_session: bool) -> list[str]:
     if new_session:
         args.append("--new-session")  # no TIOCSTI into a terminal the server may hold
     return args
+
+
+class Policy(Protocol):
+    """What the namespaces read of a process's policy: sandbox/policy.py's `Policy`, named here by
+    its shape so that this module needs nothing from policy.py, which builds on this one."""
+
+    read: list[str]
+    write: list[str]
+    hidden: list[str]
+    devices: list[str]
+    host_network: bool
+    tmp_mb: int
+    shm_mb: int
+    uid: int | None
+
+    def to_json(self) -> str: ...
 
 
 def bwrap_args(policy: Policy, *, new_session: bool = True) -> list[str]:
@@ -132,11 +159,16 @@ def bwrap_args(policy: Policy, *, new_session: bool = True) -> list[str]:
     for hidden in policy.hidden:  # TRAINYARD_HOME inside a bound folder: an empty one instead
         if os.path.isdir(hidden) and any(hidden.startswith(d.rstrip("/") + "/") for d in mounts.bound):
             mounts.args += ["--perms", "0755", "--tmpfs", hidden]
-    for folder in policy.read:
+    writable = [w for w in policy.write if w not in ("/dev/shm", "/tmp")]
+    # A read folder inside a write one (the spec or fence of a job made before the split, whose
+    # work folder is its job folder) is bound after it: a later bind of the folder above would hide it.
+    nested = [r for r in policy.read if any(r.startswith(w.rstrip("/") + "/") for w in writable)]
+    for folder in [r for r in policy.read if r not in nested]:
         mounts.add("--ro-bind", folder)
-    for folder in policy.write:
-        if folder not in ("/dev/shm", "/tmp"):
-            mounts.add("--bind", folder)
+    for folder in writable:
+        mounts.add("--bind", folder)
+    for folder in nested:
+        mounts.nested_read_only(folder)
     for device in policy.devices:
         if os.path.exists(device):
             mounts.args += ["--dev-bind", device, device]
@@ -167,13 +199,20 @@ class _Mounts:
         self.args += [kind, source, source]
         self.bound.add(source)
 
+    def nested_read_only(self, source: str) -> None:
+        """``source``, inside a folder bound read-write already, bound read-only over it."""
+        source = os.path.abspath(source)
+        if os.path.exists(source):
+            self.args += ["--ro-bind", source, source]
+
 
 def wrap(policy: Policy, argv: list[str], *, new_session: bool = True) -> list[str]:
     """``argv`` inside namespaces for ``policy`` (its uid chosen here); unchanged without them.
     ``argv`` must confine itself further (sandbox.enter), as childproc and the zygote do."""
     if not available():
         return argv
-    policy.uid = sandbox_uid()
+    if policy.uid is None:  # a cluster rank's comes with its policy (sandbox/rank_network.py)
+        policy.uid = sandbox_uid()
     return [*bwrap_args(policy, new_session=new_session), *argv]
 
 
@@ -181,6 +220,7 @@ def command(policy: Policy, argv: list[str], *, new_session: bool = True) -> lis
     """The full argv to spawn so that ``argv`` runs confined by ``policy``: bwrap's namespaces
     (where available), then Landlock, seccomp, rlimits and the uid drop applied by
     ``python -m trainyard.sandbox.enter``, which then execs ``argv``."""
-    policy.uid = sandbox_uid() if available() else policy.uid
+    if policy.uid is None and available():
+        policy.uid = sandbox_uid()
     inner = [sys.executable, "-P", "-m", "trainyard.sandbox.enter", policy.to_json(), "--", *argv]
     return wrap(policy, inner, new_session=new_session)

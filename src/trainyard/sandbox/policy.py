@@ -32,9 +32,9 @@ import struct
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from trainyard.core.environment import sandbox_memory_mb
+from trainyard.core.environment import MEMORY_SETTING, sandbox_memory_mb
 from trainyard.core.errors import UserError
-from trainyard.sandbox import landlock, namespaces, seccomp
+from trainyard.sandbox import cgroups, landlock, namespaces, rank_network, seccomp
 from trainyard.sandbox.roots import system_read_roots
 
 SECRET_VARIABLES = ("TRAINYARD_AUTH_TOKEN", "TRAINYARD_DATABASE_URL", "TRAINYARD_TOKEN_FD", "TRAINYARD_TOKEN_FILE")
@@ -62,9 +62,11 @@ class Policy:
     hidden: list[str] = field(default_factory=list)  # TRAINYARD_HOME: no system root may hold it
     network: bool = False  # TCP bind/connect (inside its own namespace: loopback only)
     host_network: bool = False  # keep the host's network namespace (a multi-node cluster rank)
+    peers: list[str] | None = None  # a cluster rank's: its job's nodes, all it may reach (sandbox/rank_network.py)
     processes: bool = False  # may start child processes (a training's data loader does)
     devices: list[str] = field(default_factory=list)  # device nodes besides /dev's basic ones
     memory_mb: int | None = None
+    memory_rlimits: bool = True  # False: its cgroup bounds its memory (sandbox/cgroups.py), shared memory too
     tmp_mb: int = 1024  # the private tmpfs on /tmp (TMPDIR): compilers' and torch's scratch
     shm_mb: int = 64  # the private tmpfs on /dev/shm: a data loader's shared batches
     open_files: int = 1024
@@ -73,6 +75,7 @@ class Policy:
     max_processes: int | None = None  # counted by sandbox/supervisor.py, which runs the process
     report_dir: str | None = None  # the job folder the supervisor reports a limit's breach to
     uid: int | None = None  # the uid to run as, when started as root (namespaces.sandbox_uid)
+    gid: int | None = None  # its group, when not the uid's number (a cluster rank's own: rank_network)
     cwd: str | None = None  # the working folder inside, once confined
     tmpdir: str | None = None  # TMPDIR, once confined (a compiler's scratch must be writable)
 
@@ -105,7 +108,17 @@ def status() -> dict:
     if missing:
         state["reason"] = f"no namespaces: {missing}; user code runs with Landlock only, on the host's " \
                           "network, /tmp and /dev/shm"
+    state["rank_network"] = rank_network_status(missing)
+    state["memory"] = cgroups.mechanism()
     return state
+
+
+def rank_network_status(namespaces_missing: str | None) -> dict:
+    """Whether a multi-node cluster rank running user code is held to its job's peers here."""
+    why = rank_network.unavailable_reason() or (f"no namespaces ({namespaces_missing})" if namespaces_missing else None)
+    if why:
+        return {"held": False, "reason": f"a cluster rank running user code keeps its node's whole network: {why}"}
+    return {"held": True, "mechanism": "a uid per job, a group per rank + nftables (meta skgid): its job's peers only"}
 
 
 def require() -> bool:
@@ -143,9 +156,12 @@ def scrubbed_environment(**overrides: str) -> dict[str, str]:
 
 
 def memory_limit_mb() -> int | None:
-    """This process's memory limit (RLIMIT_DATA) in MiB; None when it has none."""
+    """This process's memory limit in MiB: RLIMIT_DATA, else its cgroup's as its parent said
+    (TRAINYARD_SANDBOX_MEMORY_MB); None when it has none."""
     limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
-    return None if limit == resource.RLIM_INFINITY else limit >> 20
+    if limit == resource.RLIM_INFINITY:
+        return int(os.environ[MEMORY_SETTING]) if os.environ.get(MEMORY_SETTING, "").isdigit() else None
+    return limit >> 20
 
 
 def enter(policy: Policy) -> None:
@@ -156,7 +172,7 @@ def enter(policy: Policy) -> None:
         os.environ.pop(name, None)
     _set_limits(policy)
     if os.geteuid() == 0:
-        _drop_root(int(uid) if uid is not None and uid != "" else None)
+        _drop_root(int(uid) if uid is not None and uid != "" else None, policy.gid)
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         landlock.fail("PR_SET_NO_NEW_PRIVS")
     if landlock_abi():
@@ -178,7 +194,7 @@ def _set_limits(policy: Policy) -> None:
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(kind, (value, value))
 
-    if policy.memory_mb:
+    if policy.memory_mb and policy.memory_rlimits:
         cap(resource.RLIMIT_DATA, policy.memory_mb << 20)
         if not policy.processes:  # shared mappings too: what is mapped now, plus the limit
             cap(resource.RLIMIT_AS, _mapped_bytes() + (policy.memory_mb << 20))
@@ -198,9 +214,10 @@ def _mapped_bytes() -> int:
     return 0
 
 
-def _drop_root(uid: int | None) -> None:
-    """Root loses every capability, and becomes ``uid`` when given (the namespaces' fresh root
-    makes the files it needs readable by it; without them, only where files allow it)."""
+def _drop_root(uid: int | None, gid: int | None = None) -> None:
+    """Root loses every capability, and becomes ``uid`` (group ``gid``, else the same number) when
+    given (the namespaces' fresh root makes the files it needs readable by it; without them, only
+    where files allow it)."""
     try:
         last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
     except (OSError, ValueError):
@@ -211,7 +228,8 @@ def _drop_root(uid: int | None) -> None:
     _libc.prctl(_PR_SET_SECUREBITS, _SECBITS_NOROOT_LOCKED, 0, 0, 0)
     if uid is not None:
         os.setgroups([])
-        os.setresgid(uid, uid, uid)
+        group = uid if gid is None else gid
+        os.setresgid(group, group, group)
         os.setresuid(uid, uid, uid)
     header = struct.pack("II", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = ctypes.create_string_buffer(24)  # two {effective, permitted, inheritable}, all empty

@@ -21,18 +21,22 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import time
-from pathlib import Path
 
 import psutil
 
+from trainyard.core import jobfiles
 from trainyard.core.environment import die_with_parent
 from trainyard.core.events import EventWriter
 from trainyard.core.status import Status
-from trainyard.sandbox import namespaces
+from trainyard.sandbox import cgroups, namespaces, rank_network
 from trainyard.sandbox import policy as sandbox
 
+# pids.max counts threads too (torch's pools: dozens a process): a ceiling for a fork bomb between
+# the supervisor's scans, which count processes exactly
+TASKS_PER_PROCESS = 256
 POLL_S = 0.5  # a scan of /proc costs a few milliseconds; twice a second is noise beside training
 _PR_SET_CHILD_SUBREAPER = 36
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -46,7 +50,6 @@ def too_many_processes(limit: int) -> str:
 def run(policy: sandbox.Policy, command: list[str]) -> int:
     """Run ``command`` confined to ``policy``, watched; the exit status to end with (negative:
     the signal that ended the job)."""
-    limit = policy.max_processes or 0
     if "TORCHELASTIC_RUN_ID" in os.environ:  # a cluster rank: ends with the actor that started it
         die_with_parent()
     _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -55,9 +58,34 @@ def run(policy: sandbox.Policy, command: list[str]) -> int:
     # Abort is SIGTERM to the whole process group: the job stops itself; this process waits.
     for name in ("SIGTERM", "SIGINT", "SIGHUP"):
         signal.signal(getattr(signal, name), lambda *_: None)
+    try:  # a multi-node cluster rank: its own job's peers only (sandbox/rank_network.py)
+        network = rank_network.Guard.start(policy, me)
+    except subprocess.CalledProcessError as exc:
+        _report(policy, f"could not hold this rank to its job's peers (nft: {exc.stderr.strip()[:300]})")
+        return 1
+    # Its memory, shared memory included, and its tasks, counted by the kernel (sandbox/cgroups.py).
+    group = cgroups.Group.create("job", policy.memory_mb, (policy.max_processes or 0) * TASKS_PER_PROCESS or None)
+    try:
+        status = _watch(policy, command, me, network, group)
+        if group is not None and (over := group.over_memory("the training job")):
+            _report(policy, over)
+            return 1
+        return status
+    finally:
+        if network is not None:
+            network.close()
+        if group is not None:
+            group.remove()
+
+
+def _watch(policy: sandbox.Policy, command: list[str], me: int, network: rank_network.Guard | None,
+           group: cgroups.Group | None) -> int:
+    limit = policy.max_processes or 0
     job = os.fork()
     if job == 0:
-        _start(policy, command, me)
+        _start(policy, command, me, group)
+    if network is not None:
+        network.started()
     while True:
         status = _reap(job)
         if status is not None:
@@ -67,13 +95,17 @@ def run(policy: sandbox.Policy, command: list[str]) -> int:
             _kill_all(me)
             _report(policy, too_many_processes(limit))
             return 1
+        if network is not None:
+            network.check()
         signal.sigtimedwait({signal.SIGCHLD}, POLL_S)
 
 
-def _start(policy: sandbox.Policy, command: list[str], parent: int) -> None:
+def _start(policy: sandbox.Policy, command: list[str], parent: int, group: cgroups.Group | None) -> None:
     """In the forked child: exec the command inside the namespaces (sandbox/namespaces.py), or
     confine in place and exec it where there are none; never returns."""
     try:
+        if group is not None:
+            group.attach(os.getpid())  # before anything runs: all the job starts is in it
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         die_with_parent(parent)  # the job never outlives its supervisor
         if namespaces.available():
@@ -146,7 +178,8 @@ def _report(policy: sandbox.Policy, message: str) -> None:
     rank = int(os.environ.get("RANK") or 0)
     try:
         if rank:
-            (Path(policy.report_dir) / f"rank-{rank}.error").write_text(message + "\n", encoding="utf-8")
+            # The job folder is the job's: a link planted there is refused, not followed (core/jobfiles.py).
+            jobfiles.write_text(policy.report_dir, f"rank-{rank}.error", message + "\n")
             return
         with EventWriter(policy.report_dir) as events:
             events.log(message, "error")

@@ -36,6 +36,7 @@ from trainyard.sandbox.policy import scrubbed_environment
 CHECKER_TMP_MB = 512  # the checker's private /tmp, its children's scratch folders
 
 
+
 class Zygote:
     """The server's handle on one warm parent (started on first use, restarted as needed)."""
 
@@ -53,9 +54,11 @@ class Zygote:
         self._stderr = tempfile.TemporaryFile()
         self.namespaced = False  # whether the running zygote lives inside namespaces
         self._inner: dict[int, int] = {}  # a child's pid here -> its pid in the zygote's namespace
+        self.kept_warm = False  # this process warms it (a server, at start-up) or has started it
 
     def warm_up(self) -> bool:
         """Start the zygote now (a server calls this at start-up, in a thread); True once ready."""
+        self.kept_warm = True
         with self._lock:
             return self._ensure()
 
@@ -133,9 +136,8 @@ class Zygote:
                                 hidden=[policy.trainyard_home()], uid=namespaces.sandbox_uid())
             argv = namespaces.wrap(own, [*argv[:4], "--policy", own.to_json(), *argv[4:]])
         with theirs:
-            self._proc = subprocess.Popen(
-                argv,
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=self._stderr,
+            self._proc = namespaces.popen_lasting(  # not the calling thread's: it may end first
+                argv, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=self._stderr,
                 stderr=self._stderr, env=env, start_new_session=True)
         self._sock = ours
         if not select.select([ours], [], [], self.start_timeout)[0] or ours.recv(64) != b"ready":
@@ -143,6 +145,7 @@ class Zygote:
             self._drop()
             return False
         self._forks, self._start_rss = 0, self._rss_mb()
+        self.kept_warm = True
         return True
 
     def _rss_mb(self) -> int:
@@ -181,14 +184,14 @@ class Zygote:
 
 
 def _child(sock: socket.socket, setup: dict, fds: list[int]) -> None:
-    """In the forked child: a session of its own, then childproc's serve, then exit."""
+    """In the forked child: a session of its own, then child_serve's serve, then exit."""
     code = 0
     try:
         sock.close()
         os.setsid()
         os.dup2(fds[2], 2)
         os.close(fds[2])
-        from trainyard.sandbox.childproc import serve
+        from trainyard.sandbox.child_serve import serve
 
         serve(setup, fds[0], fds[1])
     except BaseException:  # noqa: BLE001 - whatever happened, this process must not return
@@ -203,7 +206,8 @@ def _child(sock: socket.socket, setup: dict, fds: list[int]) -> None:
 def main(argv: list[str]) -> None:
     # No parent-death signal: it would fire when the server thread that started us ends. The
     # socket ends with the server instead, and so does this loop.
-    if argv[0] == "--policy":  # inside namespaces: drop to the sandbox uid, Landlock, before any import
+    private_shm = argv[0] == "--policy"  # inside namespaces: /dev/shm is ours and our children's alone
+    if private_shm:  # drop to the sandbox uid, Landlock, before any import
         policy.enter(policy.Policy.from_json(argv[1]))
         argv = argv[2:]
     sock = socket.socket(fileno=int(argv[0]))
@@ -222,13 +226,13 @@ def main(argv: list[str]) -> None:
         if not message:
             return
         request = json.loads(message)
-        _reap(children)
+        _reap(children, private_shm)
         if "wait" in request:
             pid = int(request["wait"])
             deadline = time.monotonic() + 5  # it closed its pipes: it is about to be a zombie
             while children.get(pid, 0) is None and time.monotonic() < deadline:
                 time.sleep(0.02)
-                _reap(children)
+                _reap(children, private_shm)
             sock.send(json.dumps({"code": children.get(pid)}).encode())
             continue
         pid = os.fork()
@@ -242,7 +246,9 @@ def main(argv: list[str]) -> None:
         sock.send(json.dumps({"pid": pid}).encode())
 
 
-def _reap(children: dict[int, int | None]) -> None:
+def _reap(children: dict[int, int | None], private_shm: bool = False) -> None:
+    """Reap the children that ended; with none left running, empty the private /dev/shm: what a
+    check left there would hold the host's memory for as long as this process lives."""
     for pid in [p for p, code in children.items() if code is None]:
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
@@ -251,8 +257,14 @@ def _reap(children: dict[int, int | None]) -> None:
             continue
         if done:
             children[pid] = os.waitstatus_to_exitcode(status)
-            for scratch in Path("/tmp").glob(f"child-{pid}-*"):  # its private scratch (childproc.serve)
+            for scratch in Path("/tmp").glob(f"child-{pid}-*"):  # its private scratch (child_serve.serve)
                 shutil.rmtree(scratch, ignore_errors=True)
+    if private_shm and all(code is not None for code in children.values()):
+        for left in Path("/dev/shm").iterdir():
+            if left.is_dir() and not left.is_symlink():
+                shutil.rmtree(left, ignore_errors=True)
+            else:
+                left.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
