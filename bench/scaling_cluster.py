@@ -194,5 +194,14 @@ def cluster_mode(args, root: Path, gpus: int, run_job, throughput, write_dataset
     for row in rows:
         row["ratio_to_local"] = round(ratio, 3)
     print(f"Ray cluster at {address}: images/second through Ray / locally = {ratio:.3f} over {args.rounds} "
-          f"round(s) (aim >= 0.9); load average {os.getloadavg()[0]:.2f}", file=sys.stderr)
+          f"round(s) (aim >= 0.9); images per CPU-second = {_per_cpu_ratio(rows):.3f}; load average "
+          f"{os.getloadavg()[0]:.2f}", file=sys.stderr)
     return rows
+
+
+def _per_cpu_ratio(rows: list[dict]) -> float:
+    """Images per CPU-second of the Ray ranks over the local ones': what going through Ray costs
+    in work, whatever share of a loaded CPU each side got (images/second depends on that share)."""
+    images = {w: sum(r["images_per_cpu_s"] * r["cpu_s"] for r in rows if r["where"] == w) for w in ("local", "ray")}
+    seconds = {w: sum(r["cpu_s"] for r in rows if r["where"] == w) for w in ("local", "ray")}
+    return (images["ray"] / max(seconds["ray"], 1e-9)) / (images["local"] / max(seconds["local"], 1e-9))

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import psutil
 
-SUBNET = "10.231.0"
+# One per test run (10.231.1-250.0/24): two runs at once on one machine (CI, helpers) would
+# otherwise both put the same address on their bridges, and one would reach the other's hosts.
+SUBNET = f"10.231.{os.getpid() % 250 + 1}"
 BRIDGE = f"{SUBNET}.254"  # this machine's own address on the bridge (PostgreSQL listens there)
 TAG = f"ty{os.getpid() % 100000}"  # names of this run's namespaces and links (<= 15 characters)
 HOSTS = {"head": 1, "w1": 2, "w2": 3}  # host -> last byte of its address
@@ -69,6 +71,7 @@ class Hosts:
         self.root, self.procs = root, {}
 
     def build(self) -> None:
+        self._clear()  # an earlier module's hosts of this run (same names) that did not come down whole
         bridge = f"{TAG}br"
         _ip("link", "add", bridge, "type", "bridge")
         _ip("addr", "add", f"{BRIDGE}/24", "dev", bridge)
@@ -96,6 +99,18 @@ class Hosts:
         self.procs[name] = proc
         return proc
 
+    def cut(self, host: str, up: bool = False) -> None:
+        """Take ``host``'s link to the bridge down (``up``: back up): its processes run on, unreachable."""
+        _ip("link", "set", f"{TAG}{HOSTS[host]}o", "up" if up else "down")
+
+    def signal(self, name: str, sig: int) -> None:
+        """Send ``sig`` to every process of ``name``'s session (SIGSTOP freezes a server)."""
+        for member in [p for p in psutil.process_iter() if _sid(p.pid) == self.procs[name].pid]:
+            try:
+                member.send_signal(sig)
+            except psutil.Error:
+                pass
+
     def kill(self, name: str) -> None:
         """SIGKILL every process of ``name``'s session (a host's Ray: raylet, workers, ranks)."""
         proc = self.procs.pop(name)
@@ -110,9 +125,17 @@ class Hosts:
 
     def remove(self) -> None:
         for name in list(self.procs):
-            self.kill(name)
+            try:
+                self.kill(name)
+            except (subprocess.TimeoutExpired, psutil.Error):
+                pass  # a process that would not go (a cut host's): its namespace goes all the same
+        self._clear()
+
+    def _clear(self) -> None:
         for host in HOSTS:
             subprocess.run(["ip", "netns", "del", self.ns(host)], capture_output=True, timeout=30)
+        for last in HOSTS.values():  # a veth left in the root namespace (its peer's namespace gone)
+            subprocess.run(["ip", "link", "del", f"{TAG}{last}o"], capture_output=True, timeout=30)
         subprocess.run(["ip", "link", "del", f"{TAG}br"], capture_output=True, timeout=30)
 
 
@@ -124,20 +147,18 @@ def _sid(pid: int) -> int | None:
 
 
 def ray_start(hosts: Hosts, *names: str, tries: int = 3) -> None:
-    """``ray start`` on each host of ``names`` at once, until each says it started (Ray gives a
-    node 30 s, which a loaded machine can miss: then again, ``tries`` times)."""
-    left = list(names)
-    for _ in range(tries):
-        started = {host: _ray_start_once(hosts, host) for host in left}
-        for host, (proc, log, before) in started.items():
+    """``ray start`` on each host of ``names``, one after another, until each says it started
+    (Ray gives a node 30 s to register, which a loaded machine can miss, more so with several
+    nodes and the servers starting at once: then again, ``tries`` times)."""
+    for host in names:
+        for _ in range(tries):
+            proc, log, before = _ray_start_once(hosts, host)
             if _started(proc, log, before):
-                left.remove(host)
-            else:
-                hosts.kill(f"ray-{host}")
-        if not left:
-            return
-    raise AssertionError(f"ray start on {left} failed {tries} times: "
-                         + " | ".join((hosts.root / f"ray-{h}.txt").read_text()[-1500:] for h in left))
+                break
+            hosts.kill(f"ray-{host}")
+        else:
+            raise AssertionError(f"ray start on {host} failed {tries} times: "
+                                 + (hosts.root / f"ray-{host}.txt").read_text()[-1500:])
 
 
 def _ray_start_once(hosts: Hosts, host: str) -> tuple[subprocess.Popen, Path, int]:

@@ -7,10 +7,12 @@ job's process, the launcher places the ranks and runs the training entry point o
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
 import threading
+import time
 
 import numpy as np
 import psutil
@@ -19,6 +21,7 @@ import pytest
 from tests.conftest import tick_until as shared_tick_until
 from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset, metrics, model_spec, one_thread, write_job
+from trainyard.core.paths import JobFolder
 from trainyard.jobs.views.documents import job_detail
 from trainyard.jobs.views.hardware import Hardware
 from trainyard.jobs.views.system import system_report
@@ -92,7 +95,7 @@ def test_jobs_wait_for_the_cluster_land_on_both_nodes_match_one_process_and_abor
     ctx = cluster_ctx
     holder = submit(ctx, spec(dataset, epochs=500), "holder")
     holder = wait_for_training(ctx, holder)
-    workers = job_detail(ctx.manager, holder)["workers"]
+    workers = job_detail(ctx.manager, holder).as_json()["workers"]
     assert [w["rank"] for w in workers] == [0, 1] and len({w["node_id"] for w in workers}) == 2
     assert all(w["device"] == "cpu" and w["host"] for w in workers)
 
@@ -100,10 +103,10 @@ def test_jobs_wait_for_the_cluster_land_on_both_nodes_match_one_process_and_abor
     waiting = tick_until(ctx, queued.id, lambda j: j.status_detail and "on the cluster" in j.status_detail)
     assert (waiting.status, waiting.status_detail) == ("waiting", "waiting for 2 CPUs on the cluster (0 free)")
 
-    nodes = system_report(ctx, Hardware())["nodes"]
+    nodes = system_report(ctx, Hardware()).as_json()["nodes"]
     assert [(n["cpus"], n["alive"]) for n in nodes] == [(0, True), (1, True), (1, True)]  # the head first
     assert [n["cpus_in_use"] for n in nodes[1:]] == [1, 1] and all(n["jobs"] == [holder.id] for n in nodes[1:])
-    figures = Hardware().job(ctx.store.get_job(holder.id))["workers"]
+    figures = Hardware().job(ctx.store.get_job(holder.id)).as_json()["workers"]
     assert [w["rank"] for w in figures] == [0, 1] and all(w["cpu"]["processes"] >= 1 for w in figures)
 
     ranks = training_processes(ctx.manager.folder(holder.id).path)
@@ -124,9 +127,9 @@ def test_jobs_wait_for_the_cluster_land_on_both_nodes_match_one_process_and_abor
     done = tick_until(ctx, queued.id, ended, timeout=300)
     assert done.status == "done", done.error
     folder = ctx.manager.folder(queued.id).path
-    detail = job_detail(ctx.manager, done)
+    detail = job_detail(ctx.manager, done).as_json()
     assert len({w["node_id"] for w in detail["workers"]}) == 2
-    assert "2 processes (gloo, DDP)" in (folder / "log.txt").read_text()
+    assert "2 processes (gloo, DDP)" in JobFolder(folder).log.read_text()
 
     reference = write_job(tmp_path / "one", spec(dataset, workers=0, batch_size=16))
     with one_thread():
@@ -140,7 +143,7 @@ def test_jobs_wait_for_the_cluster_land_on_both_nodes_match_one_process_and_abor
 def test_a_worker_killed_with_sigkill_fails_the_job_naming_its_node(cluster_ctx, dataset):
     ctx = cluster_ctx
     job = wait_for_training(ctx, submit(ctx, spec(dataset, epochs=500)))
-    node = job_detail(ctx.manager, job)["workers"][1]["node_id"]
+    node = job_detail(ctx.manager, job).as_json()["workers"][1]["node_id"]
     ranks = training_processes(ctx.manager.folder(job.id).path)
     ranks[1].send_signal(signal.SIGKILL)
     job = tick_until(ctx, job.id, ended, timeout=30)  # the bound: raises when the job outlives it
@@ -158,9 +161,42 @@ def test_with_max_restarts_a_killed_worker_resumes_and_every_epoch_is_recorded_o
     training_processes(folder)[1].send_signal(signal.SIGKILL)
     job = tick_until(ctx, job.id, ended, timeout=300)
     assert job.status == "done", job.error
-    log = (folder / "log.txt").read_text()
+    log = JobFolder(folder).log.read_text()
     assert "was killed by SIGKILL; resuming from the last checkpoint (restart 1 of 1)" in log
     assert "resuming" in log.split("restart 1 of 1", 1)[1]  # the training resumed from its checkpoint
-    detail = job_detail(ctx.manager, job)
+    detail = job_detail(ctx.manager, job).as_json()
     assert [e for e, _ in detail["metrics"]["val_accuracy"]] == [1, 2, 3, 4]
     assert detail["snapshots"] == [1, 2, 3, 4]
+
+
+def thread_niceness(pid: int) -> set[int]:
+    """The niceness of every thread of ``pid`` (Linux keeps one per thread)."""
+    return {psutil.Process(int(tid)).nice() for tid in os.listdir(f"/proc/{pid}/task")
+            if os.path.exists(f"/proc/{pid}/task/{tid}")}
+
+
+def test_a_ranks_ray_worker_runs_at_the_launchers_niceness_and_a_slow_one_is_waited_for(cluster_ctx, dataset):
+    ctx = cluster_ctx
+    job = wait_for_training(ctx, submit(ctx, spec(dataset, workers=1, epochs=6)))
+    (rank,) = training_processes(ctx.manager.folder(job.id).path).values()
+    actor = rank.parent()  # the rank's Ray worker, which answers the launcher's polls
+    launcher = os.getpriority(os.PRIO_PROCESS, 0)  # the job manager's: the launcher inherits it
+    if os.geteuid() == 0:  # lowering Ray's niceness (15) needs root; elsewhere the job says so
+        assert thread_niceness(actor.pid) == {launcher} and rank.nice() == launcher
+    else:
+        assert "could not give the training processes niceness" in JobFolder(ctx.manager.folder(job.id).path) \
+            .log.read_text()
+    # A worker silent past the 10 s a cut-off node gets, on a node that answers: slow, not lost.
+    from trainyard.cluster.liveness import ANSWER_S
+
+    actor.send_signal(signal.SIGSTOP)
+    try:
+        silent_until = time.monotonic() + ANSWER_S + 5  # not a bound: how long it is kept silent
+        while time.monotonic() < silent_until:
+            ctx.manager.tick()
+            time.sleep(0.25)
+    finally:
+        with contextlib.suppress(psutil.NoSuchProcess):  # taken for lost and killed (the failure below)
+            actor.send_signal(signal.SIGCONT)
+    job = tick_until(ctx, job.id, ended, timeout=300)
+    assert job.status == "done", job.error

@@ -55,15 +55,15 @@ def lose_a_rank_then_resume(ctx, dataset, workers, tmp_path, monkeypatch):
     (hold / "epoch-0003.pt.hold").touch()
     monkeypatch.setenv("TRAINYARD_CHECKPOINT_HOLD", str(hold))
     job = submit(ctx, spec(dataset, workers=workers, batch_size=BATCH, epochs=4))
-    folder = ctx.manager.folder(job.id).path
+    folder = ctx.manager.folder(job.id)
     tick_until(ctx, job.id, lambda j: (hold / "epoch-0003.pt.writing").exists() or ended(j), timeout=240)
-    assert sorted(p.name for p in (folder / "checkpoints").glob("*.pt")) == ["epoch-0001.pt", "epoch-0002.pt"]
-    log = (folder / "log.txt").read_text()
+    assert sorted(p.name for p in folder.checkpoints.glob("*.pt")) == ["epoch-0001.pt", "epoch-0002.pt"]
+    log = folder.log.read_text()
     if workers == 1:
         assert "DDP" not in log  # a local one-process job: no process group
     else:
         assert f"{workers} processes (gloo, DDP)" in log
-    training_processes(folder)[0].send_signal(signal.SIGKILL)
+    training_processes(folder.path)[0].send_signal(signal.SIGKILL)
     failed = tick_until(ctx, job.id, ended, timeout=60)
     assert failed.status == "failed" and "rank 0" in failed.error and "SIGKILL" in failed.error
 
@@ -71,8 +71,8 @@ def lose_a_rank_then_resume(ctx, dataset, workers, tmp_path, monkeypatch):
     ctx.manager.resume(job.id)
     done = tick_until(ctx, job.id, lambda j: j.status not in ("queued", "failed") and ended(j), timeout=300)
     assert done.status == "done", done.error
-    assert "resuming" in (folder / "log.txt").read_text().split("SIGKILL", 1)[1]
-    detail = job_detail(ctx.manager, done)
+    assert "resuming" in folder.log.read_text().split("SIGKILL", 1)[1]
+    detail = job_detail(ctx.manager, done).as_json()
     assert detail["snapshots"] == [1, 2, 3, 4]
 
     one = reference(tmp_path, dataset, BATCH * workers)
@@ -80,7 +80,7 @@ def lose_a_rank_then_resume(ctx, dataset, workers, tmp_path, monkeypatch):
         ours, theirs = detail["metrics"][name], metrics(one, name)
         assert [e for e, _ in ours] == [e for e, _ in theirs], name
         assert np.allclose([v for _, v in ours], [v for _, v in theirs], rtol=0, atol=TOLERANCE), (name, ours, theirs)
-    wait_for(lambda: not training_processes(folder), 15)
+    wait_for(lambda: not training_processes(folder.path), 15)
 
 
 def test_a_one_worker_cluster_job_checkpoints_and_resumes_like_a_local_one(cluster_ctx, dataset, tmp_path, monkeypatch):

@@ -19,6 +19,7 @@ from tests.cluster.conftest import NODE_ARGS
 from tests.cluster.test_cluster_jobs import ended, spec, submit, tick_until, training_processes
 from tests.conftest import wait_for
 from tests.training.model_helpers import make_dataset
+from trainyard.core.paths import JobFolder
 from trainyard.jobs.context import open_context
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.web.app import create_app
@@ -103,9 +104,9 @@ def test_the_server_outlives_the_head_and_jobs_end_or_are_placed_again(heads, se
     assert [n["alive"] for n in back.json()["nodes"]] == [True]
     assert not ray.is_initialized()  # the server holds no Ray driver of its own: nothing to die with the head
 
-    log = kept_folder / "log.txt"
+    log = JobFolder(kept_folder).log
     tick_until(ctx, kept.id, lambda j: j.status == "running" and "resuming" in log.read_text().split("waiting for")[-1],
                timeout=240)
     assert ctx.manager.abort(kept.id).status == "aborted"
-    snapshots = sorted(p.name for p in (kept_folder / "checkpoints").glob("*.pt"))
+    snapshots = sorted(p.name for p in JobFolder(kept_folder).checkpoints.glob("*.pt"))
     assert snapshots and snapshots[0] == "epoch-0001.pt"

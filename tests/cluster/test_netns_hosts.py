@@ -23,6 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -36,6 +37,7 @@ from trainyard.jobs.context import open_context
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.jobs.views.documents import job_detail
 from trainyard.settings import Settings
+from trainyard.training.checkpoint_writer import HOLD_ENV
 from trainyard.training.run import main as train_in_process
 
 pytestmark = pytest.mark.slow
@@ -80,7 +82,15 @@ def start_servers(hosts: Hosts, settings: Settings) -> None:
                     {**RAY_ENV, "TRAINYARD_HOME": str(settings.home),
                      "TRAINYARD_DATA_ROOTS": ",".join(map(str, settings.data_roots)),
                      "TRAINYARD_DATABASE_URL": settings.database_url, "TRAINYARD_CLUSTER": "ray",
-                     "RAY_ADDRESS": RAY_ADDRESS, "OMP_NUM_THREADS": "1", "TRAINYARD_AUTH_TOKEN": TOKEN})
+                     "RAY_ADDRESS": RAY_ADDRESS, "OMP_NUM_THREADS": "1", "TRAINYARD_AUTH_TOKEN": TOKEN,
+                     HOLD_ENV: str(hold_folder(settings))})  # no pause unless a test asks for one
+
+
+def hold_folder(settings: Settings) -> Path:
+    """Where a test asks the jobs' checkpoint writes to pause (training/checkpoint_writer.py's hook)."""
+    folder = settings.home.parent / "hold"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +169,7 @@ def test_two_servers_share_the_cluster_jobs_match_one_process_and_abort_crosses_
         job = final(ctx, job.id)
         assert job.status == "done", job.error
         check_losses_of_one_process(ctx, job, dataset, workers, tmp_path)
-    workers = job_detail(ctx.manager, ctx.store.get_job(two.id))["workers"]
+    workers = job_detail(ctx.manager, ctx.store.get_job(two.id)).as_json()["workers"]
     assert sorted(w["host"] for w in workers) == ["ty-w1", "ty-w2"]  # one rank on each worker host
     for host in SERVERS:  # one database: each server shows every job as it ended
         assert {k: v for k, v in listed(host).items() if k in (one.id, two.id, victim.id)} == {

@@ -84,6 +84,18 @@ def test_a_rank_takes_the_launchers_thread_settings_and_niceness_not_rays(tmp_pa
     assert int(out.stdout) == (0 if os.geteuid() == 0 else 15)
 
 
+def test_a_ranks_worker_takes_the_launchers_niceness_on_every_thread_where_allowed(tmp_path):
+    # As Ray leaves its worker: threads at 15 (Ray renices after starting some; here all of them).
+    script = ("import os, threading, time; from trainyard.cluster.rank_worker import RankWorker; "
+              "[threading.Thread(target=time.sleep, args=(5,), daemon=True).start() for _ in range(3)]; "
+              "print(RankWorker.take_niceness(0), "
+              "sorted({os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir('/proc/self/task')}))")
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                         preexec_fn=lambda: os.nice(15), env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split(None, 1) == (["0", "[0]\n"] if os.geteuid() == 0 else ["15", "[15]\n"])
+
+
 def test_the_storage_check_names_what_this_node_cannot_reach(tmp_path):
     dataset = make_dataset(tmp_path / "ds", train=4, val=2)
     job = tmp_path / "job"

@@ -39,5 +39,5 @@ def test_the_server_hands_the_record_to_the_jobs_process(tmp_path):
     proc = launch([sys.executable, "-c", f"import os; print(os.environ[{recorded_confinement.VARIABLE!r}])"],
                   folder, None, facts)
     assert proc.wait(timeout=60) == 0
-    assert json.loads((folder.path / "output.txt").read_text()) == {
+    assert json.loads((folder.output).read_text()) == {
         "user_code": False, "reads": ["/data/x"], "processes": 1, "nnodes": 3, "on_cluster": True}

@@ -29,6 +29,7 @@ class LaunchSpec(SpecView):
     id: str | None = None
     dataset_dir: str | None = None  # every model job has one (read_launch_spec checks)
     max_restarts: int = 0
+    min_workers: int | None = None  # elastic: down to this many workers (cluster/elastic.py)
     cluster: ClusterRequest = ClusterRequest()
 
     @property

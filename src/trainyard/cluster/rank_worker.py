@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 
+from trainyard.core.paths import JobFolder
 from trainyard.core.rank_threads import RANK_CPUS_ENV
 from trainyard.sandbox.job import confined_command
 from trainyard.sandbox.recorded import confined_job
@@ -33,6 +34,13 @@ class RankWorker:
         self.gpu_ids: list[str] = []
         self.cpus: float | None = None  # the CPUs Ray assigned this actor: its rank's threads
         self._procs: dict[int, psutil.Process] = {}  # kept, so cpu_percent measures between calls
+
+    @staticmethod
+    def take_niceness(niceness: int) -> int:
+        """This actor at ``niceness`` (the launcher's) instead of Ray's worker niceness, every
+        thread of it (Linux sets niceness per thread, and Ray's own threads answer the launcher's
+        polls); the niceness it runs at after, Ray's where this node does not allow it."""
+        return renice_threads(niceness)
 
     def where(self) -> dict:
         """This actor's node id, IP address, host name and GPU ids (physical, on its node)."""
@@ -54,7 +62,7 @@ class RankWorker:
 
     @staticmethod
     def check_storage(dataset_dir: str, job_dir: str) -> str | None:
-        """None if this node can read the dataset and write the job folder; else what fails."""
+        """None if this node can read the dataset and write the job's work folder; else what fails."""
         try:
             (Path(dataset_dir) / "info.json").read_bytes()
             for path in (Path(dataset_dir) / "train").iterdir():
@@ -62,7 +70,7 @@ class RankWorker:
                     f.read(1)
         except OSError as exc:
             return f"cannot read the dataset {dataset_dir} ({exc.strerror or exc})"
-        probe = Path(job_dir) / f".write-check-{socket.gethostname()}-{os.getpid()}"
+        probe = JobFolder(job_dir).work / f".write-check-{socket.gethostname()}-{os.getpid()}"
         try:
             probe.write_bytes(b"ok")
             probe.unlink()
@@ -75,7 +83,9 @@ class RankWorker:
         """Start the training process (``command``, with ``env`` over this actor's environment)
         at ``niceness`` if this node lets us; its pid and the niceness it runs at."""
         if command and command[0] == "python":
-            command = [sys.executable, *command[1:]]  # this node's interpreter (the cluster's venv)
+            # this node's interpreter (the cluster's venv); -P: never the job folder (its cwd, which
+            # user code writes) first on sys.path, where a planted module would shadow ours
+            command = [sys.executable, "-P", *command[1:]]
         # A rank runs the job's network: user code, when it is custom, confined on this node as a
         # local job is (SandboxUnavailable, said by the launcher, where this node has no sandbox).
         environment = child_environment(env)
@@ -166,6 +176,22 @@ def set_niceness(niceness: int) -> None:
         os.setpriority(os.PRIO_PROCESS, 0, niceness)
     except OSError:
         pass
+
+
+def renice_threads(niceness: int) -> int:
+    """Every thread of this process at ``niceness`` where allowed (set_niceness's rule); the
+    calling thread's niceness after. Ray set its worker's niceness after starting some of its
+    threads, so the threads differ: each is set (a thread id is a PRIO_PROCESS "who" on Linux)."""
+    try:
+        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:  # no /proc: the calling thread alone
+        threads = [0]
+    for tid in threads:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, niceness)
+        except OSError:
+            pass  # not allowed here, or the thread ended meanwhile
+    return os.getpriority(os.PRIO_PROCESS, 0)
 
 
 def read_gpus(gpu_ids: list[str]) -> list[dict]:
