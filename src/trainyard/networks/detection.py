@@ -11,14 +11,18 @@ size of their own (800/1333, or SSDlite's fixed 320x320): `fit_input` sets it to
 stored size, so small images are not upscaled (slower and not what the boxes were stored at).
 Their input is a batch of 3-channel 0..1 images; they normalise inside (ImageNet mean and std),
 so trainyard feeds them unnormalised pixels and grayscale images repeated to three channels.
-Weights are never downloaded (weights=None, weights_backbone=None).
+Weights are never downloaded (weights=None, weights_backbone=None): ImageNet backbone weights
+come from the model store, as those of the classification network ``backbone`` names, copied into
+the detector's ``backbone_path`` (weights/fit.py ``load_detector_backbone``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from torch import nn
+if TYPE_CHECKING:  # job creation asks which backbone a detector has without loading torch
+    from torch import nn
 
 _SOURCE = '''"""{title} from torchvision (random initialisation) as a trainyard custom detection network.
 
@@ -48,6 +52,8 @@ class DetectionNetwork:
     label_offset: int  # 1 where the model reserves label 0 for background, else 0
     backbone: str  # the standard classification network its backbone is (store ImageNet weights)
     backbone_path: str  # where that backbone's layers sit in the detector
+    # Why the backbone network's ImageNet weights do not fit this detector ("": they do)
+    backbone_unfit: str = ""
 
     def __call__(self, num_classes: int, in_channels: int, image_size: int) -> nn.Module:
         from torchvision.models import detection  # ~1 s: only when a detector is built
@@ -61,6 +67,13 @@ class DetectionNetwork:
     def source(self) -> str:
         """A stand-alone custom-network file that builds the same detector."""
         return _SOURCE.format(title=self.title, fn=self.detector, offset=self.label_offset)
+
+
+def detection_network(name: str | None) -> DetectionNetwork | None:
+    """The tabled detector called ``name``, or None (a classifier, a custom or unknown name; a
+    head on a timm backbone: table.detector_of, which asks both)."""
+    found = globals().get(name) if name else None
+    return found if isinstance(found, DetectionNetwork) else None
 
 
 def label_offset(model: nn.Module) -> int:
@@ -97,4 +110,6 @@ retinanet_resnet50_fpn = DetectionNetwork("retinanet_resnet50_fpn", "RetinaNet, 
 fcos_resnet50_fpn = DetectionNetwork("fcos_resnet50_fpn", "FCOS, ResNet-50 FPN", 0, "resnet50", "backbone.body")
 ssdlite320_mobilenet_v3_large = DetectionNetwork(
     "ssdlite320_mobilenet_v3_large", "SSDlite 320, MobileNet V3 (large)", 1, "mobilenet_v3",
-    "backbone.features")
+    "backbone.features", backbone_unfit="its backbone is torchvision's reduced-tail MobileNet V3 (narrower last "
+    "blocks), which ImageNet weights do not fit: fine-tune it from a previous detection job "
+    "(--pretrained JOB), or choose fasterrcnn_mobilenet_v3_large_fpn")

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from tests.detection_data import make_shapes_dataset, shapes_truth
 from trainyard.cli.main import app
+from trainyard.core.paths import JobFolder
 from trainyard.datasets.detection.store import DetectionSplit
 from trainyard.settings import Settings
 
@@ -54,7 +55,7 @@ def test_api_build_counts_boxes_per_class(server):
 
 
 def test_stored_split_maps_back_to_the_labels(server):
-    folder = server.settings.home / "jobs" / server.detail["id"] / "dataset"
+    folder = JobFolder(server.settings.home / "jobs" / server.detail["id"]).dataset
     truth = {f"img_{i:04d}": shapes for i, shapes in enumerate(shapes_truth(N, SIZE))}
     labels = (folder / "labels.txt").read_text().split()
     seen = 0
@@ -114,7 +115,7 @@ def test_api_yolo_with_a_val_folder_and_squash(server, wait_job):
     assert job["status"] == "done", job["error"]
     detail = server.client.get(f"/api/datasets/{job['id']}").json()
     assert detail["images"] == {"train": 8, "val": 4} and detail["resize"] == "squash"
-    split = DetectionSplit(server.settings.home / "jobs" / job["id"] / "dataset" / "val")
+    split = DetectionSplit(JobFolder(server.settings.home / "jobs" / job["id"]).dataset / "val")
     assert split.scales(0) == pytest.approx((48 / 96, 32 / 96))
 
 

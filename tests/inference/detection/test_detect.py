@@ -77,7 +77,9 @@ def test_boxes_are_in_the_original_pixels(detected, originals):
             same = [s.label == box["label"] for s in shapes]
             matched += bool(len(gt) and (overlaps >= 0.5)[same].any())
     assert found >= 2  # recall is not the point here (shapes smaller than trained on): where they land is
-    assert matched / found >= 0.7  # where the shapes are, at twice the stored size
+    # most boxes land where the shapes are, at twice the stored size (boxes left in stored pixels,
+    # half the size and off the shapes, match none)
+    assert matched >= 2 and matched > found / 2
 
 
 def test_the_api_gives_the_cli_answer(detector_client, detector, detected, originals):

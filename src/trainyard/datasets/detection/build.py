@@ -2,23 +2,32 @@
 pipeline (worker processes, shared memory, results in order) and store boxes beside them.
 
 Called by datasets/build.py's ``build_dataset`` for a spec whose task is detection, inside its
-``dataset.tmp`` -> ``dataset`` rename, so a failed or aborted build leaves nothing behind.
+``dataset.tmp`` -> ``dataset`` rename, so a failed or aborted build leaves nothing behind. A
+killed one resumes as a classification build does (datasets/resume_state.py, the same stream of
+build_stream.py with its checkpoints): the split writers keep their boxes in .part files at each
+checkpoint, and every image's noise seed is its place in the plan, so the result is byte-identical.
 """
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+import numpy as np
+
 from trainyard.core.events import EventWriter
+from trainyard.datasets import build_stream, resume_state
 from trainyard.datasets.collect import DatasetError
 from trainyard.datasets.decode_worker import Geometry
-from trainyard.datasets.detection.collect import DetectionPlan, collect_detection
+from trainyard.datasets.detection.collect import DetectionPlan, DetectionSample, collect_detection
 from trainyard.datasets.detection.geometry import plan_fit
 from trainyard.datasets.detection.stats import COUNTS_MEANING, box_sizes, class_counts
 from trainyard.datasets.detection.store import TASK, DetectionSplitWriter
 from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
+from trainyard.datasets.resume_state import ResumeState
 from trainyard.datasets.sources import Skipped
 from trainyard.datasets.storage import SPLITS, finish_dataset
 
@@ -27,25 +36,39 @@ LISTED_IN_LOG = 20
 
 def build_detection_into(tmp: Path, spec, job_dir: Path, events: EventWriter, workers: int,
                          progress_class) -> dict:
-    """Build into ``tmp``; return the info dict (also written as tmp/info.json)."""
+    """Build into ``tmp`` (resuming the checkpoint of a killed build of the same plan there);
+    return the info dict (also written as tmp/info.json)."""
     plan = collect_detection(spec, job_dir)
     geometry = Geometry(spec.width, spec.height, spec.channels, spec.resize, spec.encoding)
     total = sum(len(v) for v in plan.splits.values())
+    plan_hash = resume_state.fingerprint(spec.model_dump_json(), geometry,
+                                         {split: _digest(samples) for split, samples in plan.splits.items()})
+    resume = resume_state.load(tmp, plan_hash)
     events.emit("summary", task=TASK)
     events.log(f"{plan.format} labels, {len(plan.classes)} classes, {total} images to process "
-               f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})")
-    tmp.mkdir(parents=True)
-    writers = {split: DetectionSplitWriter(tmp / split, spec.height, spec.width, spec.channels, spec.encoding,
-                                           mean=(split == "train"), resize=spec.resize)
-               for split, samples in plan.splits.items() if samples}
-    progress = progress_class(events, total, counts=lambda: _counts(plan.classes, writers)[0])
+               f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})"
+               + (f"; resuming after image {resume.position}" if resume else ""))
     try:
-        with DecodePipeline(geometry, workers, shm_name=new_shm_name(tmp.parent), count=total) as pipeline:
-            _write(plan, writers, pipeline, spec, progress)
+        writers = _writers(tmp, spec, plan, resume)
+    except (OSError, ValueError, KeyError) as e:  # a checkpoint whose files were damaged or removed
+        events.log(f"cannot resume ({e}); building from the start", "warning")
+        resume = None
+        writers = _writers(tmp, spec, plan, None)
+    progress = progress_class(events, total, counts=lambda: _counts(plan.classes, writers)[0])
+    if resume is None:
+        resume = ResumeState(0, {}, [])
+        build_stream.checkpoint(tmp, plan_hash, 0, writers, [])
+    progress.finished = build_stream.finished_before(plan.splits, resume.position)
+    try:
+        with DecodePipeline(geometry, workers, shm_name=new_shm_name(tmp.parent),
+                            count=total - resume.position) as pipeline:
+            skipped = _write(plan, writers, pipeline, spec, progress, (tmp, plan_hash, resume))
     except BrokenProcessPool:
         raise DatasetError("an image worker process died unexpectedly (out of memory, or killed)") from None
+    plan.skipped += [Skipped(s["path"], s["reason"]) for s in skipped]
     for writer in writers.values():
         writer.close()
+    (tmp / resume_state.FILE).unlink()
     _report(events, plan)
     info = _info(spec, plan, writers)
     _check_usable(info)
@@ -53,22 +76,45 @@ def build_detection_into(tmp: Path, spec, job_dir: Path, events: EventWriter, wo
     return info
 
 
+def _digest(samples: list[DetectionSample]) -> str:
+    """One hash of a split's images, sizes and boxes: a changed label file is another plan."""
+    h = hashlib.sha256()
+    for sample in samples:
+        h.update(f"{sample.path}\0{sample.size}\0".encode())
+        h.update(np.ascontiguousarray(sample.boxes, np.float64).tobytes())
+        h.update(np.ascontiguousarray(sample.labels, np.int64).tobytes())
+    return h.hexdigest()
+
+
+def _writers(tmp: Path, spec, plan: DetectionPlan, resume: ResumeState | None) -> dict[str, DetectionSplitWriter]:
+    """A writer per split with images, reopened at the checkpoint of ``resume`` (else ``tmp`` afresh)."""
+    if resume is None:
+        shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True, exist_ok=True)
+    args = (spec.height, spec.width, spec.channels, spec.encoding)
+    return {split: (DetectionSplitWriter.resume(tmp / split, *args, resume.writers[split], mean=split == "train",
+                                                resize=spec.resize) if resume
+                    else DetectionSplitWriter(tmp / split, *args, mean=split == "train", resize=spec.resize))
+            for split, samples in plan.splits.items() if samples}
+
+
 def _write(plan: DetectionPlan, writers: dict[str, DetectionSplitWriter], pipeline: DecodePipeline,
-           spec, progress) -> None:
-    order = [(split, i, s) for split in SPLITS for i, s in enumerate(plan.splits.get(split, []))]
-    items = [(str(s.path), (spec.seed, SPLITS.index(split), i)) for split, i, s in order]
-    totals = {split: len(samples) for split, samples in plan.splits.items()}
-    for (split, i, sample), (pixels, encoded, reason) in zip(order, pipeline.run(items), strict=True):
-        if reason is not None:
-            plan.skipped.append(Skipped(str(sample.path), reason))
-        else:
-            assert pixels is not None  # the pipeline gives pixels whenever there is no reason
-            fit = plan_fit(sample.size, spec.width, spec.height, spec.resize)
-            writers[split].append(pixels, fit.boxes_to_stored(sample.boxes), sample.labels, fit.row(), encoded)
-        last = i + 1 == totals[split]
-        progress.update(split, i + 1, totals[split], force=last)
-        if last:
-            progress.finished += totals[split]
+           spec, progress, resume: tuple[Path, str, ResumeState]) -> list[dict]:
+    """Stream the plan's images from the checkpoint on (build_stream, as a classification build's)."""
+    def entries():
+        base = 0
+        for split in SPLITS:
+            samples = plan.splits.get(split, [])
+            for i in range(max(0, resume[2].position - base), len(samples)):
+                yield split, i, str(samples[i].path), samples[i]
+            base += len(samples)
+
+    def append(split: str, sample: DetectionSample, pixels: np.ndarray, encoded: bytes | None) -> None:
+        fit = plan_fit(sample.size, spec.width, spec.height, spec.resize)
+        writers[split].append(pixels, fit.boxes_to_stored(sample.boxes), sample.labels, fit.row(), encoded)
+
+    totals = {split: len(plan.splits.get(split, [])) for split in SPLITS}
+    return build_stream.write_entries(entries(), totals, append, writers, pipeline, spec.seed, progress, resume)
 
 
 def _counts(classes: list[str], writers: dict[str, DetectionSplitWriter]) -> tuple[dict, dict, dict]:
@@ -89,7 +135,7 @@ def _info(spec, plan: DetectionPlan, writers: dict[str, DetectionSplitWriter]) -
         "images": {split: len(w) for split, w in writers.items()},
         "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
         "label_notes": [{"path": s.path, "reason": s.reason} for s in plan.notes],
-        "not_images": plan.not_images, "warnings": plan.warnings,
+        "not_images": plan.not_images, "ignored": plan.ignored, "warnings": plan.warnings,
         "width": spec.width, "height": spec.height, "channels": spec.channels, "resize": spec.resize,
         "encoding": spec.encoding, "parent": None, "seed": spec.seed,
     }

@@ -20,7 +20,7 @@ from trainyard.datasets.detection.label_sources import read_labels
 from trainyard.datasets.detection.labels import Labels, class_order, image_key, parse_classes
 from trainyard.datasets.detection.sizes import image_size
 from trainyard.datasets.images import ImageError
-from trainyard.datasets.sources import NOT_AN_IMAGE, Skipped, iter_images
+from trainyard.datasets.sources import MAX_IGNORED_LISTED, Skipped, iter_images, set_ignored_apart
 
 
 @dataclass
@@ -40,6 +40,7 @@ class DetectionPlan:
     notes: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     not_images: int = 0
+    ignored: list[str] = field(default_factory=list)  # the not-image files' paths
 
 
 def _images(folder: Path, skipped: list[Skipped], what: str) -> dict[str, Path]:
@@ -86,11 +87,14 @@ def _match(images: dict[str, Path], labels: Labels, mapping, index, plan: Detect
     return samples
 
 
-def _split_off(samples: list[DetectionSample], percent: float, seed: int):
-    """(train, val): ``floor(n * percent / 100)`` images drawn with the seed go to val."""
+def _split_off(samples: list[DetectionSample], val_percent: float, test_percent: float, seed: int):
+    """(train, val, test): ``floor(n * percent / 100)`` images drawn with the seed go to val, the
+    next ``floor(n * test_percent / 100)`` to test (none: the val draw is the one without a test)."""
     order = np.random.default_rng([seed, 29]).permutation(len(samples))
-    n_val = int(len(samples) * percent / 100 + 1e-9)
-    return [samples[i] for i in order[n_val:]], [samples[i] for i in order[:n_val]]
+    n_val = int(len(samples) * val_percent / 100 + 1e-9)
+    n_test = int(len(samples) * test_percent / 100 + 1e-9)
+    pick = lambda part: [samples[i] for i in part]  # noqa: E731
+    return pick(order[n_val + n_test:]), pick(order[:n_val]), pick(order[n_val:n_val + n_test])
 
 
 def collect_detection(spec, job_dir: Path) -> DetectionPlan:
@@ -110,16 +114,19 @@ def collect_detection(spec, job_dir: Path) -> DetectionPlan:
     train = _match(train_images, train_labels, mapping, index, plan, report)
     plan.warnings += train_labels.notes
     plan.skipped += train_labels.problems
-    if spec.val_folder is not None:
-        val_images = _images(job_dir / spec.val_folder, skipped, "val")
-        _, val_labels = read_labels(job_dir / spec.val_labels, fmt, mapping)
-        val = _match(val_images, val_labels, mapping, index, plan, report)
-        plan.warnings += val_labels.notes
-        plan.skipped += val_labels.problems
-    else:
-        train, val = _split_off(train, spec.val_percent, spec.seed)
-    plan.splits = {"train": train, "val": val}
-    plan.not_images = sum(1 for s in skipped if s.reason == NOT_AN_IMAGE)
-    plan.skipped += [s for s in skipped if s.reason != NOT_AN_IMAGE] + report.skipped + report.unknown_listing()
+    given = {}
+    for split in ("val", "test"):
+        if getattr(spec, f"{split}_folder") is not None:
+            images = _images(job_dir / getattr(spec, f"{split}_folder"), skipped, split)
+            _, labels = read_labels(job_dir / getattr(spec, f"{split}_labels"), fmt, mapping)
+            given[split] = _match(images, labels, mapping, index, plan, report)
+            plan.warnings += labels.notes
+            plan.skipped += labels.problems
+    train, val, test = _split_off(train, 0 if "val" in given else spec.val_percent,
+                                  0 if "test" in given else spec.test_percent, spec.seed)
+    plan.splits = {"train": train, "val": given.get("val", val), "test": given.get("test", test)}
+    skipped, ignored = set_ignored_apart(skipped)
+    plan.not_images, plan.ignored = len(ignored), ignored[:MAX_IGNORED_LISTED]
+    plan.skipped += skipped + report.skipped + report.unknown_listing()
     plan.notes += report.notes
     return plan

@@ -1,6 +1,7 @@
 """The dataset spec's rules for a detection dataset (the fields live on datasets/spec.py's
 DatasetSpec): image folders with box labels, a pad or squash resize (pad by default), and
-no class folders, lists, archives, test split or append.
+no class folders, lists, archives or append. A test split comes from a folder with its labels
+or ``test_percent`` of the training images, as classification's does.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from trainyard.datasets.detection.labels import parse_classes
 # Named here, not in geometry.py, so validating a spec does not import numpy and Pillow.
 DETECTION_RESIZE = ("pad", "squash")
 DEFAULT_RESIZE = "pad"
-DETECTION_FIELDS = ("train_labels", "val_labels", "labels_format", "classes")
+DETECTION_FIELDS = ("train_labels", "val_labels", "test_labels", "labels_format", "classes")
 _NOT_FOR_DETECTION = ("train_list", "val_list", "test_list", "labels_file", "train_archive", "val_archive",
-                      "test_folder", "parent_dir")
+                      "parent_dir")
 
 
 def default_resize(data: object) -> object:
@@ -32,11 +33,13 @@ def check_detection(spec: Any) -> None:
     if given:
         raise ValueError(f"{', '.join(given)} cannot be used for a detection dataset "
                          "(give image folders with train_labels / val_labels)")
-    if (spec.val_folder is None) != (spec.val_labels is None):
-        raise ValueError("give val_folder and val_labels together")
+    for split in ("val", "test"):
+        if (getattr(spec, f"{split}_folder") is None) != (getattr(spec, f"{split}_labels") is None):
+            raise ValueError(f"give {split}_folder and {split}_labels together")
     if spec.resize not in DETECTION_RESIZE:
         raise ValueError(f"resize {spec.resize!r} is not a detection resize; valid: {', '.join(DETECTION_RESIZE)}")
-    if spec.test_percent:
-        raise ValueError("a detection dataset has train and val splits only: test_percent must be 0")
+    if spec.val_percent + spec.test_percent >= 100:
+        raise ValueError(f"val_percent + test_percent must be under 100, "
+                         f"got {spec.val_percent:g} + {spec.test_percent:g}")
     if spec.classes is not None:
         parse_classes(spec.classes)  # InvalidInput is a ValueError: the entry is named

@@ -30,16 +30,54 @@ TASK = "detection"
 GEOMETRY_COLUMNS = ("scale", "pad_x", "pad_y", "original_width", "original_height")
 
 
+# What a checkpoint makes durable beside the images (append-only, cut back to the checkpoint on
+# resume, removed by close): per image its box count and geometry, per box its corners and class.
+_PARTS = {"box_counts.part": (np.int64, 1), "geometry.part": (np.float64, 5),
+          "boxes.part": (np.float32, 4), "box_labels.part": (np.int64, 1)}
+
+
 class DetectionSplitWriter:
-    """Streams one detection split: images to the classification writer, boxes kept in memory."""
+    """Streams one detection split: images to the classification writer, boxes kept in memory
+    (and, at each ``checkpoint``, appended to .part files, so a killed build ``resume``s)."""
 
     def __init__(self, folder: Path, height: int, width: int, channels: int, encoding: str = "none",
-                 mean: bool = False, resize: str = "pad"):
+                 mean: bool = False, resize: str = "pad", _resume: dict | None = None):
         self.resize = resize
-        self.images = SplitWriter(Path(folder), height, width, channels, encoding, mean=mean)
         self._boxes: list[np.ndarray] = []
         self._labels: list[np.ndarray] = []
         self._geometry: list[tuple[float, float, float, float, float]] = []
+        self._logged = self._logged_boxes = 0  # images and boxes already in the .part files
+        if _resume is None:
+            self.images = SplitWriter(Path(folder), height, width, channels, encoding, mean=mean)
+        else:
+            self.images = SplitWriter.resume(Path(folder), height, width, channels, encoding, _resume["images"],
+                                             mean=mean)
+            self._reopen(_resume)
+
+    @classmethod
+    def resume(cls, folder: Path, height: int, width: int, channels: int, encoding: str, state: dict,
+               mean: bool = False, resize: str = "pad") -> DetectionSplitWriter:
+        """The writer as it was when ``checkpoint`` returned ``state``; later bytes are cut off."""
+        return cls(folder, height, width, channels, encoding, mean, resize, _resume=state)
+
+    def _part(self, name: str, rows: int) -> np.ndarray:
+        dtype, width = _PARTS[name]
+        size = np.dtype(dtype).itemsize * width * rows
+        data = (self.images.folder / name).read_bytes()[:size]
+        if len(data) != size:
+            raise ValueError(f"the resume file {name} of {self.images.folder} is shorter than its checkpoint")
+        return np.frombuffer(data, dtype).reshape(rows, width)
+
+    def _reopen(self, state: dict) -> None:
+        n, m = len(self.images), int(state["boxes"])
+        counts = self._part("box_counts.part", n)[:, 0]
+        if int(counts.sum()) != m:
+            raise ValueError(f"the box counts of {self.images.folder} do not add up to its checkpoint")
+        cuts = np.cumsum(counts)[:-1]  # n pieces (np.split makes one of nothing: hence the guard)
+        self._boxes = np.split(self._part("boxes.part", m).copy(), cuts) if n else []
+        self._labels = np.split(self._part("box_labels.part", m)[:, 0].copy(), cuts) if n else []
+        self._geometry = [tuple(row) for row in self._part("geometry.part", n).tolist()]  # type: ignore[misc]
+        self._logged, self._logged_boxes = n, m
 
     def __len__(self) -> int:
         return len(self.images)
@@ -58,6 +96,26 @@ class DetectionSplitWriter:
         g = tuple(float(v) for v in np.asarray(geometry, np.float64).reshape(5))
         self._geometry.append(g)  # type: ignore[arg-type]
 
+    def checkpoint(self) -> dict:
+        """Make everything appended so far durable (the images' checkpoint, then the boxes')."""
+        images = self.images.checkpoint()
+        new = slice(self._logged, len(self._boxes))
+        counts = np.array([len(b) for b in self._boxes[new]], np.int64)
+        fresh = {"box_counts.part": counts, "geometry.part": np.asarray(self._geometry[new], np.float64),
+                 "boxes.part": np.concatenate([np.zeros((0, 4), np.float32), *self._boxes[new]]),
+                 "box_labels.part": np.concatenate([np.zeros(0, np.int64), *self._labels[new]])}
+        for name, values in fresh.items():
+            dtype, width = _PARTS[name]
+            logged = self._logged if name in ("box_counts.part", "geometry.part") else self._logged_boxes
+            with open(self.images.folder / name, "ab") as log:
+                log.truncate(np.dtype(dtype).itemsize * width * logged)
+                log.write(np.ascontiguousarray(values, dtype).tobytes())
+        self._logged, self._logged_boxes = len(self._boxes), self._logged_boxes + int(counts.sum())
+        return {"images": images, "boxes": self._logged_boxes}
+
+    def prune(self, state: dict) -> None:
+        self.images.prune(state["images"])
+
     def mean(self) -> np.ndarray | None:
         return self.images.mean()
 
@@ -71,6 +129,8 @@ class DetectionSplitWriter:
     def close(self) -> None:
         self.images.close()
         folder = self.images.folder
+        for name in _PARTS:
+            (folder / name).unlink(missing_ok=True)
         boxes, labels, offsets = self.box_arrays()
         np.save(folder / "boxes.npy", boxes)
         np.save(folder / "box_labels.npy", labels)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from torch import nn
 
-from trainyard.artifact.checkpoint import JobOrigin
+from trainyard.artifact.checkpoint import CheckpointHeader, JobOrigin
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.datasets.detection.geometry import PAD_VALUE
 from trainyard.datasets.detection.store import DetectionSplit
@@ -47,7 +47,7 @@ def detection_files(checkpoint: dict, model: nn.Module) -> tuple[dict[str, bytes
     check = onnx_graph.check_detector(onnx_bytes, model, check_images(checkpoint, prep))
     files = {
         "preprocess.json": preprocess_document(checkpoint, prep),
-        "labels.txt": "".join(f"{name}\n" for name in checkpoint["classes"]).encode(),
+        "labels.txt": "".join(f"{name}\n" for name in CheckpointHeader.of(checkpoint).classes).encode(),
         "model.onnx": onnx_bytes,
         **{name: script_source(name) for name in SCRIPTS},
     }
@@ -67,7 +67,7 @@ def preprocess_document(checkpoint: dict, prep: Preprocessing) -> bytes:
                "offsets pad_x = (width - floor(w s)) // 2 (y alike); squash: each axis alone, no pad. "
                "Original pixels = (stored - pad) / scale, per axis.",
         "mean_mode": "none", "crop": None, "scale": prep.scale, "std": None,
-        "image_size": checkpoint["image_size"],
+        "image_size": CheckpointHeader.of(checkpoint).image_size,
         "input": {"name": onnx_graph.INPUT, "layout": "NCHW", "dtype": "float32", "shape": [1, channels, h, w],
                   "formula": "pixel / 255 (the graph normalises inside); one image per run"},
         "outputs": {"boxes": "(K, 4) float32 x1, y1, x2, y2 in stored pixels", "scores": "(K,) float32 0..1",

@@ -1,9 +1,10 @@
 """A detection checkpoint loaded for inference, kept in a small cache so warm requests do not reload.
 
 The detector is built from its checkpoint (standard network by name, or a custom file's source
-where the caller allows user code) at the stored image size it trained at, in eval mode. It
-answers `boxes` for a batch of stored-size images: per image, boxes (x1, y1, x2, y2 in stored
-pixels), scores and the dataset's class indices (the model's background offset removed).
+where the caller allows user code: a sandboxed process, detection/confined.py) at the stored
+image size it trained at, in eval mode. It answers `boxes` for a batch of stored-size images:
+per image, boxes (x1, y1, x2, y2 in stored pixels), scores and the dataset's class indices (the
+model's background offset removed).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from trainyard.artifact.checkpoint import CheckpointHeader
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.inference.snapshots import InferenceError
 
@@ -30,6 +32,11 @@ _lock = threading.Lock()
 
 class NotADetector(InferenceError):
     """A checkpoint of a classification model where boxes were asked for (or the reverse)."""
+
+
+class CustomDetector(InferenceError):
+    """A custom detector's checkpoint, asked for by a process that must not run user source (its
+    model worker does: detection/confined.py)."""
 
 
 @dataclass
@@ -56,7 +63,7 @@ class LoadedDetector:
 
 
 def checkpoint_task(checkpoint: dict) -> str:
-    return str(checkpoint.get("task") or "classification")
+    return CheckpointHeader.of(checkpoint).task
 
 
 def load_detector(path: str | os.PathLike, device: str = "cpu", *, user_code: bool = True) -> LoadedDetector:
@@ -84,11 +91,11 @@ def _load(path: Path, device: str, user_code: bool) -> LoadedDetector:
     from trainyard.networks.detection import label_offset
 
     checkpoint = load_checkpoint(path)
-    if checkpoint_task(checkpoint) != "detection":
+    header = CheckpointHeader.of(checkpoint)
+    if header.task != "detection":
         raise NotADetector(f"{path.name} is a classification model: classify with it, or train a detector")
-    if checkpoint.get("network_source") and not user_code:
-        raise InferenceError("this detector is a custom network; detect with it from the CLI "
-                             "(trainyard detect), which runs its code in its own process")
+    if header.network_source and not user_code:
+        raise CustomDetector(f"{path.name} is a custom network: it runs only in its sandboxed worker")
     model = build_model_from_checkpoint(checkpoint).to(device)
-    return LoadedDetector(path, model, list(checkpoint["classes"]), Preprocessing.of_checkpoint(checkpoint),
-                          label_offset(model), checkpoint.get("network"), device)
+    return LoadedDetector(path, model, list(header.classes), Preprocessing.of_checkpoint(checkpoint),
+                          label_offset(model), header.network, device)

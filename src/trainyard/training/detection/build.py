@@ -15,6 +15,7 @@ from torch import nn
 
 from trainyard.artifact.preprocessing import NO_MEAN, Preprocessing
 from trainyard.datasets.detection.store import DetectionSplit
+from trainyard.datasets.info import DatasetInfo
 from trainyard.datasets.storage import SplitReader
 from trainyard.networks.detection import label_offset
 from trainyard.training.detection.data import DetectionBatchLoader
@@ -24,7 +25,7 @@ from trainyard.training.spec import ModelSpec
 DEFAULT_DETECTION_RESIZE = "pad"
 
 
-def loaders(spec: ModelSpec, info: dict, train_split: SplitReader, val_split: SplitReader | None,
+def loaders(spec: ModelSpec, info: DatasetInfo, train_split: SplitReader, val_split: SplitReader | None,
             batch_size: int, device: torch.device, seed: int, d: Dist, net: nn.Module
             ) -> tuple[DetectionBatchLoader, DetectionBatchLoader | None, Preprocessing]:
     """(train loader, val loader or None, the preprocessing checkpoints record)."""
@@ -35,5 +36,5 @@ def loaders(spec: ModelSpec, info: dict, train_split: SplitReader, val_split: Sp
     val = DetectionBatchLoader(DetectionSplit(val_split.folder), batch_size, device, **args) if val_split else None
     height, width, channels = train_split.shape
     preprocess = Preprocessing(width=width, height=height, channels=channels,
-                               resize=info.get("resize") or DEFAULT_DETECTION_RESIZE, mean_mode=NO_MEAN)
+                               resize=info.resize or DEFAULT_DETECTION_RESIZE, mean_mode=NO_MEAN)
     return train, val, preprocess

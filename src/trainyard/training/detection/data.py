@@ -9,8 +9,10 @@ Images are not mean-subtracted: torchvision's detectors normalise inside (their 
 a 1-channel split is repeated to 3 channels, as their ImageNet mean and std expect.
 
 Augmentation moves the boxes with the pixels: torchvision.transforms.v2 on each image with its
-``tv_tensors.BoundingBoxes`` (flip; scale jitter as a zoom about the centre, the image size
-kept), then boxes left with (almost) no area are dropped. Its random draws come from a seed made
+``tv_tensors.BoundingBoxes`` (flip; scale jitter as a zoom by 1 ± s with a random shift of up
+to s/2 of a side, the image size kept: zoomed in, that is a random crop of the image resized
+back, the window always inside it; zoomed out, the image lands anywhere on the canvas), then
+boxes left with (almost) no area are dropped. Its random draws come from a seed made
 of (seed, epoch, batch, rank), so a resumed run sees the same batches.
 """
 
@@ -72,7 +74,10 @@ def _augmentation(settings: AugmentSettings):
         steps.append(v2.RandomVerticalFlip())
     if settings.scale_jitter or settings.rotate_degrees:
         s = settings.scale_jitter
-        steps.append(v2.RandomAffine(degrees=settings.rotate_degrees, scale=(1 - s, 1 + s)))
+        # A zoom by z = 1 + s shows a window 1/z of a side wide: shifted by up to (z - 1)/2 of a
+        # side, it is a random crop anywhere in the image (and shapes near the edges get cut).
+        steps.append(v2.RandomAffine(degrees=settings.rotate_degrees, scale=(1 - s, 1 + s),
+                                     translate=(s / 2, s / 2) if s else None))
     if not steps:
         return None
     return v2.Compose([*steps, v2.ClampBoundingBoxes()])

@@ -6,7 +6,8 @@ reference script does) and reports each one too (``train_<name>_loss``). Validat
 batch twice: in eval mode for the boxes, scored by COCO mAP (artifact/detection_metrics.py), and
 in training mode with BatchNorm kept in eval and no gradient, for the validation loss (a
 detector computes its losses only in training mode; its BatchNorm statistics must not learn
-from validation images).
+from validation images). The second pass reuses what the first computed of the parts the two
+share, the backbone and the head (Faster R-CNN: the RPN's head), as shared_parts.py explains.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from trainyard.networks.detection import label_offset
 from trainyard.networks.loss import unwrap_model
 from trainyard.training import distributed
 from trainyard.training.detection.data import DetectionBatchLoader, Targets
+from trainyard.training.detection.shared_parts import computed_once, shared_parts
 from trainyard.training.distributed import SINGLE, Dist
 
 
@@ -44,17 +46,19 @@ def evaluate_detection(model: nn.Module, loader: DetectionBatchLoader,
     """val_map50, val_map (0..1) and val_loss over the whole split (every rank's shard)."""
     was_training = model.training
     offset = label_offset(unwrap_model(model))
+    # compiled, the model's parts are traced as they are: they are not wrapped to remember
+    shared = shared_parts(unwrap_model(model)) if model is unwrap_model(model) else []
     predictions, truth = [], []
     loss_sum = torch.zeros((), device=loader.device)
     count = 0
-    with torch.no_grad():
+    with torch.no_grad(), computed_once(shared):
         for index, (images, targets) in enumerate(loader.batches()):
             if index < loader.common_batches and should_stop():
                 raise Aborted()
             with autocast():
                 model.eval()
                 found = model(images)
-                _train_mode_keeping_batchnorm(model)
+                _loss_mode(model, shared)
                 loss_sum += sum(model(images, targets).values()).float() * len(images)
             count += len(images)
             predictions += [_to_host(f, offset) for f in found]
@@ -74,11 +78,14 @@ def evaluate_detection(model: nn.Module, loader: DetectionBatchLoader,
     return {"val_loss": loss / max(images, 1), "val_map50": result["map50"], "val_map": result["map"]}
 
 
-def _train_mode_keeping_batchnorm(model: nn.Module) -> None:
+def _loss_mode(model: nn.Module, shared: list[nn.Module]) -> None:
+    """Training mode for the losses, with BatchNorm and the shared parts kept as they were for the boxes."""
     model.train()
     for module in model.modules():
         if isinstance(module, nn.modules.batchnorm._BatchNorm):
             module.eval()
+    for part in shared:
+        part.eval()
 
 
 def _to_host(doc: dict[str, torch.Tensor], offset: int) -> dict:
