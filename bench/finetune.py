@@ -35,6 +35,7 @@ import torch
 import torchvision
 from PIL import Image, ImageDraw, ImageFont
 
+from trainyard.core.paths import JobFolder
 from trainyard.datasets.storage import open_split
 
 TASK_A, TASK_B = "01234", "56789"
@@ -220,7 +221,7 @@ def main() -> None:
         doc = cli("dataset", "create", "--name", "task-b", "--train-folder", str(folder), "--size",
                   f"{args.size}x{args.size}", "--val-percent", "50", "--min-per-class", "1")
         dataset_id = doc["id"] if "id" in doc else doc["jobs"][0]["id"]
-        dataset_dir = home / "jobs" / dataset_id / "dataset"
+        dataset_dir = JobFolder(home / "jobs" / dataset_id).dataset
 
         common = ("train", "--dataset", dataset_id, "--network", "resnet18", "--epochs", str(args.epochs),
                   "--batch-size", "16", "--lr", str(args.lr), "--lr-policy", "fixed", "--seed", str(args.seed))

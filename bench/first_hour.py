@@ -8,10 +8,13 @@ measured side by side on the same machine at the same moment.
   train --submit      one `trainyard train --submit` of a network no check has seen, on a fresh
                       home: first with no server (the command starts a checker: a torch start),
                       then with a running `trainyard serve` whose checker is warm
+  import, Create      the cold paths of point 3 (bench/first_hour_cold.py says what each row is)
 
-Each row is the best of --rounds runs, with the load average beside it.
+Each row is the best of --rounds runs, wall and CPU seconds, each beside the bare `import torch`
+started the same way (a command beside `python -c "import torch"`; a request's server CPU too),
+with the load average. ``--only cold`` runs the point 3 rows alone.
 
-    python bench/first_hour.py [--rounds 3]
+    python bench/first_hour.py [--rounds 3] [--only cold]
 """
 
 from __future__ import annotations
@@ -23,13 +26,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests/ helpers from a checkout
+from bench import first_hour_cold as cold  # noqa: E402
 from tests.conftest import make_image_folder  # noqa: E402
-from tests.live_server import free_port, wait_until_up  # noqa: E402
+from tests.live_server import free_port  # noqa: E402
 
 PY = sys.executable
 
@@ -40,8 +43,9 @@ def timed(cmd: list[str], env: dict | None = None) -> tuple[float, subprocess.Co
     return time.perf_counter() - start, done
 
 
-def bare_torch() -> float:
-    return timed([PY, "-c", "import torch"])[0]
+def bare_torch() -> tuple[float, float]:
+    seconds, cpu, _ = cold.timed_cpu([PY, "-c", "import torch"])
+    return seconds, cpu
 
 
 def torch_choice(tmp: Path) -> tuple[float, str]:
@@ -78,46 +82,74 @@ def submit(home: Path, dataset: str, network: str, port: int) -> float:
 def submit_with_server(tmp: Path, network: str) -> float:
     port = free_port()
     home, dataset = fresh_home(tmp, port)
-    server = subprocess.Popen([PY, "-m", "trainyard.cli.main", "serve", "--port", str(port)],
-                              env=cli_env(home, port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_until_up(url + "/api/system", lambda: server.poll() is None)
-        warm = urllib.request.Request(url + "/api/networks/inspect", method="POST", data=json.dumps(
-            {"network": "lenet", "num_classes": 5, "in_channels": 1, "image_size": 32}).encode(),
-            headers={"Content-Type": "application/json"})
-        urllib.request.urlopen(warm, timeout=600).read()  # the checker is warm, as after a start-up
+    with cold.running_server(cli_env(home, port), home, port):
         return submit(home, dataset, network, port)
-    finally:
-        server.terminate()
-        server.wait(30)
+
+
+def cold_rows(tmp: Path, archives: dict[str, Path]) -> dict[str, tuple[float, float]]:
+    """One round of point 3's rows: {row: (wall s, CPU s)}, each first thing on a fresh home."""
+    rows = {}
+    port = free_port()
+    home, dataset = fresh_home(tmp, port)
+    env = cli_env(home, port)
+    rows["import, no server"] = cold.cli_import(archives["standard"], env)
+    home, dataset = fresh_home(tmp, port)
+    rows["import custom, no server"] = cold.cli_import(archives["custom"], cli_env(home, port))
+    home, dataset = fresh_home(tmp, port)
+    env = cli_env(home, port)
+    with cold.running_server(env, home, port) as (url, token, proc):
+        wall, cpu, _ = cold.timed_request(proc, lambda: cold.post_file(url + "/api/models/import", token,
+                                                                       archives["standard"]))
+        rows["browser import, first"] = (wall, cpu)
+        rows["import custom, server running"] = cold.cli_import(archives["custom"], env)
+    home, dataset = fresh_home(tmp, port)
+    env = cli_env(home, port)
+    previous = json.loads(cold.cli_import(archives["standard"], env, output=True))["id"]
+    with cold.running_server(env, home, port) as (url, token, proc):
+        wall, cpu, _ = cold.timed_request(proc, lambda: cold.post_json(url + "/api/models", token, {
+            "name": "tuned", "datasets": [dataset], "pretrained": previous, "settings": {"epochs": 1}}))
+        rows["Create from previous, first"] = (wall, cpu)
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", choices=["cold"], default=None)
     args = parser.parse_args()
-    rows: dict[str, list[float]] = {"import torch": [], "torch choice (fallback)": [],
-                                    "train --submit, no server": [], "train --submit, server running": []}
+    rows: dict[str, list[tuple[float, float]]] = {"import torch": []}
     said = ""
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
+        archives = cold.make_archives(tmp, ROOT)
         for _ in range(args.rounds):
             network = "lenet"  # unseen each time: every round has a fresh home, so no cached check
             rows["import torch"].append(bare_torch())
-            seconds, said = torch_choice(tmp)
-            rows["torch choice (fallback)"].append(seconds)
-            port = free_port()
-            home, dataset = fresh_home(tmp, port)
-            rows["train --submit, no server"].append(submit(home, dataset, network, port))
-            rows["train --submit, server running"].append(submit_with_server(tmp, network))
+            if args.only is None:
+                seconds, said = torch_choice(tmp)
+                rows.setdefault("torch choice (fallback)", []).append((seconds, float("nan")))
+                port = free_port()
+                home, dataset = fresh_home(tmp, port)
+                rows.setdefault("train --submit, no server", []).append((submit(home, dataset, network, port),
+                                                                          float("nan")))
+                rows.setdefault("train --submit, server running", []).append(
+                    (submit_with_server(tmp, network), float("nan")))
+            for name, value in cold_rows(tmp, archives).items():
+                rows.setdefault(name, []).append(value)
             rows["import torch"].append(bare_torch())
-    torch_s = min(rows["import torch"])
-    print(f"load average {os.getloadavg()[0]:.1f}; install-torch said: {said}")
-    print(f"{'row':34} {'best s':>8} {'x import torch':>15}   all")
+    report(rows, said)
+
+
+def report(rows: dict[str, list[tuple[float, float]]], said: str) -> None:
+    torch_wall = min(wall for wall, _ in rows["import torch"])
+    torch_cpu = min(cpu for _, cpu in rows["import torch"])
+    print(f"load average {os.getloadavg()[0]:.1f}" + (f"; install-torch said: {said}" if said else ""))
+    print(f"{'row':34} {'wall s':>7} {'x torch':>8} {'CPU s':>7} {'x torch':>8}   all wall")
     for name, values in rows.items():
-        print(f"{name:34} {min(values):8.2f} {min(values) / torch_s:15.2f}   "
-              + " ".join(f"{v:.2f}" for v in values))
+        wall = min(w for w, _ in values)
+        cpu = min(c for _, c in values)
+        print(f"{name:34} {wall:7.2f} {wall / torch_wall:8.2f} {cpu:7.2f} {cpu / torch_cpu:8.2f}   "
+              + " ".join(f"{w:.2f}" for w, _ in values))
 
 
 if __name__ == "__main__":

@@ -2,17 +2,22 @@
 
 Generates a set of small JPEGs (unique ones, hard-linked up to --count: distinct paths, no disk)
 and a set of photo-sized 2000x1500 JPEGs, then, each side started the same way (a fresh
-``python bench/ingest.py --child ...`` process, waited for), prints per row:
+``python bench/ingest.py --child ...`` process in a session of its own, so the kernel's
+per-session CPU groups treat both alike, waited for), prints per row:
 
-- CPU seconds (user + sys of the process and all its workers) per image, wall seconds, and
-  peak RSS of the process tree (sampled every 20 ms),
+- CPU seconds (user + sys of the process and all its workers) per image, split into the
+  parent's own and its workers', wall seconds, and peak RSS of the process tree (sampled every
+  20 ms),
 - for the small set at --small-counts (5k and 50k by default): how both grow with N,
 - for the photos: trainyard with its reduced JPEG decode (Image.draft), trainyard as it was
   before (full decode, same code otherwise) and the plain script (full decode, as a plain
   script does): the "today" vs "now" ratio is the reduced decode's gain,
 - the feed: trainyard's BatchLoader over the built split (train order, no crop) against a plain
   memmap loop (gather a shuffled batch, to float, subtract the mean), in images/s, and the
-  same with a random crop and a flip (trainyard) against the plain loop with a crop per batch.
+  same with a random crop and a flip (trainyard) against the plain loop with a crop per batch;
+  both in this process, with the same torch threads (printed, with OMP_WAIT_POLICY: on a loaded
+  2-core machine OpenMP's spin-waiting threads make both sides several times slower, and the
+  ratio swings with whichever side they hit).
 
     python bench/ingest.py                 # 5k and 50k small images, 300 photos
     python bench/ingest.py --quick         # 2k and 10k small, 40 photos
@@ -26,6 +31,7 @@ import multiprocessing
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -120,7 +126,8 @@ def measure(args: list[str]) -> dict:
     """Run ``bench/ingest.py --child ARGS``: CPU s, wall s, peak tree RSS, its JSON answer."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, __file__, "--child", *args], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, __file__, "--child", *args], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
     watched, peak, done = psutil.Process(proc.pid), 0, threading.Event()
 
     def sample() -> None:
@@ -144,39 +151,48 @@ def measure(args: list[str]) -> dict:
 
 
 def row(name: str, r: dict) -> str:
-    return (f"  {name:<28} {r['images']:7d} img  {r['cpu']:8.1f} CPU-s  {1000 * r['cpu'] / r['images']:7.3f} "
-            f"ms CPU/img  {r['wall']:7.1f} s wall  {r['rss'] / 2**20:7.0f} MiB peak")
+    return (f"  {name:<28} {r['images']:7d} img  {r['cpu']:8.1f} CPU-s (parent {r['parent']:.1f}, workers "
+            f"{r['workers']:.1f})  {1000 * r['cpu'] / r['images']:7.3f} ms CPU/img  {r['wall']:7.1f} s wall  "
+            f"{r['rss'] / 2**20:7.0f} MiB peak")
 
 
-def sides(images: Path, work: Path, size: int, variants: list[str]) -> dict[str, dict]:
-    results = {}
-    for variant in variants:
-        shutil.rmtree(work / "out", ignore_errors=True)
-        if variant == "plain":
-            results[variant] = measure(["plain", str(images), str(work / "out"), str(size)])
-        else:
-            results[variant] = measure(["trainyard", str(images), str(work / "out"), str(size),
-                                        "1" if variant == "trainyard" else "0"])
-    return results
+def sides(images: Path, work: Path, size: int, variants: list[str], rounds: int) -> dict[str, dict]:
+    """Each variant ``rounds`` times, interleaved (a, b, b, a, ...) so a change of load falls on
+    both sides; per variant the median CPU (and its split) and wall, the largest peak RSS."""
+    runs: dict[str, list[dict]] = {v: [] for v in variants}
+    for k in range(rounds):
+        for variant in variants[::-1] if k % 2 else variants:
+            shutil.rmtree(work / "out", ignore_errors=True)
+            if variant == "plain":
+                runs[variant].append(measure(["plain", str(images), str(work / "out"), str(size)]))
+            else:
+                runs[variant].append(measure(["trainyard", str(images), str(work / "out"), str(size),
+                                              "1" if variant == "trainyard" else "0"]))
+    return {v: {"images": r[0]["images"], "rss": max(x["rss"] for x in r),
+                **{k: statistics.median(x[k] for x in r) for k in ("cpu", "parent", "workers", "wall")}}
+            for v, r in runs.items()}
 
 
 # -- the feed ---------------------------------------------------------------------------------
-def feed(dataset: Path, batch: int, seconds: float) -> list[str]:
+def feed(dataset: Path, batch: int, seconds: float, rounds: int = 3) -> list[str]:
     import torch
 
-    from trainyard.artifact.normalize import center_crop_batch
+    from trainyard.artifact.normalize import center_crop_batch, mean_tensor
     from trainyard.datasets.storage import open_split
     from trainyard.training.augment import AugmentSettings
     from trainyard.training.data import BatchLoader
 
     reader = open_split(dataset, "train")
-    mean = torch.from_numpy(np.load(dataset / "mean.npy")).permute(2, 0, 1)[None] / 255
+    mean_hwc = np.load(dataset / "mean.npy")
+    mean = torch.from_numpy(mean_hwc).permute(2, 0, 1)[None] / 255  # the plain loop's: a permuted view's layout
     mm = np.memmap(dataset / "train" / "images.u8", np.uint8, "r", shape=(len(reader), *reader.shape))
     n = len(reader)
 
     def ours(crop, flip) -> float:
         aug = AugmentSettings(flip="lr") if flip else None
-        m = center_crop_batch(mean, crop) if crop else mean  # as mean_tensor gives it to training
+        # as training gets it from mean_tensor: contiguous NCHW, centre-cropped (the plain loop's
+        # permuted layout would cost our in-place subtraction a strided pass training never pays)
+        m = mean_tensor(mean_hwc, "image", crop)
         loader = BatchLoader(reader, batch, train=True, mean=m, crop=crop, augment=aug, seed=0)
         return rate(lambda epoch: (x for x, _ in loader.batches(epoch)))
 
@@ -197,22 +213,26 @@ def feed(dataset: Path, batch: int, seconds: float) -> list[str]:
                 yield (x.float() / 255 - m).contiguous()
         return rate(epoch_batches)
 
-    def rate(make) -> float:
-        images, start, epoch = 0, time.perf_counter(), 0
+    def rate(make) -> tuple[float, float]:
+        """(images per wall second, images per CPU second of this process, all its threads)."""
+        images, start, cpu, epoch = 0, time.perf_counter(), time.process_time(), 0
         while time.perf_counter() - start < seconds:
             for x in make(epoch):
                 images += x.shape[0]
             epoch += 1
-        return images / (time.perf_counter() - start)
+        return images / (time.perf_counter() - start), images / (time.process_time() - cpu)
 
     crop = reader.shape[0] - 4
     lines = []
     for label, a, b in (("no crop", lambda: ours(None, False), lambda: plain(None)),
                         (f"crop {crop} + flip", lambda: ours(crop, True), lambda: plain(crop))):
-        best_ours = max(a() for _ in range(2))
-        best_plain = max(b() for _ in range(2))
+        # interleaved a, b, b, a, ...: a change of load falls on both sides alike
+        runs = [(a(), b()) if k % 2 == 0 else tuple(reversed((b(), a()))) for k in range(rounds)]
+        wall = statistics.median(o[0] / p[0] for o, p in runs)
+        per_cpu = statistics.median(o[1] / p[1] for o, p in runs)
+        best_ours, best_plain = max(o[0] for o, _ in runs), max(p[0] for _, p in runs)
         lines.append(f"  feed {label:<16} trainyard {best_ours:9.0f} img/s   plain memmap loop {best_plain:9.0f} "
-                     f"img/s   ratio {best_ours / best_plain:.2f}")
+                     f"img/s   ratio {wall:.2f} per wall s, {per_cpu:.2f} per CPU s (medians of {rounds})")
     return lines
 
 
@@ -221,13 +241,16 @@ def main() -> None:
     parser.add_argument("--small-counts", default="5000,50000")
     parser.add_argument("--photos", type=int, default=300)
     parser.add_argument("--quick", action="store_true", help="2k and 10k small images, 40 photos")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved runs of each side (medians)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         kind, *rest = args.child
         answer = (child_plain(rest[0], rest[1], int(rest[2])) if kind == "plain"
                   else child_trainyard(rest[0], rest[1], int(rest[2]), rest[3] == "1"))
-        print(json.dumps(answer))
+        own, workers = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        print(json.dumps({**answer, "parent": own.ru_utime + own.ru_stime,
+                          "workers": workers.ru_utime + workers.ru_stime}))
         return
     counts = [2000, 10000] if args.quick else [int(c) for c in args.small_counts.split(",")]
     photos = 40 if args.quick else args.photos
@@ -238,10 +261,10 @@ def main() -> None:
         small = {c: generate(work / f"small{c}", min(c, 5000), c, SMALL) for c in counts}
         photo_tree = generate(work / "photos", max(1, photos // 5), photos, PHOTO)
         print(f"generated in {time.perf_counter() - t:.0f} s")
-        print(f"small {SMALL[0]}x{SMALL[1]} JPEGs -> {TARGET}x{TARGET}, encoding none:")
+        print(f"small {SMALL[0]}x{SMALL[1]} JPEGs -> {TARGET}x{TARGET}, encoding none, load {os.getloadavg()[0]:.1f}:")
         per = {}
         for c in counts:
-            per[c] = sides(small[c], work, TARGET, ["trainyard", "plain"])
+            per[c] = sides(small[c], work, TARGET, ["trainyard", "plain"], args.rounds)
             for name, r in per[c].items():
                 print(row(f"{name} {c}", r))
         lo, hi = counts[0], counts[-1]
@@ -250,16 +273,20 @@ def main() -> None:
             print(f"  growth {lo}->{hi} {name:<9}: CPU/img x{(b['cpu'] / b['images']) / (a['cpu'] / a['images']):.2f}, "
                   f"peak RSS x{b['rss'] / a['rss']:.2f}")
         print(f"  trainyard / plain CPU at {hi}: {per[hi]['trainyard']['cpu'] / per[hi]['plain']['cpu']:.2f}")
-        print(f"photo-sized {PHOTO[0]}x{PHOTO[1]} JPEGs -> {PHOTO_TARGET}x{PHOTO_TARGET} squash:")
-        ph = sides(photo_tree, work, PHOTO_TARGET, ["trainyard", "trainyard-full-decode", "plain"])
+        print(f"photo-sized {PHOTO[0]}x{PHOTO[1]} JPEGs -> {PHOTO_TARGET}x{PHOTO_TARGET} squash, "
+              f"load {os.getloadavg()[0]:.1f}:")
+        ph = sides(photo_tree, work, PHOTO_TARGET, ["trainyard", "trainyard-full-decode", "plain"], args.rounds)
         for name, r in ph.items():
             print(row(name, r))
         today, now, plain = (ph[k]["cpu"] for k in ("trainyard-full-decode", "trainyard", "plain"))
         print(f"  today (full decode) / now, CPU per image: {today / now:.2f}; trainyard / plain: {now / plain:.2f}")
         job = work / "feedjob"
         measure(["trainyard", str(small[hi]), str(job), str(TARGET), "1"])
-        print(f"feed over the {hi}-image split, batch 256, CPU:")
-        for line in feed(job / "dataset", 256, 3.0 if args.quick else 6.0):
+        import torch
+
+        print(f"feed over the {hi}-image split, batch 256, CPU, {torch.get_num_threads()} torch threads, "
+              f"OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY', 'unset')}, load {os.getloadavg()[0]:.1f}:")
+        for line in feed(job / "dataset", 256, 1.5 if args.quick else 3.0, max(5, args.rounds)):
             print(line)
         print(f"load average after: {os.getloadavg()}")
     finally:

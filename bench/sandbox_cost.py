@@ -16,6 +16,12 @@ falls on both alike:
   script unconfined (the ratio is what the sandbox costs a running job).
 
     python bench/sandbox_cost.py [--rounds 3] [--steps 40]
+
+``--compare additions`` measures instead what the network and memory side adds, both modes
+inside the namespaces: a cgroup per confined process group (sandbox/cgroups.py) against rlimits
+alone (``TRAINYARD_SANDBOX_CGROUPS=0``), and a cluster rank's start with its nftables hold and
+the lock after its group formed (sandbox/rank_network.py) against a rank on its node's network;
+the **rank start** row is that job start as a rank (not training; no training rows).
 """
 
 from __future__ import annotations
@@ -34,12 +40,17 @@ from pathlib import Path
 import psutil
 
 from trainyard.networks.isolated import CHECKER, START_TIMEOUT_S
-from trainyard.sandbox import namespaces
+from trainyard.sandbox import cgroups, namespaces, rank_network
 from trainyard.sandbox.childproc import Child
 from trainyard.sandbox.policy import Policy, default_policy
 from trainyard.sandbox.zygote import Zygote
 
-MODES = {"landlock only": "0", "bwrap + landlock": "1"}
+HOLD = "BENCH_RANK_HOLD"  # this script's own switch: a rank started with the nftables hold
+COMPARISONS = {
+    "namespaces": {"landlock only": {namespaces.SETTING: "0"}, "bwrap + landlock": {namespaces.SETTING: "1"}},
+    "additions": {"rlimits, node network": {namespaces.SETTING: "1", cgroups.SETTING: "0", HOLD: "0"},
+                  "cgroup, rank hold": {namespaces.SETTING: "1", cgroups.SETTING: "1", HOLD: "1"}},
+}
 SOURCE = """
 from torch import nn
 def build(num_classes, in_channels, image_size):
@@ -98,14 +109,19 @@ def check(zygote: Zygote | None) -> tuple[float, float]:
     return time.perf_counter() - start, cpu
 
 
-def job_start(scratch: Path) -> tuple[float, float]:
-    """(wall s, CPU s) of a confined job that imports torch and ends, started as the runner does."""
+def job_start(scratch: Path, rank: bool = False) -> tuple[float, float]:
+    """(wall s, CPU s) of a confined job that imports torch and ends, started as the runner does;
+    ``rank``: as a cluster rank (its node's network; held to a peer and locked, in HOLD mode)."""
     folder = Path(tempfile.mkdtemp(dir=scratch))
-    namespaces.give(folder)
     policy = Policy(write=[str(folder), "/dev/shm"], processes=True, open_files=65536, max_processes=256,
-                    tmpdir="/tmp" if namespaces.available() else str(folder), cwd=str(folder))
-    argv = [sys.executable, "-m", "trainyard.sandbox.supervisor", policy.to_json(), "--",
-            sys.executable, "-c", "import torch; torch.ones(1)"]
+                    tmpdir="/tmp" if namespaces.available() else str(folder), cwd=str(folder), memory_mb=4096,
+                    network=rank, host_network=rank)
+    code = "import torch; torch.ones(1)"
+    if rank and os.environ.get(HOLD) == "1":
+        policy.peers, policy.uid = ["192.0.2.1"], rank_network.job_uid(folder.name)
+        code += "; from trainyard.sandbox.rank_network import lock_network; lock_network()"
+    namespaces.give(folder, uid=policy.uid)
+    argv = [sys.executable, "-m", "trainyard.sandbox.supervisor", policy.to_json(), "--", sys.executable, "-c", code]
     cpu0, start = _children_cpu(), time.perf_counter()
     subprocess.run(argv, check=True, cwd=folder, start_new_session=True)
     return time.perf_counter() - start, _children_cpu() - cpu0
@@ -129,7 +145,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--checks", type=int, default=5, help="warm checks per round")
     parser.add_argument("--steps", type=int, default=40, help="training steps timed per run")
+    parser.add_argument("--compare", choices=tuple(COMPARISONS), default="namespaces")
     args = parser.parse_args()
+    modes = COMPARISONS[args.compare]
     if not namespaces.available():
         sys.exit(f"no namespaces here: {namespaces.unavailable_reason()}")
     figures: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -137,8 +155,9 @@ def main() -> None:
         scratch = Path(folder)
         os.chmod(scratch, 0o755)
         for _ in range(args.rounds):
-            for mode, value in MODES.items():
-                os.environ[namespaces.SETTING] = value
+            for mode, settings in modes.items():
+                os.environ.update(settings)
+                cgroups._probe.cache_clear()  # read once per process otherwise
                 zygote = Zygote(CHECKER.preload)
                 start = time.perf_counter()
                 assert zygote.warm_up() and zygote._proc is not None, "the checker did not start"
@@ -152,27 +171,31 @@ def main() -> None:
                     zygote.close()
                 figures.setdefault((mode, "check, spawned"), []).append(check(None))
                 figures.setdefault((mode, "job start"), []).append(job_start(scratch))
+                if args.compare == "additions":
+                    figures.setdefault((mode, "rank start"), []).append(job_start(scratch, rank=True))
         speeds: dict[str, list[tuple[float, float]]] = {"outside": [], "inside": []}
         os.environ[namespaces.SETTING] = "1"
-        for _ in range(args.rounds):
+        for _ in range(args.rounds if args.compare == "namespaces" else 0):
             speeds["outside"].append(train_speed(scratch, args.steps, False))
             speeds["inside"].append(train_speed(scratch, args.steps, True))
-    report(figures, speeds)
+    report(figures, speeds, tuple(modes))
 
 
 def report(figures: dict[tuple[str, str], list[tuple[float, float]]],
-           speeds: dict[str, list[tuple[float, float]]]) -> None:
-    old, new = MODES
+           speeds: dict[str, list[tuple[float, float]]], modes: tuple[str, ...]) -> None:
+    old, new = modes
     print(f"{'what':<16} {old + ' wall':>20} {new + ' wall':>24} {'ratio':>7} {old + ' CPU':>19} "
           f"{new + ' CPU':>23} {'ratio':>7}")
-    for what in ("check, warm", "checker start", "check, spawned", "job start"):
+    for what in ("check, warm", "checker start", "check, spawned", "job start", "rank start"):
+        if (old, what) not in figures:
+            continue
         a, b = figures[(old, what)], figures[(new, what)]
         wall_a, wall_b = statistics.median(w for w, _ in a), statistics.median(w for w, _ in b)
         cpu_a, cpu_b = statistics.median(c for _, c in a), statistics.median(c for _, c in b)
         cpu_ratio = f"{cpu_b / cpu_a:6.2f}x" if cpu_a else "     -"
         print(f"{what:<16} {wall_a:>18.3f} s {wall_b:>22.3f} s {wall_b / wall_a:6.2f}x {cpu_a:>17.3f} s "
               f"{cpu_b:>21.3f} s {cpu_ratio}")
-    for index, per in ((0, "wall second"), (1, "CPU second")):
+    for index, per in ((0, "wall second"), (1, "CPU second")) if speeds["outside"] else ():
         outside = statistics.median(s[index] for s in speeds["outside"])
         inside = statistics.median(s[index] for s in speeds["inside"])
         print(f"training images per {per}: outside {outside:.0f}, inside bwrap + landlock {inside:.0f}, "

@@ -1,5 +1,6 @@
 """Data that crosses a boundary is read typed: no dict reads of the artefact's preprocessing
-outside artifact/, and none of a job's spec outside the one place each boundary parses it.
+outside artifact/, none of a job's spec outside the one place each boundary parses it, and none
+of a dataset's info.json (``info``, ``parent.info``: datasets/info.DatasetInfo) but where it is written.
 
 A dict read is ``x.get(...)`` or ``x["key"]`` where ``x`` is named for what it holds (``prep``,
 ``preprocess``, ``preprocessing``; ``spec``, ``model_spec``, ``self.spec``, ``read_spec(...)``)
@@ -21,8 +22,13 @@ from pathlib import Path
 PACKAGE = Path(__file__).parent.parent / "src" / "trainyard"
 PREPROCESSING = re.compile(r"prep(rocess(ing)?)?$")
 SPEC = re.compile(r"spec$")
+INFO = re.compile(r"(^|_)info$")  # a dataset's info.json (or its job's summary): datasets/info.DatasetInfo
 EXEMPT = ("examples",)
 PREPROCESSING_HOME = ("artifact",)  # the package that owns the stored entry reads it
+# Files whose ``info`` is another document, or the dataset's info.json being written: the build
+# checks the dict it is about to write; an archive's info.json (origin, metrics) is not a dataset's.
+NOT_DATASET_INFO = ("datasets/build.py", "datasets/detection/build.py", "inference/archive_import.py",
+                    "inference/archive_readme.py", "jobs/runs/runner.py")  # runner: psutil's proc.info
 
 
 def _name(node: ast.expr) -> str | None:
@@ -66,8 +72,8 @@ def _holds(receiver: ast.expr, pattern: re.Pattern[str]) -> bool:
 
 
 def dict_reads(root: Path = PACKAGE) -> dict[str, list[str]]:
-    """``{"preprocessing": [...], "spec": [...]}``: ``path:line`` of each dict read left."""
-    found: dict[str, list[str]] = {"preprocessing": [], "spec": []}
+    """``{"preprocessing": [...], "spec": [...], "dataset info": [...]}``: ``path:line`` of each dict read left."""
+    found: dict[str, list[str]] = {"preprocessing": [], "spec": [], "dataset info": []}
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root)
         if relative.parts[0] in EXEMPT:
@@ -81,6 +87,8 @@ def dict_reads(root: Path = PACKAGE) -> dict[str, list[str]]:
                 found["preprocessing"].append(where)
             if _holds(receiver, SPEC):
                 found["spec"].append(where)
+            if _holds(receiver, INFO) and relative.as_posix() not in NOT_DATASET_INFO:
+                found["dataset info"].append(where)
     return {what: sorted(set(rows)) for what, rows in found.items()}
 
 
@@ -101,8 +109,12 @@ def test_the_check_finds_every_form_of_dict_read(tmp_path):
     (tmp_path / "artifact" / "p.py").write_text("def g(stored, prep):\n    return prep['width']\n")
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / "e.py").write_text("def h(spec):\n    return spec['id']\n")
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "d.py").write_text(
+        "def i(info, parent):\n    return info.get('channels'), parent.info['width']\n")
     assert dict_reads(tmp_path) == {"preprocessing": ["weights/m.py:2", "weights/m.py:3", "weights/m.py:4"],
-                                    "spec": ["weights/m.py:5", "weights/m.py:6", "weights/m.py:7", "weights/m.py:8"]}
+                                    "spec": ["weights/m.py:5", "weights/m.py:6", "weights/m.py:7", "weights/m.py:8"],
+                                    "dataset info": ["jobs/d.py:2"]}
 
 
 def test_no_dict_reads_of_the_preprocessing_outside_the_artefact():
@@ -115,6 +127,12 @@ def test_no_dict_reads_of_a_job_spec():
     rows = dict_reads()["spec"]
     assert not rows, "a job spec read as a dict (read it through its kind's spec class, or a " \
                      "core/stored.SpecView where that class cannot be imported):\n" + "\n".join(rows)
+
+
+def test_no_dict_reads_of_a_datasets_info():
+    rows = dict_reads()["dataset info"]
+    assert not rows, "a dataset's info.json or summary read as a dict (read it once as datasets/info.DatasetInfo):\n" \
+                     + "\n".join(rows)
 
 
 if __name__ == "__main__":

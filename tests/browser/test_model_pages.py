@@ -83,6 +83,7 @@ def test_train_watch_abort_and_clone(live_server, dataset, page, tmp_path):
     assert "so far" in ticked
     page.wait_for_function(f"document.querySelector('#run-time').textContent !== {ticked!r}", timeout=10_000)
 
+    page.once("dialog", lambda dialog: dialog.accept())  # Abort asks first (issue 31.9)
     page.click("#abort-button")
     page.locator("#job-status").filter(has_text="aborted").wait_for(timeout=30_000)
     assert page.is_hidden("#abort-button") and page.is_visible("#resume-button")
@@ -172,9 +173,9 @@ def test_home_page_selects_several_jobs_to_abort_then_delete(live_server, datase
     assert page.inner_text("#selected-count") == "2 selected"
     assert table.locator(".job-select:checked").count() == 2
 
+    page.on("dialog", lambda dialog: dialog.accept())  # Abort and Delete ask first
     page.click("#abort-selected")
     page.wait_for_function("document.querySelectorAll('#models-table .status-aborted').length === 2", timeout=60_000)
-    page.on("dialog", lambda dialog: dialog.accept())
     page.click("#delete-selected")
     page.get_by_text("No model matches the filter.").wait_for(timeout=30_000)
     for job_id in ids:

@@ -97,13 +97,16 @@ def test_new_model_selects_the_dataset_and_refuses_bad_networks_at_their_field(t
     page.click("button[data-tab=custom]")
     width, height = api(trained_server.url, "GET", f"/api/datasets/{trained.dataset_id}")["image_size"]
     flat = 16 * width * height  # the 16 feature maps of SHAPE_MISMATCH, flattened
-    for source, expected in ((SYNTAX_ERROR, "line 4: SyntaxError"),
-                             (SHAPE_MISMATCH, f"layer 'classifier.1' (Linear) expects 123 inputs, gets {flat}")):
+    layer_error = f"line 7: layer 'classifier.1' (Linear) expects 123 inputs, gets {flat}"
+    for source, expected in ((SYNTAX_ERROR, "line 4: SyntaxError"), (SHAPE_MISMATCH, layer_error)):
         page.evaluate("src => document.querySelector('.CodeMirror').CodeMirror.setValue(src)", source)
         page.click("#create-button")
         error.filter(has_text=expected).wait_for(timeout=90_000)
         assert in_viewport(page, "#network-fieldset .field-error")
-    assert page.locator(".CodeMirror .cm-error-line").count() == 0  # a layer error has no line
+    # A layer error marks the line that made the layer (issue 31.9), the one to change.
+    assert page.locator(".CodeMirror .cm-error-line").count() == 1
+    line_7 = page.evaluate("() => document.querySelector('.CodeMirror').CodeMirror.lineInfo(6).bgClass")
+    assert "cm-error-line" in line_7
     assert not any(j["name"] == "refused" for j in api(trained_server.url, "GET", "/api/models")["models"])
 
 

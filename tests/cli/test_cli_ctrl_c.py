@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 from tests.conftest import make_image_folder, wait_for
+from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
 from trainyard.jobs.context import open_context
 
@@ -39,7 +40,7 @@ def test_ctrl_c_aborts_the_build_and_exits_130(settings):
          str(folder), "--size", "256x256", "--encoding", "png"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        events = wait_for(lambda: next(settings.jobs_dir.glob("*/events.jsonl"), None), timeout=120)
+        events = wait_for(lambda: next(settings.jobs_dir.glob("*/work/events.jsonl"), None), timeout=120)
         wait_for(lambda: any(json.loads(line).get("status") == "running" for line in events.read_text().splitlines()),
                  timeout=120)
         command.send_signal(signal.SIGINT)
@@ -51,5 +52,5 @@ def test_ctrl_c_aborts_the_build_and_exits_130(settings):
     assert "aborted" in stderr
     [job] = open_context(settings).store.list_jobs(kind="dataset")
     assert job.status == Status.ABORTED
-    folder = settings.jobs_dir / job.id
+    folder = JobFolder(settings.jobs_dir / job.id).work
     assert not (folder / "dataset").exists() and not (folder / "dataset.tmp").exists()

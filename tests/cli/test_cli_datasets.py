@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from trainyard.cli.main import app
+from trainyard.core.paths import JobFolder
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +55,7 @@ def test_create_prints_one_json_document_with_counts_and_skipped(created, home):
     assert sum(sum(c.values()) for c in doc["counts"].values()) == 20
     assert doc["image_size"] == [32, 24]
     assert sorted(Path(s["path"]).name for s in doc["skipped"]) == ["broken.jpg", "notes.png"]
-    assert (home.jobs / doc["id"] / "dataset" / "info.json").is_file()
+    assert (JobFolder(home.jobs / doc["id"]).dataset / "info.json").is_file()
     assert "done" in created["stderr"]  # people get their messages on stderr
 
 
@@ -72,7 +73,13 @@ def test_dataset_list_and_show(created, home):
     # Issue 22: each split on its own line, in training order, and the files that are not images
     splits = [line.split(":")[0] for line in text.stdout.splitlines() if line.endswith("classes")]
     assert splits == [s for s in ("train", "val", "test") if s in doc["counts"]] and len(splits) >= 2
-    assert "1 file skipped: not images" in text.stdout and doc["not_images"] == 1
+    assert doc["not_images"] == 1 and doc["ignored"] == [str(Path(doc["ignored"][0]))]
+    # Issue 31.9: the unreadable files are what "skipped" lists; the ignored README is named apart.
+    assert "2 files skipped:" in text.stdout and "not images" not in text.stdout
+    assert "1 file ignored, not image files:" in text.stdout and text.stdout.rstrip().endswith("README.txt")
+    said = run(home, "dataset", "create", "--name", "pets again", "--train-folder", str(home.folder),
+               "--size", "32x24").stderr
+    assert "2 files skipped: broken.jpg, notes.png" in said and "1 file ignored, not image files: README.txt" in said
 
 
 def test_jobs_list_and_show(created, home):
@@ -85,13 +92,13 @@ def test_jobs_list_and_show(created, home):
 
 def test_append_makes_a_new_version(created, home):
     parent = json.loads(created["stdout"])
-    before = (home.jobs / parent["id"] / "dataset" / "info.json").read_bytes()
+    before = (JobFolder(home.jobs / parent["id"]).dataset / "info.json").read_bytes()
     doc = run_json(home, "dataset", "append", parent["id"], "--train-folder", str(home.more))
     assert doc["status"] == "done"
     assert doc["parent"] == parent["id"] and doc["id"] != parent["id"]
     assert sum(sum(c.values()) for c in doc["counts"].values()) == 20 + 6
     assert doc["image_size"] == [32, 24]
-    assert (home.jobs / parent["id"] / "dataset" / "info.json").read_bytes() == before
+    assert (JobFolder(home.jobs / parent["id"]).dataset / "info.json").read_bytes() == before
 
 
 def test_one_class_fails_with_exit_1_and_jobs_delete_removes_it(home, make_images):
@@ -100,7 +107,7 @@ def test_one_class_fails_with_exit_1_and_jobs_delete_removes_it(home, make_image
                    "--size", "16x16", code=1)
     assert doc["status"] == "failed"
     assert "two classes" in doc["error"]
-    assert not (home.jobs / doc["id"] / "dataset").exists()
+    assert not (JobFolder(home.jobs / doc["id"]).dataset).exists()
 
     deleted = run(home, "jobs", "delete", doc["id"])
     assert deleted.exit_code == 0, deleted.output
@@ -174,6 +181,6 @@ def test_submit_queues_the_build_for_the_server(cli_env, settings, make_images):
     doc = json.loads(result.stdout)
     assert doc["status"] == "queued"
     assert "queued" in result.stderr
-    assert not (settings.jobs_dir / doc["id"] / "dataset").exists()  # the server builds it, not the CLI
+    assert not JobFolder(settings.jobs_dir / doc["id"]).dataset.exists()  # the server builds it, not the CLI
     listed = json.loads(CliRunner().invoke(app, ["jobs", "list", "--json"], env=cli_env).stdout)["jobs"]
     assert [(j["id"], j["status"]) for j in listed] == [(doc["id"], "queued")]

@@ -56,3 +56,17 @@ def test_list_shows_mine_first_and_takes_mine_source_and_search(cli_env, tmp_pat
     assert bad.exit_code == 2 and "torchvision, timm or mine" in bad.output
     clash = run(cli_env, "list", "--mine", "--source", "timm")
     assert clash.exit_code == 2
+
+
+def test_list_shows_your_own_and_pulled_weights_and_says_how_to_find_the_rest(cli_env, tmp_path):
+    """Not 1,774 published entries by default (issue 31.9); --all and --json still give them all."""
+    path = tmp_path / "w.safetensors"
+    path.write_bytes(safetensors_bytes("timm:test_resnet", num_classes=3))
+    assert run(cli_env, "import", "zz-mine", str(path), "--network", "timm:test_resnet").exit_code == 0
+    listed = run(cli_env, "list")
+    assert listed.exit_code == 0 and [line.split()[1] for line in listed.stdout.splitlines()] == ["zz-mine"]
+    assert "--all" in listed.stderr and "trainyard weights list resnet" in listed.stderr
+    everything = run(cli_env, "list", "--all")
+    assert len(everything.stdout.splitlines()) > 1000 and "--all" not in everything.stderr
+    assert len(json.loads(run(cli_env, "list", "--json").stdout)["weights"]) > 1000
+    assert "resnet18.imagenet1k_v1" in run(cli_env, "list", "resnet18").stdout

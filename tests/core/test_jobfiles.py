@@ -68,3 +68,14 @@ def test_append_creates_a_missing_file_and_listing_skips_links(job, way):
     (job / "checkpoints" / "epoch-0002.pt").symlink_to(job.parent / "secret.txt")
     assert jobfiles.regular_names(job, "checkpoints") == ["epoch-0001.pt"]
     assert jobfiles.regular_names(job, "elsewhere") == []  # a linked folder is not listed
+
+
+def test_a_folder_that_is_a_link_is_refused_and_a_hard_link_is_not_written(job, tmp_path, way):
+    # a job made before the split may have replaced its ``work`` folder by a link elsewhere
+    with pytest.raises(jobfiles.UnsafeFile, match="is a link"):
+        jobfiles.read_bytes(job / "elsewhere", "secret.txt", 100)
+    assert jobfiles.regular_names(job / "elsewhere", ".") == []
+    os.link(tmp_path / "secret.txt", job / "rank-1.error")  # another name of a file outside
+    with pytest.raises(jobfiles.UnsafeFile, match="hard link"):
+        jobfiles.open_append(job, "rank-1.error")
+    assert (tmp_path / "secret.txt").read_text() == "root:the-hash\n"

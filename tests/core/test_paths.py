@@ -1,11 +1,19 @@
-"""User paths must stay inside the data roots, links included."""
+"""User paths must stay inside the data roots, links included; the layout of a job folder."""
 
 import os
 
 import pytest
 
 from trainyard.core.files import read_json, write_json_atomic
-from trainyard.core.paths import PathNotAllowed, checkpoint_name, resolve_inside
+from trainyard.core.paths import (
+    JobFolder,
+    PathNotAllowed,
+    checkpoint_job,
+    checkpoint_name,
+    checkpoint_owner,
+    job_id_of,
+    resolve_inside,
+)
 
 
 def test_path_inside_a_root_resolves(tmp_path):
@@ -46,3 +54,20 @@ def test_checkpoint_names_sort_by_epoch():
     assert checkpoint_name(2.5) == "epoch-0002.5.pt"
     assert checkpoint_name(0.25) == "epoch-0000.25.pt"
     assert sorted([checkpoint_name(e) for e in (10, 2, 1)]) == [checkpoint_name(e) for e in (1, 2, 10)]
+
+
+def test_a_new_job_folder_is_split_and_an_old_one_is_its_own_work_folder(tmp_path):
+    new = JobFolder(tmp_path / "jobs" / "new").create()
+    assert new.split and new.work == new.path / "work"
+    assert (new.spec.parent, new.output.parent, new.server_log.parent) == (new.path,) * 3
+    assert (new.events.parent, new.log.parent, new.checkpoints.parent, new.dataset.parent) == (new.work,) * 4
+    old = JobFolder(tmp_path / "jobs" / "old")
+    old.path.mkdir()
+    assert not old.split and old.work == old.path and old.events == old.path / "events.jsonl"
+    (old.path / "work").symlink_to(tmp_path, target_is_directory=True)  # planted by the old job
+    assert not old.split and old.work == old.path
+    for folder in (new, old):
+        checkpoint = folder.checkpoints / "epoch-0001.pt"
+        assert checkpoint_job(checkpoint, tmp_path / "jobs") == folder.path.name
+        assert checkpoint_owner(checkpoint) == folder.path and job_id_of(folder.work) == folder.path.name
+    assert checkpoint_job(tmp_path / "elsewhere" / "checkpoints" / "epoch-0001.pt", tmp_path / "jobs") is None

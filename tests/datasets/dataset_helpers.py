@@ -1,7 +1,11 @@
-"""Image generators shared by the dataset tests (imported by name: tests/datasets is on sys.path)."""
+"""Image generators shared by the dataset tests (imported by name: tests/datasets is on sys.path),
+and a build job process run (killed, for resume tests) with the files it leaves."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,3 +33,19 @@ def make_class_tree(root: Path, counts: dict[str, int], seed: int = 0,
             pixels = random_image(rng, size[1], size[0])
             written[save_image(root / name / f"{name}_{i:03d}.png", pixels)] = pixels
     return written
+
+
+def run_build(job: Path, kill_at: int | None = None) -> int:
+    """Exit code of the dataset job process on ``job``, SIGKILLed after image ``kill_at`` if given."""
+    from trainyard.datasets.build_stream import KILL_AT_ENV
+
+    env = {k: v for k, v in os.environ.items() if k != KILL_AT_ENV}
+    if kill_at is not None:
+        env[KILL_AT_ENV] = str(kill_at)
+    return subprocess.run([sys.executable, "-m", "trainyard.datasets.run", str(job)], env=env,
+                          capture_output=True, timeout=600).returncode
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    """Every file below ``folder`` by relative path, with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}

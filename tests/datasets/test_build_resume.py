@@ -5,17 +5,17 @@ through the CLI (``trainyard dataset resume ID``) after ``dataset create`` was k
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from dataset_helpers import files_of as files
 from dataset_helpers import make_class_tree
+from dataset_helpers import run_build as build
 from typer.testing import CliRunner
 
 from trainyard.cli.main import app
+from trainyard.core.paths import JobFolder
 from trainyard.datasets.build_stream import CHECKPOINT_EVERY, KILL_AT_ENV
 from trainyard.datasets.leftovers import remove_build_leftovers
 
@@ -39,18 +39,6 @@ def spec(job: Path, images: Path, encoding: str) -> Path:
     (job / "spec.json").write_text(json.dumps({"name": "r", "width": 16, "height": 16, "resize": "fill",
                                                "encoding": encoding, "train_folder": str(images)}))
     return job
-
-
-def build(job: Path, kill_at: int | None = None) -> int:
-    env = {k: v for k, v in os.environ.items() if k != KILL_AT_ENV}
-    if kill_at is not None:
-        env[KILL_AT_ENV] = str(kill_at)
-    return subprocess.run([sys.executable, "-m", "trainyard.datasets.run", str(job)], env=env,
-                          capture_output=True, timeout=300).returncode
-
-
-def files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 @pytest.mark.parametrize("encoding", ["none", "jpeg"])
@@ -104,10 +92,11 @@ def test_the_cli_resumes_a_killed_create(tmp_path, images, monkeypatch):
     whole = runner.invoke(app, create, env=env)
     assert whole.exit_code == 0, whole.output
     jobs = tmp_path / "home" / "jobs"
-    resumed, fresh = files(jobs / job["id"] / "dataset"), files(jobs / json.loads(whole.stdout)["id"] / "dataset")
+    resumed_dir, fresh_dir = (JobFolder(jobs / job["id"]).dataset,
+                              JobFolder(jobs / json.loads(whole.stdout)["id"]).dataset)
+    resumed, fresh = files(resumed_dir), files(fresh_dir)
     assert resumed.keys() == fresh.keys()
     assert all(resumed[k] == fresh[k] for k in fresh if k != "info.json")
-    assert np.array_equal(np.load(jobs / job["id"] / "dataset" / "mean.npy"),
-                          np.load(jobs / json.loads(whole.stdout)["id"] / "dataset" / "mean.npy"))
+    assert np.array_equal(np.load(resumed_dir / "mean.npy"), np.load(fresh_dir / "mean.npy"))
     done = runner.invoke(app, ["dataset", "resume", job["id"]], env=env)
     assert done.exit_code == 2 and "unfinished dataset build" in done.output

@@ -43,7 +43,7 @@ def test_decode_workers_exit_when_the_build_is_killed(tmp_path):
 
 def test_the_next_manager_removes_what_a_killed_build_left(ctx, settings):
     job = ctx.manager.create("dataset", "killed", {"name": "killed"}, needs={"pool": "dataset"})
-    folder = ctx.manager.folder(job.id).path
+    folder = ctx.manager.folder(job.id).work  # where the build writes
     (folder / "dataset.tmp" / "train").mkdir(parents=True)
     block = SHM_DIR / new_shm_name(folder)
     if SHM_DIR.is_dir():
@@ -55,4 +55,4 @@ def test_the_next_manager_removes_what_a_killed_build_left(ctx, settings):
     assert ctx.store.get_job(job.id).status == Status.FAILED
     assert not (folder / "dataset.tmp").exists()
     assert not block.exists()
-    assert Path(folder).is_dir()  # the job's own folder (log, events) stays
+    assert Path(folder).is_dir()  # the job's own work folder (log, events) stays

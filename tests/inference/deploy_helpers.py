@@ -26,7 +26,7 @@ from trainyard.artifact.checkpoint import (
 from trainyard.artifact.network import create_model
 from trainyard.artifact.normalize import preprocess_images
 from trainyard.artifact.preprocessing import Preprocessing
-from trainyard.core.paths import checkpoint_name
+from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.datasets.images import load_image
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,7 +57,7 @@ def make_checkpoint_job(job_dir: Path, *, resize: str = "squash", channels: int 
         "epoch": epoch, "metrics": {"val_accuracy": [[epoch, 50.0]]}, "best": None,
         "spec": {"id": job_dir.name, "name": name, "dataset_id": "none"},
     }
-    save_checkpoint(job_dir / "checkpoints" / checkpoint_name(epoch), checkpoint)
+    save_checkpoint(JobFolder(job_dir).checkpoints / checkpoint_name(epoch), checkpoint)
     return job_dir
 
 

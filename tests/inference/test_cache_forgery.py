@@ -38,7 +38,7 @@ def test_a_forged_cache_never_runs_a_custom_network_in_the_server(server, tmp_pa
     # The network raises if it is built in this (the server's) process: the right classes mean
     # it was built in a sandboxed worker only (a worker cannot write a file the test could read).
     model = custom_model(server, guarded_payload())
-    snapshot = server.app.state.ctx.manager.folder(model).path / "checkpoints" / checkpoint_name(1)
+    snapshot = server.app.state.ctx.manager.folder(model).checkpoints / checkpoint_name(1)
     forge(snapshot, "lenet", ["forged-1", "forged-2"])
     response = classify(server, model)
     assert response.status_code == 200, response.text

@@ -20,7 +20,7 @@ try:
     reached = "reached"
 except OSError:
     pass
-if os.path.isfile("spec.json"):  # the inference job's own folder (its working directory)
+if os.path.isfile(os.path.join("..", "spec.json")):  # the inference job's work folder (its working directory)
     with open("reach.txt", "w") as f:
         f.write(reached)"""
 
@@ -45,5 +45,5 @@ def test_a_classify_many_job_of_a_custom_model_is_confined_and_works(settings, c
         assert answer.status_code == 201, answer.text
         job = wait_job(client, answer.json()["id"], 300)
         assert job["status"] == "done", client.get(f"/api/jobs/{job['id']}/log").text
-        reach = manager.folder(job["id"]).path / "reach.txt"
+        reach = manager.folder(job["id"]).work / "reach.txt"
         assert reach.read_text() == "blocked", "the custom network read the store from its inference job"

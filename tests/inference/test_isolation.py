@@ -75,7 +75,7 @@ def custom_model(client, source: str) -> str:
     manager = client.app.state.ctx.manager
     # Recorded as custom when created (jobs/store/confinement.py), as the server records a custom job.
     job = manager.create("model", "payload", {"kind": "model", "network_source": source}, needs={"pool": "cpu"})
-    save_checkpoint(manager.folder(job.id).path / "checkpoints" / checkpoint_name(1), {
+    save_checkpoint(manager.folder(job.id).checkpoints / checkpoint_name(1), {
         "model": benign_state(), "network": None, "network_source": source, "classes": CLASSES,
         "image_size": SIZE, "epoch": 1, "spec": {}, "preprocess": {**PREPROCESS, "mean": None}})
     return job.id

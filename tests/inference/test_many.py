@@ -142,7 +142,7 @@ def test_a_split_is_read_as_it_is_classified_not_ahead(loaded, trained, tmp_path
     """A dataset split's stored images stream batch by batch: never the whole split at once."""
     from trainyard.inference.sources import split_items
 
-    dataset = trained.ctx.manager.folder(trained.dataset_id).path / "dataset"
+    dataset = trained.ctx.manager.folder(trained.dataset_id).dataset
     taken, seen = [], []
 
     def items():

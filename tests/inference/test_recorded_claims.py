@@ -11,6 +11,7 @@ import torch
 from PIL import Image
 
 from tests.inference.deploy_helpers import make_checkpoint_job
+from trainyard.core.paths import JobFolder
 from trainyard.inference import loader
 from trainyard.jobs.store import confinement as confinement_record
 
@@ -40,7 +41,7 @@ def image() -> dict:
 def test_a_custom_checkpoint_of_a_job_recorded_standard_is_a_409(api):
     job_id = model(api, None)
     folder = api.app.state.ctx.manager.folder(job_id).path
-    path = make_checkpoint_job(folder) / "checkpoints" / "epoch-0001.pt"
+    path = JobFolder(make_checkpoint_job(folder)).checkpoints / "epoch-0001.pt"
     checkpoint = torch.load(path, weights_only=False)
     torch.save({**checkpoint, "network": None, "network_source": SOURCE}, path)
     answer = api.post(f"/api/models/{job_id}/classify", files=image())
@@ -53,7 +54,7 @@ def test_a_standard_claim_for_a_job_recorded_custom_is_refused_and_never_loaded_
     job_id = model(api, SOURCE)
     assert confinement_record.recorded_user_code(api.app.state.ctx, job_id)
     folder = api.app.state.ctx.manager.folder(job_id).path
-    path = make_checkpoint_job(folder) / "checkpoints" / "epoch-0001.pt"  # claims lenet
+    path = JobFolder(make_checkpoint_job(folder)).checkpoints / "epoch-0001.pt"  # claims lenet
     loader._cache.clear()
     answer = api.post(f"/api/models/{job_id}/classify", files=image())
     assert answer.status_code == 409, answer.text

@@ -47,7 +47,8 @@ def reference_activations(model: nn.Module, x: torch.Tensor) -> dict[str, np.nda
 
 
 def numpy_stats(values: np.ndarray) -> dict:
-    counts, edges = np.histogram(values, bins=20)
+    # in float64, as the statistics are taken: float32 edges of a nearly constant map can collapse
+    counts, edges = np.histogram(values.astype(np.float64), bins=20)
     return {"mean": values.mean(dtype=np.float64), "std": values.std(dtype=np.float64),
             "counts": counts.tolist(), "edges": edges.tolist()}
 

@@ -21,7 +21,7 @@ def test_a_list_naming_images_outside_the_roots_skips_them(ctx, settings, tmp_pa
     spec = DatasetSpec(name="listed", train_list=str(listing), labels_file=str(labels),
                        width=16, height=16, data_roots=["/"])  # a user's own roots are ignored
     job = ctx.manager.run_foreground(create_dataset_job(ctx, spec, foreground=True).id)
-    detail = job_detail(ctx.manager, job)
+    detail = job_detail(ctx.manager, job).as_json()
     assert job.status == "done"
     assert sum(sum(c.values()) for c in detail["counts"].values()) == 8
     skipped = {s["path"] for s in detail["skipped"]}

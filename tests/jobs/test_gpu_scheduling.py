@@ -50,7 +50,7 @@ class GpuScript(JobKind):
     seconds: float = 60
 
     def command(self, folder, gpu_ids):
-        return [sys.executable, "-c", SCRIPT.format(mode=self.mode, seconds=self.seconds), str(folder.path)]
+        return [sys.executable, "-c", SCRIPT.format(mode=self.mode, seconds=self.seconds), str(folder.work)]
 
 
 register_kind(GpuScript("gpu-hold", "", lambda job, folder: {}))
@@ -238,3 +238,20 @@ def test_a_killed_rank_fails_the_job_within_a_bounded_time(gpu_ctx, dataset):
     assert "another training process of this job stopped" in job.error and "Rank 0 saw" in job.error
     assert ctx.store.leases() == {}
     wait_for(lambda: not workers[0].is_running() or workers[0].status() == psutil.STATUS_ZOMBIE, 10)
+
+
+def test_without_a_driver_the_inventory_never_waits_for_torch(monkeypatch):
+    """The first Create of a server waited for the start-up thread's torch import to learn there
+    is no GPU (issue 31.3): torch in sys.modules (perhaps half imported) is not asked without a driver."""
+    from trainyard.jobs.scheduling import resources
+
+    class HalfImported:
+        class cuda:
+            @staticmethod
+            def is_available():
+                pytest.fail("no driver: torch.cuda must not be asked")
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML: the torch fallback
+    monkeypatch.setitem(sys.modules, "torch", HalfImported)
+    monkeypatch.setattr(resources, "_cuda_driver_present", lambda: False)
+    assert gpu_inventory() == []

@@ -201,14 +201,14 @@ def job_row(status: str, resources: list[str], pid: int | None) -> SimpleNamespa
 def test_a_running_job_reports_its_gpus_and_processes():
     import os
 
-    figures = Hardware(FakeNVML(devices())).job(job_row("running", ["gpu:1", "gpu:2"], os.getpid()))
+    figures = Hardware(FakeNVML(devices())).job(job_row("running", ["gpu:1", "gpu:2"], os.getpid())).as_json()
     assert [g["name"] for g in figures["gpus"]] == ["Fake T4", "Fake A100"]
     assert figures["cpu"]["processes"] >= 1 and figures["cpu"]["rss"] > 0
     assert figures["system"]["cpu_count"] >= 1 and figures["status"] == "running"
 
 
 def test_an_ended_job_reports_no_live_figures():
-    figures = Hardware(FakeNVML(devices())).job(job_row("done", ["gpu:0"], 12345))
+    figures = Hardware(FakeNVML(devices())).job(job_row("done", ["gpu:0"], 12345)).as_json()
     assert figures["gpus"] == [] and figures["cpu"] is None and figures["eta"] is None
     assert figures["status"] == "done"
 

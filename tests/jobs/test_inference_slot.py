@@ -21,7 +21,7 @@ def hold(ctx, kind: str, name: str, resource: str):
 
 def waiting_detail(ctx, kind: str, needs: dict) -> str:
     job = ctx.manager.create(kind, f"{kind}-waits", {}, needs=needs)
-    ctx.manager._try_start(ctx.store.get_job(job.id))
+    ctx.manager.starting.try_start(ctx.store.get_job(job.id))
     job = ctx.store.get_job(job.id)
     assert job.status == "waiting"
     return job.status_detail

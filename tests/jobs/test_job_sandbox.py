@@ -79,7 +79,9 @@ def test_an_inference_job_of_a_custom_model_is_confined_reading_its_checkpoint(c
     policy = policy_of(command_of(ctx, job.id))
     assert policy is not None, "an inference job ran a custom network unconfined"
     assert str(checkpoint.parent) in policy.read and str(images) in policy.read
-    assert str(ctx.manager.folder(job.id).path) in policy.write
+    folder = ctx.manager.folder(job.id)  # it writes its work folder, and only reads its spec
+    assert str(folder.work) in policy.write and str(folder.path) not in policy.write
+    assert str(folder.spec) in policy.read and policy.report_dir == str(folder.work)
     standard = model_job(ctx, tmp_path, None)
     plain = ctx.manager.create("classify-many", "c", {**spec, "model_id": standard}, needs={"pool": "inference"})
     assert policy_of(command_of(ctx, plain.id)) is None

@@ -36,7 +36,7 @@ class ScriptKind(JobKind):
     script: str = ""
 
     def command(self, folder, gpu_ids):
-        return [sys.executable, "-c", SCRIPT_PREFIX + self.script, str(folder.path)]
+        return [sys.executable, "-c", SCRIPT_PREFIX + self.script, str(folder.work)]
 
 
 for name, script in SCRIPTS.items():

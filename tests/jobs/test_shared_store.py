@@ -34,7 +34,7 @@ w.status("done")
 @dataclass(frozen=True)
 class OnceKind(JobKind):
     def command(self, folder, gpu_ids):
-        return [sys.executable, "-c", ONCE, str(folder.path)]
+        return [sys.executable, "-c", ONCE, str(folder.work)]
 
 
 register_kind(OnceKind("test-once", "", lambda job, folder: {}))
@@ -76,7 +76,7 @@ def test_racing_managers_in_separate_processes_start_each_queued_job_once(ctx, c
         _, errors = racer.communicate(timeout=120)
         assert racer.returncode == 0, errors[-2000:]
     for job in jobs:
-        runs = (ctx.manager.folder(job.id).path / "runs.txt").read_text().split()
+        runs = (ctx.manager.folder(job.id).work / "runs.txt").read_text().split()
         history = [h.status for h in ctx.store.history(job.id)]
         assert len(runs) == 1, f"{job.id} ran {len(runs)} times"
         assert history.count("running") == 1 and ctx.store.get_job(job.id).status == "done", history
@@ -102,7 +102,7 @@ def test_a_manager_that_lost_the_claim_frees_only_its_own_leases(ctx, settings):
     assert ctx.store.leases() == {"cpu:0": job.id}
     late = JobManager(settings, ctx.store, Pools(1, 2, []))
     assert ctx.store.try_lease(job.id, ["cpu:1"])
-    late._start(stale, ["cpu:1"])  # too late: the job is no longer queued
+    late.starting.start(stale, ["cpu:1"])  # too late: the job is no longer queued
     assert ctx.store.leases() == {"cpu:0": job.id}
     wait_for(lambda: (other.tick(), ctx.store.get_job(job.id).status == "done")[1], 30)
     assert ctx.store.leases() == {}

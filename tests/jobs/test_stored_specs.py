@@ -106,15 +106,25 @@ def test_a_stored_multi_node_spec_keeps_its_rendezvous(tmp_path):
 
 
 def test_a_broken_model_spec_still_describes_the_job(tmp_path):
+    """The job is described whatever its spec.json holds: its document's spec is typed, a broken
+    one null (as the API serves it, tests/web/test_stored_spec_pages.py), and its page and `jobs
+    show` list the settings as written (``spec_as_written``)."""
     from types import SimpleNamespace
 
-    from trainyard.jobs.kinds.registry import describe_model
+    from trainyard.jobs.kinds.documents import JobDetail
+    from trainyard.jobs.kinds.registry import describe_model, spec_as_written
+
+    def common(job_id: str) -> JobDetail:
+        return JobDetail(id=job_id, kind="model", name=job_id, status="done", status_detail=None, error=None,
+                         progress=1, eta=None, elapsed=None, created_at=0, started_at=None, finished_at=None,
+                         updated_at=None, parent=None, group=None, needs=None, summary={}, resources=[], history=[])
 
     folder = folder_with(tmp_path, {"id": "m-bad", "kind": "model", "epochs": "many"})
-    doc = describe_model(SimpleNamespace(parent_id=None, summary={}), folder)
-    assert (doc["network"], doc["epochs"], doc["spec"]["epochs"]) == (None, None, "many")
-    good = describe_model(SimpleNamespace(parent_id="d-old", summary={}), folder_with(tmp_path, OLD_MODEL_SPEC))
-    assert (good["network"], good["epochs"], good["spec"]) == ("lenet", 12, OLD_MODEL_SPEC)
+    doc = describe_model(SimpleNamespace(parent_id=None, summary={}), folder, common("m-bad"))
+    assert (doc.network, doc.epochs, doc.spec, spec_as_written(folder)["epochs"]) == (None, None, None, "many")
+    old = folder_with(tmp_path, OLD_MODEL_SPEC)
+    good = describe_model(SimpleNamespace(parent_id="d-old", summary={}), old, common("m-old"))
+    assert (good.network, good.epochs, good.spec.crop, spec_as_written(old)) == ("lenet", 12, 24, OLD_MODEL_SPEC)
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)

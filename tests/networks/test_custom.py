@@ -73,8 +73,37 @@ def test_error_in_forward_reports_the_users_line():
     ''')
     with pytest.raises(NetworkError) as err:
         check_network(source, 3, 3, 8)
-    assert err.value.lineno == 10
-    assert err.value.message == "line 10: layer 'fc' (Linear) expects 10 inputs, gets 192"  # names the layer
+    # The line to change is the one that made the layer (issue 31.9: it was forward's line 10).
+    assert err.value.lineno == 7
+    assert err.value.message == "line 7: layer 'fc' (Linear) expects 10 inputs, gets 192 (called at line 10)"
+
+
+def test_a_layer_in_a_sequential_or_a_block_points_at_the_line_that_made_it():
+    source = textwrap.dedent('''\
+        from torch import nn
+
+        class Block(nn.Module):
+            def __init__(self, channels):
+                super().__init__()
+                self.conv = nn.Conv2d(channels, 8, 3)
+
+            def forward(self, x):
+                return self.conv(x)
+
+        def build(num_classes, in_channels, image_size):
+            return nn.Sequential(
+                Block(in_channels),
+                nn.Flatten(),
+                nn.Linear(123, num_classes),
+            )
+    ''')
+    with pytest.raises(NetworkError) as err:
+        check_network(source, 3, 3, 8)
+    assert err.value.lineno == 15 and err.value.message.startswith("line 15: layer '2' (Linear) expects 123 inputs")
+    wrong_channels = source.replace("nn.Conv2d(channels, 8, 3)", "nn.Conv2d(channels + 1, 8, 3)")
+    with pytest.raises(NetworkError) as err:
+        check_network(wrong_channels, 3, 3, 8)
+    assert err.value.lineno == 6 and "expects 4 input channels, gets 3 (called at line 9)" in err.value.message
 
 
 def test_syntax_error_reports_its_line():

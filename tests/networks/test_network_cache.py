@@ -14,8 +14,9 @@ def calls(monkeypatch):
     """Checks answered without a child process; the list records each one asked for."""
     asked = []
 
-    def fake_check(source, num_classes, in_channels, image_size, timeout, *, network, input_size):
-        asked.append(network or source)
+    def fake_check(source, num_classes, in_channels, image_size, timeout, *, network, input_size,
+                   task="classification"):
+        asked.append(network or source if task == "classification" else (task, network or source))
         if network == "slow":
             return {"ok": False, "error": "the check took longer than 60 s", "line": None, "transient": True}
         return {"ok": True, "params": num_classes}
@@ -42,6 +43,15 @@ def test_a_custom_source_is_kept_in_memory_only(tmp_path, calls):
     for _ in range(2):
         assert cache.check(source=source, num_classes=3, in_channels=3, image_size=32)["ok"]
     assert calls == [source] and list(tmp_path.glob("*.json")) == []
+
+
+def test_a_detection_check_is_not_a_classification_checks_answer(tmp_path, calls):
+    """The same file checked for a detection dataset is checked as a detector, and kept apart."""
+    cache = NetworkCache(tmp_path)
+    source = "def build(num_classes, in_channels, image_size):\n    pass\n"
+    for task in ("classification", "detection", "detection"):
+        assert cache.check(source=source, num_classes=3, in_channels=3, image_size=32, task=task)["ok"]
+    assert calls == [source, ("detection", source)]
 
 
 def test_a_check_that_timed_out_is_asked_again(tmp_path, calls):

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from trainyard.core.events import read_events
+from trainyard.core.paths import JobFolder
 from trainyard.datasets.storage import SplitWriter, save_mean
 from trainyard.training.spec import ModelSpec
 
@@ -98,12 +99,12 @@ def write_job(job_dir: Path, spec: ModelSpec) -> Path:
 
 def metrics(job_dir: Path, name: str) -> list[tuple[float, float]]:
     """[(epoch, value), ...] of one metric, in the order they were written."""
-    return [(e["epoch"], e["value"]) for e in read_events(job_dir / "events.jsonl", {"metric"})
+    return [(e["epoch"], e["value"]) for e in read_events(JobFolder(job_dir).events, {"metric"})
             if e["name"] == name]
 
 
 def statuses(job_dir: Path) -> list[dict]:
-    return list(read_events(job_dir / "events.jsonl", {"status"}))
+    return list(read_events(JobFolder(job_dir).events, {"status"}))
 
 
 @contextlib.contextmanager

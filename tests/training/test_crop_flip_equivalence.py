@@ -1,13 +1,17 @@
-"""The random crop and flip (unfold + one index; flip of the chosen samples only) give bit for
-bit what the former versions gave (expanded int64 gathers; flip of the whole batch then a
-select) for the same generator: same draws, same pixels, so runs stay reproducible."""
+"""The random crop and flip (unfold + one index; flip of the chosen samples only, on the uint8
+window) give bit for bit what the former versions gave (expanded int64 gathers; flip of the
+whole float batch then a select) for the same generator: same draws, same pixels, so runs stay
+reproducible and a resume continues exactly."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import pytest
 import torch
 
-from trainyard.training.augment import AugmentSettings, augment_batch, random_crop_batch
+from trainyard.artifact.normalize import normalize_batch
+from trainyard.training.augment import AugmentSettings, augment_batch, random_crop_batch, training_batch
 
 
 def gather_crop(x: torch.Tensor, crop: int, generator: torch.Generator) -> torch.Tensor:
@@ -56,3 +60,18 @@ def test_flip_equals_the_where_version(flip, n):
         ours = augment_batch(x, AugmentSettings(flip=flip), gen(seed))
         assert torch.equal(ours, where_flip(x, flip, gen(seed)))
     assert torch.equal(x, torch.rand(n, 3, 6, 10, generator=gen(2)))  # the input is left as it was
+
+
+@pytest.mark.parametrize("crop", [None, 12])
+@pytest.mark.parametrize("settings", [AugmentSettings(flip="both"),
+                                      AugmentSettings(flip="lr", noise_std=0.05, contrast=0.2)])
+def test_training_batch_flips_the_uint8_window_as_the_float_batch_was_flipped(crop, settings):
+    images = torch.randint(0, 256, (9, 16, 14, 3), dtype=torch.uint8, generator=gen(3))
+    mean = torch.rand(1, 3, 16, 14, generator=gen(4))
+    mean = mean[..., 2:14, 1:13] if crop else mean
+    for seed in range(4):
+        before = gen(seed)  # the former order: crop, convert, then every step on the floats
+        reference = normalize_batch(images, mean, crop, random_crop=partial(random_crop_batch, generator=before),
+                                    augment=partial(augment_batch, settings=settings, generator=before))
+        ours = training_batch(images, mean, crop, settings, gen(seed))
+        assert torch.equal(ours, reference)

@@ -128,3 +128,17 @@ def test_preprocess_images_resizes_and_converts(dataset):
     assert x.shape == (2, 3, 12, 12)
     assert torch.equal(x[0], x[1])  # the fill padding noise is seeded: same image, same input
     assert torch.allclose(x[0, :, 6, 6], torch.full((3,), 128 / 255))
+
+
+def test_a_small_set_keeps_its_last_batch_and_a_large_one_drops_only_a_handful(tmp_path):
+    """115 images in batches of 64 trained on 64 a epoch, 51 left out silently (issue 31.9)."""
+    small = BatchLoader(open_split(make_dataset(tmp_path / "small", train=115, val=4, size=8, channels=1),
+                                   "train"), 64, train=True, seed=1)
+    seen = np.concatenate([y.numpy() for _, y in small.batches(0)])
+    assert len(small) == 2 and len(seen) == 115 and small.dropped_per_epoch == 0
+    large = BatchLoader(open_split(make_dataset(tmp_path / "large", train=650, val=4, size=8, channels=1),
+                                   "train"), 64, train=True, seed=1)
+    assert len(large) == 10 and large.dropped_per_epoch == 10  # 1.5 %: steady shapes win
+    one_over = BatchLoader(open_split(make_dataset(tmp_path / "one", train=17, val=4, size=8, channels=1),
+                                      "train"), 8, train=True, seed=1)
+    assert one_over.dropped_per_epoch == 1  # a batch of one image would break BatchNorm

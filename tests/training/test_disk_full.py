@@ -15,14 +15,14 @@ def dataset(tmp_path_factory):
     return make_dataset(tmp_path_factory.mktemp("ds") / "stripes", train=32, val=8, size=16)
 
 
-def onto_a_full_disk(path, write):
+def onto_a_full_disk(path, write, before_rename=None):
     """write_atomic, but the bytes go to /dev/full: every write fails with ENOSPC, as on a full disk."""
     with open("/dev/full", "wb") as f:
         write(f)
         f.flush()
 
 
-def torch_short_write(path, write):
+def torch_short_write(path, write, before_rename=None):
     """What torch's archive writer raises when it notices the short write before Python does."""
     raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 704 vs 598")
 

@@ -137,3 +137,30 @@ def test_sigterm_stops_at_a_step_and_keeps_checkpoints(big_dataset, tmp_path):
     assert kept and max(kept) < 20
     assert load_checkpoint(kept[max(kept)])["epoch"] == max(kept)
     assert not list((job / "checkpoints").glob(".*.tmp"))
+
+
+def test_a_checkpoint_from_before_big_last_batches_were_kept_resumes_with_its_rule(tmp_path, monkeypatch):
+    """40 images in batches of 16: the old rule dropped the last 8 (2 batches an epoch), today's
+    keeps them (3). A checkpoint of the old rule, which has no entry for it, still resumes, and
+    the run goes on as the old one would have."""
+    import torch
+
+    from trainyard.training import data
+
+    stripes = make_dataset(tmp_path / "stripes", train=40, val=16, size=18)
+    spec = model_spec(stripes, epochs=2, snapshot_interval=0.5, val_interval=0.5)
+    full, resumed = tmp_path / "full", tmp_path / "resumed"
+    with monkeypatch.context() as old_rule:
+        old_rule.setattr(data, "MAX_DROPPED_SHARE", 2.0)  # no incomplete batch is ever big enough
+        with EventWriter(full) as events, one_thread():
+            train(spec, full, events)
+    old = load_checkpoint(full / "checkpoints" / checkpoint_name(1))
+    assert old["batches_per_epoch"] == 2
+    old.pop("keeps_big_last_batch", None)  # as written before the rule
+    (resumed / "checkpoints").mkdir(parents=True)
+    torch.save(old, resumed / "checkpoints" / checkpoint_name(1))
+    with EventWriter(resumed) as events, one_thread():
+        train(spec, resumed, events, resume=resumed / "checkpoints" / checkpoint_name(1))  # was "cannot resume"
+    for name in ("train_loss", "val_loss", "val_accuracy"):
+        assert metrics(resumed, name) == [(e, v) for e, v in metrics(full, name) if e > 1], name
+    assert load_checkpoint(resumed / "checkpoints" / checkpoint_name(2))["keeps_big_last_batch"] is False

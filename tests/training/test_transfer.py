@@ -147,6 +147,6 @@ def test_a_fine_tune_is_far_above_chance_after_its_first_epoch(ctx, settings, tm
         ckpt = load_checkpoint(checkpoint_for_epoch(folder.path))
         [(_, accuracy)] = ckpt["metrics"]["val_accuracy"]
         assert accuracy >= 50, (entry, accuracy)  # twice chance; it sat at chance before
-        assert said in (folder.path / "log.txt").read_text()
+        assert said in folder.log.read_text()
         if entry == "known":  # recorded for validation, classify, evaluate and the archive
             assert ckpt["preprocess"]["std"] == [0.25, 0.25, 0.25]

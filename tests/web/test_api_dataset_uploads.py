@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trainyard.core.paths import JobFolder
 from trainyard.settings import Settings
 
 SIZE = {"width": 32, "height": 24}  # as test_api_datasets.py's: not square
@@ -97,7 +98,7 @@ def test_archives_with_unsafe_members_fail_naming_the_member(client, settings, w
         assert member in job["error"] and "refused" in job["error"], job["error"]
         assert not list(tmp_path.rglob(written_name)), f"the refused {kind} member was written"
         job_dir = settings.jobs_dir / job_id
-        assert not (job_dir / "dataset").exists()
+        assert not (JobFolder(job_dir).dataset).exists()
         assert not (job_dir / "extract.tmp").exists(), "the partial extraction was left behind"
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from trainyard.core.paths import JobFolder
 from trainyard.settings import Settings
 
 GOOD_IMAGES = 20  # the image_folder fixture: 10 cats, 10 dogs, plus two bad files
@@ -117,7 +118,7 @@ def test_invalid_spec_is_422_with_a_clear_message(client, image_folder, fields, 
 
 def test_parent_dir_cannot_be_set_by_hand(shared):
     """Only append points a build at a parent; a user-given parent_dir would read any folder."""
-    parent = shared.settings.jobs_dir / shared.dataset["id"] / "dataset"
+    parent = JobFolder(shared.settings.jobs_dir / shared.dataset["id"]).dataset
     response = shared.client.post("/api/datasets", json={"name": "x", "train_folder": str(shared.folder),
                                                          "parent_dir": str(parent)})
     assert response.status_code == 400
@@ -130,8 +131,8 @@ def test_one_class_fails_with_a_clear_error_and_leaves_no_dataset(client, settin
     assert job["status"] == "failed"
     assert "two classes" in job["error"]
     job_dir = settings.jobs_dir / job["id"]
-    assert not (job_dir / "dataset").exists()
-    assert not (job_dir / "dataset.tmp").exists()
+    assert not (JobFolder(job_dir).dataset).exists()
+    assert not (JobFolder(job_dir).work / "dataset.tmp").exists()
     assert client.get(f"/api/datasets/{job['id']}/images").status_code == 409
 
 
@@ -139,7 +140,7 @@ def test_one_class_fails_with_a_clear_error_and_leaves_no_dataset(client, settin
 
 def test_append_makes_a_new_version_and_leaves_the_old_one_alone(shared, wait_job, make_images):
     client, settings, built = shared.client, shared.settings, shared.dataset
-    old_dir = settings.jobs_dir / built["id"] / "dataset"
+    old_dir = JobFolder(settings.jobs_dir / built["id"]).dataset
     before = file_digest(old_dir)
     more = make_images(settings.data_roots[0] / "more", {"cat": 4, "dog": 4, "eel": 4}, seed=1)
 
@@ -155,6 +156,11 @@ def test_append_makes_a_new_version_and_leaves_the_old_one_alone(shared, wait_jo
     assert total(new["counts"]) == GOOD_IMAGES + 12
     assert new["image_size"] == built["image_size"]
     assert new["name"] == "pets v2"
+    # Its own next version counts on (issue 31.9: was "pets v2 v2"), and its page names its source.
+    form = client.get(f"/datasets/new?parent={job['id']}").text
+    assert 'placeholder="pets v3"' in form and "v2 v2" not in form
+    page = client.get(f"/datasets/{job['id']}").text
+    assert f'new version of <a href="/datasets/{built["id"]}" id="parent-link">pets</a>' in page
 
     again = client.get(f"/api/datasets/{built['id']}").json()
     assert again["classes"] == built["classes"] and again["counts"] == built["counts"]
@@ -278,7 +284,7 @@ def test_delete_removes_the_dataset_and_its_folder(client, settings, wait_job, m
     folder = make_images(settings.data_roots[0] / "images", {"cat": 2, "dog": 2})
     built = build(client, wait_job, train_folder=str(folder), val_percent=0)
     job_dir = settings.jobs_dir / built["id"]
-    assert (job_dir / "dataset" / "info.json").is_file()
+    assert (JobFolder(job_dir).dataset / "info.json").is_file()
     response = client.delete(f"/api/jobs/{built['id']}")
     assert response.status_code == 200
     assert not job_dir.exists()

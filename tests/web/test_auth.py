@@ -54,7 +54,7 @@ def test_event_stream_works_with_the_token(guarded):
 
     ctx = guarded.app.state.ctx
     job = ctx.manager.create("dataset", "ended", {"kind": "dataset"}, needs={"pool": "dataset"})
-    with EventWriter(ctx.manager.folder(job.id).path) as events:
+    with EventWriter(ctx.manager.folder(job.id).work) as events:
         events.status("running")
         events.status("done")
     ctx.store.update_job(job.id, status="done")

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from trainyard.cli.main import app as cli
 from trainyard.core.events import EventWriter
+from trainyard.jobs.store.labels import set_labels
 
 
 def add_run(ctx, dataset_id: str, name: str, lr: float, accuracy: list[float], status: str = "done",
@@ -18,7 +19,7 @@ def add_run(ctx, dataset_id: str, name: str, lr: float, accuracy: list[float], s
     spec = {"name": name, "dataset_id": dataset_id, "dataset_dir": "/nowhere", "network": "lenet",
             "epochs": epochs or len(accuracy), "batch_size": 16, "lr": {"policy": "fixed", "base_lr": lr}}
     job = ctx.manager.create("model", name, spec, needs={"pool": "cpu"}, parent_id=dataset_id, group="sweep")
-    events = EventWriter(ctx.manager.folder(job.id).path)
+    events = EventWriter(ctx.manager.folder(job.id).work)  # where the job writes (core/paths.py)
     for epoch, value in enumerate(accuracy, 1):
         events.emit("metric", epoch=epoch, name="train_loss", value=1.0 / epoch)
         events.emit("metric", epoch=epoch, name="lr", value=lr)
@@ -72,8 +73,10 @@ def test_one_run_and_a_repeated_id_are_fine(idle_client, runs):
 def test_the_page_links_each_run_and_highlights_what_differs(idle_client, runs):
     html = idle_client.get(f"/compare?ids={runs['fast']},{runs['slow']}").text
     assert f'href="/models/{runs["fast"]}"' in html and f'href="/models/{runs["slow"]}"' in html
-    assert '<th class="sortable differs" data-type="auto">lr.base_lr</th>' in html
-    assert '<tr class="differs"><th>epochs</th>' in html and "<tr><th>network</th>" in html
+    # The job page's labels, the spec's name in the title (issue 31.6)
+    assert '<th class="sortable differs" data-type="auto" title="lr.base_lr">Base learning rate</th>' in html
+    assert '<tr class="differs"><th title="epochs">Training epochs</th>' in html
+    assert '<tr><th title="network">Network</th>' in html
     assert idle_client.get("/compare?ids=nosuchjob").status_code == 404
 
 
@@ -90,6 +93,22 @@ def test_the_cli_prints_the_document_or_a_table_of_what_differs(idle_app, runs, 
     assert slow.split()[:3] == [runs["slow"], "2", "0.0001"]
     result = CliRunner().invoke(cli, ["jobs", "compare", runs["dataset"]], env=env)
     assert result.exit_code == 2 and "only model" in result.stderr
+
+
+def test_the_cli_compares_a_sweep_by_its_name_and_shows_notes(idle_app, runs, settings):
+    """Issue 31.7: a sweep's name stands for its runs, best first; notes get a column."""
+    env = {"TRAINYARD_HOME": str(settings.home), "TRAINYARD_DATA_ROOTS": str(settings.data_roots[0]),
+           "TRAINYARD_AUTH_TOKEN": ""}
+    set_labels(idle_app.state.ctx.store, runs["slow"], notes="too slow to learn\nin 2 epochs")
+    result = CliRunner().invoke(cli, ["jobs", "compare", "sweep", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [j["id"] for j in doc["jobs"]] == [runs["fast"], runs["slow"]]
+    assert doc["jobs"][1]["notes"] == "too slow to learn\nin 2 epochs"
+    header, fast, slow = CliRunner().invoke(cli, ["jobs", "compare", "sweep"], env=env).stdout.splitlines()
+    assert header.split()[-1] == "notes" and slow.endswith("too slow to learn in 2 epochs")
+    missing = CliRunner().invoke(cli, ["jobs", "compare", "no sweep"], env=env)
+    assert missing.exit_code == 2 and "no job with id 'no sweep' and no sweep of that name" in missing.stderr
 
 
 def test_the_home_list_offers_to_compare_a_sweep(idle_client, runs):

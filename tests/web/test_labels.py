@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from tests.web.test_compare import add_run
 from trainyard.cli.main import app as cli
+from trainyard.jobs.store.labels import set_labels
 
 
 @pytest.fixture
@@ -78,3 +79,36 @@ def test_cli_tags_and_notes(idle_app, runs, settings):
     bad = run("tag", runs[0], "no/slashes")
     assert bad.exit_code == 2 and "no/slashes" in bad.stderr
     assert run("note", "nosuchjob", "x").exit_code == 2
+
+
+def test_cli_lists_tags_and_filters_by_every_tag_given(idle_app, runs, settings):
+    """Issue 31.7: ``jobs list`` shows each job's tags; ``--tag`` (repeatable) keeps jobs with all of them."""
+    env = {"TRAINYARD_HOME": str(settings.home), "TRAINYARD_DATA_ROOTS": str(settings.data_roots[0]),
+           "TRAINYARD_AUTH_TOKEN": ""}
+    store = idle_app.state.ctx.store
+    set_labels(store, runs[0], tags=["baseline", "lr-search"])
+    set_labels(store, runs[1], tags=["lr-search"])
+
+    def listed(*args):
+        result = CliRunner().invoke(cli, ["jobs", "list", *args], env=env)
+        assert result.exit_code == 0, result.output
+        return result
+
+    lines = {line.split()[0]: line for line in listed().stdout.splitlines()}
+    assert lines[runs[0]].endswith("first  [baseline, lr-search]") and lines[runs[1]].endswith("[lr-search]")
+    def ids(*args):
+        return [line.split()[0] for line in listed(*args).stdout.splitlines()]
+
+    assert ids("--tag", "LR-search") == [runs[1], runs[0]]
+    assert ids("--tag", "lr-search", "--tag", "baseline") == [runs[0]]
+    both = json.loads(listed("--tag", "baseline", "--json").stdout)["jobs"]
+    assert [(j["id"], j["tags"]) for j in both] == [(runs[0], ["baseline", "lr-search"])]
+    none = listed("--tag", "nothing")
+    assert none.stdout == "" and "no job is tagged nothing" in none.stderr
+
+
+def test_notes_show_on_the_home_list(idle_client, runs):
+    idle_client.patch(f"/api/jobs/{runs[0]}", json={"notes": "diverged: lr too high\nsecond line"})
+    row = idle_client.get("/").text.split(f'data-job="{runs[0]}"', 1)[1].split("</tr>", 1)[0]
+    assert ('<div class="small job-notes clip" title="diverged: lr too high\nsecond line">'
+            'diverged: lr too high</div>') in row

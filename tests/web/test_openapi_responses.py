@@ -28,7 +28,7 @@ def test_every_json_route_documents_its_answer(settings):
     spec = _openapi(settings)
     answers = dict(_json_answers(spec))
     bare = {label for label, schema in answers.items()
-            if not ({"$ref", "properties", "items", "anyOf"} & schema.keys())}
+            if not ({"$ref", "properties", "items", "anyOf", "oneOf"} & schema.keys())}
     assert len(answers) >= 35
     assert bare == WITHOUT_MODEL & answers.keys()
     job = spec["components"]["schemas"]["JobBrief"]
@@ -60,3 +60,32 @@ def test_files_and_streams_document_their_media_type_not_an_empty_json_schema(se
                    if code.startswith("2")
                    and response.get("content", {}).get("application/json", {}).get("schema") == {})
     assert empty == []
+
+
+def _reached(spec: dict) -> set[str]:
+    """The component schemas that some 2xx JSON answer refers to, directly or through another."""
+    found: set[str] = set()
+    todo = [schema for _, schema in _json_answers(spec)]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if ref.startswith("#/components/schemas/") and ref.rpartition("/")[2] not in found:
+                found.add(ref.rpartition("/")[2])
+                todo.append(spec["components"]["schemas"][ref.rpartition("/")[2]])
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return found
+
+
+def test_every_answer_names_its_fields_and_allows_no_other(settings):
+    """What /openapi.json says an answer holds is all it holds (issue 32: response documents as
+    the response models): no answer's object schema is open to fields it does not name."""
+    spec = _openapi(settings)
+    reached = _reached(spec)
+    assert {"JobBrief", "DatasetDetail", "ModelDetail", "InferenceJob", "WeightsRow", "SystemReport"} <= reached
+    schemas = spec["components"]["schemas"]
+    open_ = sorted(name for name in reached if "properties" in schemas[name]
+                   and schemas[name].get("additionalProperties") is not False)
+    assert open_ == []

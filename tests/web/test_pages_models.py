@@ -113,7 +113,7 @@ def test_home_reads_no_job_folder(app, client, monkeypatch):
         raise AssertionError("the home page read a job file")
 
     monkeypatch.setattr("trainyard.jobs.kinds.registry.read_events", no_reads)
-    monkeypatch.setattr("trainyard.jobs.kinds.registry.read_json", no_reads)
+    monkeypatch.setattr("trainyard.core.jobfiles.open_beneath", no_reads)  # every job-file read opens here
     assert client.get("/").status_code == 200
     assert client.get("/partials/jobs").status_code == 200
 

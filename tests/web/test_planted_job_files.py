@@ -29,7 +29,7 @@ def api(settings, client_for):
 def plant(api, secret) -> tuple[str, os.PathLike]:
     ctx = api.app.state.ctx
     job = ctx.manager.create("dataset", "planted", {"name": "planted"}, needs={"pool": "dataset"})
-    folder = ctx.manager.folder(job.id).path
+    folder = ctx.manager.folder(job.id).work  # what the job writes (core/paths.py)
     with EventWriter(folder) as events:
         events.log("a line of the job's own")
     for name in ("log.txt", "output.txt", "events.jsonl"):
@@ -67,7 +67,7 @@ def test_links_the_job_planted_are_not_read_through(api, tmp_path):
 def test_fifos_named_spec_and_log_answer_at_once(api, tmp_path):
     job_id, folder = plant(api, tmp_path / "nothing")
     for name in ("spec.json", "log.txt", "events.jsonl"):
-        (folder / name).unlink()
+        (folder / name).unlink(missing_ok=True)
         os.mkfifo(folder / name)
     for response in answered(lambda: api.get(f"/api/jobs/{job_id}/log"), 8):
         assert response.status_code == 200 and "not a regular file" in response.text
@@ -95,7 +95,7 @@ def test_serve_ends_on_sigterm_with_many_requests_at_planted_fifos(tmp_path):
 
         ctx = open_context(Settings(home=home, data_roots=[tmp_path]))
         made = ctx.manager.create("dataset", "planted", {"name": "planted"}, needs={"pool": "dataset"})
-        folder = ctx.manager.folder(made.id).path
+        folder = ctx.manager.folder(made.id).work  # what the job writes
         for name in ("spec.json", "log.txt"):
             (folder / name).unlink(missing_ok=True)
             os.mkfifo(folder / name)

@@ -159,7 +159,7 @@ def test_job_processes_never_get_the_token(tmp_path, monkeypatch):
     proc = launch([sys.executable, "-c", "import os; print(os.environ.get('TRAINYARD_AUTH_TOKEN'))"],
                   folder, None, Confinement(user_code=False))
     assert proc.wait(timeout=60) == 0
-    assert (folder.path / "output.txt").read_text().strip() == "None"
+    assert (folder.output).read_text().strip() == "None"
 
 
 def test_wrong_tokens_are_not_echoed(guarded):

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from trainyard.core.paths import JobFolder
 from trainyard.settings import Settings
 
 
@@ -60,7 +61,7 @@ def test_live_stream_carries_every_event_then_end(finished, server):
     assert end["event"] == "end" and "id" not in end
     assert end["data"] == {"status": "done"}
 
-    written = [json.loads(line) for line in (settings.jobs_dir / job_id / "events.jsonl").read_text().splitlines()]
+    written = [json.loads(line) for line in JobFolder(settings.jobs_dir / job_id).events.read_text().splitlines()]
     assert [int(m["id"]) for m in events] == list(range(len(written)))
     assert [m["data"] for m in events] == written
     assert [m["event"] for m in events] == [e["type"] for e in written]

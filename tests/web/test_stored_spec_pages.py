@@ -45,3 +45,20 @@ def test_the_classify_page_offers_the_old_models_dataset_splits(settings, tmp_pa
         assert '<option value="test">' in page.text and '<option value="train">' not in page.text
         imported = client.get("/models/m-imported/classify")
         assert imported.status_code == 200 and 'id="evaluate-split"' not in imported.text
+
+
+def test_the_api_serves_a_models_spec_typed_as_written_and_a_broken_one_as_null(settings):
+    """GET /api/models/{id}'s ``spec`` is the ModelSpec of /openapi.json: the fields its spec.json
+    has, typed (a field this trainyard no longer knows dropped, none made up at today's default);
+    a spec that is not a model's is null, and the job is still described."""
+    with open_client(settings, run_scheduler=False) as client:
+        _add(settings, client, OLD_MODEL_SPEC, "model")
+        _add(settings, client, {"id": "m-bad", "kind": "model", "name": "bad", "epochs": "many"}, "model")
+        spec = client.get(f"/api/models/{OLD_MODEL_SPEC['id']}").json()["spec"]
+        assert (spec["epochs"], spec["crop"], spec["lr"]["step_percent"], spec["mean"]) == (12, 24, 33, "pixel")
+        assert "legacy_mean_file" not in spec and "legacy_clip" not in spec["lr"]
+        assert "accumulation" not in spec and "augment" not in spec  # added since: not made up
+        bad = client.get("/api/models/m-bad")
+        assert bad.status_code == 200 and (bad.json()["spec"], bad.json()["network"]) == (None, None)
+        schema = client.get("/openapi.json").json()["components"]["schemas"]["ModelDetail"]
+        assert {"$ref": "#/components/schemas/StoredModelSpec"} in schema["properties"]["spec"]["anyOf"]

@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from tests.web.test_compare import add_run
 from trainyard.jobs.scheduling.resources import Pools
+from trainyard.jobs.store.labels import set_labels
 from trainyard.web.app import create_app
 
 MESSAGE = "stopped early at epoch 1: bottom of 2 at this point"
@@ -60,3 +61,44 @@ def test_an_unknown_sweep_is_404(client):
 def test_the_home_list_says_which_runs_were_stopped_early(client):
     row = client.get("/").text.split(f'data-job="{client.ids["bad"]}"', 1)[1].split("</tr>", 1)[0]
     assert MESSAGE in row
+
+
+def test_the_list_of_sweeps_gives_each_its_runs_best_status_and_notes(client):
+    ctx = client.app.state.ctx
+    set_labels(ctx.store, client.ids["good"], notes="lr 0.1 wins by far")
+    html = client.get("/sweeps", headers={"Accept": "text/html"}).text
+    assert '<a href="/sweeps">Sweeps</a>' in html  # the header links the list
+    row = html.split('data-sweep="sweep"', 1)[1].split("</tr>", 1)[0]
+    assert '<a href="/sweeps?group=sweep">sweep</a>' in row
+    assert "3<div" in row and "2 done, 1 running" in row
+    assert "95.00%" in row and f'href="/models/{client.ids["good"]}">good</a>' in row
+    assert "status-running" in row and "lr 0.1 wins by far" in row
+    sweep_page = client.get("/sweeps", params={"group": "sweep"}).text
+    assert "lr 0.1 wins by far" in sweep_page.split('id="sweep-runs"', 1)[1].split("</table>", 1)[0]
+
+
+def test_with_no_sweep_the_list_says_how_to_make_one(settings):
+    app = create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]), run_scheduler=False)
+    with TestClient(app) as client:
+        html = client.get("/sweeps").text
+    assert 'id="no-sweeps"' in html and "several learning rates" in html
+
+
+def test_the_api_lists_every_sweep_as_the_page_does(client):
+    """``GET /api/sweeps`` without a group: a line per sweep, newest first (it was a 422)."""
+    ctx = client.app.state.ctx
+    set_labels(ctx.store, client.ids["good"], notes="lr 0.1 wins by far")
+    answer = client.get("/api/sweeps")
+    assert answer.status_code == 200, answer.text
+    [line] = answer.json()["sweeps"]
+    assert (line["name"], line["runs"], line["status"]) == ("sweep", 3, "running")
+    assert line["counts"] == {"done": 2, "running": 1}
+    assert line["best"]["id"] == client.ids["good"] and line["best"]["best"]["val_accuracy"] == 95.0
+    assert line["notes"] == [{"id": client.ids["good"], "name": "good", "notes": "lr 0.1 wins by far"}]
+    assert client.get("/api/sweeps", params={"group": "sweep"}).json()["name"] == "sweep"  # one, as before
+
+
+def test_with_no_sweep_the_api_list_is_empty(settings):
+    app = create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]), run_scheduler=False)
+    with TestClient(app) as client:
+        assert client.get("/api/sweeps").json() == {"sweeps": []}

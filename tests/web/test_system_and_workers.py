@@ -117,3 +117,23 @@ def test_the_machines_cpu_use_is_measured_from_the_first_reading():
     finally:
         busy.kill()
         busy.wait()
+
+
+def test_the_human_system_report_gives_versions_who_holds_each_slot_and_free_disk(client, cli_env):
+    """`trainyard system` without --json says what the System page says, from the same report."""
+    from importlib import metadata
+
+    ctx = client.app.state.ctx
+    busy = ctx.manager.create("model", "busy flowers", {"name": "busy flowers"}, needs={"pool": "cpu"})
+    assert ctx.store.try_lease(busy.id, ["cpu:0"])
+    result = CliRunner().invoke(cli, ["system"], env=cli_env)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    versions = next(line for line in lines if line.startswith("versions: "))
+    for package in ("torch", "torchvision"):
+        assert f"{package} {metadata.version(package)}" in versions
+    assert "trainyard " in versions and "python 3." in versions
+    assert f"CPU training slot 1: busy flowers (job {busy.id})" in lines
+    assert "Dataset build slot 1: free" in lines
+    disk = next(line for line in lines if line.startswith("disk: "))
+    assert "GiB free of" in disk and disk.endswith(str(ctx.settings.home))

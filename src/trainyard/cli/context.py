@@ -1,4 +1,5 @@
-"""Opening the shared job store from a command, and the job documents it prints.
+"""Opening the shared job store from a command, and the job documents it prints (the API's own:
+jobs/kinds/documents.py).
 
 Light to import: the store (SQLAlchemy) and the documents load when a command calls these, so
 `--help` and refusals that need no store never pay for them.
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from trainyard.jobs.context import Context
+    from trainyard.jobs.kinds.documents import JobBrief, JobDetail
     from trainyard.jobs.runs.manager import JobManager
     from trainyard.jobs.store.store import Job
 
@@ -24,13 +26,13 @@ def cli_context() -> Context:
     return ctx
 
 
-def job_brief(job: Job) -> dict:
+def job_brief(job: Job) -> JobBrief:
     from trainyard.jobs.views.documents import job_brief as brief
 
     return brief(job)
 
 
-def job_detail(manager: JobManager, job: Job) -> dict:
+def job_detail(manager: JobManager, job: Job) -> JobDetail:
     from trainyard.jobs.views.documents import job_detail as detail
 
     return detail(manager, job)

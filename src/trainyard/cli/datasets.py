@@ -13,6 +13,7 @@ from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.status import Status
 from trainyard.core.vocabulary import RESIZE_MODES
+from trainyard.datasets.sources import ignored_line
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -69,7 +70,7 @@ def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
     if as_json:
         emit_json(detail)
     elif job.status == Status.DONE:
-        _print_counts(detail)
+        _print_counts(detail.as_json())
     if job.status.is_unsuccessful:
         raise typer.Exit(1)
 
@@ -102,9 +103,14 @@ def _skipped_what(detail: dict) -> str:
 def _print_counts(detail: dict) -> None:
     for line in count_lines(detail):
         err.print(line, markup=False, highlight=False)
-    if detail["skipped"]:
-        err.print(f"[yellow]{len(detail['skipped'])} {_skipped_what(detail)} skipped[/yellow] "
-                  f"(see: trainyard dataset show {detail['id']})")
+    if detail["skipped"]:  # named: the files to look at, not only how many
+        named = ", ".join(Path(s["path"]).name for s in detail["skipped"][:3])
+        more = f" and {len(detail['skipped']) - 3} more" if len(detail["skipped"]) > 3 else ""
+        err.print(f"[yellow]{len(detail['skipped'])} {_skipped_what(detail)} skipped[/yellow]: {named}{more} "
+                  f"(see: trainyard dataset show {detail['id']})", highlight=False)
+    if detail.get("not_images"):
+        err.print(ignored_line([Path(p).name for p in detail.get("ignored", [])], detail["not_images"]),
+                  markup=False, highlight=False)
 
 
 @app.command()
@@ -123,6 +129,7 @@ def create(
     task: str = typer.Option("classification", help="classification | detection"),
     train_labels: Folder = typer.Option(None, help="detection: folder of label files, or a COCO .json"),
     val_labels: Folder = typer.Option(None, help="detection: the val folder's labels"),
+    test_labels: Folder = typer.Option(None, help="detection: the test folder's labels"),
     labels_format: str | None = typer.Option(None, help="detection: kitti | yolo | coco | voc (default: told "
                                              "by the files)"),
     classes: str | None = typer.Option(None, help="detection: classes to keep, NAME or NAME=NEW, comma-separated"),
@@ -143,7 +150,7 @@ def create(
                  image_root=image_root, width=width, height=height, channels=channels, resize=resize,
                  val_percent=val_percent, test_percent=test_percent, min_per_class=min_per_class,
                  max_per_class=max_per_class, encoding=encoding, task=task, train_labels=train_labels,
-                 val_labels=val_labels, labels_format=labels_format, classes=classes)
+                 val_labels=val_labels, test_labels=test_labels, labels_format=labels_format, classes=classes)
     ctx = cli_context()
     _run(ctx, lambda: create_dataset_job(ctx, spec, foreground=not submit), as_json, submit)
 
@@ -184,12 +191,14 @@ def resume(dataset_id: str, submit: bool = typer.Option(False, "--submit", help=
 def list_(as_json: bool = typer.Option(False, "--json")) -> None:
     """List datasets, newest first."""
     ctx = cli_context()
+    from trainyard.jobs.kinds.documents import DatasetList
+
     jobs = [job_brief(j) for j in ctx.store.list_jobs(kind="dataset")]
     if as_json:
-        emit_json({"datasets": jobs})
+        emit_json(DatasetList(datasets=jobs))  # as GET /api/datasets answers
         return
     for j in jobs:
-        typer.echo(f"{j['id']}  {j['status']:<8} {j['name']}")
+        typer.echo(f"{j.id}  {j.status:<8} {j.name}")
 
 
 @app.command()
@@ -200,22 +209,28 @@ def show(dataset_id: str, as_json: bool = typer.Option(False, "--json")) -> None
     job = ctx.manager.get(dataset_id)
     if job.kind != "dataset":
         raise NotFound(f"job {dataset_id} is a {job.kind} job, not a dataset (see: trainyard jobs show {dataset_id})")
-    detail = job_detail(ctx.manager, job)
+    doc = job_detail(ctx.manager, job)
     if as_json:
-        emit_json(detail)
+        emit_json(doc)  # as GET /api/datasets/{id} answers
         return
+    detail = doc.as_json()
     typer.echo(f"{detail['name']} ({detail['id']}): {detail['status']}")
     typer.echo(f"classes: {', '.join(detail['classes'])}")
     if detail.get("task") == "detection":
         typer.echo(f"task: detection ({detail.get('labels_format')} labels, resize {detail.get('resize')})")
     for line in count_lines(detail):  # one line a split, in training order, on stdout like the rest
         typer.echo(line)
-    if detail.get("not_images"):
-        typer.echo(f"{detail['not_images']} file{'s' * (detail['not_images'] != 1)} skipped: not images")
     if detail["skipped"]:
         typer.echo(f"{len(detail['skipped'])} {_skipped_what(detail)} skipped:")
     for skipped in detail["skipped"]:
         typer.echo(f"  skipped {skipped['path']}: {skipped['reason']}")
+    if detail.get("not_images"):  # apart: not a fault of the images, and each named
+        count, ignored = detail["not_images"], detail.get("ignored", [])
+        typer.echo(f"{count} file{'s' * (count != 1)} ignored, not image files:")
+        for path in ignored:
+            typer.echo(f"  ignored {path}")
+        if count > len(ignored):
+            typer.echo(f"  ... and {count - len(ignored)} more")
     if detail.get("label_notes"):
         typer.echo(f"{len(detail['label_notes'])} notes (kept, but changed or without labels):")
     for note in detail.get("label_notes", []):

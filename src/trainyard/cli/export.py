@@ -77,12 +77,21 @@ def import_archive(
 ) -> None:
     """Import an exported archive as a model, to classify with or fine-tune from (--pretrained)."""
     from trainyard.cli.context import cli_context
+    from trainyard.cli.remote_check import server_running, use_server_checker
     from trainyard.jobs.kinds.imported import import_model_archive
     from trainyard.jobs.views.documents import job_detail
 
     if not archive.is_file():
         raise NotFound(f"{archive} is not a file")
     ctx = cli_context()
+    # A status line, not silence: what follows takes seconds (issue 31.3).
+    if server_running(ctx.settings):  # its warm checker answers for network.py
+        use_server_checker(ctx.settings, lambda line: err.print(line, soft_wrap=True))
+        err.print(f"importing {archive.name}: the running server checks its network; writing the model loads "
+                  "torch here (some seconds)", soft_wrap=True)
+    else:
+        err.print(f"importing {archive.name}: no `trainyard serve` runs, so this loads torch here, and a custom "
+                  "network.py starts a sandboxed checker of its own (some seconds each)", soft_wrap=True)
     job = import_model_archive(ctx, archive, name)
     if as_json:
         emit_json(job_detail(ctx.manager, job))

@@ -73,5 +73,5 @@ def _timeline(job: dict) -> list[str]:
 
 
 def job_text(job: dict) -> str:
-    """The job document (jobs/views/documents.job_detail) as lines for a terminal."""
+    """The job document's JSON (jobs/views/documents.job_detail, as the API serves it) as lines for a terminal."""
     return "\n".join([*_head(job), *_results(job), *_settings(job), *_timeline(job)])

@@ -18,18 +18,29 @@ app = typer.Typer(help="Look after jobs: list, show, abort, delete, resume, comp
 @app.command("list")
 def list_(kind: str | None = typer.Option(None, help="dataset | model"),
           status: str | None = typer.Option(None, help="e.g. running or running,queued"),
+          tag: list[str] = typer.Option([], "--tag", help="only jobs with this tag (repeat: jobs with every one)"),
           as_json: bool = typer.Option(False, "--json")) -> None:
-    """List jobs, newest first."""
+    """List jobs, newest first, with their tags."""
+    from trainyard.jobs.kinds.documents import TaggedBrief
+    from trainyard.jobs.store.labels import labels_of
+
     ctx = cli_context()
     statuses = status.split(",") if status else None
-    jobs = [job_brief(j) for j in ctx.store.list_jobs(kind=kind, statuses=statuses)]
+    listed = ctx.store.list_jobs(kind=kind, statuses=statuses)
+    labels = labels_of(ctx.store, [j.id for j in listed])
+    wanted = {t.strip().lower() for t in tag if t.strip()}
+    jobs = [TaggedBrief(**dict(job_brief(j)), tags=labels[j.id].tags, notes=labels[j.id].notes)
+            for j in listed if wanted <= set(labels[j.id].tags)]
     if as_json:
         emit_json({"jobs": jobs})
         return
     for j in jobs:
-        line = (f"{j['id']}  {j['kind']:<13} {j['status']:<8} {j['progress'] * 100:5.1f}%  "
-                f"{age(j['created_at']):>12}  {j['name']}")
-        typer.echo(line + (f"  ({j['error']})" if j["error"] else ""))
+        line = (f"{j.id}  {j.kind:<13} {j.status:<8} {j.progress * 100:5.1f}%  "
+                f"{age(j.created_at):>12}  {j.name}")
+        tags = f"  [{', '.join(j.tags)}]" if j.tags else ""
+        typer.echo(line + tags + (f"  ({j.error})" if j.error else ""))
+    if not jobs and wanted:
+        err.print(f"no job is tagged {' and '.join(sorted(wanted))}")
 
 
 @app.command()
@@ -39,11 +50,15 @@ def show(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     ctx = cli_context()
     detail = job_detail(ctx.manager, ctx.manager.get(job_id))
     if as_json:
-        emit_json(detail)
+        emit_json(detail)  # as GET /api/jobs/{id} answers
         return
     from trainyard.cli.job_text import job_text
+    from trainyard.jobs.kinds.registry import spec_as_written
 
-    typer.echo(job_text(detail))
+    text = detail.as_json()
+    if "spec" in text:  # a model's settings as written, every one, as its page lists them
+        text["spec"] = spec_as_written(ctx.manager.folder(job_id))
+    typer.echo(job_text(text))
 
 
 def _act(action, job_id: str, as_json: bool, verb: str) -> None:
@@ -98,7 +113,8 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
         raise InvalidInput(f"--gpu-ids {gpu_ids!r} should be comma-separated numbers") from None
     job = resume_model_job(ctx, job_id, gpus=gpus, gpu_ids=ids, processes=processes,
                            foreground=not submit)
-    err.print(_resuming(job_detail(ctx.manager, job), submit), soft_wrap=True)  # first, before the run's lines
+    resuming = _resuming(job_detail(ctx.manager, job).as_json(), submit)
+    err.print(resuming, soft_wrap=True)  # first, before the run's lines
     if not submit:
         job = run_in_foreground(ctx, job, quiet=as_json)
     if as_json:
@@ -108,19 +124,21 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
 
 
 @app.command("compare")
-def compare_(job_ids: list[str] = typer.Argument(..., help="model job ids (two or more to compare)"),
+def compare_(job_ids: list[str] = typer.Argument(..., help="model job ids (two or more), or a sweep's name"),
              as_json: bool = typer.Option(False, "--json")) -> None:
-    """Runs side by side: the settings that differ and their metrics (--json: curves too)."""
+    """Runs side by side: the settings that differ and their metrics (--json: curves too).
+    A sweep's name stands for its runs (the best 20)."""
     from trainyard.jobs.views.compare import compare, parse_ids, text_table
+    from trainyard.jobs.views.sweep import runs_named
 
     ctx = cli_context()
-    doc = compare(ctx.manager, parse_ids(job_ids))
+    doc = compare(ctx.manager, parse_ids(runs_named(ctx.manager, parse_ids(job_ids))))
     if as_json:
         emit_json(doc)
         return
     for line in text_table(doc):
         typer.echo(line)
-    if not doc["differs"]:
+    if not doc.differs:
         err.print("no setting differs between these runs")
 
 
@@ -134,14 +152,14 @@ def tag(job_id: str, tags: list[str] = typer.Argument(..., help="words such as b
 
     ctx = cli_context()
     job = ctx.manager.get(job_id)
-    have = labels_of(ctx.store, [job.id])[job.id]["tags"]
+    have = labels_of(ctx.store, [job.id])[job.id].tags
     wanted = [t.lower() for t in tags]
     new = [t for t in have if t not in wanted] if remove else [*have, *tags]
     labels = set_labels(ctx.store, job.id, tags=new)
     if as_json:
-        emit_json({"id": job.id, **labels})
+        emit_json({"id": job.id, **labels.as_json()})
     else:
-        err.print(f"{job.id}: tags {', '.join(labels['tags']) or '(none)'}")
+        err.print(f"{job.id}: tags {', '.join(labels.tags) or '(none)'}")
 
 
 @app.command()
@@ -155,6 +173,6 @@ def note(job_id: str, text: str = typer.Argument(..., help="the job's notes (rep
     job = ctx.manager.get(job_id)
     labels = set_labels(ctx.store, job.id, notes=text)
     if as_json:
-        emit_json({"id": job.id, **labels})
+        emit_json({"id": job.id, **labels.as_json()})
     else:
-        err.print(f"{job.id}: notes saved ({len(labels['notes'])} characters)")
+        err.print(f"{job.id}: notes saved ({len(labels.notes)} characters)")

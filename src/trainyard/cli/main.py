@@ -102,6 +102,8 @@ def _announce_sandbox() -> None:
                else f"WARNING: {state['reason']}", err=True)
     if state["available"] and not state["namespaces"]:  # Landlock alone: say what is missing
         typer.echo(f"WARNING: {state['reason']}", err=True)
+    if state["available"] and not state["rank_network"]["held"]:
+        typer.echo(f"WARNING: {state['rank_network']['reason']}", err=True)
     threading.Thread(target=CHECKER.warm_up, name="trainyard-checker-warm-up", daemon=True).start()
 
 

@@ -21,7 +21,14 @@ err = Console(stderr=True, highlight=False)
 
 
 def emit_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+    """``doc`` as indented JSON on stdout; a ``Document`` (or one inside it) as the API serves it."""
+    sys.stdout.write(json.dumps(doc, indent=2, default=_as_json) + "\n")
+
+
+def _as_json(value: Any) -> Any:
+    from trainyard.core.document import Document  # here: pydantic is loaded already where one is printed
+
+    return value.as_json() if isinstance(value, Document) else str(value)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

@@ -1,8 +1,9 @@
 """A command's network checks through a running server's checker, which is warm.
 
 `trainyard train --submit` checks that the network runs on the dataset before it queues the job
-(jobs/kinds/precheck.py). Checked in the command's own process, a first check starts a checker
-of its own: a torch start, 18-47 s on a busy machine with nothing printed. A server already has
+(jobs/kinds/precheck.py), and `trainyard import` checks the archive's network.py. Checked in the
+command's own process, a first check starts a checker of its own: a torch start, 18-47 s on a
+busy machine with nothing printed. A server already has
 a warm checker (about a second), and its answers are the same (they depend only on the request),
 so the command asks it first (``POST /api/networks/inspect``), and, with no server to ask, says
 that the check here takes a while before it starts one.
@@ -17,6 +18,11 @@ from collections.abc import Callable
 
 from trainyard.cli.remote import ANSWER_TIMEOUT_S, _address, _listening, credential
 from trainyard.settings import Settings
+
+
+def server_running(settings: Settings) -> bool:
+    """Whether this home's server listens (its checker, warm, can answer this command's checks)."""
+    return _listening(*_address(settings))
 
 
 def use_server_checker(settings: Settings, say: Callable[[str], None]) -> None:

@@ -1,4 +1,5 @@
-"""``trainyard system``: the backend, this machine's GPUs, CPU and memory, and the cluster's nodes."""
+"""``trainyard system``: the backend, versions, this machine's GPUs and job slots with the job holding each,
+CPU, memory and free disk, and the cluster's nodes: /api/system's report (jobs/views/system.py) in words."""
 
 from __future__ import annotations
 
@@ -17,17 +18,24 @@ def system(as_json: bool = typer.Option(False, "--json", help="print the report 
     from trainyard.jobs.views.system import system_report
 
     try:
-        report = system_report(cli_context(), Hardware())
+        found = system_report(cli_context(), Hardware())
     except ClusterUnavailable as exc:
         fail(str(exc), code=1)
     if as_json:
-        emit_json(report)
+        emit_json(found)  # as GET /api/system answers
         return
+    report = found.as_json()
     typer.echo(f"backend: {report['backend']}")
+    typer.echo("versions: " + ", ".join(f"{name} {version or 'not installed'}"
+                                        for name, version in report["versions"].items()))
     for gpu in report["gpus"]:
-        typer.echo(f"{gpu['label']}" + (f"  (job {gpu['job']})" if gpu.get("job") else ""))
+        typer.echo(f"{gpu['label']}: {_holder(gpu)}")
+    for slot in report["slots"]:
+        typer.echo(f"{slot['label']}: {_holder(slot)}")
     typer.echo(f"CPU: {report['cpu']['count']} cores, {report['cpu']['percent']}% busy; "
                f"memory {report['memory']['used'] / 2**30:.1f} of {report['memory']['total'] / 2**30:.1f} GiB")
+    disk = report["disk"]
+    typer.echo(f"disk: {disk['free'] / 2**30:.1f} GiB free of {disk['total'] / 2**30:.1f} GiB under {disk['path']}")
     box = report["sandbox"]
     typer.echo(f"user code: confined by {box['mechanism']}" if box["available"] else f"user code: {box['reason']}")
     for node in report.get("nodes", []):
@@ -37,6 +45,13 @@ def system(as_json: bool = typer.Option(False, "--json", help="print the report 
                    f"{node['gpus_in_use']}/{len(node['gpus'])} GPUs in use ({gpus})"
                    + (f"; jobs {', '.join(node['jobs'])}" if node["jobs"] else ""))
 
+
+def _holder(device: dict) -> str:
+    """``free``, or the job holding a GPU or slot: ``flowers lenet (job 3f2a...)``, as the System page."""
+    if not device.get("job"):
+        return "free"
+    holder = device.get("holder")
+    return f"{holder['name']} (job {device['job']})" if holder else f"job {device['job']}"
 
 
 def _dead(died_at: str | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -10,6 +11,7 @@ from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
 from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.networks.table import FAMILIES, STANDARD
+from trainyard.training.setting_defaults import EARLY_STOP_MIN_EPOCHS, default, help_of
 from trainyard.training.solvers import solver_names
 
 # The LR policies' names for --help, written out: importing training.lr_policies (pydantic models)
@@ -27,6 +29,12 @@ def _numbers(text: str | None, kind=float, what: str = "value") -> list:
         raise InvalidInput(f"{what} {text!r} should be comma-separated numbers") from None
 
 
+def setting_option(name: str, help: str | None = None, flag: str | None = None) -> Any:
+    """The option of training setting ``name``: its default (and help, unless ``help`` says it as
+    the CLI does) from training/setting_defaults.py, the one place the API's TrainSettings reads too."""
+    return typer.Option(default(name), *([flag] if flag else []), help=help or help_of(name))
+
+
 def _names(text: str | None) -> list[str]:
     return [part.strip() for part in (text or "").split(",") if part.strip()]
 
@@ -38,42 +46,46 @@ def train(
     network_file: Path | None = typer.Option(
         None, help="custom network: a .py defining build(num_classes, in_channels, image_size)"),
     name: str | None = typer.Option(None, help="job name (default: network on dataset)"),
-    epochs: float = typer.Option(30.0),
+    epochs: float = setting_option("epochs"),
     batch_size: str | None = typer.Option(
         None, help="B or B1,B2 (a sweep) or LOW..HIGH (with --trials), per GPU or process: the global "
                    "batch is B x their number; default: the network's"),
-    accumulation: int = typer.Option(1, help="batches per optimizer step"),
+    accumulation: int = setting_option("accumulation"),
     lr: str | None = typer.Option(
-        None, help="base learning rate, LR1,LR2 (a sweep) or LOW..HIGH (with --trials); default 0.01"),
-    solver: str = typer.Option("sgd", help=" | ".join(solver_names())),
-    lr_policy: str = typer.Option("step", help=" | ".join(LR_POLICIES)),
-    lr_step: float = typer.Option(33.0, help="step size, in percent of training"),
-    lr_steps: str | None = typer.Option(None, help="multistep points in percent, e.g. 50,85"),
+        None, help="base learning rate, LR1,LR2 (a sweep) or LOW..HIGH (with --trials); "
+                   f"default {default('lr.base_lr')}"),
+    solver: str = setting_option("solver", " | ".join(solver_names())),
+    lr_policy: str = setting_option("lr.policy", " | ".join(LR_POLICIES)),
+    lr_step: float = setting_option("lr.step_percent"),
+    lr_steps: str | None = typer.Option(None, help=help_of("lr.steps_percent")),
     lr_gamma: float | None = typer.Option(None), lr_power: float | None = typer.Option(None),
-    warmup: float = typer.Option(0.0, help="linear warm-up, in percent of training"),
-    momentum: float = typer.Option(0.9), weight_decay: float = typer.Option(1e-4),
-    snapshot_interval: float = typer.Option(1.0, help="epochs between checkpoints"),
-    val_interval: float = typer.Option(1.0, help="epochs between validations"),
-    seed: int | None = typer.Option(None), crop: int | None = typer.Option(None),
-    mean: str = typer.Option("image", help=" | ".join(MEAN_MODES)),
+    warmup: float = setting_option("lr.warmup_percent"),
+    momentum: float = setting_option("momentum"), weight_decay: float = setting_option("weight_decay"),
+    snapshot_interval: float = setting_option("snapshot_interval"),
+    val_interval: float = setting_option("val_interval"),
+    seed: int | None = setting_option("seed"), crop: int | None = setting_option("crop"),
+    mean: str = setting_option("mean", " | ".join(MEAN_MODES)),
     flip: str | None = typer.Option(None, help="augment: none | lr | ud | both (moves a detector's boxes too)"),
-    scale_jitter: float | None = typer.Option(None, help="augment: zoom by 1 +- this (0.1), boxes moved alike"),
+    scale_jitter: float | None = typer.Option(None, help=("augment: zoom by 1 +- this (0.1); a detector's "
+                                                          "also shifts (a random crop), boxes moved alike")),
     gpus: int | None = typer.Option(None, help="use the next N free GPUs"),
     gpu_ids: str | None = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
-    processes: int = typer.Option(1, help="data-parallel processes on the CPU (gloo), e.g. to test multi-GPU runs"),
-    scale_lr: bool = typer.Option(
-        False, "--scale-lr", help="multiply the LR by the number of GPUs/processes (linear scaling)"),
-    nnodes: int = typer.Option(1, help="machines taking part in this one job (run this command on each)"),
-    node_rank: int = typer.Option(0, help="this machine's place among --nnodes, 0 to N-1"),
-    master: str | None = typer.Option(None, help="HOST:PORT where node 0 meets the others (with --nnodes)"),
-    max_restarts: int = typer.Option(
-        0, help="cluster mode: resume from the last checkpoint up to K times after a lost worker or node"),
-    precision: str = typer.Option("auto", help="auto | fp32 | bf16 | fp16"),
+    processes: int = setting_option("processes"),
+    scale_lr: bool = setting_option("scale_lr", flag="--scale-lr"),
+    nnodes: int = setting_option("nnodes", "machines taking part in this one job (run this command on each)"),
+    node_rank: int = setting_option("node_rank", "this machine's place among --nnodes, 0 to N-1"),
+    master: str | None = setting_option("master", "HOST:PORT where node 0 meets the others (with --nnodes)"),
+    max_restarts: int = setting_option("max_restarts"),
+    elastic: bool = typer.Option(
+        False, "--elastic", help="cluster mode: after a lost node, continue from the last checkpoint on the workers "
+        "left (the same global batch, by gradient accumulation) and grow back when nodes return"),
+    min_workers: int | None = setting_option("min_workers", "--elastic down to K workers at the fewest (default 1)"),
+    precision: str = setting_option("precision"),
     pretrained: str | None = typer.Option(
         None, help="imagenet (the network's published weights), a weights store entry, JOB[:EPOCH] or a weights file"),
-    freeze_backbone: bool = typer.Option(False, help="with --pretrained: train only the classifier"),
-    backbone_lr_mult: float = typer.Option(
-        1.0, help="with --pretrained: the backbone's LR as a fraction of the classifier's, e.g. 0.1"),
+    freeze_backbone: bool = setting_option("freeze_backbone", "with --pretrained: train only the classifier"),
+    backbone_lr_mult: float = setting_option(
+        "backbone_lr_mult", "with --pretrained: the backbone's LR as a fraction of the classifier's, e.g. 0.1"),
     trials: int | None = typer.Option(
         None, help="draw N combinations from ranges such as --lr 1e-4..1e-1 (log-uniform) or --batch-size 16..128"),
     early_stop: bool = typer.Option(
@@ -81,8 +93,7 @@ def train(
         "--early-stop-min-epochs on, at each validation, a run in the worse half of the runs that reached that "
         "point stops (successive halving; the best run always finishes; a stopped run ends done, and "
         "`jobs resume` trains it on)"),
-    early_stop_min_epochs: float = typer.Option(
-        3.0, help="with --early-stop: epochs every run trains before it is judged"),
+    early_stop_min_epochs: float = typer.Option(EARLY_STOP_MIN_EPOCHS.default, help=EARLY_STOP_MIN_EPOCHS.help),
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of training here"),
     as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),
 ) -> None:
@@ -108,7 +119,7 @@ def train(
                     momentum=momentum, weight_decay=weight_decay, snapshot_interval=snapshot_interval,
                     val_interval=val_interval, seed=seed, crop=crop, mean=mean, precision=precision,
                     freeze_backbone=freeze_backbone, backbone_lr_mult=backbone_lr_mult, processes=processes,
-                    scale_lr=scale_lr,
+                    scale_lr=scale_lr, min_workers=min_workers or (1 if elastic else None),
                     nnodes=nnodes, node_rank=node_rank, master=master)
     augment = {k: v for k, v in (("flip", flip), ("scale_jitter", scale_jitter)) if v is not None}
     if augment:
@@ -153,7 +164,7 @@ def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
         emit_json({"jobs": [job_detail(ctx.manager, j) for j in jobs]})
     else:
         for job in jobs:
-            best = job_detail(ctx.manager, job)["best"]
+            best = job_detail(ctx.manager, job).as_json()["best"]
             if best:
                 err.print(f"{job.id}: best validation accuracy {best['val_accuracy']:.2f}% at epoch {best['epoch']}")
     if any(j.status.is_unsuccessful for j in jobs):

@@ -36,8 +36,11 @@ def list_(words: str = typer.Argument("", metavar="[SEARCH]", help="the same as 
           mine: bool = typer.Option(False, "--mine", help="only your own weights (--source mine)"),
           source: str | None = typer.Option(None, help="torchvision | timm | mine"),
           present: bool = typer.Option(False, "--present", help="only weights in the store"),
-          as_json: bool = typer.Option(False, "--json")) -> None:
-    """Your own weights first, then those torchvision and timm publish, with what is in the store."""
+          show_all: bool = typer.Option(False, "--all", help="every published entry too (about 1,800)"),
+          as_json: bool = typer.Option(False, "--json", help="every entry that matches, as JSON")) -> None:
+    """Your own and pulled weights, and how to find the ones torchvision and timm publish.
+
+    A search, --source or --all lists published entries too; --json lists every match."""
     if source not in (None, "torchvision", "timm", "mine", "user"):  # "user": the first name of "mine"
         fail(f"--source {source!r} should be torchvision, timm or mine", code=2)
     if mine and source not in (None, "mine", "user"):
@@ -45,11 +48,24 @@ def list_(words: str = typer.Argument("", metavar="[SEARCH]", help="the same as 
     source = "mine" if mine else source
     rows = _store().list(search or words, source, present)
     if as_json:
-        emit_json({"weights": rows})
+        from trainyard.weights.documents import WeightsRow
+
+        emit_json({"weights": [WeightsRow(**row) for row in rows]})  # each row as the API answers it
         return
-    for row in rows:
+    # Without a question, the 1,800 published entries would bury the few the user has.
+    shown = rows if (show_all or search or words or source) else [r for r in rows if r["present"]]
+    for row in shown:
         typer.echo(_line(row))
-    err.print(f"{len(rows)} entries; * = in the store ({get_settings().weights_dir})")
+    err.print(_summary(len(shown), len(rows), get_settings().weights_dir))
+
+
+def _summary(shown: int, matched: int, folder: Path) -> str:
+    """The count shown, and how to see the rest when some were left out."""
+    if shown == matched:
+        return f"{shown} entries; * = in the store ({folder})"
+    return (f"{shown} entries in the store ({folder}), yours and pulled; {matched - shown} more published by "
+            "torchvision and timm: search them with `trainyard weights list resnet` (words of a name or "
+            "network), `--source timm`, or `--all` for every one")
 
 
 def _line(row: dict) -> str:
@@ -101,7 +117,9 @@ def remove(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
 
 def _report(row: dict, as_json: bool, verb: str) -> None:
     if as_json:
-        emit_json(row)
+        from trainyard.weights.documents import WeightsRow
+
+        emit_json(WeightsRow(**row))  # as POST and DELETE /api/weights answer
     else:
         err.print(f"{verb} {row['name']} ({row['network']})" + (f": {row['path']}" if row["path"] else ""))
         if row.get("verified") is False:

@@ -11,12 +11,15 @@ from typing import IO, Any
 
 
 # ``write`` may return anything (file.write returns a count): the result is ignored.
-def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) -> None:
+def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], object],
+                 before_rename: Callable[[], None] | None = None) -> None:
     """Call ``write(file)`` on a temporary file beside ``path``, then rename it over ``path``.
 
     A reader sees the old file or the new one, never half of one, even if the process is killed.
     The file gets the mode a plain ``open`` would give it (0666 less the umask), not mkstemp's
     0600: a sandboxed process running as another uid reads the datasets and weights it is given.
+    ``before_rename`` runs once the temp file is on disk, just before the rename: a last check
+    there (a cluster rank's fence) leaves only the rename itself between it and the new file.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -27,6 +30,8 @@ def write_atomic(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) 
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        if before_rename is not None:
+            before_rename()
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -12,10 +12,12 @@ Torch-free, like all of core.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import json
 import os
+import secrets
 import stat
 from typing import Any
 
@@ -88,7 +90,7 @@ def _walk(dir_fd: int, relative: str, flags: int, mode: int) -> int:
 def open_beneath(folder: str | os.PathLike, relative: str, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
     """A descriptor of ``folder/relative``: no link on any component, never blocking, a regular
     file only (else `UnsafeFile`); FileNotFoundError as open gives it."""
-    root = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    root = _open_folder(folder)
     try:
         flags |= os.O_NONBLOCK | os.O_NOCTTY
         fd = _openat2(root, relative, flags, mode)
@@ -96,11 +98,26 @@ def open_beneath(folder: str | os.PathLike, relative: str, flags: int = os.O_RDO
             fd = _walk(root, relative, flags, mode)
     finally:
         os.close(root)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
         os.close(fd)
         raise UnsafeFile(errno.EINVAL, f"{relative} is not a regular file: not read")
+    if flags & (os.O_WRONLY | os.O_RDWR) and status.st_nlink > 1:  # a hard link to a file elsewhere
+        os.close(fd)
+        raise UnsafeFile(errno.EMLINK, f"{relative} has other names (a hard link): not written")
     os.set_blocking(fd, True)  # a regular file never blocks anyway; later reads are plain
     return fd
+
+
+def _open_folder(folder: str | os.PathLike) -> int:
+    """A descriptor of the folder itself, refused when its last component is a link: a job made
+    before the split could have planted ``work`` -> elsewhere (core/paths.py's JobFolder)."""
+    try:
+        return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(folder):
+            raise UnsafeFile(errno.ELOOP, f"{os.fspath(folder)} is a link: not followed") from None
+        raise
 
 
 def read_bytes(folder: str | os.PathLike, relative: str, max_bytes: int, *, tail: bool = False,
@@ -108,9 +125,11 @@ def read_bytes(folder: str | os.PathLike, relative: str, max_bytes: int, *, tail
     """At most ``max_bytes`` of the file from ``offset`` (or its last ``max_bytes`` with ``tail``)."""
     fd = open_beneath(folder, relative)
     try:
+        size = os.fstat(fd).st_size
         if tail:
-            offset = max(0, os.fstat(fd).st_size - max_bytes)
-        return os.pread(fd, max_bytes, offset)
+            offset = max(0, size - max_bytes)
+        # not a buffer of the whole bound: a file grows between fstat and pread at most by a little
+        return os.pread(fd, min(max_bytes, max(size - offset, 0) + 65536), offset)
     finally:
         os.close(fd)
 
@@ -138,10 +157,56 @@ def open_append(folder: str | os.PathLike, relative: str) -> int:
     return open_beneath(folder, relative, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
 
+def write_text(folder: str | os.PathLike, relative: str, text: str) -> None:
+    """Replace the job-folder file's content with ``text`` (created 0644 when missing), opened as
+    `open_beneath` does; a file with another name elsewhere (a hard link) is `UnsafeFile`, never
+    truncated (the job could have linked one it may not write)."""
+    fd = open_beneath(folder, relative, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        if os.fstat(fd).st_nlink != 1:
+            raise UnsafeFile(errno.EMLINK, f"{relative} has another name (a hard link): not written")
+        os.ftruncate(fd, 0)
+        data = text.encode()
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
+
+
+def replace(folder: str | os.PathLike, name: str, data: bytes) -> None:
+    """Replace ``folder/name`` with ``data`` atomically (a temporary file beside it, renamed over
+    it), relative to a descriptor of ``folder`` that is not a link (else `UnsafeFile`): what the
+    job planted at ``name`` is replaced, never followed. The file is 0644 (its readers may run as
+    another uid)."""
+    root = _open_folder(folder)
+    try:
+        temporary = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                     dir_fd=root)
+        try:
+            try:
+                os.fchmod(fd, 0o644)  # whatever the umask
+                while data:
+                    data = data[os.write(fd, data):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temporary, name, src_dir_fd=root, dst_dir_fd=root)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=root)
+            raise
+    finally:
+        os.close(root)
+
+
 def regular_names(folder: str | os.PathLike, relative: str) -> list[str]:
     """The names of the regular files (not links) in a job's subfolder; [] when it is missing or
     is not a real folder."""
-    root = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        root = _open_folder(folder)
+    except OSError:
+        return []
     try:
         sub = os.open(relative, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=root)
     except OSError:

@@ -38,6 +38,7 @@ from trainyard.core.status import FINAL_STATUSES, Status
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_ABORTED = 128 + signal.SIGTERM  # what a shell reports for a process killed by SIGTERM
+EXIT_PAUSED = 75  # EX_TEMPFAIL: stopped on purpose, to go on elsewhere (`Paused`)
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 IMPORT_POLL_S = 0.02  # how often a stop that came during an import looks for its end
@@ -153,6 +154,15 @@ class Progress:
         return True
 
 
+class Paused(Aborted):
+    """Stopped on purpose at a checkpoint, to go on in another process: an elastic cluster job
+    that grows to more workers. Not an end of the job: no status is reported, only ``note``."""
+
+    def __init__(self, note: str):
+        super().__init__(note)
+        self.note = note
+
+
 def one_line(error: BaseException) -> str:
     """The default message for the user: the first line of the error's text, or its type when
     it has none."""
@@ -178,6 +188,9 @@ def run_job(events: EventWriter, body: Callable[[StopFlag], Any], *, aborted_not
                 body(stop)
             finally:
                 stop.raise_at_once = False  # from here a late signal must not interrupt the report
+        except Paused as paused:
+            events.log(paused.note)
+            return EXIT_PAUSED
         except Aborted:
             events.log(aborted_note, "warning")
             events.status(Status.ABORTED)

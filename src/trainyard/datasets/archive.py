@@ -91,6 +91,23 @@ def _open_archive(archive: Path) -> tuple[zipfile.ZipFile | tarfile.TarFile, Ite
     return tf, _tar_members(tf)
 
 
+def member_names(archive: Path, limit: int) -> list[str]:
+    """The names of the archive's first ``limit`` members, read without unpacking any (a tar
+    streams only as far as they go), to tell what kind of archive it is before its size."""
+    handle, members = _open_archive(Path(archive))
+    names: list[str] = []
+    try:
+        for member in members:
+            names.append(member.name)
+            if len(names) >= limit:
+                break
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, RuntimeError) as e:
+        raise ArchiveError(f"damaged archive {Path(archive).name}: {e}") from None
+    finally:
+        handle.close()
+    return names
+
+
 def safe_extract(
     archive: Path,
     dest: Path,

@@ -92,10 +92,12 @@ def _geometry(spec, plan: BuildPlan, events: EventWriter) -> Geometry:
     if plan.parent is None:
         return geo
     p = plan.parent.info
-    parent_geo = Geometry(p["width"], p["height"], p["channels"], p["resize"], spec.encoding)
+    if p.width is None or p.height is None or p.channels is None or p.resize is None:
+        raise DatasetError(f"the parent dataset's info.json in {plan.parent.dir} does not say its image size")
+    parent_geo = Geometry(p.width, p.height, p.channels, p.resize, spec.encoding)
     if parent_geo != geo:
-        events.log(f"appending keeps the parent's {p['width']}x{p['height']}, {p['channels']} "
-                   f"channel(s), resize {p['resize']!r}", "warning")
+        events.log(f"appending keeps the parent's {p.width}x{p.height}, {p.channels} "
+                   f"channel(s), resize {p.resize!r}", "warning")
     return parent_geo
 
 
@@ -110,6 +112,7 @@ def _info(spec, plan: BuildPlan, geometry: Geometry, writers: dict[str, SplitWri
         "version": 1, "name": spec.name, "classes": plan.classes, "counts": counts,
         "images": {split: len(w) for split, w in writers.items()},
         "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped], "not_images": plan.not_images,
+        "ignored": plan.ignored,
         "warnings": plan.warnings, "width": geometry.width, "height": geometry.height,
         "channels": geometry.channels, "resize": geometry.resize, "encoding": geometry.encoding,
         "parent": str(plan.parent.dir) if plan.parent else None, "seed": spec.seed,
@@ -154,7 +157,6 @@ def build_dataset(spec, job_dir: Path, events: EventWriter, workers: int | None 
     try:
         roots = data_roots if data_roots is not None else spec.data_roots
         if spec.task == "detection":  # image folders with box labels: datasets/detection/
-            shutil.rmtree(tmp, ignore_errors=True)  # no resume for detection builds yet
             info = build_detection_into(tmp, spec, job_dir, events, workers, BuildProgress)
         else:
             plan = collect(spec, job_dir, scratch, None if roots is None else [Path(r) for r in roots])
@@ -180,14 +182,14 @@ def build_dataset(spec, job_dir: Path, events: EventWriter, workers: int | None 
         raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    summary = {k: v for k, v in info.items() if k not in ("skipped", "warnings")}
+    summary = {k: v for k, v in info.items() if k not in ("skipped", "warnings", "ignored")}
     events.emit("result", **summary, skipped_total=len(info["skipped"]), skipped=info["skipped"][:100])
     return info
 
 
 def _check_room(job_dir: Path, plan: BuildPlan, geometry: Geometry, total: int) -> None:
     """DatasetError (proposing --encoding jpeg) when the disk cannot hold the build."""
-    parent = sum(plan.parent.info.get("images", {}).values()) if plan.parent else 0
+    parent = sum(plan.parent.info.images.values()) if plan.parent else 0
     paths = [t.path(int(i)) for t in plan.splits.values() for i in disk_check.spread(len(t))]
     try:
         disk_check.check_room(job_dir, total + parent, geometry, paths[: disk_check.SAMPLE])
@@ -213,7 +215,7 @@ def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: Ev
             _copy_parent(plan, split, writer, progress)
         resume = ResumeState(0, {}, [])
         build_stream.checkpoint(tmp, plan_hash, 0, writers, [])
-    progress.finished = _finished_before(plan, resume.position)
+    progress.finished = build_stream.finished_before(plan.splits, resume.position)
     try:
         with DecodePipeline(geometry, workers, shm_name=new_shm_name(tmp.parent),
                             count=total - resume.position) as pipeline:
@@ -229,14 +231,3 @@ def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: Ev
     _check_usable(info)
     finish_dataset(tmp, plan.classes, writers["train"].mean(), info)
     return info
-
-
-def _finished_before(plan: BuildPlan, position: int) -> int:
-    """Images of the splits the stream finished before ``position`` (for the overall progress)."""
-    done = base = 0
-    for split in SPLITS:
-        n = len(plan.splits[split]) if split in plan.splits else 0
-        if base + n <= position:
-            done += n
-        base += n
-    return done

@@ -11,7 +11,11 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sized
+from typing import Any
+
+import numpy as np
 
 from trainyard.datasets.collect import BuildPlan
 from trainyard.datasets.pipeline import DecodePipeline
@@ -37,7 +41,17 @@ def positions(plan: BuildPlan, start: int = 0) -> Iterator[tuple[str, int, str, 
         base += n
 
 
-def checkpoint(tmp, plan_hash: str, position: int, writers: dict[str, SplitWriter], skipped: list[dict]) -> None:
+def finished_before(splits: Mapping[str, Sized], position: int) -> int:
+    """Images of the splits the stream finished before ``position`` (for the overall progress)."""
+    done = base = 0
+    for split in SPLITS:
+        n = len(splits[split]) if split in splits else 0
+        done += n if base + n <= position else 0
+        base += n
+    return done
+
+
+def checkpoint(tmp, plan_hash: str, position: int, writers: dict[str, Any], skipped: list[dict]) -> None:
     states = {split: w.checkpoint() for split, w in writers.items()}
     save(tmp, plan_hash, ResumeState(position, states, skipped))
     for split, w in writers.items():
@@ -48,16 +62,35 @@ def write_new(plan: BuildPlan, writers: dict[str, SplitWriter], pipeline: Decode
               progress, tmp, plan_hash: str, state: ResumeState) -> list[dict]:
     """Decode the new images from ``state.position`` on; the decode's skipped list, in order."""
     totals = {split: len(plan.splits[split]) if split in plan.splits else 0 for split in SPLITS}
+    entries = ((split, i, path, label) for split, i, path, label in positions(plan, state.position))
+    return write_entries(entries, totals, lambda split, label, pixels, encoded: writers[split].append(
+        pixels, label, encoded), writers, pipeline, seed, progress, (tmp, plan_hash, state))
+
+
+def write_entries(entries: Iterator[tuple[str, int, str, Any]], totals: dict[str, int],
+                  append: Callable[[str, Any, np.ndarray, bytes | None], None], writers: dict[str, Any],
+                  pipeline: DecodePipeline, seed: int, progress, resume: tuple[Any, str, ResumeState]) -> list[dict]:
+    """The stream itself, for any build: (split, index in split, path, what ``append`` stores with
+    the pixels) from the resume state's position on, checkpointing ``writers`` (each with
+    ``checkpoint`` and ``prune``, as SplitWriter; a detection build's store boxes too)."""
+    tmp, plan_hash, state = resume
     skipped = list(state.skipped)
     position, last = state.position, time.monotonic()
     kill_at = int(os.environ.get(KILL_AT_ENV, "-1"))
-    items = ((path, (seed, SPLITS.index(split), i)) for split, i, path, _ in positions(plan, position))
-    for (split, i, path, label), (pixels, encoded, reason) in zip(positions(plan, position), pipeline.run(items)):
+    ahead: deque = deque()  # the entries the pipeline was given, in order, until their pixels come back
+
+    def items() -> Iterator[tuple[str, tuple[int, int, int]]]:
+        for entry in entries:
+            ahead.append(entry)
+            yield entry[2], (seed, SPLITS.index(entry[0]), entry[1])
+
+    for pixels, encoded, reason in pipeline.run(items()):
+        split, i, path, payload = ahead.popleft()
         if reason is not None:
             skipped.append({"path": path, "reason": reason})
         else:
             assert pixels is not None  # the pipeline gives pixels whenever there is no reason
-            writers[split].append(pixels, label, encoded)
+            append(split, payload, pixels, encoded)
         position += 1
         if position == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)

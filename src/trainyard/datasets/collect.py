@@ -14,15 +14,18 @@ from pathlib import Path
 from trainyard.core.errors import UserError
 from trainyard.core.paths import is_inside
 from trainyard.datasets.archive import ArchiveError, safe_extract
+from trainyard.datasets.info import DatasetInfo
 from trainyard.datasets.plan_table import SampleTable
 from trainyard.datasets.sources import (
-    NOT_AN_IMAGE,
+    MAX_IGNORED_LISTED,
     Sample,
     Skipped,
+    ignored_line,
     parse_list,
     read_labels,
     scan_class_folders,
     scan_with_classes,
+    set_ignored_apart,
 )
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.splits import relabel, split_per_class
@@ -38,7 +41,7 @@ class Parent:
     """The dataset version being appended to."""
 
     dir: Path
-    info: dict
+    info: DatasetInfo
     classes: list[str]
 
 
@@ -49,7 +52,8 @@ class BuildPlan:
     skipped: list[Skipped] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     parent: Parent | None = None
-    not_images: int = 0  # files in the folders that are not images: counted, not listed one by one
+    not_images: int = 0  # files in the folders that are not images
+    ignored: list[str] = field(default_factory=list)  # their paths (sources.MAX_IGNORED_LISTED at most)
 
 
 def _path(job_dir: Path, value: str) -> Path:
@@ -150,8 +154,8 @@ def read_parent(parent_dir: Path) -> Parent:
     info_file = parent_dir / "info.json"
     if not info_file.is_file():
         raise DatasetError(f"parent dataset not found (no info.json in {parent_dir})")
-    info = json.loads(info_file.read_text())
-    return Parent(parent_dir, info, list(info["classes"]))
+    info = DatasetInfo.of(json.loads(info_file.read_text()))
+    return Parent(parent_dir, info, list(info.classes))
 
 
 def collect(spec: DatasetSpec, job_dir: Path, scratch: Path,
@@ -194,18 +198,17 @@ def collect(spec: DatasetSpec, job_dir: Path, scratch: Path,
             f"a dataset needs at least two classes with at least {spec.min_per_class} images "
             f"each; found {len(result.classes)} ({', '.join(result.classes) or 'none'})"
         )
-    not_images = sum(1 for s in skipped if s.reason == NOT_AN_IMAGE)
-    if not_images:  # a README or labels file beside the images: worth a count, not a list of them
-        warnings.append(f"{not_images} file{'s' * (not_images != 1)} skipped: not images")
+    skipped, ignored = set_ignored_apart(skipped)
+    if ignored:  # a README or labels file beside the images: named, apart from the unreadable images
+        warnings.append(ignored_line(ignored, len(ignored)))
     tables = {split: SampleTable(samples) for split, samples in splits.items()}  # compact, for the workers
-    return BuildPlan(result.classes, tables, [s for s in skipped if s.reason != NOT_AN_IMAGE], warnings, parent,
-                     not_images)
+    return BuildPlan(result.classes, tables, skipped, warnings, parent, len(ignored), ignored[:MAX_IGNORED_LISTED])
 
 
 def _parent_counts(parent: Parent) -> dict[int, int]:
     """Images each parent class holds across all its splits, by label."""
     totals = {i: 0 for i in range(len(parent.classes))}
     for split in SPLITS:
-        for name, n in parent.info.get("counts", {}).get(split, {}).items():
+        for name, n in parent.info.counts.get(split, {}).items():
             totals[parent.classes.index(name)] += n
     return totals

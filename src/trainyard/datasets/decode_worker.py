@@ -20,6 +20,7 @@ from trainyard.datasets.detection.geometry import fit_image
 from trainyard.datasets.images import ImageError, load_image
 from trainyard.datasets.memring import attach
 from trainyard.datasets.reduced import load_resized
+from trainyard.datasets.resize_plans import NOISY_MODES
 from trainyard.datasets.storage import encode_image
 
 
@@ -70,8 +71,11 @@ def process_chunk(geometry: Geometry, items: Sequence[tuple[str, tuple[int, ...]
                 pixels = fit_image(load_image(path, geometry.channels), geometry.width, geometry.height,
                                    geometry.resize)
             else:
+                # Only fill and half_crop draw noise; a generator costs more to make than a
+                # small image does to decode, so the other modes never make one.
+                rng = np.random.default_rng(seed) if geometry.resize in NOISY_MODES else None
                 pixels = load_resized(path, geometry.channels, geometry.width, geometry.height,
-                                      geometry.resize, np.random.default_rng(seed))
+                                      geometry.resize, rng)
         except ImageError as e:
             out.append((None, None, str(e)))
             continue

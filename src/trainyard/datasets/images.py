@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import IO
 
 import numpy as np
@@ -47,15 +46,10 @@ def load_image(path: str | os.PathLike, channels: int,
     """
     if channels not in (1, 3):
         raise ValueError(f"channels must be 1 or 3, not {channels}")
-    path = Path(path)
-    try:
-        if path.stat().st_size == 0:
-            raise ImageError("empty file")
-    except FileNotFoundError:
-        raise ImageError("file not found") from None
-    except OSError as e:
-        raise ImageError(f"cannot read file: {e.strerror or e}") from None
-    return _decode(path, channels, before_load)
+    # A str, not a Path, and no stat before opening: a dataset build calls this per image, and
+    # both cost as much as decoding a small JPEG's header. An empty file is told apart only
+    # when it fails to open.
+    return _decode(os.fspath(path), channels, before_load)
 
 
 def load_image_bytes(data: bytes, channels: int) -> Image.Image:
@@ -67,15 +61,19 @@ def load_image_bytes(data: bytes, channels: int) -> Image.Image:
     return _decode(io.BytesIO(data), channels)
 
 
-def _decode(source: Path | IO[bytes], channels: int,
+def _decode(source: str | IO[bytes], channels: int,
             before_load: Callable[[Image.Image], None] | None = None) -> Image.Image:
     try:
         img = Image.open(source, formats=SAFE_FORMATS)
     except Image.DecompressionBombError as e:
         raise ImageError(f"decompression bomb refused: {e}") from None
     except UnidentifiedImageError:
+        if isinstance(source, str) and _is_empty(source):
+            raise ImageError("empty file") from None
         raise ImageError("not an image, or an unsupported or damaged format") from None
-    except (PermissionError, FileNotFoundError, IsADirectoryError) as e:
+    except FileNotFoundError:
+        raise ImageError("file not found") from None
+    except (PermissionError, IsADirectoryError) as e:
         raise ImageError(f"cannot read file: {e.strerror or e}") from None
     except (OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError) as e:
         raise ImageError(f"corrupt or truncated image: {e}") from None
@@ -98,6 +96,13 @@ def _decode(source: Path | IO[bytes], channels: int,
     if out is not img:
         img.close()  # load() already closed single-frame files; this covers GIF/TIFF frames
     return out
+
+
+def _is_empty(path: str) -> bool:
+    try:
+        return os.path.getsize(path) == 0
+    except OSError:
+        return False
 
 
 def _upright(img: Image.Image) -> Image.Image:

@@ -11,13 +11,16 @@ import secrets
 import shutil
 from pathlib import Path
 
+from trainyard.core.paths import job_id_of
+
 SHM_DIR = Path("/dev/shm")  # where Linux keeps POSIX shared memory as files
 RESUME_FILE = "resume.json"  # the checkpoint datasets/resume_state.py writes in dataset.tmp
 
 
 def shm_prefix(job_dir: Path) -> str:
-    """The start of the name of every shared-memory block a build of this job makes."""
-    return f"trainyard-{Path(job_dir).name}-"
+    """The start of the name of every shared-memory block a build of this job makes (``job_dir``:
+    its folder or its work folder)."""
+    return f"trainyard-{job_id_of(job_dir)}-"
 
 
 def new_shm_name(job_dir: Path) -> str:

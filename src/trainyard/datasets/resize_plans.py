@@ -106,6 +106,10 @@ for _mode in RESIZE_MODES:
     RESIZE.register(_mode, _PLANS[_mode])
 
 
+# The modes whose kept window can be smaller than the target: the rest is filled with noise.
+NOISY_MODES = frozenset({"fill", "half_crop"})
+
+
 def plan_resize(src_size: tuple[int, int], width: int, height: int, mode: str) -> Plan:
     """Return the geometry for resizing an image of ``src_size`` (w, h) to width x height."""
     plan = RESIZE.get(mode)

@@ -23,7 +23,8 @@ class Sample:
     label: int
 
 
-NOT_AN_IMAGE = "not an image"  # collect.py counts these instead of listing each one
+NOT_AN_IMAGE = "not an image"  # collect.py lists these apart from the images that could not be read
+MAX_IGNORED_LISTED = 1000  # names of ignored files kept in info.json; the count is always whole
 
 
 @dataclass
@@ -32,6 +33,19 @@ class Skipped:
 
     path: str
     reason: str
+
+
+def set_ignored_apart(skipped: list[Skipped]) -> tuple[list[Skipped], list[str]]:
+    """(what was skipped, the files ignored for not being image files): a README beside the
+    images is no fault of the images, so it is named apart from a corrupt picture."""
+    ignored = [s.path for s in skipped if s.reason == NOT_AN_IMAGE]
+    return [s for s in skipped if s.reason != NOT_AN_IMAGE], ignored
+
+
+def ignored_line(ignored: list[str], count: int) -> str:
+    """One line for a log or a terminal: how many files were ignored, the first few by name."""
+    shown = ", ".join(ignored[:5]) + (f" and {count - 5} more" if count > 5 else "")
+    return f"{count} file{'s' * (count != 1)} ignored, not image files: {shown}"
 
 
 def _hidden(name: str) -> bool:

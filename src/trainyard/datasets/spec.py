@@ -65,10 +65,11 @@ class DatasetSpec(SpecModel):
     max_per_class: int | None = Field(None, ge=1)
     encoding: Literal["none", "png", "jpeg"] = "none"
     seed: int = Field(0, ge=0, le=MAX_SEED)
-    # Detection (datasets/detection/): box labels for the train (and val) images.
+    # Detection (datasets/detection/): box labels for the train (and val, test) images.
     task: Literal["classification", "detection"] = "classification"
     train_labels: str | None = None  # a folder of label files, or one COCO .json
     val_labels: str | None = None
+    test_labels: str | None = None
     labels_format: Literal["kitti", "yolo", "coco", "voc"] | None = None  # None: told by the files
     classes: list[str] | None = None  # NAME or NAME=NEW entries (datasets/detection/labels.py)
     # Append: the parent version's dataset folder, copied first.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from trainyard.artifact.checkpoint import JobOrigin
+from trainyard.artifact.checkpoint import CheckpointHeader, JobOrigin
 from trainyard.inference.detection.archive import README as DETECTION_README
 
 
@@ -12,14 +12,14 @@ def archive_stem(checkpoint: dict) -> str:
     """The archive's top folder and download name: ``<job name>-epoch-<N>``."""
     name = JobOrigin.of_checkpoint(checkpoint).name or "model"
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._") or "model"
-    return f"{slug}-epoch-{checkpoint['epoch']:g}"
+    return f"{slug}-epoch-{CheckpointHeader.of(checkpoint).epoch:g}"
 
 
 def readme_text(checkpoint: dict, info: dict) -> str:
     """The archive's README.md: what is inside and how to run it (a classifier's or a detector's)."""
     stem = archive_stem(checkpoint)
     build = info["build"]
-    template = DETECTION_README if checkpoint.get("task") == "detection" else README
+    template = DETECTION_README if CheckpointHeader.of(checkpoint).task == "detection" else README
     return template.format(stem=stem, name=info["job"]["name"] or stem, epoch=f"{info['epoch']:g}",
                          network=info["network"], classes=build["num_classes"],
                          channels=build["in_channels"], size=build["image_size"])

@@ -37,6 +37,7 @@ import torch
 
 import trainyard
 from trainyard.artifact.checkpoint import (
+    CheckpointHeader,
     JobOrigin,
     build_model_from_checkpoint,
     checkpoint_for_epoch,
@@ -46,8 +47,9 @@ from trainyard.artifact.inputs import INFERENCE_NOISE_SEED
 from trainyard.artifact.normalize import mean_image
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.files import write_atomic
-from trainyard.core.paths import checkpoint_epoch
+from trainyard.core.paths import JobFolder, checkpoint_epoch
 from trainyard.datasets.images import png_bytes
+from trainyard.datasets.info import INFO_FILE, DatasetInfo
 from trainyard.inference import onnx_export, ort_runtime
 from trainyard.inference.archive_readme import archive_stem, readme_text
 from trainyard.inference.detection import archive as detection_archive
@@ -56,7 +58,6 @@ from trainyard.networks import network_source
 ARCHIVE_FORMAT = "trainyard-archive/1"
 PREPROCESS_FORMAT = "trainyard-preprocess/1"
 SCRIPTS = ("example.py", "use_archive.py")
-EXPORTS_DIR = "exports"  # cached archives in the job folder, one per epoch and version
 
 
 @dataclass
@@ -82,19 +83,20 @@ def export_model(job_dir: str | os.PathLike, epoch: float | None, output: str | 
     top = archive_stem(checkpoint)
     mtime = int(checkpoint_path.stat().st_mtime)
     write_atomic(output, lambda f: write_tar_gz(f, top, members, mtime))
-    return ExportResult(Path(output), checkpoint["epoch"], Path(output).stat().st_size,
+    return ExportResult(Path(output), CheckpointHeader.of(checkpoint).epoch, Path(output).stat().st_size,
                         [f"{top}/{name}" for name, _, _ in members], check)
 
 
 def cached_export(job_dir: str | os.PathLike, epoch: float | None = None, *,
                   build: Callable[[Path, float, Path], object] | None = None) -> Path:
-    """The archive of ``epoch`` kept in the job folder, built on first use (or when stale).
+    """The archive of ``epoch`` kept in the server's part of the job folder (core/paths.py: the
+    job cannot write there), built on first use (or when stale).
 
     ``build(job_dir, epoch, output)`` writes it (export_model by default; the server passes
     export_isolated.export_in_child, since the network may be user code).
     """
     checkpoint_path = checkpoint_for_epoch(job_dir, epoch)
-    path = Path(job_dir) / EXPORTS_DIR / f"{checkpoint_path.stem}-trainyard-{trainyard.__version__}.tar.gz"
+    path = JobFolder(job_dir).exports / f"{checkpoint_path.stem}-trainyard-{trainyard.__version__}.tar.gz"
     # A resumed job may write an epoch's checkpoint again: an older archive is then stale.
     if not path.is_file() or path.stat().st_mtime < checkpoint_path.stat().st_mtime:
         (build or export_model)(Path(job_dir), _epoch_of(checkpoint_path), path)
@@ -111,7 +113,8 @@ def archive_members(checkpoint: dict, checkpoint_path: Path) -> tuple[list[tuple
     """[(name, bytes, mode), ...] in archive order, and the ONNX check figures."""
     prep = Preprocessing.of_checkpoint(checkpoint)
     model = build_model_from_checkpoint(checkpoint)
-    if checkpoint.get("task") == "detection":  # boxes: post-processing in the graph, other scripts
+    header = CheckpointHeader.of(checkpoint)
+    if header.task == "detection":  # boxes: post-processing in the graph, other scripts
         files, check = detection_archive.detection_files(checkpoint, model)
         files.update({"weights.safetensors": safetensors_bytes(model), "network.py": network_file(checkpoint).encode()})
         return _ordered(checkpoint, prep, checkpoint_path, check, files), check
@@ -122,7 +125,7 @@ def archive_members(checkpoint: dict, checkpoint_path: Path) -> tuple[list[tuple
     mean = mean_image(prep)
     files = {
         "preprocess.json": _json(preprocess_document(checkpoint, prep)),
-        "labels.txt": "".join(f"{name}\n" for name in checkpoint["classes"]).encode(),
+        "labels.txt": "".join(f"{name}\n" for name in header.classes).encode(),
         "mean.npy": _npy(mean),
         "mean.png": _png(mean),
         "model.onnx": onnx_bytes,
@@ -145,6 +148,7 @@ def preprocess_document(checkpoint: dict, prep: Preprocessing) -> dict:
     """preprocess.json: everything example.py needs to give ``checkpoint``'s network its input."""
     channels, h, w = prep.input_shape
     mean_mode = prep.mean_mode if prep.mean is not None else "none"
+    header = CheckpointHeader.of(checkpoint)
     return {
         "format": PREPROCESS_FORMAT,
         "width": prep.width, "height": prep.height, "channels": channels,
@@ -155,12 +159,12 @@ def preprocess_document(checkpoint: dict, prep: Preprocessing) -> dict:
                  "(height, width, channels), uint8), a fresh generator per image",
         "mean_mode": mean_mode, "crop": prep.crop, "scale": prep.scale,
         "std": list(prep.std) if prep.std else None,
-        "image_size": checkpoint["image_size"],
+        "image_size": header.image_size,
         "input": {"name": onnx_export.INPUT_NAME, "layout": "NCHW", "dtype": "float32",
                   "shape": ["batch", channels, h, w],
                   "formula": "(pixel / 255 - mean / 255) / std (mean per mean_mode, centre-cropped "
                              "like the image; std per channel, 1 when null)"},
-        "output": {"name": onnx_export.OUTPUT_NAME, "shape": ["batch", len(checkpoint["classes"])],
+        "output": {"name": onnx_export.OUTPUT_NAME, "shape": ["batch", len(header.classes)],
                    "meaning": "logits: apply a softmax for probabilities"},
     }
 
@@ -169,21 +173,21 @@ def info_document(checkpoint: dict, prep: Preprocessing, checkpoint_path: Path, 
                   files: dict[str, bytes]) -> dict:
     """info.json: where the model comes from, how good it was, and with what it was made."""
     origin = JobOrigin.of_checkpoint(checkpoint)
-    epoch = checkpoint["epoch"]
-    history = checkpoint.get("metrics") or {}
+    header = CheckpointHeader.of(checkpoint)
+    epoch, history = header.epoch, header.metrics
     return {
         "format": ARCHIVE_FORMAT,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "job": {"id": origin.id, "name": origin.name, "checkpoint": checkpoint_path.name},
         "dataset": {"id": origin.dataset_id, "name": _dataset_name(origin.dataset_dir)},
-        "network": checkpoint.get("network") or "custom",
-        "task": checkpoint.get("task") or "classification",
-        "build": {"num_classes": len(checkpoint["classes"]), "in_channels": prep.channels,
-                  "image_size": checkpoint["image_size"]},
+        "network": header.network_name,
+        "task": header.task,
+        "build": {"num_classes": len(header.classes), "in_channels": prep.channels,
+                  "image_size": header.image_size},
         "epoch": epoch,
         "metrics": {name: points[-1][1] for name, points in history.items()
                     if points and points[-1][0] <= epoch},
-        "best": checkpoint.get("best"),
+        "best": header.best,
         "history": history,
         "versions": _versions(),
         "onnx_check": check,
@@ -195,8 +199,8 @@ def _dataset_name(dataset_dir: str | None) -> str | None:
     """The training dataset's name, while its folder is still there."""
     if not dataset_dir:
         return None
-    try:
-        return json.loads((Path(dataset_dir) / "info.json").read_text()).get("name")
+    try:  # read by path as before: this runs where the dataset was bound for the export
+        return DatasetInfo.of(json.loads((Path(dataset_dir) / INFO_FILE).read_text())).name
     except (OSError, ValueError):
         return None
 
@@ -212,7 +216,8 @@ def _versions() -> dict:
 
 def network_file(checkpoint: dict) -> str:
     """The network's source: the custom file, or the standard network as a stand-alone file."""
-    return checkpoint.get("network_source") or network_source(checkpoint["network"])
+    header = CheckpointHeader.of(checkpoint)
+    return header.network_source or network_source(header.network or "")  # one of the two is set
 
 
 def safetensors_bytes(model: torch.nn.Module) -> bytes:

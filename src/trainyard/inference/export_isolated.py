@@ -8,14 +8,15 @@ write the archive, with a time limit, and moves the archive into place itself.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 
+from trainyard.core.paths import JobFolder
 from trainyard.inference.worker_pool import START_TIMEOUT_S, WorkerError, WorkerUnavailable
 from trainyard.networks.isolated import CHECKER
 from trainyard.sandbox.childproc import Child, ChildFailed, default_policy
+from trainyard.sandbox.job import read_spec
 
 EXPORT_TIMEOUT_S = 600.0  # a GoogLeNet ONNX export and its check on a busy CPU
 
@@ -24,7 +25,7 @@ def export_in_child(job_dir: str | os.PathLike, epoch: float, output: str | os.P
                     timeout: float = EXPORT_TIMEOUT_S) -> None:
     """Write the archive of ``epoch`` to ``output`` from a child process; raise what it reports."""
     try:
-        policy = default_policy(read=readable(Path(job_dir)), hidden=[str(Path(job_dir).parent.parent)])
+        policy = default_policy(read=readable(Path(job_dir)), hidden=[str(Path(job_dir).parent.parent)])  # HOME
         child = Child("trainyard.inference.export_isolated:handle", policy,
                       what="the export", start_timeout=START_TIMEOUT_S, zygote=CHECKER)
     except ChildFailed as exc:
@@ -47,11 +48,14 @@ def export_in_child(job_dir: str | os.PathLike, epoch: float, output: str | os.P
 
 
 def readable(job_dir: Path) -> list[str]:
-    """The job folder, and its dataset's info.json (the archive names the dataset): one file of
-    the jobs folder, whatever a job may have written in its spec."""
-    paths = [str(job_dir)]
+    """The job's work folder (core/paths.py: its checkpoints), and its dataset's info.json (the
+    archive names the dataset): one file of the jobs folder, whatever a job may have written."""
+    folder = JobFolder(job_dir)
+    paths = [str(folder.work)]
     try:
-        dataset = json.loads((job_dir / "spec.json").read_text()).get("dataset_dir")
+        dataset = read_spec(folder.path).dataset_dir  # the sandbox's typed view of it
+        if not dataset:
+            return paths
         info = (Path(dataset) / "info.json").resolve()
     except (OSError, ValueError, TypeError, AttributeError):
         return paths

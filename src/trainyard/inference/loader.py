@@ -25,10 +25,11 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trainyard.artifact.checkpoint import CheckpointHeader
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.inference import ort_runtime, trust
 from trainyard.inference.snapshots import InferenceError, NotFound, NotReady, model_checkpoint
@@ -83,7 +84,7 @@ class LoadedModel:
                     from trainyard.inference.torch_forward import build_network, read_checkpoint
 
                     checkpoint = read_checkpoint(self.path)
-                    if not checkpoint["network"] and not self.user_code:  # whatever a cache claimed
+                    if not CheckpointHeader.of(checkpoint).network and not self.user_code:  # whatever a cache claimed
                         raise UserCode(str(self.path))
                     self._model = build_network(checkpoint, self.device)
         return self._model
@@ -167,8 +168,9 @@ def _load(named: Path, path: Path, device: str, user_code: bool) -> LoadedModel:
     from trainyard.inference.torch_forward import build_network, constants, read_checkpoint
 
     checkpoint = read_checkpoint(path)
-    about = {"classes": list(checkpoint["classes"]), "epoch": checkpoint["epoch"],
-             "network": checkpoint["network"] or "custom", "spec": checkpoint.get("spec") or {},
+    header = CheckpointHeader.of(checkpoint)
+    about: dict[str, Any] = {"classes": list(header.classes), "epoch": header.epoch,
+             "network": header.network_name, "spec": header.spec or {},
              "preprocess": Preprocessing.of_checkpoint(checkpoint).to_dict(with_mean=False)}
     if record.get("network") != about["network"]:
         trust.remember(named, sha, network=about["network"])

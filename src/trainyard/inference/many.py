@@ -1,4 +1,6 @@
-"""Classify many images as a job: streamed in batches, so memory stays flat for any count.
+"""Classify many images as a job: streamed in batches, so memory stays flat for any count
+(detect-many, inference/detection/many.py, reads and writes through the same `image_batches`
+and `ResultRows`).
 
 Image files are decoded and resized a window ahead of the network by the dataset build's
 decode pipeline (datasets/pipeline.py: a process per core for 100 images or more, forked
@@ -17,7 +19,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import cast
 
 import numpy as np
 
@@ -132,21 +134,14 @@ def _pixels(items: Iterable[Item], sources: Sources, pipeline: DecodePipeline
                 decoded.append(outcome)
 
 
-def classify_many(loaded: LoadedModel, items: Iterable[Item], job_dir: Path, *, total: int, top: int = 5,
-                  top_n: int = 12, batch_size: int = 64, roots: Sequence[str] = (), dataset_dir: str | None = None,
-                  split: str | None = None, progress: Callable[[int, int], None] = lambda d, t: None,
-                  should_stop: Callable[[], bool] = lambda: False) -> dict:
-    """Classify ``items`` (``total`` of them), writing results.csv; return and write the summary."""
-    classes, k = loaded.classes, max(1, min(top, len(loaded.classes)))
-    tally, best = Tally(len(classes), k), TopN(len(classes), top_n)
+def image_batches(geometry: Geometry, items: Iterable[Item], job_dir: Path, *, total: int, batch_size: int,
+                  roots: Sequence[str] = (), dataset_dir: str | None = None, split: str | None = None,
+                  should_stop: Callable[[], bool] = lambda: False
+                  ) -> Iterator[list[tuple[Item, np.ndarray | str]]]:
+    """``items`` as batches of (item, stored-size pixels fitted by ``geometry``, or why not),
+    in order; Aborted between batches once ``should_stop``. Classify-many's and detect-many's feed."""
     sources = Sources(list(roots), dataset_dir, split)
-    p = loaded.preprocess
-    geometry = Geometry(p.width, p.height, p.channels, p.resize, encoding="none")
-    done = errors = 0
-    with (DecodePipeline(geometry, os.cpu_count() or 1, shm_name=new_shm_name(job_dir), count=total) as pipeline,
-          open(job_dir / RESULTS_CSV, "wb") as out, open(job_dir / RESULTS_INDEX, "wb") as index):
-        header = ["row", "image", "label"] + [f"{n}_{j + 1}" for j in range(k) for n in ("prediction", "confidence")]
-        out.write(_csv_lines([header + ["error"]]))
+    with DecodePipeline(geometry, os.cpu_count() or 1, shm_name=new_shm_name(job_dir), count=total) as pipeline:
         # A split's images are stored pixels, read one by one: only files go through the pipeline
         # (whose input, read a window ahead, would otherwise be the whole split at once).
         stream = (((item, cast("np.ndarray | str", sources(item))) for item in items) if split
@@ -154,7 +149,54 @@ def classify_many(loaded: LoadedModel, items: Iterable[Item], job_dir: Path, *, 
         while batch := list(itertools.islice(stream, batch_size)):
             if should_stop():
                 raise Aborted()
-            errors += _classify_batch(loaded, batch, done, k, out, index, tally, best)
+            yield batch
+
+
+class ResultRows:
+    """A job's results.csv and results.idx (results.py), appended a batch of rows at a time."""
+
+    def __init__(self, job_dir: Path, header: list[str]):
+        self.out = open(job_dir / RESULTS_CSV, "wb")
+        self.index = open(job_dir / RESULTS_INDEX, "wb")
+        self.out.write(_csv_lines([header]))
+
+    def append(self, rows: list[list]) -> None:
+        """Append ``rows``, and each row's byte offset to the index."""
+        offsets, position, lines = [], self.out.tell(), []
+        for row in rows:
+            line = _csv_lines([row])
+            offsets.append(position)
+            position += len(line)
+            lines.append(line)
+        self.out.write(b"".join(lines))
+        self.out.flush()
+        # after the rows: a reader never sees a row half written
+        self.index.write(np.asarray(offsets, dtype="<i8").tobytes())
+        self.index.flush()
+
+    def __enter__(self) -> ResultRows:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.out.close()
+        self.index.close()
+
+
+def classify_many(loaded: LoadedModel, items: Iterable[Item], job_dir: Path, *, total: int, top: int = 5,
+                  top_n: int = 12, batch_size: int = 64, roots: Sequence[str] = (), dataset_dir: str | None = None,
+                  split: str | None = None, progress: Callable[[int, int], None] = lambda d, t: None,
+                  should_stop: Callable[[], bool] = lambda: False) -> dict:
+    """Classify ``items`` (``total`` of them), writing results.csv; return and write the summary."""
+    classes, k = loaded.classes, max(1, min(top, len(loaded.classes)))
+    tally, best = Tally(len(classes), k), TopN(len(classes), top_n)
+    p = loaded.preprocess
+    geometry = Geometry(p.width, p.height, p.channels, p.resize, encoding="none")
+    done = errors = 0
+    header = ["row", "image", "label"] + [f"{n}_{j + 1}" for j in range(k) for n in ("prediction", "confidence")]
+    with ResultRows(job_dir, header + ["error"]) as out:
+        for batch in image_batches(geometry, items, job_dir, total=total, batch_size=batch_size, roots=roots,
+                                   dataset_dir=dataset_dir, split=split, should_stop=should_stop):
+            errors += _classify_batch(loaded, batch, done, k, out, tally, best)
             done += len(batch)
             progress(done, total)
     summary = {"images": done, "classified": done - errors, "errors": errors, "classes": classes, "top": k,
@@ -165,7 +207,7 @@ def classify_many(loaded: LoadedModel, items: Iterable[Item], job_dir: Path, *, 
 
 
 def _classify_batch(loaded: LoadedModel, batch: list[tuple[Item, np.ndarray | str]], first_row: int, k: int,
-                    out: BinaryIO, index: BinaryIO, tally: Tally, best: TopN) -> int:
+                    out: ResultRows, tally: Tally, best: TopN) -> int:
     """Classify one batch, write its rows and fold it into the tallies; return its error count."""
     good = [i for i, (_, pixels) in enumerate(batch) if not isinstance(pixels, str)]
     top = np.zeros((0, k), np.int64)
@@ -177,16 +219,15 @@ def _classify_batch(loaded: LoadedModel, batch: list[tuple[Item, np.ndarray | st
         items = [batch[i][0] for i in good]
         tally.add(items, top)
         best.add(probs, np.array(good) + first_row, [item.name for item in items])
-    _write_rows(loaded.classes, batch, good, top, conf, first_row, k, out, index)
+    out.append(_rows(loaded.classes, batch, good, top, conf, first_row, k))
     return len(batch) - len(good)
 
 
-def _write_rows(classes: list[str], batch: list[tuple[Item, np.ndarray | str]], good: list[int], top: np.ndarray,
-                conf: np.ndarray, first_row: int, k: int, out: BinaryIO, index: BinaryIO) -> None:
-    """Append the batch's CSV rows, and each row's byte offset to the index."""
+def _rows(classes: list[str], batch: list[tuple[Item, np.ndarray | str]], good: list[int], top: np.ndarray,
+          conf: np.ndarray, first_row: int, k: int) -> list[list]:
+    """The batch's CSV rows: row, image, label, k (prediction, confidence) pairs, error."""
     at = dict(zip(good, range(len(good))))
-    offsets, position = [], out.tell()
-    lines = []
+    rows = []
     for i, (item, pixels) in enumerate(batch):
         row = [first_row + i, item.name, item.label_text]
         if i in at:
@@ -194,14 +235,8 @@ def _write_rows(classes: list[str], batch: list[tuple[Item, np.ndarray | str]], 
             row += [v for c, p in zip(top[j], conf[j]) for v in (classes[c], f"{p:.6f}")] + [""]
         else:
             row += [""] * (2 * k) + [pixels]
-        line = _csv_lines([row])
-        offsets.append(position)
-        position += len(line)
-        lines.append(line)
-    out.write(b"".join(lines))
-    out.flush()
-    index.write(np.asarray(offsets, dtype="<i8").tobytes())  # after the rows: a reader never sees a row half written
-    index.flush()
+        rows.append(row)
+    return rows
 
 
 def _csv_lines(rows: list[list]) -> bytes:

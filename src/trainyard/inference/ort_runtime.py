@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from trainyard.artifact.preprocessing import Preprocessing
+from trainyard.core import jobfiles
 from trainyard.core.files import write_atomic
 from trainyard.inference import trust
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 SUFFIX = ".onnx"
+MAX_CACHED_BYTES = 4 << 30  # above any network the CPU runtime serves; a hash mismatch past it
 INPUTS_SUFFIX = ".inputs.npz"
 RUNTIME_ENV = "TRAINYARD_INFERENCE_RUNTIME"  # "onnx" (default on a CPU) or "torch"
 
@@ -134,8 +136,8 @@ def _verified(path: Path, expected: str | None) -> bytes | None:
     """The bytes of ``path`` when they hash to ``expected``; None when missing, forged or stale."""
     if not expected:
         return None
-    try:
-        data = path.read_bytes()
+    try:  # beneath its folder, no link, no FIFO (core/jobfiles.py): the job's folder
+        data = jobfiles.read_bytes(path.parent, path.name, MAX_CACHED_BYTES)
     except OSError:
         return None
     if trust.digest_bytes(data) != expected:

@@ -9,6 +9,9 @@ A classify-many job writes, in its folder:
 - ``summary.json``: counts, and with labels accuracy, confusion and per-class figures; top-N
   images per class; ``image_base`` (where relative image names resolve).
 
+A classify-many job of a detection model (detect-many, detection/many.py) writes the same files,
+its rows ``row, image, box_count, boxes, error`` (``boxes`` a JSON list of ``{label, score, box}``).
+
 An evaluate job writes ``evaluation.json`` (see evaluate.py).
 """
 
@@ -16,11 +19,12 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from trainyard.core import jobfiles
-from trainyard.core.files import read_json
 from trainyard.core.paths import JobFolder
 
 RESULTS_CSV = "results.csv"
@@ -33,17 +37,30 @@ OFFSET_BYTES = 8
 
 
 def row_count(job_dir: str | os.PathLike) -> int:
-    """Rows written so far (grows while the job runs)."""
+    """Rows written so far (grows while the job runs). ``job_dir``, here and below: the job's
+    folder (its work folder holds the results, core/paths.py), read as every file a job writes
+    (core/jobfiles.py: no link, no FIFO, bounded)."""
+    size = _size(_work(job_dir), RESULTS_INDEX)
+    return 0 if size is None else size // OFFSET_BYTES
+
+
+def _work(job_dir: str | os.PathLike) -> Path:
+    return JobFolder(job_dir).work
+
+
+def _size(work: Path, name: str) -> int | None:
     try:
-        return (Path(job_dir) / RESULTS_INDEX).stat().st_size // OFFSET_BYTES
-    except FileNotFoundError:
-        return 0
+        fd = jobfiles.open_beneath(work, name)
+    except (FileNotFoundError, jobfiles.UnsafeFile):
+        return None
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
 
 
-def _offsets(job_dir: Path, start: int, stop: int) -> list[int]:
-    with open(job_dir / RESULTS_INDEX, "rb") as f:
-        f.seek(start * OFFSET_BYTES)
-        data = f.read((stop - start) * OFFSET_BYTES)
+def _offsets(work: Path, start: int, stop: int) -> list[int]:
+    data = jobfiles.read_bytes(work, RESULTS_INDEX, (stop - start) * OFFSET_BYTES, offset=start * OFFSET_BYTES)
     return [int.from_bytes(data[i:i + OFFSET_BYTES], "little") for i in range(0, len(data), OFFSET_BYTES)]
 
 
@@ -57,68 +74,58 @@ def parse_row(fields: list[str]) -> dict:
             "error": error or None}
 
 
-def read_rows(job_dir: str | os.PathLike, offset: int, limit: int) -> list[dict]:
+def parse_detection_row(fields: list[str]) -> dict:
+    """A detect-many CSV row as the API's JSON: ``{row, image, boxes: [{label, score, box}], error}``."""
+    row, image, _, boxes, error = fields
+    return {"row": int(row), "image": image, "boxes": json.loads(boxes) if boxes else [], "error": error or None}
+
+
+def row_parser(task: str | None) -> Callable[[list[str]], dict]:
+    """How the rows of a job of ``task`` (its spec's: the model's) read back."""
+    return parse_detection_row if task == "detection" else parse_row
+
+
+def read_rows(job_dir: str | os.PathLike, offset: int, limit: int,
+              parse: Callable[[list[str]], dict] = parse_row) -> list[dict]:
     """Rows ``offset`` .. ``offset + limit - 1`` (fewer at the end)."""
-    job_dir = Path(job_dir)
-    stop = min(row_count(job_dir), offset + limit)
+    work = _work(job_dir)
+    stop = min(row_count(work), offset + limit)
     if offset >= stop:
         return []
-    starts = _offsets(job_dir, offset, stop)
-    with open(job_dir / RESULTS_CSV, "rb") as f:
-        f.seek(starts[0])
-        text = f.read(_end(job_dir, stop) - starts[0]).decode("utf-8")
-    return [parse_row(fields) for fields in csv.reader(io.StringIO(text)) if fields]
+    starts = _offsets(work, offset, stop)
+    end = _end(work, stop)
+    text = jobfiles.read_bytes(work, RESULTS_CSV, max(end - starts[0], 0), offset=starts[0]).decode("utf-8")
+    return [parse(fields) for fields in csv.reader(io.StringIO(text)) if fields]
 
 
-def read_row(job_dir: str | os.PathLike, row: int) -> dict | None:
-    rows = read_rows(job_dir, row, 1)
+def read_row(job_dir: str | os.PathLike, row: int, parse: Callable[[list[str]], dict] = parse_row) -> dict | None:
+    rows = read_rows(job_dir, row, 1, parse)
     return rows[0] if rows else None
 
 
-def _end(job_dir: Path, stop: int) -> int:
+def _end(work: Path, stop: int) -> int:
     """Byte offset where row ``stop`` begins (the end of the file for the last row)."""
-    if stop < row_count(job_dir):
-        return _offsets(job_dir, stop, stop + 1)[0]
-    return (job_dir / RESULTS_CSV).stat().st_size
+    if stop < row_count(work):
+        return _offsets(work, stop, stop + 1)[0]
+    return _size(work, RESULTS_CSV) or 0
+
+
+def _document(job_dir: str | os.PathLike, name: str) -> dict | None:
+    try:
+        return jobfiles.read_json(_work(job_dir), name)
+    except (FileNotFoundError, jobfiles.UnsafeFile):
+        return None
 
 
 def read_summary(job_dir: str | os.PathLike) -> dict | None:
     """A classify-many job's summary.json, or None before it is written."""
-    try:
-        return read_json(Path(job_dir) / SUMMARY)
-    except FileNotFoundError:
-        return None
+    return _document(job_dir, SUMMARY)
 
 
 def read_source(job_dir: str | os.PathLike) -> dict | None:
     """What a classify-many job reads (written when it starts), or None before that."""
-    try:
-        return read_json(Path(job_dir) / SOURCE)
-    except FileNotFoundError:
-        return None
+    return _document(job_dir, SOURCE)
 
 
 def read_evaluation(job_dir: str | os.PathLike) -> dict | None:
-    try:
-        return read_json(Path(job_dir) / EVALUATION)
-    except FileNotFoundError:
-        return None
-
-
-def describe_inference(job: object, folder: JobFolder) -> dict:
-    """What a classify-many or evaluate job adds to its JSON (the job registry's ``describe``)."""
-    # ``job`` is the jobs store's row (jobs/ sits above inference/, so not named here); unused
-    from trainyard.inference.spec import stored_spec
-
-    try:
-        spec = stored_spec(jobfiles.read_json(folder.path, "spec.json"))
-    except OSError:  # none, or a link or FIFO in its place (core/jobfiles.py)
-        return {"model": None, "epoch": None, "task": None, "split": None, "rows": row_count(folder.path)}
-    doc = {"model": spec.model_id, "epoch": spec.epoch, "task": spec.kind, "split": spec.split,
-           "rows": row_count(folder.path)}
-    result = read_evaluation(folder.path) if spec.kind == "evaluate" else read_summary(folder.path)
-    if result:
-        doc["accuracy"] = result.get("accuracy")
-        doc["top5_accuracy"] = result.get("top5_accuracy")
-        doc["images"] = result.get("images")
-    return doc
+    return _document(job_dir, EVALUATION)

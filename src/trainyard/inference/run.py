@@ -1,7 +1,7 @@
 """Entry point of an inference job: ``python -m trainyard.inference.run JOB_DIR``.
 
 Reads JOB_DIR/spec.json (an `InferenceSpec`), reports ``running``, runs classify-many or
-evaluate with progress events, writes the results into JOB_DIR and reports ``done``. A failure
+evaluate with progress events, writes the results into its work folder and reports ``done``. A failure
 reports ``failed`` with a message (traceback in log.txt) and exits 1; SIGTERM (abort) stops
 between batches, reports ``aborted`` and exits 143, keeping the rows already written. The
 process scaffold (stop signals, reporting, exit codes, progress) is core.jobproc's.
@@ -22,7 +22,7 @@ from trainyard.core.paths import JobFolder
 
 def main(job_dir: str | Path) -> int:
     folder = JobFolder(job_dir)
-    events = EventWriter(folder.path)
+    events = EventWriter(folder.work)
     return run_job(events, lambda stop: _run(folder, events, stop),
                    aborted_note="aborted; the results written so far are kept")
 
@@ -34,7 +34,7 @@ def _run(folder: JobFolder, events: EventWriter, stop: StopFlag) -> None:
 
     spec = InferenceSpec.model_validate(read_json(folder.spec))
     task = run_evaluate if spec.kind == "evaluate" else run_classify_many
-    events.emit("result", **task(spec, folder.path, events, Progress, stop))
+    events.emit("result", **task(spec, folder.work, events, Progress, stop))
 
 
 if __name__ == "__main__":

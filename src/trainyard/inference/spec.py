@@ -1,5 +1,7 @@
 """The validated spec.json of an inference job (classify-many, evaluate). Imports no torch.
 
+A classify-many job of a detection model (``task`` detection) detects instead: boxes per image.
+
 The layer that creates the job resolves the model's checkpoint (so "latest" means the latest
 when the job was asked for, even while training goes on) and checks every path against the
 data roots; the job process reads this spec back and touches nothing else.
@@ -46,6 +48,7 @@ class InferenceSpec(SpecModel):
     top: int = Field(5, ge=1, le=100)  # predictions kept per image
     top_n: int = Field(12, ge=0, le=100)  # images kept per class for the top-N view
     batch_size: int = Field(64, ge=1, le=4096)
+    threshold: float = Field(0.5, ge=0, le=1)  # a detection model's smallest box score kept
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> InferenceSpec:

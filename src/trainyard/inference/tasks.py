@@ -1,4 +1,5 @@
-"""The two inference jobs, from spec to written results: classify-many and evaluate.
+"""The two inference jobs, from spec to written results: classify-many (detect-many for a
+detection model) and evaluate.
 
 `run.py` calls these with the job's events and stop flag; they load the checkpoint named in
 the spec (on the job's GPU when it has one), open the image source and write the results.
@@ -61,17 +62,47 @@ def open_source(spec: InferenceSpec, job_dir: Path, classes: list[str], events: 
 
 def run_classify_many(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
                       should_stop: Callable[[], bool]) -> dict:
+    if spec.task == "detection":
+        return _detect_many(spec, job_dir, events, progress, should_stop)
     loaded = _load(spec, events)
-    items, total, base = open_source(spec, job_dir, loaded.classes, events)
-    write_json_atomic(job_dir / SOURCE, {"source": spec.source, "total": total,
-                                         "image_base": str(base) if base else None})
+    items, total, base = _opened_source(spec, job_dir, loaded.classes, events)
     events.log(f"classifying {total} images")
-    roots = spec.roots + [str(job_dir)] if spec.roots else []
     summary = classify_many(loaded, items, job_dir, total=total, top=spec.top, top_n=spec.top_n,
-                            batch_size=spec.batch_size, roots=roots, dataset_dir=spec.dataset_dir,
+                            batch_size=spec.batch_size, roots=_roots(spec, job_dir), dataset_dir=spec.dataset_dir,
                             split=spec.split, progress=progress(events, "classifying"), should_stop=should_stop)
     events.log(f"classified {summary['classified']} images; {summary['errors']} could not be read")
     return {key: summary.get(key) for key in BRIEF}
+
+
+def _detect_many(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
+                 should_stop: Callable[[], bool]) -> dict:
+    from trainyard.inference.detection.detector import load_detector
+    from trainyard.inference.detection.many import detect_many
+
+    device = job_device()
+    events.log(f"loading {Path(spec.checkpoint).name} (epoch {spec.epoch:g}) on {device}")
+    loaded = load_detector(spec.checkpoint, device)
+    items, total, _ = _opened_source(spec, job_dir, [], events)  # no class folders: boxes have no image label
+    events.log(f"detecting objects in {total} images (scores from {spec.threshold:g})")
+    summary = detect_many(loaded, items, job_dir, total=total, threshold=spec.threshold,
+                          batch_size=spec.batch_size, roots=_roots(spec, job_dir),
+                          progress=progress(events, "detecting"), should_stop=should_stop)
+    events.log(f"found {summary['boxes']} boxes in {summary['images_with_boxes']} of {summary['detected']} images; "
+               f"{summary['errors']} could not be read")
+    return {key: summary.get(key) for key in ("images", "detected", "errors", "boxes")}
+
+
+def _opened_source(spec: InferenceSpec, job_dir: Path, classes: list[str], events: EventWriter):
+    """`open_source`, with what it reads written to source.json for the pages."""
+    items, total, base = open_source(spec, job_dir, classes, events)
+    write_json_atomic(job_dir / SOURCE, {"source": spec.source, "total": total,
+                                         "image_base": str(base) if base else None})
+    return items, total, base
+
+
+def _roots(spec: InferenceSpec, job_dir: Path) -> list[str]:
+    """Where the job may read images: the data roots and its own folder (an unpacked archive)."""
+    return spec.roots + [str(job_dir)] if spec.roots else []
 
 
 def run_evaluate(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,

@@ -21,7 +21,9 @@ import logging
 import os
 from pathlib import Path
 
+from trainyard.core import jobfiles
 from trainyard.core.files import write_json_atomic
+from trainyard.core.paths import checkpoint_owner
 
 log = logging.getLogger(__name__)
 FOLDER = "trust"
@@ -31,7 +33,8 @@ CHUNK = 1 << 20
 def digest(path: str | os.PathLike) -> str:
     """The SHA-256 of the file at ``path`` (hex), read in chunks."""
     sha = hashlib.sha256()
-    with open(path, "rb") as f:
+    path = Path(path)  # no link, no FIFO: a job may plant either in its folder (core/jobfiles.py)
+    with os.fdopen(jobfiles.open_beneath(path.parent, path.name), "rb") as f:
         while chunk := f.read(CHUNK):
             sha.update(chunk)
     return sha.hexdigest()
@@ -46,9 +49,9 @@ def ledger(checkpoint: str | os.PathLike) -> Path:
     make its ``checkpoints`` folder a link into a place it can write, the name it was given by
     the server still says which home it belongs to)."""
     path = Path(os.path.abspath(checkpoint))
-    parts = path.parts
-    if len(parts) >= 5 and parts[-2] == "checkpoints" and parts[-4] == "jobs":
-        return path.parents[3] / FOLDER
+    job = checkpoint_owner(path)  # HOME/jobs/<id>: the ledger is HOME's, out of every job's reach
+    if job is not None:
+        return job.parent.parent / FOLDER
     return path.parent / f".{FOLDER}"
 
 

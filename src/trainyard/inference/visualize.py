@@ -44,7 +44,8 @@ def tensor_stats(values: np.ndarray | torch.Tensor) -> dict:
     if finite.size == 0:
         return {"mean": None, "std": None, "min": None, "max": None, "count": int(flat.size),
                 "histogram": {"counts": [], "edges": []}}
-    counts, edges = np.histogram(finite, bins=BINS)
+    # float64 edges: a float32 range only a few ulps wide (a nearly constant map) has no 20 bins
+    counts, edges = np.histogram(finite.astype(np.float64), bins=BINS)
     return {"mean": float(finite.mean(dtype=np.float64)), "std": float(finite.std(dtype=np.float64)),
             "min": float(finite.min()), "max": float(finite.max()), "count": int(flat.size),
             "histogram": {"counts": counts.tolist(), "edges": edges.tolist()}}
@@ -157,37 +158,58 @@ class Inspection:
     saliency: Saliency | None
 
 
+class LayerRecorder:
+    """``with LayerRecorder(model, rgb) as rec: model(x)``: then ``rec.layers`` describes each leaf
+    module (those under ``under``, a module name, when given) in the order it ran, from the first
+    image of the batch (describe_layer). A module run twice is listed twice. Classify's views use
+    it on the whole network, a detector's on its backbone and neck (detection/views.py)."""
+
+    def __init__(self, model: nn.Module, rgb: bool, under: str = ""):
+        prefix = f"{under}." if under else ""
+        self.leaves = [(n, m) for n, m in model.named_modules()
+                       if n.startswith(prefix) and next(m.children(), None) is None]
+        self.rgb = rgb
+        self.layers: list[dict] = []
+        self._seen: dict[str, int] = {}
+        self._handles: list = []
+
+    def _hook(self, name: str) -> Callable[[nn.Module, tuple, object], None]:
+        def record(module: nn.Module, args: tuple, output: object) -> None:
+            self._seen[name] = self._seen.get(name, 0) + 1
+            label = name if self._seen[name] == 1 else f"{name} (call {self._seen[name]})"
+            with torch.no_grad():
+                self.layers.append(describe_layer(label, module, output, self.rgb))
+        return record
+
+    def __enter__(self) -> LayerRecorder:
+        self._handles = [m.register_forward_hook(self._hook(n)) for n, m in self.leaves]
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+
 def visualize(loaded: LoadedModel, prepared: Prepared, saliency: bool = False) -> Inspection:
     """The layer table of the first image of ``prepared`` and, with ``saliency``, its Grad-CAM.
 
     Both come from one forward pass (with gradients only when the saliency map is wanted).
     """
-    rgb = loaded.preprocess.channels == 3
-    layers = [input_layer(prepared)]
-    seen: dict[str, int] = {}
-
-    def hook(name: str) -> Callable[[nn.Module, tuple, object], None]:
-        def record(module: nn.Module, args: tuple, output: object) -> None:
-            seen[name] = seen.get(name, 0) + 1  # a module run twice is listed twice
-            label = name if seen[name] == 1 else f"{name} (call {seen[name]})"
-            with torch.no_grad():
-                layers.append(describe_layer(label, module, output, rgb))
-        return record
-
     x = to_device(prepared.inputs[:1], loaded.device)
-    leaves = [(n, m) for n, m in loaded.model.named_modules() if n and next(m.children(), None) is None]
     with loaded.lock:
         target = _saliency_layer(loaded, x) if saliency else None
         captured: list[torch.Tensor] = []
-        handles = [m.register_forward_hook(hook(n)) for n, m in leaves]
+        handle = None
         if target:
             module = loaded.model.get_submodule(target)
-            handles.append(module.register_forward_hook(lambda m, a, out: captured.append(out)))
+            handle = module.register_forward_hook(lambda m, a, out: captured.append(out))
         try:
-            with torch.inference_mode(not saliency), torch.set_grad_enabled(saliency):
+            with LayerRecorder(loaded.model, loaded.preprocess.channels == 3) as recorder, \
+                    torch.inference_mode(not saliency), torch.set_grad_enabled(saliency):
                 logits = logits_of(loaded.model(x))
                 cam = saliency_from(logits, captured[-1], x.shape[2:], target) if target else None
         finally:
-            for handle in handles:
+            if handle is not None:
                 handle.remove()
+    layers = [input_layer(prepared), *recorder.layers]
     return Inspection(layers, torch.softmax(logits.detach().float(), dim=1).cpu().numpy(), cam)

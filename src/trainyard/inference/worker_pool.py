@@ -25,6 +25,7 @@ from typing import Any
 
 from trainyard.core.environment import child_environment
 from trainyard.core.errors import Conflict, UserError
+from trainyard.core.paths import checkpoint_owner
 from trainyard.inference.loader import UserCode, load_model
 from trainyard.inference.responses import answer
 from trainyard.networks.isolated import CHECKER
@@ -60,19 +61,20 @@ def worker_env() -> dict[str, str]:
 class ModelWorker:
     """One sandboxed child process serving one custom network checkpoint."""
 
-    def __init__(self, checkpoint: Path):
+    def __init__(self, checkpoint: Path, task: str = "classification"):
         self.checkpoint = checkpoint
         self.lock = threading.Lock()
         self.used = time.monotonic()
-        job_folder = checkpoint.parent.parent  # JOB/checkpoints/epoch-N.pt: reads its own job only
+        work = checkpoint.parent.parent  # WORK/checkpoints/epoch-N.pt: reads its own job's work only
+        owner = checkpoint_owner(checkpoint)  # HOME/jobs/<id>: HOME stays hidden
         try:
-            policy = default_policy(read=[str(job_folder)], hidden=[str(job_folder.parent.parent)])
+            policy = default_policy(read=[str(work)], hidden=[str((owner or work).parent.parent)])
             self.child = Child("trainyard.inference.worker_process:handle", policy,
                                what="the custom network's worker", start_timeout=START_TIMEOUT_S, zygote=CHECKER)
         except ChildFailed as exc:
             raise WorkerUnavailable(str(exc)) from None
         try:
-            doc = self._ask({"load": str(checkpoint)}, LOAD_TIMEOUT_S, "build the network")
+            doc = self._ask({"load": str(checkpoint), "task": task}, LOAD_TIMEOUT_S, "build the network")
             if doc.get("state") != "ready":
                 raise WorkerError(f"the network cannot be loaded: {doc.get('error')}", doc.get("status", 422))
         except BaseException:
@@ -121,7 +123,7 @@ class WorkerPool:
         with self._lock:
             return key in self._workers
 
-    def worker(self, key: tuple, path: Path) -> ModelWorker:
+    def worker(self, key: tuple, path: Path, task: str = "classification") -> ModelWorker:
         self.reap()
         with self._lock:
             worker = self._workers.get(key)
@@ -129,7 +131,7 @@ class WorkerPool:
                 self._workers.move_to_end(key)
                 return worker
             self._workers.pop(key, None)
-        worker = ModelWorker(path)  # outside the lock: a slow start must not hold other models
+        worker = ModelWorker(path, task)  # outside the lock: a slow start must not hold other models
         with self._lock:
             self._workers[key] = worker
             while len(self._workers) > MAX_WORKERS:

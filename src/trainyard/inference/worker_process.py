@@ -8,6 +8,9 @@ server, and the protocol keeps the user's prints out of the answers):
     {"images": [[name, {"data": base64}], ...],   -> {"answer": {...}} (responses.answer's document)
      "top": 5, "layers": false, "saliency": false}   or {"error": message, "status": code}
 
+A detector's worker is loaded with ``{"load": CHECKPOINT, "task": "detection"}`` and answers
+``{"images": [...], "threshold": 0.5, "layers": false}`` with detection/answer.py's document.
+
 The server sends the images' bytes, not paths: the sandbox lets this process read its job
 folder and nothing of the server's data.
 """
@@ -29,6 +32,11 @@ def handle(request: dict) -> dict:
         from trainyard.inference.loader import load_model
 
         checkpoint = Path(request["load"])
+        if request.get("task") == "detection":
+            from trainyard.inference.detection.detector import load_detector
+
+            _loaded = load_detector(checkpoint)
+            return {"state": "ready"}
         if not ort_runtime.is_cached(checkpoint):  # torch is needed: import it within the load time
             import trainyard.inference.torch_forward  # noqa: F401
         _loaded = load_model(checkpoint)
@@ -38,6 +46,11 @@ def handle(request: dict) -> dict:
     if _loaded is None:
         return {"error": "the worker has no network loaded", "status": 503}
     sources = [(str(name), base64.b64decode(src["data"])) for name, src in request["images"]]
+    if "threshold" in request:
+        from trainyard.inference.detection.answer import detect_answer
+
+        return {"answer": detect_answer(_loaded, sources, threshold=float(request["threshold"]),
+                                        layers=bool(request.get("layers")))}
     doc = answer(_loaded, sources, top=int(request.get("top", 5)), layers=bool(request.get("layers")),
                  saliency=bool(request.get("saliency")))
     return {"answer": doc}

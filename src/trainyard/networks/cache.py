@@ -49,7 +49,7 @@ class NetworkCache:
 
     def check(self, *, network: str | None = None, source: str | None = None, num_classes: int,
               in_channels: int, image_size: int | None, input_size: tuple[int, int] | None = None,
-              timeout: float | None = None) -> dict:
+              timeout: float | None = None, task: str = "classification") -> dict:
         """`check_network_isolated`'s answer for this request, computed at most once (``timeout``:
         the caller's limit, else TRAINYARD_CHECK_TIMEOUT_S).
 
@@ -57,6 +57,8 @@ class NetworkCache:
         request = {"what": "check", "network": network, "source": source, "num_classes": num_classes,
                    "in_channels": in_channels, "image_size": image_size,
                    "input_size": list(input_size) if input_size else None}
+        if task != "classification":  # a classifier's key (and its cached answers) stays as it was
+            request["task"] = task
         key = _key(request)
         answer = self._get(key)
         if answer is None and source is not None:
@@ -73,7 +75,7 @@ class NetworkCache:
                 return found
             answer = (ask_first(request) if ask_first else None) or check_network_isolated(
                 source, num_classes, in_channels, image_size, timeout or check_timeout(), network=network,
-                input_size=input_size)
+                input_size=input_size, task=task)
             if not answer.get("transient"):
                 # A custom source changes with every edit: kept in memory only, so the folder
                 # holds a bounded set (standard networks x the geometries of the datasets).

@@ -1,7 +1,8 @@
 """Child process of check_network_isolated: check and inspect one network, answer in JSON.
 
 Reads {"source" or "network", "num_classes", "in_channels", "image_size", "input_size" (height,
-width; optional), "filename"} on stdin and writes one JSON line on stdout:
+width; optional), "filename", "task" ("detection" checks a detector: detection_check.py)} on stdin
+and writes one JSON line on stdout:
 {"ok": true, "layers": [...], "params": N, "state": {name: shape}, ...} or {"ok": false, "error": message, "line": n}.
 Anything the user's code prints goes to stderr, so it cannot corrupt the answer.
 
@@ -17,12 +18,14 @@ import sys
 def run_check(request: dict) -> dict:
     """Build, run and inspect the requested network; errors become {"ok": False, ...}."""
     from .custom import NetworkError, check_model, load_network_source
+    from .detection_check import check_detector_model
     from .layer_report import inspect_network
     from .registry import create_network, get_network
 
     num_classes, in_channels = int(request["num_classes"]), int(request["in_channels"])
     filename = request.get("filename") or "network.py"
     input_size = tuple(request["input_size"]) if request.get("input_size") else None
+    task = request.get("task") or "classification"
     try:
         if request.get("network"):
             name = request["network"]
@@ -32,10 +35,16 @@ def run_check(request: dict) -> dict:
             size = int(request["image_size"])
             build = load_network_source(request["source"], filename)
             make = lambda: build(num_classes, in_channels, size)  # noqa: E731
-        model = check_model(make, num_classes, in_channels, size, filename=filename, input_size=input_size)
-        report = inspect_network(model, (in_channels, *(input_size or (size, size))))
+        if task == "detection":
+            model = check_detector_model(make, num_classes, input_size or (size, size), filename=filename)
+        else:
+            model = check_model(make, num_classes, in_channels, size, filename=filename, input_size=input_size)
+        channels = 3 if task == "detection" else in_channels  # detectors take RGB (grey repeated)
+        report = inspect_network(model, (channels, *(input_size or (size, size))))
         # What a caller needs to match weights to the network without building it itself.
         report["state"] = {name: list(t.shape) for name, t in model.state_dict().items()}
+        if task == "detection":  # boxes per image, not a tensor of one shape
+            report.update(output_shape=None, task=task)
     except NetworkError as exc:
         return {"ok": False, "error": exc.message, "line": exc.lineno}
     except Exception as exc:  # inspection or an unknown name: still an answer, not a crash

@@ -4,6 +4,8 @@ Loading compiles the user's text under its own file name, so every error can be 
 line number in that text ("line 7: NameError: name 'nn2' is not defined"). `check_network`
 runs the file in this process; isolated.py's `check_network_isolated` runs it in a child
 process (`python -m trainyard.networks.check`), so code that hangs or crashes cannot harm the server.
+On a detection dataset the same ``build`` returns a detector (custom_detection.py states the
+contract; detection_check.py checks it).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from torch import nn
 
 from trainyard.core.errors import InvalidInput
 
-from .layer_errors import LayerWatch
+from .detection import is_detector
+from .layer_errors import DefinitionLines, LayerWatch
 from .loss import main_output
 from .source_check import BUILD_CONTRACT
 
@@ -78,27 +81,47 @@ def check_model(
     """Build with `make()`, then run a training-mode and an eval-mode forward pass on CPU.
 
     The input is `input_size` (height, width) when the images are not square, else image_size
-    square. A failed forward pass names the layer it failed in (layer_errors.py).
+    square. A failed forward pass names the layer it failed in (layer_errors.py) and the line of
+    the file that made it. A detector is checked by detection_check.py instead.
     """
+    model, lines = build_model(make, filename)
+    size = input_size or (image_size, image_size)
+    if is_detector(model):
+        raise NetworkError("build() returns a detector (it takes images and boxes): train it on a detection "
+                           "dataset", None, filename)
+    x = torch.rand(batch, in_channels, *size)
+    # Training mode first: it also exercises auxiliary heads that eval mode skips.
+    for training in (True, False):
+        outputs = run_forward(model, lines, filename, training, lambda: model(x))
+        _check_outputs(outputs, batch, num_classes, training, filename)
+    return model
+
+
+def build_model(make: Callable[[], nn.Module], filename: str) -> tuple[nn.Module, DefinitionLines]:
+    """``make()``'s module and the lines of ``filename`` that made its layers; NetworkError if
+    it fails or is no module."""
     try:
-        model = make()
+        with DefinitionLines(filename) as lines:
+            model = make()
     except _USER_ERRORS as exc:
         raise _user_error(exc, filename, "build() failed") from None
     if not isinstance(model, nn.Module):
         raise NetworkError(f"build() must return a torch.nn.Module, not {type(model).__name__}",
                            None, filename)
-    x = torch.rand(batch, in_channels, *(input_size or (image_size, image_size)))
+    return model, lines
+
+
+def run_forward(model: nn.Module, lines: DefinitionLines, filename: str, training: bool,
+                forward: Callable[[], object]) -> object:
+    """``forward()`` in training or eval mode, without gradients; a failure is a NetworkError
+    naming the layer, at the user's line in the traceback or else the line that made the layer."""
+    model.train(training)
     with torch.no_grad(), LayerWatch(model) as watch:
-        # Training mode first: it also exercises auxiliary heads that eval mode skips.
-        for training in (True, False):
-            model.train(training)
-            watch.reset()
-            try:
-                outputs = model(x)
-            except _USER_ERRORS as exc:
-                raise _user_error(exc, filename, "forward() failed", watch.explain(exc)) from None
-            _check_outputs(outputs, batch, num_classes, training, filename)
-    return model
+        try:
+            return forward()
+        except _USER_ERRORS as exc:
+            raise _user_error(exc, filename, "forward() failed", watch.explain(exc),
+                              lines.line(watch.failed_module())) from None
 
 
 def _check_outputs(outputs, batch: int, num_classes: int, training: bool, filename: str) -> None:
@@ -123,15 +146,19 @@ def _check_outputs(outputs, batch: int, num_classes: int, training: bool, filena
 
 
 def _user_error(exc: BaseException, filename: str, context: str = "",
-                detail: str | None = None) -> NetworkError:
+                detail: str | None = None, defined_at: int | None = None) -> NetworkError:
     """A NetworkError pointing at the deepest line of the user's file in `exc`'s traceback;
-    ``detail`` (such as the failed layer) replaces the exception's own text."""
+    ``detail`` (such as the failed layer) replaces the exception's own text, and ``defined_at``
+    (the line that made the failed layer) is where it points instead: the line to change."""
     lineno = None
     for frame, line in traceback.walk_tb(exc.__traceback__):
         if frame.f_code.co_filename == filename:
             lineno = line
     if isinstance(exc, SyntaxError) and exc.filename == filename:
         lineno = exc.lineno
+    if detail is not None and defined_at is not None:
+        called = f" (called at line {lineno})" if lineno not in (None, defined_at) else ""
+        return NetworkError(f"line {defined_at}: {detail}{called}", defined_at, filename)
     if detail is not None:
         return NetworkError(f"line {lineno}: {detail}" if lineno is not None else detail, lineno, filename)
     detail = f"{type(exc).__name__}: {exc}"

@@ -24,6 +24,7 @@ START_TIMEOUT_S = 180.0  # a cold start (no warm checker): Python and torch on a
 
 # The builders' modules too: the registry imports a builder only when it is first used (table.py).
 CHECKER = Zygote(["torch", "torchvision", "timm", "trainyard.networks.check", "trainyard.networks.custom",
+                  "trainyard.networks.detection_check",
                   "trainyard.networks.layer_report", "trainyard.networks.registry",
                   "trainyard.networks.timm_networks", *builder_modules()])
 
@@ -52,9 +53,10 @@ def handle(request: dict) -> dict:
 def check_network_isolated(
     source: str | None, num_classes: int, in_channels: int, image_size: int | None,
     timeout: float | None = None, *, network: str | None = None, filename: str = "network.py",
-    input_size: tuple[int, int] | None = None,
+    input_size: tuple[int, int] | None = None, task: str = "classification",
 ) -> dict:
-    """Check and inspect a custom `source` (or the standard `network`) in a sandboxed child.
+    """Check and inspect a custom `source` (or the standard `network`) in a sandboxed child, as
+    a classifier or, with ``task`` "detection", as a detector.
 
     Returns {"ok": True, "layers": [...], "params": N, ...} (see inspect_network) or
     {"ok": False, "error": message, "line": n or None}, plus "transient": True when the check
@@ -66,7 +68,7 @@ def check_network_isolated(
         raise ValueError("give exactly one of source or network")
     timeout = timeout or check_timeout()
     request = {"source": source, "network": network, "filename": filename, "input_size": input_size,
-               "num_classes": num_classes, "in_channels": in_channels, "image_size": image_size}
+               "num_classes": num_classes, "in_channels": in_channels, "image_size": image_size, "task": task}
     try:
         child = Child("trainyard.networks.isolated:handle", default_policy(), what="the check",
                       start_timeout=START_TIMEOUT_S, zygote=CHECKER, trusted=source is None)

@@ -5,9 +5,17 @@ no layer. `LayerWatch` follows the forward pass with hooks: a module whose forwa
 never finished is where the error was raised, and the input it was given says what went wrong:
 
     layer 'classifier.1' (Linear) expects 123 inputs, gets 14400
+
+`DefinitionLines` notes, while the network is built, the line of the user's file that made each
+module, so the error points at the line to change (``nn.Linear(123, 10)`` in ``__init__``), not
+at the ``forward`` line that called it.
 """
 
 from __future__ import annotations
+
+import sys
+import weakref
+from types import FrameType
 
 import torch
 from torch import nn
@@ -41,6 +49,10 @@ class LayerWatch:
         if self.running and self.running[-1][1] is module:
             self.running.pop()
 
+    def failed_module(self) -> nn.Module | None:
+        """The innermost module whose forward began and never ended, if any."""
+        return self.running[-1][1] if self.running else None
+
     def explain(self, exc: BaseException) -> str | None:
         """A one-line description of the innermost failed layer, or None if no layer was running."""
         if not self.running:
@@ -48,6 +60,45 @@ class LayerWatch:
         name, module, args = self.running[-1]
         x = next((a for a in args if isinstance(a, torch.Tensor)), None)
         return describe_failure(name, module, x, exc)
+
+
+class DefinitionLines:
+    """``with DefinitionLines("network.py") as made: model = build()``; then ``made.line(module)``
+    is the line of network.py whose call made ``module`` (None when another file made it).
+
+    While inside, every ``nn.Module.__init__`` notes the nearest frame of the user's file that is
+    not the module's own ``__init__`` (a custom block's ``super().__init__()`` is not where it is
+    made). Only for the build: the check's child runs one network, so the patch touches nothing else.
+    """
+
+    def __init__(self, filename: str):
+        self.filename = filename
+        self._lines: weakref.WeakKeyDictionary[nn.Module, int] = weakref.WeakKeyDictionary()
+        self._original = nn.Module.__init__
+
+    def __enter__(self) -> DefinitionLines:
+        original, note = self._original, self._note
+
+        def init(module: nn.Module, *args, **kwargs) -> None:
+            original(module, *args, **kwargs)
+            note(module)
+
+        nn.Module.__init__ = init  # type: ignore[method-assign, assignment]
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        nn.Module.__init__ = self._original  # type: ignore[method-assign]
+
+    def _note(self, module: nn.Module) -> None:
+        frame: FrameType | None = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename == self.filename and frame.f_locals.get("self") is not module:
+                self._lines.setdefault(module, frame.f_lineno)
+                return
+            frame = frame.f_back
+
+    def line(self, module: nn.Module | None) -> int | None:
+        return self._lines.get(module) if module is not None else None
 
 
 def describe_failure(name: str, module: nn.Module, x: torch.Tensor | None, exc: BaseException) -> str:

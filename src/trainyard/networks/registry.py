@@ -27,15 +27,15 @@ Builder = Callable[[int, int, int], "nn.Module"]
 
 
 def _builder(name: str) -> tuple[Builder, Callable[[], str]]:
-    """(build, source) of a network that ``get_network`` knows: a standard one or ``timm:``."""
+    """(build, source) of a network that ``get_network`` knows: a standard one or of a family."""
     if name in STANDARD:
         build = load_builder(STANDARD.get(name))
         # A builder with a source() gives its own file's text; DIGITS's three are their module.
         source = getattr(build, "source", None) or (lambda: _module_source(build.__module__))
         return build, source
-    from . import timm_networks  # imports timm and torch: timm names only
+    from .table import family
 
-    _, build, source = timm_networks.resolve(name)
+    _, build, source = family(name).resolve(name)  # imports timm and torch: these names only
     return build, source
 
 

@@ -23,7 +23,9 @@ from trainyard.core.registry import Registry
 
 from .info import TIMM_PREFIX, NetworkInfo, UnknownNetwork
 
-FAMILIES = [f"{TIMM_PREFIX}<model>"]  # how the error message names the untabled families
+# How the error message names the untabled families (each resolved by its module: `family`;
+# timm_detection.HEADS are the detector heads)
+FAMILIES = [f"{TIMM_PREFIX}<model>", *(f"{h}:{TIMM_PREFIX}<model>" for h in ("fasterrcnn", "retinanet", "fcos"))]
 
 _TORCHVISION = "torchvision.models"
 _ZOO = "trainyard.networks.zoo"
@@ -110,28 +112,60 @@ def is_standard(name: object) -> bool:
     return isinstance(name, str) and name in STANDARD
 
 
+def family(name: object) -> Any:
+    """The module that resolves ``name``'s untabled family, or None: timm_networks for
+    ``timm:<model>``, timm_detection for ``<head>:timm:<model>``. Each has ``check_name(name)``
+    (from timm's cached names, torch-free) and ``resolve(name) -> (info, build, source)``."""
+    if not isinstance(name, str) or TIMM_PREFIX not in name:
+        return None  # a tabled or unknown name: neither module is imported
+    from . import timm_detection, timm_networks  # torch-free until a name is resolved
+
+    if timm_detection.is_name(name):
+        return timm_detection
+    return timm_networks if name.startswith(TIMM_PREFIX) else None
+
+
+def detector_of(name: str | None) -> Any:
+    """The detector ``name`` names (a tabled one, detection.py's DetectionNetwork, or a head on a
+    timm backbone, timm_detection's), telling its backbone network and where it sits; None for
+    any other name. Torch-free."""
+    from .detection import detection_network
+
+    resolver = family(name)
+    if resolver is not None and resolver.TASK == "detection":
+        return resolver.network(name)
+    return detection_network(name)
+
+
 def get_network(name: str) -> NetworkInfo:
     """The NetworkInfo for `name` (a standard network, or resolved such as ``timm:<model>``);
     UnknownNetwork (a NotFound, so a ValueError) if there is none, suggesting the closest name."""
     if is_standard(name):
         info: NetworkInfo = STANDARD.info(name)
         return info
-    if isinstance(name, str) and name.startswith(TIMM_PREFIX):
-        from . import timm_networks  # resolving imports timm (and torch): timm names only
-
-        return timm_networks.resolve(name)[0]
+    resolver = family(name)
+    if resolver is not None:  # resolving imports timm (and torch): these names only
+        found: NetworkInfo = resolver.resolve(name)[0]
+        return found
     raise UnknownNetwork("network", name, STANDARD.names() + FAMILIES)
+
+
+def network_task(name: str) -> str:
+    """What network ``name`` trains on (classification, detection), from its name: a family's
+    task is its module's (timm models are classifiers), so no timm or torch is loaded."""
+    if is_standard(name):
+        return get_network(name).task
+    resolver = family(name)
+    return resolver.TASK if resolver is not None else "classification"
 
 
 def check_network_name(name: str) -> None:
-    """Refuse (UnknownNetwork) a name that is neither standard nor a model timm has, from the
-    names alone: a ``timm:`` name is checked against timm's cached list, not resolved (which
-    reads its config with timm, and torch)."""
+    """Refuse (UnknownNetwork) a name that is neither standard nor of a family whose model timm
+    has, from the names alone: a ``timm:`` name is checked against timm's cached list, not
+    resolved (which reads its config with timm, and torch)."""
     if is_standard(name):
         return
-    if name.startswith(TIMM_PREFIX):
-        from . import timm_networks
-
-        timm_networks.check_name(name)
-        return
-    raise UnknownNetwork("network", name, STANDARD.names() + FAMILIES)
+    resolver = family(name)
+    if resolver is None:
+        raise UnknownNetwork("network", name, STANDARD.names() + FAMILIES)
+    resolver.check_name(name)

@@ -24,6 +24,7 @@ from .info import TIMM_PREFIX, NetworkInfo, UnknownNetwork
 if TYPE_CHECKING:
     from torch import nn
 
+TASK = "classification"  # what a family's networks train on (table.network_task)
 DEFAULT_BATCH = 32
 MIN_IMAGE_SIZE = 32
 

@@ -217,9 +217,22 @@ def training_batch(
 ) -> torch.Tensor:
     """uint8 (N, H, W, C) -> network input as `normalize_batch` makes it, with a random crop and
     the augmentation of ``settings``, drawing from ``generator`` (``std``: the pretrained
-    weights' scaling, if any)."""
-    augment = None
+    weights' scaling, if any).
+
+    Flips come first among the steps and commute with the conversion to float, so they are done
+    on the uint8 window, right after the crop's draws: the same draws in the same order, the same
+    pixels, a quarter of the bytes moved.
+    """
+    augment = on_pixels = None
+    if settings is not None and settings.flip != "none":
+        on_pixels = partial(_flip_pixels, settings=settings, generator=generator)
+        settings = settings.model_copy(update={"flip": "none"})  # the rest, on the floats
     if settings is not None and not is_identity(settings):
         augment = partial(augment_batch, settings=settings, generator=generator)
     return normalize_batch(images, mean, crop, random_crop=partial(random_crop_batch, generator=generator),
-                           augment=augment, channels_last=channels_last, std=std)
+                           on_pixels=on_pixels, augment=augment, channels_last=channels_last, std=std)
+
+
+def _flip_pixels(x: torch.Tensor, settings: AugmentSettings, generator: torch.Generator | None) -> torch.Tensor:
+    """The flip step of ``settings`` on any dtype (training_batch gives it the uint8 window)."""
+    return _flip(x, settings, _Random(generator, x.device))

@@ -30,6 +30,7 @@ from trainyard.artifact.preprocessing import DEFAULT_RESIZE, Preprocessing
 from trainyard.core.errors import InvalidInput
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
+from trainyard.datasets.info import INFO_FILE, DatasetInfo
 from trainyard.datasets.storage import SplitReader, open_split, split_names
 from trainyard.networks.detection import fit_input
 from trainyard.networks.state_dicts import read_state_dict
@@ -40,7 +41,7 @@ from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.event_points import Schedule
 from trainyard.training.lr_policies import create_scheduler
 from trainyard.training.memory_format import to_channels_last, use_channels_last
-from trainyard.training.resume import resume_run
+from trainyard.training.resume import keeps_big_last_batch, resume_run
 from trainyard.training.solvers import create_optimizer
 from trainyard.training.spec import ModelSpec, dataset_folder
 from trainyard.training.state import Run, Stepper, TrainingError
@@ -91,12 +92,12 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
-def open_dataset(spec: ModelSpec) -> tuple[dict, SplitReader, SplitReader | None, np.ndarray | None]:
+def open_dataset(spec: ModelSpec) -> tuple[DatasetInfo, SplitReader, SplitReader | None, np.ndarray | None]:
     """(info, train split, val split or None when it is empty or absent, mean image or None)."""
     folder = Path(dataset_folder(spec))
-    if not (folder / "info.json").is_file():
-        raise TrainingError(f"dataset {spec.dataset_id} is not built ({folder} has no info.json)")
-    info = read_json(folder / "info.json")
+    if not (folder / INFO_FILE).is_file():
+        raise TrainingError(f"dataset {spec.dataset_id} is not built ({folder} has no {INFO_FILE})")
+    info = DatasetInfo.of(read_json(folder / INFO_FILE))
     train = open_split(folder, "train")
     val = open_split(folder, "val") if "val" in split_names(folder) else None
     mean_path = folder / "mean.npy"
@@ -127,7 +128,7 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     device = pick_device(d)
     info, train_split, val_split, mean = open_dataset(spec)
     height, width, channels = train_split.shape
-    classes = list(info["classes"])
+    classes = list(info.classes)
     image_size = check_geometry(spec, height, width)
 
     input_size = (spec.crop, spec.crop) if spec.crop else (height, width)
@@ -150,6 +151,7 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     else:
         train_loader, val_loader, preprocess, refresh = _classification_data(
             spec, ckpt, info, train_split, val_split, mean, batch_size, device, seed, d, net, channels_last, events)
+    train_loader.keep_big_last = keeps_big_last_batch(ckpt)  # before len(): it counts the batches
     if not len(train_loader):
         raise TrainingError(f"dataset {spec.dataset_id} has no training images")
     if trainable is not None and (frozen := transfer.keep_frozen_batchnorm_in_eval(net)):
@@ -177,7 +179,7 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     return run
 
 
-def _classification_data(spec: ModelSpec, ckpt: dict | None, info: dict, train_split: SplitReader,
+def _classification_data(spec: ModelSpec, ckpt: dict | None, info: DatasetInfo, train_split: SplitReader,
                          val_split: SplitReader | None, mean: np.ndarray | None, batch_size: int,
                          device: torch.device, seed: int, d: Dist, net: nn.Module, channels_last: bool,
                          events: EventWriter) -> tuple[BatchLoader, BatchLoader | None, Preprocessing,
@@ -197,7 +199,7 @@ def _classification_data(spec: ModelSpec, ckpt: dict | None, info: dict, train_s
         refresh = transfer.refresh_loader(net, statistics_loader, events)
     height, width, channels = train_split.shape
     preprocess = Preprocessing(width=width, height=height, channels=channels,
-                               resize=info.get("resize") or DEFAULT_RESIZE, mean_mode=mean_mode, crop=spec.crop,
+                               resize=info.resize or DEFAULT_RESIZE, mean_mode=mean_mode, crop=spec.crop,
                                std=tuple(std) if std else None,
                                mean=torch.from_numpy(mean.astype(np.float32)) if mean is not None else None)
     return train_loader, val_loader, preprocess, refresh
@@ -247,10 +249,15 @@ def _load_store_weights(spec: ModelSpec, net: nn.Module, image_size: int, events
     """Store weights: the whole backbone must fit; the classifier starts fresh for our classes."""
     assert spec.pretrained and spec.network  # the spec checks pretrained_entry comes with both
     try:
-        head = fit.load_backbone(net, read_state_dict(spec.pretrained), spec.network, image_size)
+        if spec.task == "detection":  # the backbone network's weights; neck and heads fresh
+            head = fit.load_detector_backbone(net, read_state_dict(spec.pretrained), spec.network)
+        else:
+            head = fit.load_backbone(net, read_state_dict(spec.pretrained), spec.network, image_size)
     except ValueError as e:  # weights that are not, or do not fit: the job's one-line error
         raise TrainingError(str(e)) from None
-    events.log(f"pretrained: the backbone of {spec.pretrained_entry}; new classifier {', '.join(head)}")
+    fresh = (f"new neck and heads ({len(head)} tensors)" if spec.task == "detection"
+             else f"new classifier {', '.join(head)}")
+    events.log(f"pretrained: the backbone of {spec.pretrained_entry}; {fresh}")
     params = {name for name, _ in net.named_parameters()}
     trainable = [name for name in head if name in params] if spec.freeze_backbone else None
     if trainable is not None:

@@ -32,6 +32,7 @@ import torch
 
 from trainyard.artifact.checkpoint import save_checkpoint
 from trainyard.core.events import EventWriter
+from trainyard.training import fence
 
 HOLD_ENV = "TRAINYARD_CHECKPOINT_HOLD"
 
@@ -72,8 +73,13 @@ def _hold_if_asked(path: Path) -> None:
     if not hold.exists():
         return
     (Path(folder) / f"{path.name}.writing").touch()
-    while hold.exists():
+    while hold.exists() and fence.reason() is None:  # a job ended meanwhile: the write goes at once
         time.sleep(0.01)
+
+
+def _before_rename(path: Path) -> None:
+    _hold_if_asked(path)
+    fence.check()  # a cluster job that ended meanwhile: the temp file goes, nothing lands
 
 
 class CheckpointWriter:
@@ -98,7 +104,8 @@ class CheckpointWriter:
 
     def _write(self, path: Path, snapshot: dict) -> None:
         try:
-            save_checkpoint(path, snapshot, before_rename=lambda: _hold_if_asked(path))
+            with fence.checkpoint_write():
+                save_checkpoint(path, snapshot, before_rename=lambda: _before_rename(path))
         except BaseException as exc:  # re-raised in the training thread by wait()
             self._error = exc
 

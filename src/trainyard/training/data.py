@@ -8,7 +8,8 @@ on a CUDA device is decoded there instead, by nvJPEG (training/device_decode.py;
 forces that path on any device, for tests).
 
 Everything random is a pure function of (seed, epoch, batch): the epoch's order comes from
-``default_rng([seed, epoch])`` and each batch's crops and augmentation from a generator seeded
+``default_rng([seed, epoch])`` (each batch's indices then put in file order, so its gather is
+one pass over the memory map) and each batch's crops and augmentation from a generator seeded
 with (seed, epoch, batch, rank). So a run resumed at any batch of any epoch sees exactly the
 batches the uninterrupted run would have seen, with no loader state to save, on the same device
 type: a CUDA generator draws other crops and flips than a CPU one from the same seed (resume.py).
@@ -51,13 +52,25 @@ def decode_threads() -> int:
     return max(1, granted // local_world if shared else granted)
 
 
+MAX_DROPPED_SHARE = 0.1  # of an epoch's images, left out in its last, incomplete batch
+
+
+def _each_batch_sorted(order: np.ndarray, batch_size: int) -> np.ndarray:
+    """``order`` with each batch's indices in file order: one gather from the memory map and no
+    reordering copy (a batch's images, all its step depends on, are the same)."""
+    whole = len(order) - len(order) % batch_size
+    return np.concatenate([np.sort(order[:whole].reshape(-1, batch_size), axis=1).ravel(),
+                           np.sort(order[whole:])])
+
+
 class BatchLoader:
     """Iterates one split in batches; ``batches(epoch, start)`` yields (images, labels) on ``device``.
 
     In training mode (``train=True``) the order is shuffled per epoch, crops are random,
-    ``augment`` applies, and the last incomplete batch is dropped (unless the split holds less
-    than one batch), so every step has the same shape. Otherwise the order is the stored order
-    and every image is used once.
+    ``augment`` applies, and the last incomplete batch is dropped when it is a small share of the
+    epoch (under ``MAX_DROPPED_SHARE``), so nearly every step has the same shape; a larger one is
+    kept (115 images in batches of 64 would otherwise leave 51 out of every epoch). Otherwise the
+    order is the stored order and every image is used once.
     """
 
     def __init__(
@@ -104,13 +117,25 @@ class BatchLoader:
         # On the batch's device: random numbers drawn on the CPU would have to be copied over,
         # and a blocking copy to the GPU waits for all queued work (a sync every batch).
         self._generator = torch.Generator(device=self.device)
+        # False: every incomplete last batch is dropped, the rule before big ones were kept; a
+        # run resumed from a checkpoint of that time keeps it (training/resume.py).
+        self.keep_big_last = True
 
     def __len__(self) -> int:
         """Batches per epoch for this rank."""
+        return -(-(self.images_per_epoch - self.dropped_per_epoch) // self.batch_size)
+
+    @property
+    def dropped_per_epoch(self) -> int:
+        """Images of this rank's shuffled epoch left out in its last, incomplete batch: a handful
+        of a large set (steady shapes), never a big share of a small one, never a single image's
+        batch kept (BatchNorm cannot train on one)."""
         n = self.images_per_epoch
-        if self.train and n >= self.batch_size:
-            return n // self.batch_size
-        return -(-n // self.batch_size)
+        rest = n % self.batch_size
+        kept = self.keep_big_last and rest > 1 and rest >= MAX_DROPPED_SHARE * n
+        if not self.train or n < self.batch_size or kept:
+            return 0
+        return rest
 
     @property
     def common_batches(self) -> int:
@@ -135,7 +160,7 @@ class BatchLoader:
             return np.arange(n)[self.rank :: self.world_size]
         order = np.random.default_rng([self.seed, epoch]).permutation(n)
         order = order[: n - n % self.world_size]
-        return order[self.rank :: self.world_size]
+        return _each_batch_sorted(order[self.rank :: self.world_size], self.batch_size)
 
     def batches(self, epoch: int = 0, start: int = 0, stop: int | None = None) -> Iterator[Batch]:
         """Yield batches ``start`` (skipping the ones before, for an exact resume) up to ``stop``."""

@@ -39,6 +39,7 @@ import torch.distributed as dist
 
 from trainyard.core.errors import UserError
 from trainyard.core.rank_threads import RANK_CPUS_ENV, rank_threads
+from trainyard.sandbox.rank_network import LOCK_FD_VARIABLE, lock_network
 
 # Long enough for rank 0 to write a checkpoint while the others wait at their next all-reduce.
 # The one TRAINYARD_* variable outside settings.py (its docstring says why): this process has no Settings.
@@ -110,8 +111,16 @@ def setup(own_process: bool = False) -> Dist:
     if os.environ.get("MASTER_ADDR", "").startswith("127.") and not os.environ.get("GLOO_SOCKET_IFNAME"):
         os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # one machine: gloo on loopback, not the host name's address
     timeout = timedelta(seconds=COLLECTIVE_TIMEOUT_S)
+    locking = backend == "nccl" and LOCK_FD_VARIABLE in os.environ
+    if locking:  # NCCL connects lazily: every connection at its communicator's start instead
+        os.environ.setdefault("NCCL_RUNTIME_CONNECT", "0")
     _join(backend, timeout)
     control = dist.new_group(backend="gloo", timeout=timeout)
+    if locking:
+        dist.barrier(device_ids=[local_rank])  # the communicator starts now (not measured across GPU nodes)
+    # Every connection of the groups is made (gloo's at once): a confined cluster rank's network
+    # is now locked to them, before any of the user's code is imported (sandbox/rank_network.py).
+    lock_network()
     return Dist(rank, world, local_rank, local_world, backend, control)
 
 
@@ -190,37 +199,45 @@ def rank_seed(seed: int, rank: int, *salt: int) -> int:
 class StopAgreement:
     """``should_stop`` for a group of ranks: true on every rank at the same call, or on none.
 
-    Each call starts a MAX all-reduce of this rank's flag over the gloo group and returns the
-    result of the previous call's all-reduce (long finished by then: no waiting on other ranks'
-    pace, and no device synchronisation). Every rank must call it the same number of times,
-    which the loop guarantees: after every optimizer step, and per validation batch up to the
-    count every rank has (`BatchLoader.common_batches`).
+    Each call starts a MAX all-reduce of this rank's wish (2: stop now, from its ``flag``; 1:
+    stop at the next epoch boundary, from ``resize``, an elastic job's launcher asking for
+    another size) over the gloo group and returns the result of the previous call's all-reduce
+    (long finished by then: no waiting on other ranks' pace, and no device synchronisation);
+    `resizing` says whether the ranks agreed on the second. Every rank must call it the same
+    number of times, which the loop guarantees: after every optimizer step, and per validation
+    batch up to the count every rank has (`BatchLoader.common_batches`).
     """
 
-    def __init__(self, flag: Callable[[], bool], d: Dist):
-        self.flag = flag
+    def __init__(self, flag: Callable[[], bool], d: Dist, resize: Callable[[], bool] = lambda: False):
+        self.flag, self.resize = flag, resize
         self.d = d
         self._value = torch.zeros(1, dtype=torch.int32)
         self._work: dist.Work | None = None
-        self._agreed = False
+        self._level = 0  # agreed so far: 0 train on, 1 stop at the epoch boundary, 2 stop now
 
     def __call__(self) -> bool:
         if not self.d.enabled or self.d.world_size == 1:
-            return self.flag()
-        if self._agreed:
+            self._level = max(self._level, 2 if self.flag() else int(self.resize()))
+            return self._level == 2
+        if self._level == 2:
             return True
         self._collect()
-        if not self._agreed:
-            self._value.fill_(int(self.flag()))
+        if self._level < 2:
+            self._value.fill_(max(self._level, 2 if self.flag() else int(self.resize())))
             self._work = dist.all_reduce(self._value, op=dist.ReduceOp.MAX, group=self.d.control,
                                          async_op=True)
-        return self._agreed
+        return self._level == 2
+
+    @property
+    def resizing(self) -> bool:
+        """The ranks agreed to stop at the next epoch boundary (an elastic job's new size)."""
+        return self._level >= 1
 
     def _collect(self) -> None:
         if self._work is not None:
             self._work.wait()
             self._work = None
-            self._agreed = bool(self._value.item())
+            self._level = max(self._level, int(self._value.item()))
 
     def close(self) -> None:
         """Finish the last all-reduce every rank started, before leaving the group."""

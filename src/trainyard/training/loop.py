@@ -26,8 +26,8 @@ import torch
 from torch import nn
 
 from trainyard.core.events import EventWriter
-from trainyard.core.jobproc import Aborted
-from trainyard.core.paths import JobFolder, checkpoint_name
+from trainyard.core.jobproc import Aborted, Paused
+from trainyard.core.paths import CHECKPOINTS_DIR, checkpoint_name
 from trainyard.training import distributed, transfer
 from trainyard.training.build_run import prepare
 from trainyard.training.checkpoint_writer import CheckpointWriter
@@ -77,6 +77,7 @@ class Reporter:
         self.started = self.mark = time.perf_counter()
         self.first = run.batches  # global batches done when this process started
         self.last = run.batches
+        self.snapshotted = run.batches  # where the latest checkpoint stands (run.batches: resumed there)
         # the latest validation accuracy, also across a resume (summaries report it)
         self.last_val: float | None = (run.metrics.get(self.task.best) or [[None, None]])[-1][1]
 
@@ -155,9 +156,21 @@ class Reporter:
             rng["ranks"] = distributed.gather(rng, run.dist)  # every rank takes part
         if not run.dist.is_main:
             return None
-        path = JobFolder(run.job_dir).checkpoints / checkpoint_name(epoch)
+        path = Path(run.job_dir) / CHECKPOINTS_DIR / checkpoint_name(epoch)
         self.checkpoints.submit(path, epoch, checkpoint_state(run, epoch, batches, rng))
+        self.snapshotted = batches
         return path
+
+    def pause_if_resizing(self, batches: int) -> None:
+        """At an epoch boundary: if the ranks agreed to stop for an elastic job's new size
+        (distributed.StopAgreement), checkpoint here (unless just done) and stop (`Paused`)."""
+        if not getattr(self.should_stop, "resizing", False) or batches >= self.run.schedule.total_batches:
+            return
+        epoch = self.run.schedule.epoch_of(batches)
+        if self.snapshotted != batches:
+            self.snapshot(epoch, batches)
+        raise Paused(f"stopping at epoch {epoch:g}, from its checkpoint, to continue on another "
+                     "number of workers (elastic)")
 
 
 def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,
@@ -211,6 +224,7 @@ def _train_batches(run: Run, reporter: Reporter, after_epoch: Callable[[float], 
                         stop=stop, after_step=reporter, step_loss=reporter.task.step_loss)
         batches = epoch * per_epoch + stop
         after_epoch(schedule.epoch_of(batches))
+        reporter.pause_if_resizing(batches)
 
 
 def _log_start(run: Run, resume: Path | dict | None) -> None:
@@ -227,6 +241,9 @@ def _log_start(run: Run, resume: Path | dict | None) -> None:
         f"training {spec.network or 'custom network'} ({params:,} parameters) on {where} "
         f"({precision}); {len(loader.reader)} training images in {len(loader)} batches of "
         f"{batch}, {run.schedule.total_iterations} iterations, base LR {run.base_lr:g}, seed {run.seed}")
+    if loader.dropped_per_epoch:  # said, not silent: a different handful of images each epoch
+        run.events.log(f"each epoch leaves out {loader.dropped_per_epoch * d.world_size} of its "
+                       f"{loader.images_per_epoch * d.world_size} images (the last, incomplete batch)")
     layout = "channels_last" if loader.channels_last else "NCHW"
     run.events.log(f"memory layout {layout}, torch.compile {'on' if spec.compile else 'off'}")
     if resume is not None:

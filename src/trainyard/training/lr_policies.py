@@ -24,10 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, field_validator
 
 from trainyard.core.registry import Registry, UnknownName
 from trainyard.core.stored import SpecModel
+from trainyard.training.setting_defaults import setting
 
 if TYPE_CHECKING:  # torch loads only when a scheduler is built, so the CLI's help stays fast
     import torch
@@ -81,14 +82,15 @@ class LRSettings(SpecModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    policy: str = "step"
-    base_lr: float = Field(0.01, gt=0)
-    step_percent: float = Field(33.0, gt=0)  # step: drop every this %; sigmoid: midpoint
-    steps_percent: list[float] = Field(default_factory=lambda: [50.0, 85.0])  # multistep points
-    gamma: float = Field(0.1, ge=0)
-    power: float = Field(0.5, ge=0)
-    warmup_percent: float = Field(0.0, ge=0, le=100)
-    warmup_start_factor: float = Field(0.1, ge=0, le=1)
+    # Defaults and descriptions: training/setting_defaults.py (the CLI's options read them too).
+    policy: str = setting("lr.policy")
+    base_lr: float = setting("lr.base_lr", gt=0)
+    step_percent: float = setting("lr.step_percent", gt=0)
+    steps_percent: list[float] = setting("lr.steps_percent")
+    gamma: float = setting("lr.gamma", ge=0)
+    power: float = setting("lr.power", ge=0)
+    warmup_percent: float = setting("lr.warmup_percent", ge=0, le=100)
+    warmup_start_factor: float = setting("lr.warmup_start_factor", ge=0, le=1)
 
     @field_validator("policy")
     @classmethod

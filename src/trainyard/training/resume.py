@@ -14,6 +14,9 @@ epoch is a pure function of (seed, epoch) (data.py). What "exact" means:
   training; the number of steps left changes with the global batch. With ``scale_lr`` the base
   LR follows the new process count. Random crops and dropout restart from per-rank seeds. This
   is the equivalent position, not a bit-for-bit continuation.
+- Another number of workers of an elastic cluster job (training/elastic.py): the same images in
+  every optimizer step, by accumulation, so the same run but for float rounding (and batch norm's
+  per-rank statistics).
 - Another device type (a GPU job resumed on the CPU, or the reverse) or another GPU model: the
   same images in the same global batches at the same LR, but not the same numbers. The CUDA
   generators (Philox) draw other crops, flips and dropout masks than the CPU's (mt19937) from
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import torch
 
+from trainyard.artifact.checkpoint import CheckpointHeader
 from trainyard.training.distributed import Dist, rank_seed
 from trainyard.training.state import (
     Run,
@@ -49,7 +53,13 @@ def resume_run(run: Run, ckpt: dict) -> None:
     if stepper.scaler is not None and ckpt.get("scaler"):
         stepper.scaler.load_state_dict(ckpt["scaler"])
     batches = int(ckpt["batches"])
-    if saved_global != run.global_batch:
+    step_images = run.global_batch * stepper.accumulation
+    if saved_global != run.global_batch and saved_global * int(ckpt.get("accumulation") or 1) == step_images:
+        batches = equivalent_position(run, ckpt, saved_global)  # exact: the same images in every step
+        run.events.log(f"continuing on {run.dist.world_size} worker(s), {stepper.accumulation} batches of "
+                       f"{run.train_loader.batch_size} per optimizer step: the same global batch of "
+                       f"{step_images} images (elastic)")
+    elif saved_global != run.global_batch:
         batches = equivalent_position(run, ckpt, saved_global)
         run.events.log(
             f"resuming with a global batch of {run.global_batch} images ({run.dist.world_size} "
@@ -61,8 +71,16 @@ def resume_run(run: Run, ckpt: dict) -> None:
         restart_lr_schedule(stepper, run.base_lr / saved_lr, batches // stepper.accumulation)
     restore_rank_rng(ckpt["rng"], run.dist, batches)
     run.batches = batches
-    run.metrics = {k: [list(p) for p in v] for k, v in ckpt.get("metrics", {}).items()}
-    run.best = ckpt.get("best")
+    header = CheckpointHeader.of(ckpt)
+    run.metrics = {k: [list(p) for p in v] for k, v in header.metrics.items()}
+    run.best = header.best
+
+
+def keeps_big_last_batch(ckpt: dict | None) -> bool:
+    """Whether an epoch keeps a big incomplete last batch (training/data.py): always in a new run;
+    in a resumed one, as the checkpoint's run did. A checkpoint written before that rule has no
+    entry for it and dropped every incomplete last batch, which its batches per epoch count on."""
+    return ckpt is None or bool(ckpt.get("keeps_big_last_batch", False))
 
 
 def _check_same_data(run: Run, ckpt: dict, saved_global: int) -> None:
@@ -82,7 +100,7 @@ def equivalent_position(run: Run, ckpt: dict, saved_global: int) -> int:
     partial batch are trained on again rather than skipped.
     """
     schedule = run.schedule
-    if float(ckpt.get("epoch", 0)) >= schedule.epochs:
+    if CheckpointHeader.of(ckpt).epoch >= schedule.epochs:
         return schedule.total_batches  # it had finished: stay finished
     epoch, within = divmod(int(ckpt["batches"]), int(ckpt["batches_per_epoch"]))
     batches = epoch * schedule.batches_per_epoch + within * saved_global // run.global_batch

@@ -1,10 +1,11 @@
 """Entry point of a model job: ``python -m trainyard.training.run JOB_DIR``.
 
-Reads JOB_DIR/spec.json, reports ``running``, continues from the job's latest checkpoint if it
-has one (so a job killed at any moment resumes exactly where its last snapshot left it), trains,
-and reports ``done``. A failure reports ``failed`` with a message for the user (the traceback
-goes to log.txt) and exits 1. SIGTERM (abort) or SIGINT stops at the next step boundary,
-reports ``aborted`` and exits 143; the checkpoints already written stay.
+Reads JOB_DIR/spec.json, writes only its work folder (core/paths.py), reports ``running``,
+continues from the job's latest checkpoint if it has one (so a job killed at any moment
+resumes exactly where its last snapshot left it), trains, and reports ``done``. A failure
+reports ``failed`` with a message for the user (the traceback goes to log.txt) and exits 1.
+SIGTERM (abort) or SIGINT stops at the next step boundary, reports ``aborted`` and exits 143;
+the checkpoints already written stay.
 
 Started by torch.distributed.run (a job on several GPUs, CPU processes or nodes), it is one rank
 of the job: it joins the process group (distributed.py), takes rank 0's spec and checkpoint, and
@@ -31,24 +32,30 @@ from pathlib import Path
 from trainyard.core.environment import die_with_parent
 from trainyard.core.events import EventWriter
 from trainyard.core.gc_control import collect_from_here, pause_collection
-from trainyard.core.jobproc import EXIT_FAILED, Aborted, StopFlag, exit_process, run_job
+from trainyard.core.jobproc import EXIT_ABORTED, EXIT_FAILED, Aborted, StopFlag, exit_process, run_job
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
+from trainyard.training import fence
 
 
 class RankEvents(EventWriter):
-    """The job's EventWriter on the rank that reports; silent on the others until `activate`."""
+    """The job's EventWriter on the rank that reports; silent on the others until `activate`,
+    and on every rank once the fence says its cluster job ended (training/fence.py)."""
 
     def __init__(self, job_dir: str | os.PathLike, active: bool):
         self.job_dir = Path(job_dir)
-        self.active = False
+        self._active = False
         if active:
             self.activate()
 
+    @property
+    def active(self) -> bool:
+        return self._active and fence.reason() is None
+
     def activate(self) -> None:
-        if not self.active:
+        if not self._active:
             super().__init__(self.job_dir)
-            self.active = True
+            self._active = True
 
     def emit(self, type: str, **fields) -> dict:
         return super().emit(type, **fields) if self.active else {"type": type, **fields}
@@ -58,7 +65,7 @@ class RankEvents(EventWriter):
             super().log(message, level)
 
     def close(self) -> None:
-        if self.active:
+        if self._active:
             super().close()
 
 
@@ -75,29 +82,33 @@ def main(job_dir: str | Path, *, own_process: bool = False) -> int:
     if "TORCHELASTIC_RUN_ID" in os.environ:  # a rank under torch.distributed.run: end with the launcher
         die_with_parent(code=EXIT_FAILED)
     if rank == 0:
-        for stale in folder.path.glob("rank-*.error"):  # from an earlier run of this job
+        for stale in folder.work.glob("rank-*.error"):  # from an earlier run of this job
             stale.unlink(missing_ok=True)
-    events = RankEvents(folder.path, active=rank == 0)
-    return run_job(events, lambda stop: _run(folder, events, stop, own_process),
+    fence.install(folder.work)  # a cluster rank: stop once its attempt has ended, wherever it is
+    events = RankEvents(folder.work, active=rank == 0)
+    code = run_job(events, lambda stop: _run(folder, events, stop, own_process),
                    aborted_note="aborted; the checkpoints written so far are kept",
                    describe=lambda e: _message(e, folder),
                    unreported=lambda message: _report_rank_error(folder, rank, message))
+    return EXIT_ABORTED if fence.say_stopped() else code
 
 
 def _run(folder: JobFolder, events: RankEvents, stop: StopFlag, own_process: bool = False) -> None:
     # Imported here, inside the scaffold's try, so that even a broken install reports "failed".
     from trainyard.artifact.device import require_leased_gpus
-    from trainyard.training import distributed
+    from trainyard.training import distributed, elastic
     from trainyard.training.loop import train
     from trainyard.training.spec import load_spec
 
     spec = load_spec(folder.spec)
     require_leased_gpus()  # a job given GPUs that CUDA cannot use stops now, naming the cause
     d = distributed.setup(own_process)
-    should_stop = distributed.StopAgreement(stop, d)
+    # the launcher of an elastic job asks, through the fence, to stop at an epoch boundary
+    should_stop = distributed.StopAgreement(stop, d, resize=fence.resize_requested)
     spec, resume = _plan(folder, spec, d, events)
+    spec = elastic.fit(spec, d.world_size)  # fewer workers than asked for: the same global batch
     try:
-        train(spec, folder.path, events, resume=resume, should_stop=should_stop, d=d,
+        train(spec, folder.work, events, resume=resume, should_stop=should_stop, d=d,
               on_prepared=collect_from_here if own_process else None)
     except Aborted:
         _close(should_stop, d)  # every rank agreed to stop: a clean end too
@@ -124,7 +135,7 @@ def _plan(folder: JobFolder, spec, d, events: RankEvents):
     from trainyard.training.spec import ModelSpec, dataset_folder
     from trainyard.training.state import TrainingError
 
-    latest = latest_checkpoint(folder.path) if d.is_main else None
+    latest = latest_checkpoint(folder.work) if d.is_main else None
     if d.world_size == 1:
         return spec, latest
     leader = distributed.broadcast(
@@ -148,11 +159,13 @@ def _plan(folder: JobFolder, spec, d, events: RankEvents):
 
 def _report_rank_error(folder: JobFolder, rank: int, message: str) -> None:
     """A rank that does not report: its traceback to output.txt, its message for rank 0."""
+    if fence.reason() is not None:
+        return  # the job ended: its own line says so (main), nothing goes into the job folder
     traceback.print_exc(file=sys.stderr)
     try:
         from trainyard.training.distributed import record_rank_error
 
-        record_rank_error(folder.path, rank, message)
+        record_rank_error(folder.work, rank, message)
     except Exception:
         pass
 
@@ -168,7 +181,7 @@ def _message(error: Exception, folder: JobFolder | None = None) -> str:
     from trainyard.sandbox.job import out_of_memory_message
     from trainyard.training.disk_full import disk_full_message
 
-    full = disk_full_message(error, folder.path) if folder is not None else None
+    full = disk_full_message(error, folder.work) if folder is not None else None
     if full or (full := out_of_memory_message(error)):
         return full
     if isinstance(error, NetworkError):
@@ -179,7 +192,7 @@ def _message(error: Exception, folder: JobFolder | None = None) -> str:
         from trainyard.training import distributed
 
         if distributed.is_peer_failure(error):
-            return distributed.peer_failure_message(folder.path, error, distributed.env_rank())
+            return distributed.peer_failure_message(folder.work, error, distributed.env_rank())
     text = f"{type(error).__name__}: {str(error).strip() or 'no details'}"
     line = _custom_network_line(error)
     return f"custom network: line {line}: {text}" if line else text

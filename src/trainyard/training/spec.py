@@ -15,17 +15,12 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_v
 
 from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import read_json
-from trainyard.core.limits import MAX_NAME, MAX_PROCESSES
+from trainyard.core.limits import MAX_NAME
 from trainyard.core.stored import SpecModel, is_stored, read_stored
-from trainyard.core.vocabulary import MeanMode
 from trainyard.networks import get_network
-from trainyard.training.augment_settings import AugmentSettings
-from trainyard.training.lr_policies import LRSettings
-from trainyard.training.solvers import get_solver
+from trainyard.training.train_settings import TrainSettings
 
 SPEC_VERSION = 1
-MAX_EPOCHS = 100_000
-MAX_SEED = 2**32 - 1  # numpy's classic seed range; torch.manual_seed refuses 1e23
 
 
 class ClusterPlacement(SpecModel):
@@ -52,10 +47,10 @@ class InputNorm(SpecModel):
         return self
 
 
-class ModelSpec(SpecModel):
-    """What to train: a network, on a dataset, with a solver and an LR policy, for so long."""
+class ModelSource(SpecModel):
+    """What the server fills in for each job of a request: its identity, the dataset, the
+    network, the starting weights and where Ray places it (cluster mode)."""
 
-    # inf or NaN in any number would pass gt/ge checks and fail only in the training process.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     version: int = SPEC_VERSION
@@ -76,44 +71,22 @@ class ModelSpec(SpecModel):
     network: str | None = None
     network_source: str | None = None
 
-    epochs: float = Field(30, gt=0, le=MAX_EPOCHS)
-    batch_size: int | None = Field(None, ge=1)  # None: the network's default
-    accumulation: int = Field(1, ge=1)  # batches per optimizer step
-    solver: str = "sgd"
-    lr: LRSettings = Field(default_factory=LRSettings)
-    momentum: float = Field(0.9, ge=0, lt=1)
-    weight_decay: float = Field(1e-4, ge=0)
-    snapshot_interval: float = Field(1, ge=0)  # epochs; 0 = only at the end
-    val_interval: float = Field(1, ge=0)  # epochs; 0 = only at the end
-    seed: int | None = Field(None, ge=0, le=MAX_SEED)  # None: a random seed, recorded in the log and checkpoints
-
-    crop: int | None = Field(None, ge=1)
-    mean: MeanMode = "image"
-    augment: AugmentSettings = Field(default_factory=AugmentSettings)
-
-    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
-    compile: bool = False
-    channels_last: bool = True  # GPU only
-
     pretrained: str | None = None  # a checkpoint, or a .safetensors / .pt / .pth weights file
     # Store weights (trainyard.weights): the entry's name; its backbone must fit the network
     # exactly, the classifier is made anew, and inputs are normalised as the weights expect.
     pretrained_entry: str | None = None
     input_norm: InputNorm | None = None
-    freeze_backbone: bool = False
-    backbone_lr_mult: float = Field(1.0, gt=0, le=1)  # the backbone's LR as a fraction of the head's
-    # Data parallelism (DDP, training/distributed.py). batch_size is per process (per GPU), so
-    # the global batch is batch_size x processes x nnodes. On GPUs one process runs per leased
-    # GPU; ``processes`` sets how many run on the CPU (gloo) of each node.
-    processes: int = Field(1, ge=1, le=MAX_PROCESSES)
-    scale_lr: bool = False  # multiply base_lr by the number of processes (the linear scaling rule)
-    nnodes: int = Field(1, ge=1, le=MAX_PROCESSES)  # machines taking part; each runs this job with its node_rank
-    node_rank: int = Field(0, ge=0)
-    master: str | None = None  # HOST:PORT of node 0's rendezvous; needed when nnodes > 1
-    # Cluster mode: where Ray places the ranks (None: this machine), and how often a job that
-    # lost a worker or node resumes from its last checkpoint before it fails.
+    # Cluster mode: where Ray places the ranks (None: this machine); ``max_restarts`` (a
+    # setting) says how often a job that lost a worker or node resumes before it fails.
     cluster: ClusterPlacement | None = None
-    max_restarts: int = Field(0, ge=0)
+
+
+class ModelSpec(TrainSettings, ModelSource):
+    """What to train: a network, on a dataset, with a solver and an LR policy, for so long.
+
+    Its fields are `ModelSource`'s, then `TrainSettings`'s (spec.json keeps that order)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     @field_validator("version")
     @classmethod
@@ -127,11 +100,6 @@ class ModelSpec(SpecModel):
     @classmethod
     def _known_network(cls, value: str | None, info: ValidationInfo) -> str | None:
         return value if value is None or is_stored(info) else get_network(value).name
-
-    @field_validator("solver")
-    @classmethod
-    def _known_solver(cls, value: str, info: ValidationInfo) -> str:
-        return value if is_stored(info) else get_solver(value).name
 
     @model_validator(mode="after")
     def _check(self, info: ValidationInfo) -> ModelSpec:
@@ -163,17 +131,9 @@ class ModelSpec(SpecModel):
             raise ValueError("on a cluster, Ray places the processes: leave nnodes at 1")
         if self.max_restarts and self.cluster is None:
             raise ValueError("max_restarts applies to cluster jobs (TRAINYARD_CLUSTER=ray)")
+        if self.min_workers is not None and (self.cluster is None or self.min_workers > self.cluster.workers):
+            raise ValueError("min_workers (elastic) applies to cluster jobs, and at most their number of workers")
         return self
-
-    @field_validator("master")
-    @classmethod
-    def _host_port(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is None or is_stored(info):
-            return value  # a stored spec's master was checked when it was written
-        host, _, port = value.strip().rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"master {value!r} should be HOST:PORT, e.g. 10.0.0.1:29500")
-        return f"{host}:{int(port)}"
 
     def default_batch_size(self) -> int:
         """The batch size to use: the spec's, else the network's default (32 for custom ones)."""

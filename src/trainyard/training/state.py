@@ -16,6 +16,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from trainyard.artifact.checkpoint import CheckpointHeader
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.errors import UserError
 from trainyard.core.events import EventWriter
@@ -148,27 +149,25 @@ def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = No
     stepper = run.stepper
     return {
         "model": run.net.state_dict(),
-        "network": run.spec.network,
-        "network_source": run.spec.network_source,
-        "task": run.spec.task,  # what inference answers: classes, or boxes
-        "classes": run.classes,
-        "image_size": run.image_size,
+        # network, network_source, task (what inference answers: classes, or boxes), classes,
+        # image_size, epoch, metrics, best, spec: artifact/checkpoint.py's typed header
+        **CheckpointHeader(network=run.spec.network, network_source=run.spec.network_source, task=run.spec.task,
+                           classes=run.classes, image_size=run.image_size, epoch=epoch, metrics=run.metrics,
+                           best=run.best, spec=run.spec.model_dump(mode="json")).entries(),
         "preprocess": run.preprocess.to_dict(),
         "optimizer": stepper.optimizer.state_dict(),
         "scheduler": scheduler_state(stepper.scheduler),
         "scaler": stepper.scaler.state_dict() if stepper.scaler else None,
         "rng": rng or rng_state(run.seed),
-        "epoch": epoch,
         "iteration": batches // stepper.accumulation,
         "batches": batches,
         "batches_per_epoch": run.schedule.batches_per_epoch,
+        "keeps_big_last_batch": run.train_loader.keep_big_last,  # absent: an older checkpoint's rule
         "world_size": run.dist.world_size,
         "global_batch": run.global_batch,
+        "accumulation": stepper.accumulation,  # with global_batch: the images of one optimizer step
         "train_images": len(run.train_loader.reader),
         "base_lr": run.base_lr,
-        "metrics": run.metrics,
-        "best": run.best,
         "trainable": run.trainable,
         "head": run.head,
-        "spec": run.spec.model_dump(mode="json"),
     }

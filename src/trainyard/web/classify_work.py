@@ -16,14 +16,15 @@ from trainyard.inference.loader import model_checkpoint
 from trainyard.inference.worker_pool import classify_checkpoint
 from trainyard.jobs.context import Context
 from trainyard.jobs.store.confinement import recorded_user_code
+from trainyard.web.schemas.inference import Classified
 
 
 def classify_sources(ctx: Context, model_id: str, epoch: float | None, sources: list[tuple[str, bytes | Path]], *,
-                     top: int, visualize: bool, saliency: bool) -> dict:
+                     top: int, visualize: bool, saliency: bool) -> Classified:
     """The classify response: the answering model's description and one result per image."""
     _, path = model_checkpoint(ctx.manager.folder(model_id).path, epoch)
     # Whether its network is user code: the store's record of the job, not the checkpoint's claim.
     custom = recorded_user_code(ctx, model_id)
     doc = classify_checkpoint(path, sources, top=top, layers=visualize, saliency=saliency or visualize,
                               custom=custom)
-    return {"model": model_id, **doc}
+    return Classified(model=model_id, **doc)  # the answer, from this process or the model's worker

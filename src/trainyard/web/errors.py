@@ -3,6 +3,7 @@
 Route handlers let a ``UserError`` (or any of its kinds) and pydantic validation errors escape;
 these handlers give each its status, so no router translates errors on its own. One error is not
 the user's: in cluster mode, no Ray cluster answering at RAY_ADDRESS is a 503 that says so.
+A browser's page request gets the same words on an HTML page instead (web/error_pages.py).
 """
 
 from __future__ import annotations
@@ -10,34 +11,53 @@ from __future__ import annotations
 import errno
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
+from starlette.exceptions import HTTPException
 
 from trainyard.cluster.connect import ClusterUnavailable
 from trainyard.core.errors import UserError, validation_message
+from trainyard.web.error_pages import error_page, page_message, wants_page
 
 
-async def user_error(request: Request, exc: Exception) -> JSONResponse:
+def answer(request: Request, status: int, detail: str, headers: dict | None = None) -> Response:
+    """``{"detail": detail}``, or for a browser's page request the same words on an HTML page."""
+    if wants_page(request):
+        return error_page(request, status, page_message(status, detail, request.url.path), headers)
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+
+
+async def user_error(request: Request, exc: Exception) -> Response:
     # A refusal for now (a full checker queue, 429) says when to come back.
     retry_after = getattr(exc, "retry_after", None)
-    return JSONResponse({"detail": str(exc)}, status_code=getattr(exc, "http_status", 400),
-                        headers={"Retry-After": str(retry_after)} if retry_after else None)
+    return answer(request, getattr(exc, "http_status", 400), str(exc),
+                  {"Retry-After": str(retry_after)} if retry_after else None)
 
 
-async def invalid_values(request: Request, exc: Exception) -> JSONResponse:
+async def invalid_values(request: Request, exc: Exception) -> Response:
     # One line, like every other 4xx here, instead of FastAPI's list of error objects.
-    return JSONResponse({"detail": validation_message(exc)}, status_code=422)
+    return answer(request, 422, validation_message(exc))
 
 
-async def cluster_unavailable(request: Request, exc: Exception) -> JSONResponse:
-    return JSONResponse({"detail": str(exc)}, status_code=503)
+async def cluster_unavailable(request: Request, exc: Exception) -> Response:
+    return answer(request, 503, str(exc))
+
+
+async def no_such_route(request: Request, exc: Exception) -> Response:
+    """An unknown address (404) or method (405): a page for a browser, FastAPI's own JSON otherwise."""
+    assert isinstance(exc, HTTPException)
+    if wants_page(request):
+        return error_page(request, exc.status_code, page_message(exc.status_code, str(exc.detail), request.url.path),
+                          dict(exc.headers) if exc.headers else None)
+    return await http_exception_handler(request, exc)
 # The server's own storage refused a write: not the client's mistake, and not a defect either.
 STORAGE_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT})
 
 
-async def storage_unavailable(request: Request, exc: Exception) -> JSONResponse:
+async def storage_unavailable(request: Request, exc: Exception) -> Response:
     """A read-only or full home (files or SQLite database): 503 with what to fix, not a bare 500."""
     if isinstance(exc, OSError) and exc.errno not in STORAGE_ERRNOS:
         raise exc  # any other OSError is a defect: let it be a 500 with its traceback logged
@@ -48,9 +68,8 @@ async def storage_unavailable(request: Request, exc: Exception) -> JSONResponse:
     else:
         reason = str(getattr(exc, "orig", exc)).splitlines()[0]
     where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
-    return JSONResponse({"detail": f"the server cannot write its files{where}: {reason}; "
-                                   "check that TRAINYARD_HOME is writable and has free space"},
-                        status_code=503, headers={"Retry-After": "30"})
+    return answer(request, 503, f"the server cannot write its files{where}: {reason}; "
+                                "check that TRAINYARD_HOME is writable and has free space", {"Retry-After": "30"})
 
 
 def _is_storage(exc: OperationalError) -> bool:
@@ -91,6 +110,7 @@ def document_error_shape(app: FastAPI) -> None:
 
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(UserError, user_error)
+    app.add_exception_handler(HTTPException, no_such_route)
     app.add_exception_handler(ClusterUnavailable, cluster_unavailable)
     app.add_exception_handler(ValidationError, invalid_values)
     app.add_exception_handler(RequestValidationError, invalid_values)

@@ -15,6 +15,7 @@ from markupsafe import Markup, escape
 
 from trainyard.core import formatting
 from trainyard.core.status import Status
+from trainyard.jobs.store.labels import Labels
 from trainyard.jobs.views.listing_query import SORTS, PageQuery
 
 GROUPS = {"": "no grouping", "sweep": "sweep", "dataset": "dataset", "status": "status"}
@@ -83,8 +84,10 @@ def _group_title(job: dict, group: str, names: dict[str, str]) -> str:
     return f"sweep {job['group']}" if job.get("group") else "single jobs"
 
 
-def add_cells(jobs: list[dict], names: dict[str, str], gpu_labels: dict[str, str]) -> None:
-    """Give each job a ``row`` of display strings, so the template only prints them.
+def add_cells(jobs: list[dict], names: dict[str, str], gpu_labels: dict[str, str],
+              classes: dict[str, int] | None = None) -> None:
+    """Give each job a ``row`` of display strings, so the template only prints them. ``classes``:
+    the number of classes of the models' datasets, which says where chance is.
 
     Formatting here in Python, not with template filters and macros, keeps a thousand-row page
     at a few tens of milliseconds.
@@ -117,24 +120,44 @@ def add_cells(jobs: list[dict], names: dict[str, str], gpu_labels: dict[str, str
             row.update(
                 subtitle=job["id"] + (f" · sweep {job['group']}" if job["group"] else ""),
                 dataset=names.get(job["parent"], job["parent"]),
-                best=_best_cell(best),
+                best=_best_cell(best, (classes or {}).get(job["parent"])),
                 gpus=", ".join(gpu_labels.get(r, "CPU" if r.startswith("cpu") else r) for r in job["resources"]))
         job["row"] = row
 
 
-def add_tags(jobs: list[dict], labels: dict[str, dict]) -> None:
-    """Each row's tags as small links that filter the list by that tag."""
+def add_labels(jobs: list[dict], labels: dict[str, Labels]) -> None:
+    """Each row's tags as small links that filter the list by that tag, and its notes' first
+    line under the name (all of them in its title)."""
     for job in jobs:
-        tags = labels.get(job["id"], {}).get("tags") or []
+        found = labels.get(job["id"]) or Labels()
+        tags = found.tags
         job["row"]["tags"] = Markup("".join(f' <a class="tag" href="/?tag={escape(t)}">{escape(t)}</a>' for t in tags))
+        notes = found.notes
+        job["row"]["user_notes"] = Markup(
+            f'<div class="small job-notes clip" title="{escape(notes)}">{escape(notes.splitlines()[0])}</div>'
+            if notes else "")
 
 
-def _best_cell(best: dict) -> Markup | str:
-    """A model row's best validation figure: accuracy in percent, or a detector's mAP@0.5."""
+def _best_cell(best: dict, classes: int | None = None) -> Markup | str:
+    """A model row's best validation figure: accuracy in percent, coloured by how far above chance
+    it is, or a detector's mAP@0.5."""
+    grade, title = "", ""
     if best.get("val_accuracy") is not None:
         value = f"{best['val_accuracy']:.2f}%"
+        if classes and classes > 1:
+            grade, title = accuracy_grade(best["val_accuracy"], classes)
     elif best.get("val_map50") is not None:
         value = f"mAP@0.5 {best['val_map50']:.3f}"
     else:
         return ""
-    return Markup(f'<strong>{value}</strong> <span class="small muted">epoch {best["epoch"]:.4g}</span>')
+    return Markup(f'<strong class="{grade}" title="{title}">{value}</strong> '
+                  f'<span class="small muted">epoch {best["epoch"]:.4g}</span>')
+
+
+def accuracy_grade(accuracy: float, classes: int) -> tuple[str, str]:
+    """(CSS class, words) for an accuracy in percent: by how much of the way from chance
+    (100 / classes) to 100 % it got. Chance level is not a success, however it is drawn."""
+    chance = 100.0 / classes
+    gained = (accuracy - chance) / (100.0 - chance)
+    grade = "best-chance" if gained < 0.1 else "best-fair" if gained < 0.5 else "best-good"
+    return grade, f"chance is {chance:.1f}% with {classes} classes"

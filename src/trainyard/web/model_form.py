@@ -12,9 +12,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainyard.core.paths import checkpoint_epoch
+from trainyard.core.paths import checkpoint_epoch, checkpoint_job
 from trainyard.core.status import Status
 from trainyard.core.vocabulary import MEAN_MODES
+from trainyard.datasets.info import DatasetInfo
 from trainyard.jobs.context import Context
 from trainyard.jobs.views.settings import as_text  # noqa: F401 (the form's values, as typed)
 from trainyard.training.lr_policies import list_lr_policies
@@ -37,12 +38,14 @@ def _defaults() -> ModelSpec:
 def form_values(ctx: Context, spec: ModelSpec | None = None, needs: dict | None = None) -> dict:
     """The form's values: ModelSpec defaults, or ``spec`` (a job to clone; its unset fields at
     their defaults)."""
+    from trainyard.networks.table import family  # the torch-free table, on the first form render
+
     spec = spec or _defaults()
     values: dict[str, Any] = {name: as_text(getattr(spec, name)) for name in PLAIN_FIELDS}
     values["name"] = spec.name if spec.id else ""
     values["datasets"] = [spec.dataset_id] if spec.dataset_id else []
     values["networks"] = [spec.network] if spec.network else []
-    values["timm_networks"] = [n for n in values["networks"] if n.startswith("timm:")]  # found by search
+    values["timm_networks"] = [n for n in values["networks"] if family(n)]  # found by search, not tabled
     values["network_source"] = spec.network_source or ""
     values["base_lr"] = as_text(spec.lr.base_lr)
     values["lr"] = {k: as_text(v) for k, v in spec.lr.model_dump().items()}
@@ -71,8 +74,9 @@ def _pretrained_values(ctx: Context, path: str | None) -> dict:
         return out
     checkpoint = Path(path)
     jobs_dir = ctx.settings.jobs_dir.resolve()
-    if checkpoint.parent.name == "checkpoints" and checkpoint.parent.parent.parent == jobs_dir:
-        out["pretrained_job"] = checkpoint.parent.parent.name
+    job_id = checkpoint_job(checkpoint, jobs_dir)
+    if job_id is not None:
+        out["pretrained_job"] = job_id
         epoch = checkpoint_epoch(checkpoint)
         if epoch is not None:
             out["pretrained_epoch"] = as_text(float(epoch))
@@ -87,13 +91,12 @@ def dataset_choices(briefs: list[dict]) -> list[dict]:
     for job in briefs:
         if job["kind"] != "dataset" or Status(job["status"]).is_unsuccessful:
             continue
-        summary = job["summary"] or {}
-        images = summary.get("images") or {}
+        info = DatasetInfo.of(job["summary"])
         out.append({"id": job["id"], "name": job["name"], "status": job["status"],
-                    "classes": len(summary.get("classes") or []), "train": images.get("train"),
-                    "images": sum(images.values()) if images else None,
-                    "width": summary.get("width"), "height": summary.get("height"),
-                    "channels": summary.get("channels")})
+                    "classes": len(info.classes), "train": info.images.get("train"),
+                    "images": sum(info.images.values()) if info.images else None,
+                    "width": info.width, "height": info.height, "channels": info.channels,
+                    "task": info.task or "classification"})
     return out
 
 

@@ -3,7 +3,8 @@ the weights expect, and the optimizer's parameter groups (a lower LR for the bac
 
 ``--pretrained imagenet`` is the network's published default entry (``resnet18.imagenet``,
 ``timm:resnet10t.imagenet``); any other store name is taken as it is. The entry must be for the
-job's network and its file present, or the job is refused before it is queued.
+job's network and its file present, or the job is refused before it is queued. A detector takes
+its backbone network's entries (``resnet50.imagenet`` for Faster R-CNN ResNet-50).
 """
 
 from __future__ import annotations
@@ -26,16 +27,26 @@ def is_store_name(store: WeightsStore, value: str) -> bool:
 
 
 def resolve_for_network(store: WeightsStore, value: str, network: str | None) -> dict:
-    """``{entry, path, mean, std}`` of the store weights ``value`` names, for ``network``."""
+    """``{entry, path, mean, std}`` of the store weights ``value`` names, for ``network``. For a
+    detector: its backbone network's weights (``imagenet``: that network's default entry), and no
+    mean or std (torchvision's detectors normalise their input inside)."""
+    from trainyard.networks.table import detector_of
+
     if network is None:
         raise InvalidInput("pretrained store weights need a standard or timm network (--network), "
                            "not a custom network file")
-    name = catalogue.default_entry_name(network) if value == catalogue.IMAGENET_TAG else value
+    detector = detector_of(network)
+    if detector is not None and detector.backbone_unfit:
+        raise InvalidInput(f"ImageNet weights cannot start {network}: {detector.backbone_unfit}")
+    wanted = detector.backbone if detector else network
+    name = catalogue.default_entry_name(wanted) if value == catalogue.IMAGENET_TAG else value
     record = store.resolve(name)
-    if record["network"] != network:
-        raise InvalidInput(f"the weights {record['name']} are for network {record['network']}, "
-                           f"not {network}")
+    if record["network"] != wanted:
+        raise InvalidInput(f"the weights {record['name']} are for network {record['network']}, not {network}"
+                           + (f" (whose backbone is {wanted})" if detector else ""))
     path, record = store.weights_path(name)
+    if detector:
+        return {"entry": record["name"], "path": str(path), "mean": None, "std": None}
     return {"entry": record["name"], "path": str(path), "mean": _floats(record.get("mean")),
             "std": _floats(record.get("std"))}
 

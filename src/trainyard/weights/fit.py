@@ -103,3 +103,31 @@ def load_backbone(model: nn.Module, state: dict[str, torch.Tensor], network: str
         matched[name] = source
     model.load_state_dict(matched, strict=False)
     return sorted(head)
+
+
+def load_detector_backbone(model: nn.Module, state: dict[str, torch.Tensor], network: str) -> list[str]:
+    """Copy a classification network's weights (the store entry of detector ``network``'s backbone
+    network) into the detector's backbone, tensor by tensor in the classification network's order
+    (its layers are the backbone's, under other names: ``layer1.0.conv1`` or ``features.3`` there,
+    ``backbone.body.layer1.0.conv1`` or ``backbone.body.3`` here); return the names of the
+    detector's other parameters (neck and heads, left fresh)."""
+    from trainyard.networks.table import detector_of, get_network
+
+    detector = detector_of(network)
+    assert detector is not None  # only detectors are given ImageNet backbones (finetune.resolve_for_network)
+    shapes, head = network_layout(detector.backbone, get_network(detector.backbone).image_size)
+    missing = [k for k in shapes if k not in head and k not in state]
+    if missing:
+        raise WeightsMismatch(f"the weights are not {detector.backbone}'s: {len(missing)} of its tensors are "
+                              f"missing (first: {missing[0]})")
+    backbone = model.get_submodule(detector.backbone_path)
+    target = [(k, v) for k, v in backbone.state_dict().items() if not k.endswith(_IGNORED)]
+    source = [(k, state[k]) for k in shapes if k not in head][:len(target)]
+    for (name, tensor), (source_name, weights) in zip(target, source, strict=True):
+        if tuple(weights.shape) != tuple(tensor.shape):
+            raise WeightsMismatch(f"the weights of {detector.backbone} do not fit {network}'s backbone at "
+                                  f"{detector.backbone_path}.{name}: {source_name} is {list(weights.shape)}, "
+                                  f"the detector's {list(tensor.shape)}")
+    backbone.load_state_dict({name: weights for (name, _), (_, weights) in zip(target, source)}, strict=False)
+    prefix = detector.backbone_path + "."
+    return sorted(name for name, _ in model.named_parameters() if not name.startswith(prefix))

@@ -15,7 +15,8 @@ from trainyard.jobs.runs.manager import JobConflict, JobError
 from trainyard.jobs.store.store import Job
 
 PATH_FIELDS = ("train_folder", "val_folder", "test_folder", "train_list", "val_list", "test_list",
-               "labels_file", "image_root", "train_archive", "val_archive", "train_labels", "val_labels")
+               "labels_file", "image_root", "train_archive", "val_archive", "train_labels", "val_labels",
+               "test_labels")
 
 
 def check_paths(ctx: Context, spec: DatasetSpec) -> DatasetSpec:
@@ -62,7 +63,16 @@ def append_dataset_job(ctx: Context, parent_id: str, fields: dict, *, foreground
     inherited = {key: getattr(base, key) for key in ("width", "height", "channels", "resize", "encoding")}
     spec = DatasetSpec.model_validate({
         **fields, **inherited,
-        "name": fields.get("name") or f"{base.name} v{version}",
+        "name": fields.get("name") or version_name(base.name, version),
         "parent_dir": str(folder.dataset), "dataset_version": version,
     })
     return create_dataset_job(ctx, spec, foreground=foreground, parent=parent)
+
+
+def version_name(name: str, version: int) -> str:
+    """The default name of a new version: "digits-web" -> "digits-web v2", and a name that already
+    ends in a version counts on from it ("digits-web v2" -> "digits-web v3", not "... v2 v2")."""
+    stem, _, last = name.rpartition(" v")
+    if stem.strip() and last.isdigit():
+        return f"{stem} v{int(last) + 1}"
+    return f"{name} v{version}"

@@ -16,7 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from trainyard.artifact.checkpoint import save_checkpoint
+from sqlalchemy import select
+
+from trainyard.artifact.checkpoint import CheckpointHeader, save_checkpoint
 from trainyard.core.events import EventWriter
 from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
@@ -32,16 +34,19 @@ def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | N
     """Create a done model job from an exported archive; JobError says why one is refused."""
     # torch comes with the archive reader: on the first import, not at the server's start-up.
     from trainyard.inference.archive_import import ArchiveImportError, read_model_archive
+    from trainyard.jobs.kinds.precheck import cache_for
 
     archive = Path(archive)
     job_id = _free_job_id(ctx)
     folder = ctx.manager.folder(job_id)
-    folder.path.mkdir(parents=True)
+    folder.create()
     try:
         # Unpack inside the job folder: same disk, and removed with the folder on failure.
         with tempfile.TemporaryDirectory(dir=folder.path, prefix=".import-") as work:
-            checkpoint = read_model_archive(archive, work, ctx.settings.check_timeout_s)
-        name = name or _default_name(checkpoint, archive)
+            # The network checked by this process's checker (the server's is warm; a command asks
+            # a running server's first, cli/remote_check.py), its answers kept for the next import.
+            checkpoint = read_model_archive(archive, work, ctx.settings.check_timeout_s, cache_for(ctx).check)
+        name = name or _default_name(ctx, checkpoint, archive)
         spec = _write_folder(folder, job_id, name, checkpoint, archive.name)
     except ArchiveImportError as exc:
         shutil.rmtree(folder.path, ignore_errors=True)
@@ -52,7 +57,8 @@ def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | N
     now = time.time()
     job = Job(id=job_id, kind="model", name=name, status=Status.DONE, parent_id=None,
               needs={"pool": "cpu"}, progress=1.0, created_at=now, started_at=now, finished_at=now,
-              status_detail=None, summary={"epoch": checkpoint["epoch"], "imported": archive.name})
+              status_detail=None, summary={"epoch": CheckpointHeader.of(checkpoint).epoch,
+                                                        "imported": archive.name})
     # Someone else's custom network is user code: recorded so, whatever the folder says later.
     confinement_record.record(ctx.store, job_id, confinement_record.facts_of("model", spec))
     return ctx.store.add_job(job)
@@ -65,26 +71,36 @@ def _free_job_id(ctx: Context) -> str:
     return job_id
 
 
-def _default_name(checkpoint: dict, archive: Path) -> str:
-    origin = (checkpoint.get("imported") or {}).get("job") or {}
-    return origin.get("name") or archive.name.removesuffix(".gz").removesuffix(".tar").removesuffix(".zip")
+def _default_name(ctx: Context, checkpoint: dict, archive: Path) -> str:
+    """The exported job's name marked as imported, numbered when that name is taken: the same
+    archive imported twice beside its original showed three models of one name on the home list."""
+    origin = (CheckpointHeader.of(checkpoint).imported or {}).get("job") or {}
+    base = origin.get("name") or archive.name.removesuffix(".gz").removesuffix(".tar").removesuffix(".zip")
+    query = select(Job.name).where(Job.kind == "model", Job.name.startswith(f"{base} (imported", autoescape=True))
+    with ctx.store.session() as s:
+        taken = set(s.scalars(query))
+    name, number = f"{base} (imported)", 1
+    while name in taken:
+        number += 1
+        name = f"{base} (imported {number})"
+    return name
 
 
 def _write_folder(folder: JobFolder, job_id: str, name: str, checkpoint: dict, archive_name: str) -> dict:
     """Write the job's files; its spec."""
     from trainyard.inference.archive_import import describe_archive
 
-    epoch = checkpoint["epoch"]
-    spec = {"version": 1, "kind": "model", "id": job_id, "name": name, "network": checkpoint["network"],
-            "network_source": checkpoint["network_source"], "epochs": epoch,
-            "task": checkpoint.get("task") or "classification",
-            "imported": {"archive": archive_name, **checkpoint["imported"]}}
-    checkpoint = {**checkpoint, "spec": spec}
+    header = CheckpointHeader.of(checkpoint)
+    epoch = header.epoch
+    spec = {"version": 1, "kind": "model", "id": job_id, "name": name, "network": header.network,
+            "network_source": header.network_source, "epochs": epoch, "task": header.task,
+            "imported": {"archive": archive_name, **(header.imported or {})}}
+    checkpoint = {**checkpoint, **header.model_copy(update={"spec": spec}).entries()}
     path = save_checkpoint(folder.checkpoints / checkpoint_name(epoch), checkpoint)
     write_json_atomic(folder.spec, spec)
-    with EventWriter(folder.path) as events:
+    with EventWriter(folder.work) as events:
         events.log(f"{describe_archive(checkpoint)} ({archive_name})")
-        for metric, points in (checkpoint.get("metrics") or {}).items():
+        for metric, points in header.metrics.items():
             for point_epoch, value in points:
                 events.emit("metric", epoch=point_epoch, name=metric, value=value)
         events.emit("checkpoint", epoch=epoch, path=str(path))

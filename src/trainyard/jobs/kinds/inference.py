@@ -27,9 +27,10 @@ PATH_FIELDS = ("list_file", "folder", "archive", "image_root")
 def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float | None = None,
                          foreground: bool = False, **fields) -> Job:
     """Queue a ``kind`` job ("classify-many" or "evaluate") of a model at ``epoch`` (None: latest).
+    A classify-many job of a detection model detects (boxes per image, above ``threshold``).
 
     ``fields`` are InferenceSpec fields: a source (list_file, folder, archive or split), top,
-    top_n, batch_size. Raises JobError, PathNotAllowed, or the loader's NotReady / NotFound.
+    top_n, batch_size, threshold. Raises JobError, PathNotAllowed, or the loader's NotReady / NotFound.
     """
     if kind not in KINDS:
         raise JobError(f"unknown inference job kind {kind!r}; valid: {', '.join(KINDS)}")
@@ -44,9 +45,9 @@ def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float
     what = fields.get("split") or "images"
     model_spec = MODEL.find_spec(folder)
     fields["task"] = getattr(model_spec, "task", None) or "classification"
-    if fields["task"] == "detection" and kind != "evaluate":
-        raise JobError("detect many images with `trainyard detect` or the API's detect; "
-                       "this job kind classifies")
+    if fields["task"] == "detection" and kind != "evaluate" and fields.get("split"):
+        raise JobError(f"a detection model finds boxes in a folder, a list or an archive of images; to "
+                       f"score it on its dataset's {fields['split']} split, evaluate it")
     spec = validated(InferenceSpec, {**fields, "kind": kind, "name": f"{kind} {what}: {model.name} @ epoch {epoch:g}",
                                      "model_id": model.id, "checkpoint": str(checkpoint), "epoch": epoch,
                                      "roots": [str(r) for r in ctx.settings.allowed_roots]})

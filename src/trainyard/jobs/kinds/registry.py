@@ -21,14 +21,15 @@ from typing import Any, Generic, TypeVar
 from trainyard.core import jobfiles
 from trainyard.core.errors import InvalidInput
 from trainyard.core.events import read_events
-from trainyard.core.files import read_json
-from trainyard.core.paths import JobFolder, checkpoint_name, is_inside
+from trainyard.core.paths import CHECKPOINTS_DIR, JobFolder, checkpoint_name, is_inside
 from trainyard.core.registry import Registry
 from trainyard.core.stored import SpecModel, read_stored
+from trainyard.datasets.info import DatasetInfo, read_dataset_info
 from trainyard.datasets.leftovers import RESUME_FILE, remove_build_leftovers
 from trainyard.datasets.spec import DatasetSpec
-from trainyard.inference.results import describe_inference
-from trainyard.inference.spec import InferenceSpec
+from trainyard.inference import results
+from trainyard.inference.spec import InferenceSpec, stored_spec
+from trainyard.jobs.kinds.documents import Best, DatasetDetail, InferenceDetail, JobDetail, ModelDetail, SkippedImage
 from trainyard.jobs.runs.runner import python_module_command
 from trainyard.jobs.store.store import Job
 from trainyard.training.spec import ModelSpec
@@ -43,7 +44,8 @@ DETECTION_INFO = ("labels_format", "box_counts", "empty_images", "counts_meaning
 class JobKind(Generic[S]):
     name: str
     module: str  # the subprocess entry point: python -m <module> JOBDIR
-    describe: Callable[[Job, JobFolder], dict]
+    # its document, made from the part every job has (jobs/kinds/documents.py)
+    describe: Callable[[Job, JobFolder, JobDetail], JobDetail]
     # Called once the job has ended, however it ended: (job folder, the server's uploads folder).
     on_end: Callable[[JobFolder, Path], None] | None = field(default=None, kw_only=True)
     # The class of its spec.json; None for kinds that tests define with specs of their own.
@@ -55,7 +57,7 @@ class JobKind(Generic[S]):
     def spec_of(self, folder: JobFolder) -> S:
         """The job's stored spec, typed; FileNotFoundError when it has none, InvalidInput when it
         is not a spec of this kind."""
-        stored = jobfiles.read_json(folder.path, "spec.json")  # no link, no FIFO (core/jobfiles.py)
+        stored = folder.read_spec()  # no link, no FIFO (core/jobfiles.py)
         return self.read(stored, what=f"{self.name} job {folder.path.name}'s spec")
 
     def read(self, stored: object, *, what: str = "") -> S:
@@ -68,7 +70,7 @@ class JobKind(Generic[S]):
         """``spec_of``, or None where the job folder has no spec (yet, or any more) or none of this
         kind: for the watchers and listings, which must not stop at one job's broken folder."""
         try:
-            stored = jobfiles.read_json(folder.path, "spec.json")
+            stored = folder.read_spec()
         except (OSError, ValueError):  # missing, a link or FIFO planted by the job (jobfiles); not JSON
             return None
         return self.read_or_none(stored)
@@ -136,29 +138,17 @@ def get_kind(name: str) -> JobKind[Any]:
     return KINDS.get(name)
 
 
-def dataset_info(folder: JobFolder) -> dict | None:
-    """A finished dataset's info.json, or None while it is not built."""
-    try:
-        return read_json(folder.dataset / "info.json")
-    except FileNotFoundError:
-        return None
-
-
-def describe_dataset(job: Job, folder: JobFolder) -> dict:
-    info = dataset_info(folder) or job.summary or {}
-    return {
-        "classes": info.get("classes", []),
-        "counts": info.get("counts", {}),
-        "skipped": info.get("skipped", []),
-        "not_images": info.get("not_images", 0),  # files in the folders that are not images
-        "image_size": [info.get("width"), info.get("height")] if info.get("width") else None,
-        "channels": info.get("channels"),
-        "resize": info.get("resize"),
-        "encoding": info.get("encoding"),
-        "task": info.get("task") or _spec_task(job, folder),
-        # detection's box statistics and notes (datasets/detection/stats.py), absent otherwise
-        **{key: info[key] for key in DETECTION_INFO if key in info},
-    }
+def describe_dataset(job: Job, folder: JobFolder, common: JobDetail) -> DatasetDetail:
+    info = read_dataset_info(folder.dataset) or DatasetInfo.of(job.summary)
+    # detection's box statistics and notes (datasets/detection/stats.py), left out otherwise
+    detection = {key: getattr(info, key) for key in DETECTION_INFO if key in info.model_fields_set}
+    return DatasetDetail(
+        **dict(common), classes=info.classes, counts=info.counts,
+        skipped=[SkippedImage.model_validate(s) for s in info.skipped],
+        not_images=info.not_images, ignored=info.ignored,
+        image_size=[info.width, info.height] if info.has_geometry else None,
+        channels=info.channels, resize=info.resize, encoding=info.encoding,
+        task=info.task or _spec_task(job, folder), **detection)
 
 
 def _spec_task(job: Job, folder: JobFolder) -> str:
@@ -181,17 +171,14 @@ def model_metrics(folder: JobFolder) -> tuple[dict[str, list], list[int | float]
         else:
             snapshots[event["epoch"]] = None
     metrics = {name: sorted([e, v] for e, v in points.items()) for name, points in by_name.items()}
-    existing = [e for e in snapshots if _checkpoint_exists(folder, e)]
+    files = set(jobfiles.regular_names(folder.work, CHECKPOINTS_DIR))  # no link counts (core/jobfiles.py)
+    existing = [e for e in snapshots if checkpoint_name(e) in files]
     return metrics, sorted(existing)
 
 
-def _checkpoint_exists(folder: JobFolder, epoch: float) -> bool:
-    return (folder.checkpoints / checkpoint_name(epoch)).exists()
-
-
-def describe_model(job: Job, folder: JobFolder) -> dict:
+def describe_model(job: Job, folder: JobFolder, common: JobDetail) -> ModelDetail:
     metrics, snapshots = model_metrics(folder)
-    stored = _stored(folder)
+    stored = spec_as_written(folder)
     spec = MODEL.read_or_none(stored)
     task = spec.task if spec else "classification"
     # a detector's best is its highest mAP@0.5 (training/steps.py's TASKS say the same)
@@ -201,18 +188,28 @@ def describe_model(job: Job, folder: JobFolder) -> dict:
     accuracy = metrics[key]
     best = max(accuracy, key=lambda p: p[1]) if accuracy else None
     network = spec.network or ("custom" if spec.network_source else None) if spec else None
-    return {
-        "dataset": job.parent_id,
-        "task": task,
-        "network": network,
-        "epoch": job.summary.get("epoch", 0),
-        "epochs": spec.epochs if spec else None,
-        "snapshots": snapshots,
-        "metrics": metrics,
-        "best": {"epoch": best[0], key: best[1]} if best else None,
-        "workers": (job.summary or {}).get("workers", []),  # cluster mode: where each rank runs
-        "spec": stored,  # the spec.json as it was written
-    }
+    return ModelDetail(
+        **dict(common), dataset=job.parent_id, task=task, network=network,
+        epoch=job.summary.get("epoch", 0), epochs=spec.epochs if spec else None,
+        snapshots=snapshots, metrics=metrics,
+        best=Best(epoch=best[0], **{key: best[1]}) if best else None,
+        workers=(job.summary or {}).get("workers", []),  # cluster mode: where each rank runs
+        spec=stored,  # the spec.json, typed (a broken one: None)
+    )
+
+
+def describe_inference(job: Job, folder: JobFolder, common: JobDetail) -> InferenceDetail:
+    """A classify-many or evaluate job: its model, split and rows, and once done its figures."""
+    rows = results.row_count(folder.path)
+    try:
+        spec = stored_spec(folder.read_spec())
+    except OSError:  # none, or a link or FIFO in its place (core/jobfiles.py)
+        return InferenceDetail(**dict(common), model=None, epoch=None, task=None, split=None, rows=rows)
+    result = results.read_evaluation(folder.path) if spec.kind == "evaluate" else results.read_summary(folder.path)
+    figures = {"accuracy": result.get("accuracy"), "top5_accuracy": result.get("top5_accuracy"),
+               "images": result.get("images"), "boxes": result.get("boxes")} if result else {}
+    return InferenceDetail(**dict(common), model=spec.model_id, epoch=spec.epoch, task=spec.kind,
+                           split=spec.split, rows=rows, **figures)
 
 
 def remove_uploaded_archives(folder: JobFolder, uploads_dir: Path) -> None:
@@ -226,9 +223,11 @@ def remove_uploaded_archives(folder: JobFolder, uploads_dir: Path) -> None:
                 path.parent.rmdir()  # the upload's own folder, made by save_upload
 
 
-def _stored(folder: JobFolder) -> dict:
+def spec_as_written(folder: JobFolder) -> dict:
+    """The job's spec.json as it was written ({} when there is none or it cannot be read): what a
+    model's page lists as its settings, whatever trainyard wrote it."""
     try:
-        return jobfiles.read_json(folder.path, "spec.json")
+        return folder.read_spec()
     except (OSError, ValueError):  # none yet, a link or FIFO in its place, not JSON: still described
         return {}
 
@@ -236,15 +235,15 @@ def _stored(folder: JobFolder) -> dict:
 def end_dataset_job(folder: JobFolder, uploads_dir: Path) -> None:
     """After a build ends, however it ended: its uploads, and what a killed build left behind
     (but not what a resume needs: the checkpointed dataset.tmp and the uploads it reads)."""
-    if not (folder.path / "dataset.tmp" / RESUME_FILE).is_file():
+    if not (folder.work / "dataset.tmp" / RESUME_FILE).is_file():
         remove_uploaded_archives(folder, uploads_dir)
-    remove_build_leftovers(folder.path)
+    remove_build_leftovers(folder.work)
 
 
 def end_inference_job(folder: JobFolder, uploads_dir: Path) -> None:
     """After an inference job ends, however it ended: the decode ring a killed classify-many left
     in shared memory (it decodes with the dataset build's pipeline, named after the job alike)."""
-    remove_build_leftovers(folder.path)
+    remove_build_leftovers(folder.work)
 
 
 DATASET = JobKind("dataset", "trainyard.datasets.run", describe_dataset, on_end=end_dataset_job, spec=DatasetSpec)

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trainyard.core import jobfiles
 from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import write_json_atomic
 from trainyard.core.limits import MAX_NAME
@@ -30,6 +29,7 @@ from trainyard.jobs.runs.manager import JobConflict, JobError
 from trainyard.jobs.scheduling.limits import check_processes
 from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job
+from trainyard.training.train_settings import TrainSettings
 
 if TYPE_CHECKING:
     from trainyard.training.spec import ModelSpec
@@ -58,7 +58,7 @@ class TrainRequest(BaseModel):
     trials: int | None = Field(None, ge=1, le=MAX_TRIALS)
     early_stop: bool = False  # stop runs among the worst at a validation point (jobs/runs/early_stop.py)
     early_stop_min_epochs: float = DEFAULT_MIN_EPOCHS  # epochs every run trains before it is judged
-    settings: dict = Field(default_factory=dict)  # any other ModelSpec field: epochs, solver, lr, ...
+    settings: TrainSettings = Field(default_factory=TrainSettings)  # how each job trains: epochs, solver, lr, ...
 
 
 class InvalidSpec(InvalidInput, JobError):
@@ -86,15 +86,17 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
     planned = []
     for dataset_id, network, lr, batch in _combinations(request):
         dataset = _dataset(ctx, dataset_id)
-        fields = dict(request.settings)
+        task = dataset_task(ctx, dataset)
+        refuse_task_mismatch(dataset, task, network)
+        fields = request.settings.model_dump(exclude_unset=True)  # as sent: the spec records what was set
         fields["lr"] = {**fields.get("lr", {}), **({"base_lr": lr} if lr is not None else {})}
         fields.update(name=_job_name(request, dataset, network, lr, batch), dataset_id=dataset.id,
                       dataset_dir=str(ctx.manager.folder(dataset.id).dataset), pretrained=None,
-                      task=dataset_task(ctx, dataset),
+                      task=task,
                       network=network, network_source=None if network else request.network_source,
-                      batch_size=batch if batch is not None else fields.get("batch_size"),
+                      batch_size=batch if batch is not None else request.settings.batch_size,
                       cluster=cluster_placement(needs),
-                      max_restarts=request.max_restarts or fields.get("max_restarts", 0))
+                      max_restarts=request.max_restarts or request.settings.max_restarts)
         if pretrained is not None:
             fields.update(pretrained.spec_fields(network))
         planned.append((validated(ModelSpec, fields, error=InvalidSpec), dataset))
@@ -118,12 +120,7 @@ def _combinations(request: TrainRequest):
     # None in a list means "the default" (the network's batch size, 0.01, a custom network file)
     return combinations(request.datasets, request.networks, request.base_lrs, request.batch_sizes,
                         lr_range=request.lr_range, batch_size_range=request.batch_size_range,
-                        trials=request.trials, seed=_seed(request.settings.get("seed")))
-
-
-def _seed(value) -> int | None:
-    """The run's seed for drawing trials, if it is one (ModelSpec refuses anything else later)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**32 else None
+                        trials=request.trials, seed=request.settings.seed)
 
 
 def _job_name(request: TrainRequest, dataset: Job, network, lr, batch) -> str:
@@ -147,6 +144,26 @@ def dataset_task(ctx: Context, dataset: Job) -> str:
     return getattr(spec, "task", None) or "classification"
 
 
+def refuse_task_mismatch(dataset: Job, task: str, network: str | None) -> None:
+    """One line about the dataset (422) when ``network`` is for the other task: what the dataset
+    is and what to pick instead, before the spec's own, network-level refusal."""
+    from trainyard.networks import list_networks
+    from trainyard.networks.table import family, is_standard
+    from trainyard.networks.table import network_task as task_of
+
+    if network is None or not (is_standard(network) or family(network) is not None):
+        return  # a custom file, or an unknown name the spec's check names
+    network_task = task_of(network)
+    if network_task == task:
+        return
+    fitting = [info.name for info in list_networks() if info.task == task]
+    instead = ("or build a detection dataset (--task detection) from box labels"
+               if task == "classification" else "or build a classification dataset from class folders")
+    raise InvalidSpec(f"dataset {dataset.name!r} ({dataset.id}) is a {task} dataset and {network} is a "
+                      f"{network_task} network: pick a {task} network ({', '.join(fitting[:5])}"
+                      f"{', ...' if len(fitting) > 5 else ''}), {instead}")
+
+
 def _dataset(ctx: Context, dataset_id: str) -> Job:
     job = job_of_kind(ctx.store, dataset_id, "dataset")
     if job.status.is_unsuccessful:
@@ -155,10 +172,7 @@ def _dataset(ctx: Context, dataset_id: str) -> Job:
 
 
 def _needs(ctx: Context, request: TrainRequest) -> dict:
-    processes = request.settings.get("processes") or 1
-    if not isinstance(processes, int) or isinstance(processes, bool):
-        raise JobError(f"settings.processes should be a whole number, not {processes!r}")
-    return devices_needed(ctx, request.gpus, request.gpu_ids, processes)
+    return devices_needed(ctx, request.gpus, request.gpu_ids, request.settings.processes)
 
 
 def devices_needed(ctx: Context, gpus: int | None, gpu_ids: list[int] | None, processes: int = 1) -> dict:
@@ -217,7 +231,7 @@ def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_
         needs = devices_needed(ctx, gpus, gpu_ids, processes or 1)
         ctx.pools.check(needs)
         folder = ctx.manager.folder(job_id)
-        stored = jobfiles.read_json(folder.path, "spec.json")
+        stored = folder.read_spec()
         placement = cluster_placement(needs)
         # The stored document is rewritten as it was, but for these: fields it has that this version
         # does not know stay; its own reader is the training process, which checks it strictly.

@@ -16,24 +16,23 @@ promotes the best run at every rung, so the best run is never stopped.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from sqlalchemy import select
 
-from trainyard.core.events import EventTail, EventWriter, read_events
+from trainyard.core.events import EventTail, read_events
+from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
 from trainyard.core.vocabulary import BEST_METRIC
 from trainyard.jobs.kinds.registry import MODEL
+from trainyard.jobs.runs import server_log
 from trainyard.jobs.store.store import Job, Store
-
-if TYPE_CHECKING:
-    from trainyard.jobs.runs.manager import JobManager
+from trainyard.training.setting_defaults import EARLY_STOP_MIN_EPOCHS
 
 REDUCTION_FACTOR = 2  # a run goes on at a rung if it is in the best half of the runs that got there
 MIN_RESOURCE = 1  # validation points before the first rung
-# Epochs a run trains before it is judged at all: judged after one epoch, later runs of a sweep on
-# a one-slot queue met a finished first run's curve and 5 of 6 stopped at epoch 1 (issue 31).
-DEFAULT_MIN_EPOCHS = 3.0
+# Epochs a run trains before it is judged at all (written once, in training/setting_defaults.py).
+DEFAULT_MIN_EPOCHS = EARLY_STOP_MIN_EPOCHS.default
 
 
 def mark_early_stop(store: Store, jobs: list[Job], min_epochs: float = DEFAULT_MIN_EPOCHS) -> list[Job]:
@@ -98,10 +97,12 @@ def message(verdict: dict) -> str:
 
 
 class EarlyStopper:
-    """The manager's part: judge the runs it watches, and say how a stopped one ended."""
+    """The manager's part: judge the runs it watches, and say how a stopped one ended. It owns
+    what it has read of each watched run's events; the jobs are read from ``store`` and their
+    folders found by ``folder`` (the manager's)."""
 
-    def __init__(self, manager: JobManager):
-        self.manager = manager
+    def __init__(self, store: Store, folder: Callable[[str], JobFolder]):
+        self.store, self.folder = store, folder
         self._tails: dict[str, EventTail] = {}  # job id -> its events read so far
 
     def review(self, job: Job) -> None:
@@ -109,20 +110,20 @@ class EarlyStopper:
         summary = job.summary or {}
         if not summary.get("early_stop") or summary.get("stopped_early") or job.abort_requested or not job.group:
             return
-        folder = self.manager.folder(job.id)
+        folder = self.folder(job.id)
         tail = self._tails.setdefault(job.id, EventTail(folder.events))
         if not any(e["type"] == "metric" and e.get("name") == "val_accuracy" for _, e in tail.read_new()):
             return  # no new validation since the last look: nothing to judge (and no file read)
         own = validation_points(folder.events)
         if not own or _is_last(folder, own[-1][1]):
             return  # its last validation: it has finished anyway
-        runs = {j.id: validation_points(self.manager.folder(j.id).events) for j in self._siblings(job)}
+        runs = {j.id: validation_points(self.folder(j.id).events) for j in self._siblings(job)}
         runs[job.id] = own
         verdict = decide(runs, job.id, float(summary.get("early_stop_min_epochs", DEFAULT_MIN_EPOCHS)))
         if verdict is None:
             return
         verdict.update(message=message(verdict), started_at=job.started_at)
-        store = self.manager.store
+        store = self.store
         fresh = store.get_job(job.id) or job
         # Asked like an abort: the manager's next look at the job stops it (_stop_if_asked), on
         # this machine or, for a job it cannot signal from here, on the one that started it.
@@ -132,20 +133,20 @@ class EarlyStopper:
         """The other early-stopped runs of the job's sweep (its group, of its kind, on the same dataset)."""
         query = select(Job).where(Job.group == job.group, Job.kind == job.kind, Job.parent_id == job.parent_id,
                                   Job.id != job.id)
-        with self.manager.store.session() as s:
+        with self.store.session() as s:
             return [j for j in s.scalars(query) if (j.summary or {}).get("early_stop")]
 
     def outcome(self, job: Job, status: Status, error: str | None) -> tuple[Status, str | None, str | None]:
         """(status, error, status detail) of a job that ended: a run this stopped ends ``done``
         with the message (not ``aborted``, never ``failed``); any other ending is left as it is."""
         self._tails.pop(job.id, None)
-        fresh = self.manager.store.get_job(job.id) or job
+        fresh = self.store.get_job(job.id) or job
         stopped = (fresh.summary or {}).get("stopped_early")
         if stopped and stopped.get("started_at") == job.started_at and status.is_unsuccessful:
-            # The job's own last line says "aborted"; its log and live page should say why.
-            with EventWriter(self.manager.folder(job.id).path) as events:
-                events.log(f"{stopped['message']} (rank {stopped['rank']} of {stopped['of']}); "
-                           f"`trainyard jobs resume {job.id}` trains it on to the end")
+            # The job's own last line says "aborted"; its log should say why (the server's own
+            # lines, jobs/runs/server_log.py; the live page shows the status detail).
+            server_log.note(self.folder(job.id), f"{stopped['message']} (rank {stopped['rank']} of "
+                            f"{stopped['of']}); `trainyard jobs resume {job.id}` trains it on to the end")
             return Status.DONE, None, stopped["message"]
         return status, error, None
 

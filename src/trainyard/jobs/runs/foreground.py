@@ -15,15 +15,25 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from trainyard.core.events import EventTail
+from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
 from trainyard.jobs.scheduling.waiting import holder_ids
+from trainyard.jobs.store.store import Job, Store
 
-if TYPE_CHECKING:  # the manager imports this module
-    from trainyard.jobs.runs.manager import JobManager
-    from trainyard.jobs.store.store import Job
+
+class Manager(Protocol):
+    """What a foreground run uses of jobs/runs/manager.JobManager (which imports this module)."""
+
+    store: Store
+
+    def folder(self, job_id: str) -> JobFolder: ...
+    def tick(self, only: str | None = None) -> None: ...
+    def get(self, job_id: str) -> Job: ...
+    def process(self, job_id: str) -> subprocess.Popen | None: ...
+    def abort(self, job_id: str) -> Job: ...
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -67,7 +77,7 @@ def raise_if_signalled(raised: list[int]) -> None:
         raise Interrupted(raised[0])
 
 
-def run(manager: JobManager, job_id: str, on_event: Callable[[dict], None] | None, poll_s: float) -> Job:
+def run(manager: Manager, job_id: str, on_event: Callable[[dict], None] | None, poll_s: float) -> Job:
     """Start and watch the job from this process until it ends; abort it if interrupted.
 
     Besides the job's own events, ``on_event`` gets ``{"type": "waiting", "message", "holders"}``

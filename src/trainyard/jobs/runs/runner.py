@@ -32,7 +32,8 @@ from trainyard.sandbox import recorded as recorded_confinement
 
 def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None, confinement: Confinement,
            tethered: bool = False, lease: dict[str, str] | None = None) -> subprocess.Popen:
-    """Run ``command`` for a job, its output going to the job folder's output.txt; a job whose
+    """Run ``command`` for a job, its output going to output.txt in the server's part of its
+    folder (core/paths.py: the job holds a descriptor of it, never its name); a job whose
     network is user code runs confined (jobs/runs/sandbox.py), as ``confinement`` (the store's
     record of the job, jobs/store/confinement.py) says, never as its folder says.
 
@@ -48,12 +49,13 @@ def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None, con
     # A cluster job's launcher hands the record to the nodes that confine its ranks (sandbox/recorded.py).
     env[recorded_confinement.VARIABLE] = recorded_confinement.encode(
         confinement.user_code, confinement.reads, confinement.processes, confinement.nnodes, confinement.on_cluster)
-    # Beneath the job folder, links refused: a job may have planted output.txt -> somewhere.
-    output = jobfiles.open_append(folder.path, "output.txt")
+    # The server's part, which the job cannot write; opened beneath it without links all the same
+    # (a job made before the split kept its output.txt among its own files).
+    output = jobfiles.open_append(folder.path, folder.output.name)
     try:
         return subprocess.Popen(
             tethered_command(os.getpid(), command) if tethered else command,
-            cwd=folder.path,
+            cwd=folder.work,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=output,
@@ -139,11 +141,15 @@ def _still_running(proc: psutil.Process) -> bool:
         return False
 
 
-def final_status(folder: JobFolder, returncode: int | None, abort_requested: bool) -> tuple[Status, str | None]:
-    """Decide how a finished job ended, from its last status event and its exit code."""
+def final_status(folder: JobFolder, returncode: int | None, abort_requested: bool,
+                 since: float | None = None) -> tuple[Status, str | None]:
+    """Decide how a finished job ended, from its last status event and its exit code. ``since``:
+    when this attempt started (the store's ``started_at``): an earlier attempt's "done" or
+    "failed" does not decide how a resumed one ended, should it die before reporting anything."""
     last = None
     for event in read_events(folder.events, {"status"}):
-        last = event
+        if since is None or event.get("time", since) >= since:
+            last = event
     if last and last.get("status") in (Status.DONE, Status.FAILED, Status.ABORTED):
         return Status(last["status"]), last.get("error")
     if abort_requested:
@@ -162,7 +168,7 @@ _ROOT_CAUSE = re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+
 
 
 def _failed_rank(folder: JobFolder) -> tuple[int, int] | None:
-    match = _ROOT_CAUSE.search(tail_text(folder.path / "output.txt", 8000))
+    match = _ROOT_CAUSE.search(tail_text(folder.output, 8000))
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 

@@ -43,12 +43,15 @@ def sandboxed(command: list[str], folder: JobFolder, gpu_ids: list[int] | None,
 def recorded_policy(confinement: Confinement, job_dir: Path, gpu_ids: list[int]) -> sandbox.Policy:
     """The training policy (sandbox/job.py) of a job spanning the recorded processes and nodes,
     with the reads the record names: a file read is its folder (a checkpoint's, a pretrained
-    file's); a missing one stays as named (the sandbox skips it), never widened to its parent."""
+    file's); a missing one stays as named (the sandbox skips it), never widened to its parent; a
+    link (which bwrap would follow) is not bound at all."""
     job = job_confinement.ConfinedJob.model_validate({"processes": confinement.processes,
                                                       "nnodes": confinement.nnodes})
     policy = job_confinement.training_policy(job, job_dir, gpu_ids, os.environ)
     for value in confinement.reads:
         path = Path(value)
+        if path.is_symlink() or path.parent.is_symlink():  # a model job may make its checkpoint (or
+            continue  # its checkpoints folder) a link to /: bound, the link would open all it names
         policy.read.append(str(path.parent if path.is_file() else path))
-    policy.report_dir = str(job_dir)
+    policy.report_dir = str(JobFolder(job_dir).work)  # the supervisor's report: among the job's events
     return policy

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes.util
 import importlib
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -73,9 +72,11 @@ def gpu_inventory(nvml: Any = None) -> list[GPU]:
 
 
 def _torch_inventory() -> list[GPU]:
-    if "torch" not in sys.modules and not _cuda_driver_present():
+    if not _cuda_driver_present():
         # No driver, no GPU: importing torch (seconds, hundreds of MB) only to learn that would
-        # slow every CLI command and the server's start-up on machines without GPUs.
+        # slow every CLI command and the server's start-up on machines without GPUs. Not even
+        # where torch is in sys.modules: another thread may be halfway through importing it, and
+        # the first Create would wait for that import (issue 31.3: 30 s at a server's start).
         return []
     try:
         import torch

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Integer, String, select
 from sqlalchemy.orm import Mapped, mapped_column
 
+from trainyard.core.paths import JobFolder
 from trainyard.core.stored import SpecView, read_stored
 from trainyard.jobs.store.orm import Base
 
@@ -106,7 +107,7 @@ def recall(store, job, jobs_dir: Path) -> Confinement:
                            nnodes=row.nnodes, on_cluster=row.on_cluster)
     if job.kind not in USER_CODE_KINDS:
         return Confinement(user_code=False)
-    reads = [str(Path(jobs_dir) / job.parent_id / "dataset")] if job.parent_id else []
+    reads = [str(JobFolder(Path(jobs_dir) / job.parent_id).dataset)] if job.parent_id else []
     needs = job.needs or {}
     return Confinement(user_code=True, reads=reads, processes=int(needs.get("count") or 1),
                        on_cluster=needs.get("pool") == "cluster")

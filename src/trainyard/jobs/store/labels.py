@@ -11,12 +11,20 @@ import re
 
 from sqlalchemy import select
 
+from trainyard.core.document import Document
 from trainyard.core.errors import InvalidInput
 from trainyard.jobs.store.store import JobLabel, Store
 
 TAG = re.compile(r"[a-z0-9][a-z0-9._:+-]{0,31}")
 MAX_TAGS = 16
 MAX_NOTES = 10_000
+
+
+class Labels(Document):
+    """A job's tags (sorted) and notes; a job that has none has ``[]`` and ``""``."""
+
+    tags: list[str] = []
+    notes: str = ""
 
 
 def clean_tags(tags: list[str]) -> list[str]:
@@ -42,7 +50,7 @@ def clean_notes(notes: str) -> str:
     return notes.strip()
 
 
-def set_labels(store: Store, job_id: str, tags: list[str] | None = None, notes: str | None = None) -> dict:
+def set_labels(store: Store, job_id: str, tags: list[str] | None = None, notes: str | None = None) -> Labels:
     """Replace the job's tags and/or notes (None leaves that one as it is); the new labels."""
     tags = clean_tags(tags) if tags is not None else None
     notes = clean_notes(notes) if notes is not None else None
@@ -60,9 +68,9 @@ def set_labels(store: Store, job_id: str, tags: list[str] | None = None, notes: 
     return labels
 
 
-def labels_of(store: Store, job_ids: list[str]) -> dict[str, dict]:
-    """{id: {"tags": [...], "notes": "..."}} for every one of ``job_ids`` (empty where none)."""
-    found: dict[str, dict] = {i: {"tags": [], "notes": ""} for i in job_ids}
+def labels_of(store: Store, job_ids: list[str]) -> dict[str, Labels]:
+    """The labels of every one of ``job_ids``, by id (empty where none)."""
+    found = {i: Labels() for i in job_ids}
     if job_ids:
         with store.session() as s:
             for row in s.scalars(select(JobLabel).where(JobLabel.job_id.in_(job_ids))):
@@ -87,5 +95,5 @@ def _joined(tags: list[str]) -> str:
     return f",{','.join(sorted(tags))}," if tags else ""
 
 
-def _labels(row: JobLabel) -> dict:
-    return {"tags": [t for t in (row.tags or "").strip(",").split(",") if t], "notes": row.notes or ""}
+def _labels(row: JobLabel) -> Labels:
+    return Labels(tags=[t for t in (row.tags or "").strip(",").split(",") if t], notes=row.notes or "")

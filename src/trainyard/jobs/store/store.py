@@ -9,7 +9,7 @@ adopting an orphan) are compare-and-set updates (``update_job_if``), atomic on b
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import cast
 
 from sqlalchemy import (
@@ -217,6 +217,11 @@ class Store:
         (PostgreSQL re-checks the WHERE after waiting for a concurrent writer's row lock; SQLite
         writes one at a time). False when another process changed the job first.
         """
+        return self.change_job_if(job, fields)
+
+    def change_job_if(self, job: Job, fields: dict, before_commit: Callable[[], object] | None = None) -> bool:
+        """`update_job_if`, doing ``before_commit`` only if the change is made, before anyone
+        can read it (the row stays locked meanwhile)."""
         if fields.get("status") is not None:
             fields["status"] = Status(fields["status"])
         query = (update(Job).where(Job.id == job.id, Job.status == job.status,
@@ -229,6 +234,8 @@ class Store:
             new_status = fields.get("status")
             if new_status is not None and new_status != job.status:
                 s.add(StatusChange(job_id=job.id, status=new_status, detail=fields.get("status_detail")))
+            if before_commit is not None:
+                before_commit()
         return True
 
     def history(self, job_id: str) -> list[StatusChange]:

@@ -1,7 +1,7 @@
 """Several training runs side by side: the document behind ``jobs compare``, its API and page.
 
-``{"jobs": [{id, name, status, settings, best, final}], "differs": [setting names],
-"series": {id: {metric: [[epoch, value], ...]}}}``. Settings are each run's spec flattened to
+A ``Comparison`` (jobs/views/run_documents.py): each run (id, name, status, settings, best, final,
+tags, notes), the names of the settings that differ, and each run's curves. Settings are each run's spec flattened to
 dotted names (``lr.base_lr``), without what only locates files; ``differs`` names those whose
 values are not the same in every run (a setting one run lacks differs too), in sorted order.
 """
@@ -13,7 +13,9 @@ import hashlib
 from trainyard.core.vocabulary import BEST_METRIC, best_score
 from trainyard.jobs.kinds.registry import MODEL, model_metrics
 from trainyard.jobs.runs.manager import JobError, JobManager, JobNotFound
+from trainyard.jobs.store.labels import Labels, labels_of
 from trainyard.jobs.store.store import Job
+from trainyard.jobs.views.run_documents import ComparedRun, Comparison
 
 MAX_RUNS = 20  # more curves than this on one chart are not readable, and each costs a file read
 SERIES = ("train_loss", "val_loss", "val_accuracy", "val_map50", "val_map", "lr")
@@ -32,15 +34,16 @@ def parse_ids(text: str | list[str] | None) -> list[str]:
     return ids
 
 
-def compare(manager: JobManager, ids: list[str]) -> dict:
+def compare(manager: JobManager, ids: list[str]) -> Comparison:
     """The compare document for model jobs ``ids`` (see the module docstring)."""
     jobs = [_model_job(manager, job_id) for job_id in ids]
+    labels = labels_of(manager.store, ids)
     runs, series = [], {}
     for job in jobs:
-        run, curves = _run(manager, job)
+        run, curves = _run(manager, job, labels[job.id])
         runs.append(run)
         series[job.id] = curves
-    return {"jobs": runs, "differs": differing([r["settings"] for r in runs]), "series": series}
+    return Comparison(jobs=runs, differs=differing([r.settings for r in runs]), series=series)
 
 
 def _model_job(manager: JobManager, job_id: str) -> Job:
@@ -52,7 +55,7 @@ def _model_job(manager: JobManager, job_id: str) -> Job:
     return job
 
 
-def _run(manager: JobManager, job: Job) -> tuple[dict, dict]:
+def _run(manager: JobManager, job: Job, labels: Labels) -> tuple[ComparedRun, dict]:
     folder = manager.folder(job.id)
     metrics, _ = model_metrics(folder)
     spec = MODEL.find_spec(folder)
@@ -63,11 +66,11 @@ def _run(manager: JobManager, job: Job) -> tuple[dict, dict]:
     epochs = [points[-1][0] for points in metrics.values() if points]
     if final:
         final["epoch"] = max(epochs)
-    run = {"id": job.id, "name": job.name, "status": job.status.value, "group": job.group,
-           # As the spec was written (exclude_unset): a setting a job never had is not made up.
-           "settings": flat_settings(spec.model_dump(mode="json", exclude_unset=True) if spec else {}),
-           "best": {"epoch": best[0], key: best[1]} if best else None,
-           "final": final or None}
+    run = ComparedRun(id=job.id, name=job.name, status=job.status, group=job.group,
+                      # As the spec was written (exclude_unset): a setting a job never had is not made up.
+                      settings=flat_settings(spec.model_dump(mode="json", exclude_unset=True) if spec else {}),
+                      best={"epoch": best[0], key: best[1]} if best else None, final=final or None,
+                      tags=labels.tags, notes=labels.notes)
     return run, {name: metrics.get(name, []) for name in SERIES}
 
 
@@ -93,17 +96,25 @@ def differing(settings: list[dict]) -> list[str]:
     return [n for n in names if len({repr(s.get(n, "<unset>")) for s in settings}) > 1]
 
 
-def text_table(doc: dict) -> list[str]:
+def text_table(doc: Comparison) -> list[str]:
     """The CLI's table: one row per run, the differing settings and the metrics as columns."""
-    columns = ["id", *doc["differs"], "status", "best acc", "at epoch", "final acc", "final loss"]
+    with_notes = any(run.notes for run in doc.jobs)
+    columns = ["id", *doc.differs, "status", "best acc", "at epoch", "final acc", "final loss",
+               *(["notes"] if with_notes else [])]
     rows = []
-    for run in doc["jobs"]:
-        best, final = run["best"] or {}, run["final"] or {}
-        rows.append([run["id"], *(_cell(run["settings"].get(n)) for n in doc["differs"]), run["status"],
+    for run in doc.jobs:
+        best, final = run.best or {}, run.final or {}
+        rows.append([run.id, *(_cell(run.settings.get(n)) for n in doc.differs), run.status.value,
                      _cell(best_score(best)), _cell(best.get("epoch")),
-                     _cell(final.get("val_accuracy", final.get("val_map50"))), _cell(final.get("train_loss"))])
+                     _cell(final.get("val_accuracy", final.get("val_map50"))), _cell(final.get("train_loss")),
+                     *([_clipped(run.notes)] if with_notes else [])])
     widths = [max(len(str(c)) for c in col) for col in zip(columns, *rows)]
     return ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [columns, *rows]]
+
+
+def _clipped(notes: str, width: int = 40) -> str:
+    line = " ".join(notes.split())  # one line in the table, however the notes were written
+    return line if len(line) <= width else line[:width - 1] + "…"
 
 
 def _cell(value) -> str:

@@ -16,6 +16,7 @@ from sqlalchemy import and_, func, or_, select
 
 from trainyard.core.errors import InvalidInput
 from trainyard.core.status import Status
+from trainyard.jobs.kinds.documents import JobPage
 from trainyard.jobs.store.store import STATUS_VALUES, Job, Store
 from trainyard.jobs.views.documents import job_brief
 
@@ -32,8 +33,9 @@ def parse_cursor(cursor: str) -> tuple[float, str]:
 
 def feed(store: Store, kind: str | None = None, statuses: Iterable[str] | None = None,
          limit: int | None = None, cursor: str | None = None,
-         updated_since: float | None = None) -> dict:
-    """{"jobs": [...], "next_cursor", "as_of", "total"}; without ``limit``, every job (one page)."""
+         updated_since: float | None = None) -> JobPage:
+    """A page of job briefs with its ``next_cursor``, ``as_of`` and ``total``; without ``limit``,
+    every job (one page)."""
     conditions = []
     if kind:
         conditions.append(JOBS.c.kind == kind)
@@ -57,5 +59,4 @@ def feed(store: Store, kind: str | None = None, statuses: Iterable[str] | None =
     more = limit is not None and len(rows) > limit
     rows = rows[:limit] if limit is not None else rows
     next_cursor = f"{rows[-1].created_at!r}~{rows[-1].id}" if more else None
-    return {"jobs": [job_brief(r) for r in rows], "next_cursor": next_cursor,
-            "as_of": as_of or 0.0, "total": total}
+    return JobPage(jobs=[job_brief(r) for r in rows], next_cursor=next_cursor, as_of=as_of or 0.0, total=total)

@@ -23,6 +23,7 @@ import psutil
 from trainyard.core.status import Status
 from trainyard.core.vocabulary import gpu_index
 from trainyard.jobs.scheduling.gpu_devices import Unit, visible_units
+from trainyard.jobs.views.system_documents import JobHardware
 
 
 def _load_pynvml():
@@ -209,26 +210,21 @@ class Hardware:
         return {"cpu_count": os.cpu_count(), "cpu_percent": self.cpu.percent(),
                 "memory_total": memory.total, "memory_used": memory.total - memory.available}
 
-    def job(self, job) -> dict:
+    def job(self, job) -> JobHardware:
         """Live figures of a job row: its GPUs and processes while it runs, nothing after."""
         running = job.status == Status.RUNNING
         resources = (job.summary or {}).get("resources", []) if running else []
         gpu_ids = [i for i in (gpu_index(r, shares=False) for r in resources) if i is not None]
         workers = (job.summary or {}).get("workers") or []
-        return {
-            "id": job.id,
-            "status": job.status,
-            "status_detail": job.status_detail,
-            "error": job.error,
-            "progress": job.progress,
-            "eta": job.eta if running else None,
-            "resources": resources,
-            "gpus": self.gpus.sample(gpu_ids) if gpu_ids else [],
-            "cpu": self.processes.sample(job.pid) if running else None,
-            "system": self.system(),
-            "workers": self.workers(workers) if running and workers else [],
-            "time": time.time(),
-        }
+        return JobHardware(
+            id=job.id, status=job.status, status_detail=job.status_detail, error=job.error,
+            progress=job.progress, eta=job.eta if running else None, resources=resources,
+            gpus=self.gpus.sample(gpu_ids) if gpu_ids else [],
+            cpu=self.processes.sample(job.pid) if running else None,
+            system=self.system(),
+            workers=self.workers(workers) if running and workers else [],
+            time=time.time(),
+        )
 
     @staticmethod
     def workers(workers: list[dict]) -> list[dict]:

@@ -128,7 +128,8 @@ def job_page(store: Store, query: PageQuery) -> JobPage:
     with store.session() as s:
         ids = list(s.scalars(statement))
         rows = {row.id: row for row in s.execute(select(JOBS).where(JOBS.c.id.in_(ids)))}
-    jobs = [job_brief(rows[i]) for i in ids if i in rows]
+    # the table's rows: each job's brief, to which the page adds its display cells (web/listing.py)
+    jobs = [job_brief(rows[i]).model_dump() for i in ids if i in rows]
     return JobPage(jobs, matched, total, page, pages, query.per_page)
 
 
@@ -138,6 +139,15 @@ def names_of(store: Store, ids: set[str]) -> dict[str, str]:
         return {}
     with store.session() as s:
         return dict(s.execute(select(JOBS.c.id, JOBS.c.name).where(JOBS.c.id.in_(ids))).all())
+
+
+def classes_of(store: Store, ids: set[str]) -> dict[str, int]:
+    """{id: number of classes} of the given datasets that know theirs (a page's models' parents)."""
+    if not ids:
+        return {}
+    with store.session() as s:
+        rows = s.execute(select(JOBS.c.id, JOBS.c.summary).where(JOBS.c.id.in_(ids))).all()
+    return {i: len(summary["classes"]) for i, summary in rows if isinstance(summary, dict) and summary.get("classes")}
 
 
 def version(store: Store) -> str:

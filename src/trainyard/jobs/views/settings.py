@@ -12,6 +12,8 @@ import re
 import time
 from pathlib import Path
 
+from trainyard.core import jobfiles
+from trainyard.core.paths import JobFolder
 from trainyard.core.status import FINAL_STATUSES
 from trainyard.jobs.kinds.registry import MODEL
 from trainyard.training.lr_policies import get_lr_policy
@@ -24,7 +26,8 @@ def as_text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
-        return str(int(value)) if float(value).is_integer() else repr(float(value))
+        # Ten significant digits drop float noise (3 * 1e-4 is 0.00030000000000000003).
+        return str(int(value)) if float(value).is_integer() else repr(float(f"{value:.10g}"))
     if isinstance(value, list):
         return ", ".join(as_text(v) for v in value)
     return str(value)
@@ -110,9 +113,12 @@ def lr_unused(spec: dict) -> set[str]:
 
 
 def seed_used(job_dir: Path) -> int | None:
-    """The seed the run actually drew or was given: the last start line of the job's log says it."""
+    """The seed the run actually drew or was given: the last start line of the job's log says it
+    (the job writes its log: read as every job file, core/jobfiles.py, its last MiB)."""
+    log = JobFolder(job_dir).log
     try:
-        found = _SEED_LOGGED.findall((job_dir / "log.txt").read_text(errors="replace"))
+        found = _SEED_LOGGED.findall(jobfiles.read_bytes(log.parent, log.name, 1 << 20, tail=True)
+                                     .decode(errors="replace"))
     except OSError:
         return None
     return int(found[-1]) if found else None

@@ -23,6 +23,7 @@ from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import SPLITS, SplitReader, open_split
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.dataset import append_dataset_job, create_dataset_job
+from trainyard.jobs.kinds.documents import JobDetail
 from trainyard.jobs.store.store import Job
 from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.web import media
@@ -39,17 +40,17 @@ def _spec(fields: dict) -> DatasetSpec:
     return DatasetSpec.model_validate(fields)  # a ValidationError is a 422 (web/errors.py)
 
 
-def _create(ctx: Context, make_job: Callable[[], Job]) -> dict:
+def _create(ctx: Context, make_job: Callable[[], Job]) -> JobDetail:
     return job_detail(ctx.manager, make_job())
 
 
 @router.get("", response_model=schemas.DatasetList)
-def list_datasets(ctx: Ctx) -> dict:
-    return {"datasets": [job_brief(j) for j in ctx.store.list_jobs(kind="dataset")]}
+def list_datasets(ctx: Ctx) -> schemas.DatasetList:
+    return schemas.DatasetList(datasets=[job_brief(j) for j in ctx.store.list_jobs(kind="dataset")])
 
 
 @router.post("", status_code=201, dependencies=[Depends(wake_scheduler)], response_model=schemas.DatasetDetail)
-def create_dataset(ctx: Ctx, fields: dict) -> dict:
+def create_dataset(ctx: Ctx, fields: dict) -> JobDetail:
     """Build a dataset from folders or lists on the server (paths inside the data roots)."""
     spec = _spec(fields)
     return _create(ctx, lambda: create_dataset_job(ctx, spec))
@@ -62,7 +63,7 @@ def _discard_uploads(fields: dict) -> None:
             shutil.rmtree(Path(fields[key]).parent, ignore_errors=True)
 
 
-def _create_from_upload(ctx: Context, fields: dict, make_job: Callable[[], Job]) -> dict:
+def _create_from_upload(ctx: Context, fields: dict, make_job: Callable[[], Job]) -> JobDetail:
     """Like _create, removing the uploaded files when the request is refused."""
     try:
         return _create(ctx, make_job)
@@ -90,19 +91,19 @@ async def _fields_with_uploads(ctx: Context, spec_json: str, file: UploadFile | 
              response_model=schemas.DatasetDetail)
 async def upload_dataset(ctx: Ctx, file: Annotated[UploadFile, File(description="zip or tar(.gz) of class folders")],
                          spec: Annotated[str, Form(description="JSON of the other dataset options")] = "{}",
-                         val_file: Annotated[UploadFile | None, File()] = None) -> dict:
+                         val_file: Annotated[UploadFile | None, File()] = None) -> JobDetail:
     fields = await _fields_with_uploads(ctx, spec, file, val_file)
     return _create_from_upload(ctx, fields, lambda: create_dataset_job(ctx, _spec(fields)))
 
 
 @router.get("/{dataset_id}", response_model=schemas.DatasetDetail)
-def show_dataset(ctx: Ctx, dataset_id: str) -> dict:
+def show_dataset(ctx: Ctx, dataset_id: str) -> JobDetail:
     return job_detail(ctx.manager, get_job_of_kind(ctx, dataset_id, "dataset"))
 
 
 @router.post("/{dataset_id}/append", status_code=201, dependencies=[Depends(wake_scheduler)],
              response_model=schemas.DatasetDetail)
-def append_dataset(ctx: Ctx, dataset_id: str, fields: dict) -> dict:
+def append_dataset(ctx: Ctx, dataset_id: str, fields: dict) -> JobDetail:
     """A new version with the images of another folder or list added."""
     get_job_of_kind(ctx, dataset_id, "dataset")
     return _create(ctx, lambda: append_dataset_job(ctx, dataset_id, fields))
@@ -111,7 +112,7 @@ def append_dataset(ctx: Ctx, dataset_id: str, fields: dict) -> dict:
 @router.post("/{dataset_id}/append/upload", status_code=201, dependencies=[Depends(wake_scheduler)],
              response_model=schemas.DatasetDetail)
 async def append_upload(ctx: Ctx, dataset_id: str, file: Annotated[UploadFile, File()],
-                        spec: Annotated[str, Form()] = "{}") -> dict:
+                        spec: Annotated[str, Form()] = "{}") -> JobDetail:
     get_job_of_kind(ctx, dataset_id, "dataset")
     fields = await _fields_with_uploads(ctx, spec, file, None)
     return _create_from_upload(ctx, fields, lambda: append_dataset_job(ctx, dataset_id, fields))
@@ -141,18 +142,18 @@ def _open(folder: Path, split: str) -> SplitReader:
 
 @router.get("/{dataset_id}/images", response_model=schemas.ImagePage)
 def list_images(ctx: Ctx, dataset_id: str, split: str = "train", label: int | None = None,
-                offset: int = Query(0, ge=0), limit: int = Query(48, ge=1, le=PAGE_MAX)) -> dict:
+                offset: int = Query(0, ge=0), limit: int = Query(48, ge=1, le=PAGE_MAX)) -> schemas.ImagePage:
     """A page of a split's images (index and label), optionally of one class only. A detection
     split's images carry their boxes, and ``label`` is the number of boxes."""
     folder = _built_dataset(ctx, dataset_id)
     reader = _open(folder, split)
     if is_detection_split(folder / split):
-        return image_page(folder / split, label, offset, limit)
+        return schemas.ImagePage.model_validate(image_page(folder / split, label, offset, limit))
     labels = reader.labels
     indices = range(len(labels)) if label is None else (labels == label).nonzero()[0]
     page = [int(i) for i in indices[offset: offset + limit]]
-    return {"split": split, "total": len(indices), "offset": offset,
-            "images": [{"index": i, "label": int(labels[i])} for i in page]}
+    return schemas.ImagePage(split=split, total=len(indices), offset=offset,
+                             images=[schemas.ImageRef(index=i, label=int(labels[i])) for i in page])
 
 
 @router.get("/{dataset_id}/images/{split}/{index}.png", **media.PNG)

@@ -46,7 +46,7 @@ def _stem(path: Path) -> str:
 
 
 @router.post("/models/import", status_code=201, response_model=schemas.ModelDetail)
-async def import_model(ctx: Ctx, file: UploadFile = File(...), name: str | None = Form(None)) -> dict:
+async def import_model(ctx: Ctx, file: UploadFile = File(...), name: str | None = Form(None)) -> schemas.JobDetail:
     """Create a model job (status done) from an archive downloaded from trainyard."""
     path = await save_upload(file, ctx.settings.uploads_dir, ctx.settings.max_upload_mb * 2**20)
     try:

@@ -22,6 +22,7 @@ from trainyard.core.errors import InvalidInput, NotFound, TooLarge
 from trainyard.core.paths import resolve_inside
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.inference import create_inference_job, inference_jobs
+from trainyard.jobs.store.store import Job
 from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind, wake_scheduler
 from trainyard.web.json_body import parse_json_object
@@ -76,7 +77,8 @@ def _allowed_file(ctx: Context, path: str) -> Path:
 
 @router.post("/{model_id}/classify", openapi_extra=CLASSIFY_BODY, response_model=more.Classified)
 async def classify(ctx: Ctx, request: Request, model_id: str, epoch: float | None = None,
-                   top: int = Query(5, ge=1, le=100), visualize: bool = False, saliency: bool = False) -> dict:
+                   top: int = Query(5, ge=1, le=100), visualize: bool = False,
+                   saliency: bool = False) -> more.Classified:
     """Top classes of uploaded images (multipart ``images``) or of files inside the data roots
     (JSON ``{"paths": [...]}``), by the latest snapshot or ``epoch``. ``visualize`` adds each
     layer's weights, activations and statistics; ``saliency`` (and ``visualize``) a Grad-CAM map."""
@@ -92,16 +94,17 @@ async def classify(ctx: Ctx, request: Request, model_id: str, epoch: float | Non
 
 @router.post("/{model_id}/detect", openapi_extra=CLASSIFY_BODY, response_model=more.Detected)
 async def detect(ctx: Ctx, request: Request, model_id: str, epoch: float | None = None,
-                 threshold: float = Query(0.5, ge=0, le=1)) -> dict:
+                 threshold: float = Query(0.5, ge=0, le=1), visualize: bool = False) -> more.Detected:
     """Boxes of a detection model in uploaded images (multipart ``images``) or files inside the
     data roots (JSON ``{"paths": [...]}``), in each image's own pixels, best first, scores at
-    or above ``threshold``."""
+    or above ``threshold``. ``visualize`` adds the first image's backbone and neck layers
+    (weights, activations, statistics) as ``results[0].visualization.layers``."""
     get_job_of_kind(ctx, model_id, "model")
     sources = await _images_of(ctx, request)
 
     from trainyard.web.detect_work import detect_sources  # torch: on first use, not at start-up
 
-    work = partial(detect_sources, ctx, model_id, epoch, sources, threshold=threshold)
+    work = partial(detect_sources, ctx, model_id, epoch, sources, threshold=threshold, visualize=visualize)
     return await asyncio.get_running_loop().run_in_executor(INFERENCE, work)
 
 
@@ -114,13 +117,13 @@ class EvaluateRequest(BaseModel):
 
 @router.post("/{model_id}/evaluate", status_code=201, dependencies=[Depends(wake_scheduler)],
              response_model=schemas.InferenceJob)
-def evaluate(ctx: Ctx, model_id: str, request: EvaluateRequest | None = None) -> dict:
+def evaluate(ctx: Ctx, model_id: str, request: EvaluateRequest | None = None) -> schemas.InferenceJob:
     """Queue an evaluation of the model on its dataset's val (or test) split."""
     request = request or EvaluateRequest()
     get_job_of_kind(ctx, model_id, "model")
     job = create_inference_job(ctx, "evaluate", model_id, epoch=request.epoch, split=request.split,
                                batch_size=request.batch_size)
-    return {**job_detail(ctx.manager, job), "page": f"/models/{model_id}/evaluations/{job.id}"}
+    return _queued(ctx, job, f"/models/{model_id}/evaluations/{job.id}")
 
 
 class ManyRequest(BaseModel):
@@ -134,9 +137,15 @@ class ManyRequest(BaseModel):
     top: int = Field(5, ge=1, le=100)
     top_n: int = Field(12, ge=0, le=100)
     batch_size: int = Field(64, ge=1, le=4096)
+    threshold: float = Field(0.5, ge=0, le=1)  # a detection model's smallest box score kept
 
 
-async def _many(ctx: Context, request: Request, model_id: str, top_n: int, anchor: str = "") -> dict:
+def _queued(ctx: Context, job: Job, page: str) -> schemas.InferenceJob:
+    """The inference job just queued, with the page that shows it."""
+    return schemas.InferenceJob(**dict(job_detail(ctx.manager, job)), page=page)
+
+
+async def _many(ctx: Context, request: Request, model_id: str, top_n: int, anchor: str = "") -> schemas.InferenceJob:
     get_job_of_kind(ctx, model_id, "model")
     fields, upload = await upload_source(ctx, request)
     fields.setdefault("top_n", top_n)
@@ -148,28 +157,30 @@ async def _many(ctx: Context, request: Request, model_id: str, top_n: int, ancho
     if options.split:
         source["split"] = options.split
     job = create_inference_job(ctx, "classify-many", model_id, epoch=options.epoch, image_root=options.image_root,
-                               top=options.top, top_n=options.top_n, batch_size=options.batch_size, **source)
-    return {**job_detail(ctx.manager, job), "page": f"/models/{model_id}/classify-many/{job.id}{anchor}"}
+                               top=options.top, top_n=options.top_n, batch_size=options.batch_size,
+                               threshold=options.threshold, **source)
+    return _queued(ctx, job, f"/models/{model_id}/classify-many/{job.id}{anchor}")
 
 
 @router.post("/{model_id}/classify-many", status_code=201, dependencies=[Depends(wake_scheduler)],
              response_model=schemas.InferenceJob)
-async def classify_many(ctx: Ctx, request: Request, model_id: str) -> dict:
+async def classify_many(ctx: Ctx, request: Request, model_id: str) -> schemas.InferenceJob:
     """Queue a job classifying a list file (``path [label]`` lines), a folder or an archive:
     JSON ``{"path": ..., "image_root": ...}``, ``{"split": "val"}``, or a multipart ``file``
-    (a list or a .zip/.tar(.gz)) with the same fields as form fields."""
+    (a list or a .zip/.tar(.gz)) with the same fields as form fields. For a detection model the
+    job detects (boxes per image at or above ``threshold``; its rows give ``boxes``)."""
     return await _many(ctx, request, model_id, top_n=12)
 
 
 @router.post("/{model_id}/top-n", status_code=201, dependencies=[Depends(wake_scheduler)],
              response_model=schemas.InferenceJob)
-async def top_n(ctx: Ctx, request: Request, model_id: str) -> dict:
+async def top_n(ctx: Ctx, request: Request, model_id: str) -> schemas.InferenceJob:
     """Classify-many whose point is, per class, the ``top_n`` images the network is surest of."""
     return await _many(ctx, request, model_id, top_n=12, anchor="#top-n")
 
 
 @router.get("/{model_id}/inference", response_model=more.InferenceList)
-def list_inference(ctx: Ctx, model_id: str) -> dict:
+def list_inference(ctx: Ctx, model_id: str) -> more.InferenceList:
     """The model's classify-many and evaluate jobs, newest first."""
     get_job_of_kind(ctx, model_id, "model")
-    return {"jobs": [job_brief(job) for job in inference_jobs(ctx, model_id)]}
+    return more.InferenceList(jobs=[job_brief(job) for job in inference_jobs(ctx, model_id)])

@@ -29,7 +29,8 @@ formatting.install(templates.env)
 
 
 def _model(ctx: Context, model_id: str) -> dict:
-    return job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model"))
+    """The model's document as the page's templates read it (a dict: absent fields stay absent)."""
+    return job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model")).model_dump()
 
 
 def _splits(model: dict) -> list[str]:
@@ -44,7 +45,7 @@ def _splits(model: dict) -> list[str]:
 def classify_page(request: Request, ctx: Ctx, model_id: str, epoch: float | None = None):
     """Classify one image or many, top-N and evaluate, with this model's snapshots."""
     model = _model(ctx, model_id)
-    jobs = [job_brief(job) for job in inference_jobs(ctx, model_id)]
+    jobs = [job_brief(job).model_dump() for job in inference_jobs(ctx, model_id)]
     # The checkpoint files themselves: a snapshot is usable as soon as its file is complete.
     snapshots = list(checkpoint_epochs(ctx.manager.folder(model_id).path))
     page = "detect.html" if model.get("task") == "detection" else "classify.html"  # boxes, not classes
@@ -58,7 +59,7 @@ def many_page(request: Request, ctx: Ctx, model_id: str, job_id: str):
     """A classify-many job: progress, paged results, accuracy and confusion, top-N per class."""
     job, folder, spec = job_folder(ctx, model_id, job_id, "classify-many")
     return templates.TemplateResponse(request, "many_show.html", {
-        "model": _model(ctx, model_id), "job": job_detail(ctx.manager, job), "spec": spec})
+        "model": _model(ctx, model_id), "job": job_detail(ctx.manager, job).model_dump(), "spec": spec})
 
 
 @router.get("/models/{model_id}/evaluations/{job_id}", response_class=HTMLResponse)
@@ -66,4 +67,4 @@ def evaluation_page(request: Request, ctx: Ctx, model_id: str, job_id: str):
     """An evaluation: accuracy, per-class table, confusion heat map, most-confused pairs."""
     job, folder, spec = job_folder(ctx, model_id, job_id, "evaluate")
     return templates.TemplateResponse(request, "evaluate_show.html", {
-        "model": _model(ctx, model_id), "job": job_detail(ctx.manager, job), "spec": spec})
+        "model": _model(ctx, model_id), "job": job_detail(ctx.manager, job).model_dump(), "spec": spec})

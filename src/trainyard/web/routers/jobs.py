@@ -11,6 +11,8 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from trainyard.core.events import EventTail
 from trainyard.jobs.context import Context
+from trainyard.jobs.kinds.documents import JobDetail
+from trainyard.jobs.runs import server_log
 from trainyard.jobs.runs.runner import tail_text
 from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.jobs.views.feed import feed
@@ -30,46 +32,47 @@ def list_jobs(ctx: Ctx, kind: str | None = None, status: str | None = None,
               limit: int | None = Query(None, ge=1, le=1000, description="jobs per page; all if absent"),
               cursor: str | None = Query(None, description="next_cursor of the previous page"),
               updated_since: float | None = Query(None, description="only jobs changed after this "
-                                                  "time (as_of of an earlier answer)")) -> dict:
+                                                  "time (as_of of an earlier answer)")) -> schemas.JobPage:
     """Jobs, newest first: ``{"jobs": [...], "next_cursor", "as_of", "total"}`` (jobs/views/feed.py)."""
     statuses = status.split(",") if status else None
     return feed(ctx.store, kind, statuses, limit, cursor, updated_since)
 
 
-@router.get("/{job_id}", response_model=schemas.JobDetail)
-def show_job(ctx: Ctx, job_id: str) -> dict:
+@router.get("/{job_id}", response_model=schemas.AnyJobDetail)
+def show_job(ctx: Ctx, job_id: str) -> JobDetail:
     return job_detail(ctx.manager, get_job_of_kind(ctx, job_id))
 
 
 @router.post("/{job_id}/abort", dependencies=[Depends(wake_scheduler)], response_model=schemas.JobBrief)
-async def abort_job(ctx: Ctx, job_id: str) -> dict:
+async def abort_job(ctx: Ctx, job_id: str) -> schemas.JobBrief:
     get_job_of_kind(ctx, job_id)
     job = await asyncio.to_thread(ctx.manager.abort, job_id)  # may wait out the grace period
     return job_brief(job)
 
 
 @router.post("/{job_id}/resume", dependencies=[Depends(wake_scheduler)], response_model=schemas.JobBrief)
-def resume_job(ctx: Ctx, job_id: str) -> dict:
+def resume_job(ctx: Ctx, job_id: str) -> schemas.JobBrief:
     get_job_of_kind(ctx, job_id)
     return job_brief(ctx.manager.resume(job_id))
 
 
 @router.delete("/{job_id}", response_model=schemas.Deleted)
-async def delete_job(ctx: Ctx, job_id: str) -> dict:
+async def delete_job(ctx: Ctx, job_id: str) -> schemas.Deleted:
     get_job_of_kind(ctx, job_id)
     await asyncio.to_thread(ctx.manager.delete, job_id)
-    return {"deleted": job_id}
+    return schemas.Deleted(deleted=job_id)
 
 
 @router.get("/{job_id}/log", response_class=PlainTextResponse)
 def job_log(ctx: Ctx, job_id: str, max_bytes: int = Query(20000, ge=0, le=2_000_000)) -> str:
     get_job_of_kind(ctx, job_id)
     folder = ctx.manager.folder(job_id)
-    return tail_text(folder.log, max_bytes) + tail_text(folder.path / "output.txt", max_bytes // 4)
+    return (tail_text(folder.log, max_bytes) + tail_text(folder.output, max_bytes // 4)
+            + server_log.tail(folder, max_bytes // 4))
 
 
 @router.get("/{job_id}/hardware", response_model=more.JobHardware)
-def job_hardware(ctx: Ctx, hardware: Hw, job_id: str) -> dict:
+def job_hardware(ctx: Ctx, hardware: Hw, job_id: str) -> more.JobHardware:
     """Live figures while the job runs: each GPU it holds (NVML) and its processes' CPU and memory.
 
     Also carries the job's status, so a page that polls this every second or two needs nothing else.

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from trainyard.jobs.store.labels import MAX_NOTES, set_labels
 from trainyard.jobs.views.documents import job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
-from trainyard.web.schemas.jobs import JobDetail
+from trainyard.web.schemas.jobs import AnyJobDetail, JobDetail
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 
@@ -22,8 +22,8 @@ class LabelsPatch(BaseModel):
     notes: str | None = Field(None, max_length=MAX_NOTES)
 
 
-@router.patch("/{job_id}", response_model=JobDetail)
-def patch_job(ctx: Ctx, job_id: str, body: LabelsPatch) -> dict:
+@router.patch("/{job_id}", response_model=AnyJobDetail)
+def patch_job(ctx: Ctx, job_id: str, body: LabelsPatch) -> JobDetail:
     """Set the job's tags and/or notes; answers the whole job, with them."""
     get_job_of_kind(ctx, job_id)
     set_labels(ctx.store, job_id, tags=body.tags, notes=body.notes)

@@ -7,7 +7,7 @@ network's source and an inspection load torch (in the handlers, so the server st
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import PlainTextResponse
@@ -32,15 +32,16 @@ checks = BoundedPool("trainyard-inspect", workers=network_cache.checks.workers +
 
 @router.get("", response_model=more.NetworkList)
 def list_networks(ctx: Ctx, num_classes: Annotated[int, Query(ge=1, le=100_000)] = 10,
-                  in_channels: Annotated[int, Query(ge=1, le=4)] = 3) -> dict:
+                  in_channels: Annotated[int, Query(ge=1, le=4)] = 3) -> more.NetworkList:
     """The standard networks, with their parameter counts for ``num_classes`` and ``in_channels``
     (the new-model form asks for its dataset's, so they match what Visualize says)."""
     from trainyard.jobs.kinds.precheck import cache_for
 
     counts = cache_for(ctx)
-    return {"networks": [{**asdict(info), "params": counts.parameter_count(info.name, num_classes, in_channels)}
-                         for info in networks.list_networks()],
-            "num_classes": num_classes, "in_channels": in_channels}
+    return more.NetworkList(
+        networks=[more.Network(**asdict(info), params=counts.parameter_count(info.name, num_classes, in_channels))
+                  for info in networks.list_networks()],
+        num_classes=num_classes, in_channels=in_channels)
 
 
 def warm(ctx: Context) -> None:
@@ -60,6 +61,23 @@ def network_source(name: str) -> str:
     return registry.network_source(name)  # UnknownNetwork is a 404
 
 
+@router.get("/templates/{task}", response_class=PlainTextResponse)
+def network_template(task: Literal["detection"]) -> str:
+    """The custom-network file the editor starts from on a dataset of ``task`` (a detector's
+    convention: networks/custom_detection.py); a classifier's is the editor's own example."""
+    from trainyard.networks.custom_detection import TEMPLATES
+
+    return TEMPLATES[task]
+
+
+def _task_of(network: str | None) -> str | None:
+    """A standard network's task, None for a custom one (or a name the check will refuse)."""
+    try:
+        return networks.get_network(network).task if network else None
+    except networks.UnknownNetwork:
+        return None
+
+
 class InspectRequest(BaseModel):
     network: str | None = None
     source: str | None = None
@@ -68,6 +86,7 @@ class InspectRequest(BaseModel):
     image_size: int | None = Field(None, ge=8, le=1024)
     # (height, width) where it is not a square (a CLI asking for its queued job's check)
     input_size: tuple[Annotated[int, Field(ge=8, le=4096)], Annotated[int, Field(ge=8, le=4096)]] | None = None
+    task: Literal["classification", "detection"] = "classification"  # a detector is checked as one
 
     @model_validator(mode="after")
     def _one(self) -> InspectRequest:
@@ -77,7 +96,7 @@ class InspectRequest(BaseModel):
 
 
 @router.post("/inspect", response_model=more.Inspection)
-async def inspect(ctx: Ctx, request: InspectRequest) -> dict:
+async def inspect(ctx: Ctx, request: InspectRequest) -> more.Inspection:
     """Build the network in a separate process and list its layers with output shapes.
 
     A network that does not build answers ``{"ok": false, "error": ..., "line": N}``.
@@ -86,9 +105,12 @@ async def inspect(ctx: Ctx, request: InspectRequest) -> dict:
         raise InvalidInput("a custom network needs image_size")
     from trainyard.jobs.kinds.precheck import cache_for
 
+    # A standard network is checked as what it is (a detector takes boxes), whatever was asked.
+    task = _task_of(request.network) or request.task
     # Its own bounded pool: slow checks never hold up the scheduler or other requests (the check
     # itself kills its child process after its timeout).
-    return await checks.run(
+    answer = await checks.run(
         cache_for(ctx).check, source=request.source, network=request.network, num_classes=request.num_classes,
         in_channels=request.in_channels, image_size=request.image_size, input_size=request.input_size,
-        timeout=ctx.settings.check_timeout_s)
+        timeout=ctx.settings.check_timeout_s, task=task)
+    return more.Inspection.model_validate(answer)  # the checker's answer (from its child, or cached)

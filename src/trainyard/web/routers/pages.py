@@ -18,7 +18,8 @@ from trainyard.core import formatting
 from trainyard.core.vocabulary import RESIZE_MODES
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.jobs.context import Context
-from trainyard.jobs.kinds.registry import DATASET, MODEL
+from trainyard.jobs.kinds.dataset import version_name
+from trainyard.jobs.kinds.registry import DATASET, MODEL, spec_as_written
 from trainyard.jobs.store import labels
 from trainyard.jobs.views import listing_query
 from trainyard.jobs.views.documents import job_detail, list_briefs
@@ -33,6 +34,8 @@ formatting.install(templates.env)
 VERSION_HEADER = "X-Jobs-Version"  # what the tables show; home.js sends it back as ``since``
 REDRAW_S = 30
 templates.env.filters["num"] = model_form.as_text  # epochs as 3 or 2.5, never 3.0
+# A setting's name and value as the job page words them ("Base learning rate"), on every page.
+templates.env.filters.update(setting_label=model_page.label, setting_text=model_page.text)
 
 
 def render(request: Request, name: str, **context: Any) -> HTMLResponse:
@@ -71,10 +74,11 @@ def _mark(ctx: Context) -> str:
 def _job_tables(ctx: Context, query: listing.Query) -> dict:
     datasets, models = (listing_query.job_page(ctx.store, query.for_kind(k)) for k in ("dataset", "model"))
     names = listing_query.names_of(ctx.store, {j["parent"] for j in datasets.jobs + models.jobs if j["parent"]})
+    classes = listing_query.classes_of(ctx.store, {j["parent"] for j in models.jobs if j["parent"]})
     gpu_labels = {g.resource: f"GPU {g.index}" for g in ctx.pools.gpus}
     shown = datasets.jobs + models.jobs
-    listing.add_cells(shown, names, gpu_labels)
-    listing.add_tags(shown, labels.labels_of(ctx.store, [j["id"] for j in shown]))
+    listing.add_cells(shown, names, gpu_labels, classes)
+    listing.add_labels(shown, labels.labels_of(ctx.store, [j["id"] for j in shown]))
     return {"datasets": listing.arrange(datasets.jobs, query.group, names),
             "models": listing.arrange(models.jobs, query.group, names),
             "pages": {"dataset": datasets, "model": models}, "query": query,
@@ -92,14 +96,19 @@ def system_page(request: Request, ctx: Ctx):
 @router.get("/datasets/new", response_class=HTMLResponse)
 def new_dataset(request: Request, ctx: Ctx, parent: str | None = None):
     parent_job = get_job_of_kind(ctx, parent, "dataset") if parent else None
+    # The name an empty Name field gets (jobs/kinds/dataset.py), shown as its placeholder.
+    version = (DATASET.spec_of(ctx.manager.folder(parent_job.id)).dataset_version + 1) if parent_job else 2
     return render(request, "dataset_new.html", resize_modes=RESIZE_MODES, parent=parent_job,
+                  suggested=version_name(parent_job.name, version) if parent_job else "flowers",
                   roots=[str(r) for r in ctx.settings.allowed_roots])
 
 
 @router.get("/datasets/{dataset_id}", response_class=HTMLResponse)
 def show_dataset(request: Request, ctx: Ctx, dataset_id: str):
     job = get_job_of_kind(ctx, dataset_id, "dataset")
-    return render(request, "dataset_show.html", job=job_detail(ctx.manager, job),
+    parent = ctx.store.get_job(job.parent_id) if job.parent_id else None
+    return render(request, "dataset_show.html", job=job_detail(ctx.manager, job).model_dump(),
+                  parent_name=parent.name if parent else None,
                   spec=DATASET.find_spec(ctx.manager.folder(dataset_id)),
                   image_extensions=", ".join(sorted(e.lstrip(".") for e in IMAGE_EXTENSIONS)))
 
@@ -112,7 +121,7 @@ def new_model(request: Request, ctx: Ctx, dataset: str | None = None, clone: str
     source = get_job_of_kind(ctx, clone, "model") if clone else None
     values = model_form.form_values(ctx, MODEL.find_spec(ctx.manager.folder(source.id)) if source else None,
                                     source.needs if source else None)
-    briefs = list_briefs(ctx.store)
+    briefs = [brief.model_dump() for brief in list_briefs(ctx.store)]
     offered = model_form.choices(ctx, briefs)
     if not values["datasets"]:
         values["datasets"] = [dataset] if dataset else model_form.default_dataset(offered["datasets"])
@@ -123,13 +132,14 @@ def new_model(request: Request, ctx: Ctx, dataset: str | None = None, clone: str
 
 @router.get("/models/{model_id}", response_class=HTMLResponse)
 def show_model(request: Request, ctx: Ctx, model_id: str):
-    job = job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model"))
+    job = job_detail(ctx.manager, get_job_of_kind(ctx, model_id, "model")).model_dump()
+    written = spec_as_written(ctx.manager.folder(model_id))  # its settings as given, every one
     dataset = ctx.store.get_job(job["dataset"]) if job["dataset"] else None
     gpu_labels = {g.resource: g.label for g in ctx.pools.gpus}
     resources = [gpu_labels.get(r, r) for r in (job["summary"] or {}).get("resources", [])]
     extra = {"Hardware": [("Devices", ", ".join(resources))]} if resources else None
-    return render(request, "model_show.html", job=job, spec=job["spec"], dataset=dataset,
-                  settings_groups=model_page.settings_groups(job["spec"], extra,
+    return render(request, "model_show.html", job=job, spec=written, dataset=dataset,
+                  settings_groups=model_page.settings_groups(written, extra,
                                                              model_page.seed_used(ctx.manager.folder(model_id).path)),
                   timeline=model_page.timeline(job["history"], job["finished_at"], status=job["status"]),
                   actions=model_page.actions(job))

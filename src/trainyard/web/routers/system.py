@@ -13,6 +13,6 @@ router = APIRouter(prefix="/api/system", tags=["system"])
 
 
 @router.get("", response_model=SystemReport)
-def system(ctx: Ctx, hardware: Hw) -> dict:
+def system(ctx: Ctx, hardware: Hw) -> SystemReport:
     """Each GPU with its lease and live readings (utilization %, memory, temperature, power)."""
     return system_report(ctx, hardware)

@@ -41,7 +41,8 @@ async def _call(function: Callable[..., T], *args: object) -> T:
 
 @router.get("", response_model=WeightsPage)
 async def list_weights(request: Request, search: str = "", source: str | None = None,
-                       present: bool = False, limit: int = Query(100, ge=0), offset: int = Query(0, ge=0)) -> dict:
+                       present: bool = False, limit: int = Query(100, ge=0),
+                       offset: int = Query(0, ge=0)) -> WeightsPage:
     """One page of the entries whose name or network contains every word of ``search``, your own
     first: ``limit`` rows from ``offset`` (``limit`` 0: all of them) and the ``total`` matching."""
     if source is not None and source not in SOURCES:
@@ -49,43 +50,43 @@ async def list_weights(request: Request, search: str = "", source: str | None = 
     p = pulls(request)
     rows = await _call(p.store.list, search, source, present)
     shown = rows[offset:offset + limit] if limit > 0 else rows[offset:]
-    return {"weights": [{**row, "pull": p.status(row["name"])} for row in shown], "total": len(rows),
-            "offset": offset, "limit": limit}
+    return WeightsPage(weights=[WeightsRow(**row, pull=p.status(row["name"])) for row in shown], total=len(rows),
+                       offset=offset, limit=limit)
 
 
 @router.get("/{name}", response_model=WeightsRow)
-async def get_weights(request: Request, name: str) -> dict:
+async def get_weights(request: Request, name: str) -> WeightsRow:
     p = pulls(request)
-    row = await _call(p.store.resolve, name)
-    return {**row, "pull": p.status(row["name"])}
+    row = await _call(p.store.resolve, name)  # the store's row (weights/store.py ``describe``)
+    return WeightsRow(**row, pull=p.status(row["name"]))
 
 
 @router.post("/{name}/pull", status_code=202, response_model=WeightsRow)
-async def pull_weights(request: Request, name: str) -> dict:
+async def pull_weights(request: Request, name: str) -> WeightsRow:
     """Start downloading a published entry; GET /api/weights/{name} shows its progress."""
     p = pulls(request)
     row = await _call(p.store.resolve, name)
     if row["source"] == "user":
         raise InvalidInput(f"{row['name']} is your own entry: it has nothing to pull")
-    return {**row, "pull": p.start(row["name"])}
+    return WeightsRow(**row, pull=p.start(row["name"]))
 
 
 @router.post("", status_code=201, response_model=WeightsRow)
 async def import_weights(request: Request, name: str = Form(...), network: str | None = Form(None),
                          mean: str | None = Form(None), std: str | None = Form(None),
-                         file: UploadFile = File(...)) -> dict:
+                         file: UploadFile = File(...)) -> WeightsRow:
     """Add an uploaded file: a published entry's (hash-checked) or your own for ``network``,
     with its input normalisation (``mean``/``std`` per channel on 0..1, comma-separated)."""
     settings = request.app.state.ctx.settings
     # save_upload: the file name made harmless, the size limit, an empty file refused
     path = await save_upload(file, settings.uploads_dir, settings.max_upload_mb * 2**20)
     try:
-        return await _call(pulls(request).store.import_file, name, path, network or None,
-                           mean or None, std or None)
+        row = await _call(pulls(request).store.import_file, name, path, network or None, mean or None, std or None)
+        return WeightsRow(**row)
     finally:
         shutil.rmtree(path.parent, ignore_errors=True)  # the upload's own folder
 
 
 @router.delete("/{name}", response_model=WeightsRow)
-async def remove_weights(request: Request, name: str) -> dict:
-    return await _call(pulls(request).store.remove, name)
+async def remove_weights(request: Request, name: str) -> WeightsRow:
+    return WeightsRow(**await _call(pulls(request).store.remove, name))

@@ -1,54 +1,85 @@
-"""Response models of the inference, network, solver and system routes (see web/schemas/jobs.py).
+"""Response models of the inference, network and solver routes (see web/schemas/jobs.py); the system
+report's are built in jobs/views/system_documents.py.
 
-These answers carry open-ended parts (layer views, per-class figures, live hardware readings),
-so most models allow more fields and type only what scripts and the pages read.
+As there, every field is named and no other is allowed (``Document``). The open-ended parts
+(a layer table's rows, a summary an inference job writes, live readings of a process or a
+cluster's nodes) are named fields typed ``dict[str, Any]``, described where they are built.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import Field
 
-from trainyard.core.status import Status
-from trainyard.web.schemas.jobs import JobBrief, JobDetail, Number, Open, Point
+from trainyard.core.document import Document, Number, Point, where_given
+from trainyard.jobs.kinds.documents import InferenceDetail, JobBrief
+from trainyard.jobs.views.system_documents import Holder, JobHardware, Slot, SystemGPU, SystemReport
+
+__all__ = ["Holder", "JobHardware", "Slot", "SystemGPU", "SystemReport"]  # built in jobs/views, named here too
 
 # --- classify (one request) --------------------------------------------------------------
 
 
-class ImageResult(Open):
+class ModelInput(Document):
+    """What the answering model takes (its stored preprocessing): images are fitted to it."""
+
+    width: int
+    height: int
+    channels: int
+    resize: str
+    crop: int | None = None  # a classifier's centre crop
+    mean: str | None = None  # a classifier's mean subtraction: image, pixel or none
+
+
+class Saliency(Document):
+    image: str  # a PNG data URI: the Grad-CAM map over the input
+    class_: str = Field(alias="class")  # the class it explains
+    layer: str  # the layer it was taken at
+
+
+class LayerViews(Document):
+    layers: list[dict[str, Any]]  # one row per layer (inference/visualize.py describe_layer)
+
+
+class ImageResult(Document):
     image: str
     predictions: list[tuple[str, Number]]  # [[label, confidence 0..1], ...], best first
+    visualization: LayerViews | None = where_given()  # with ?visualize
+    saliency: Saliency | None = where_given()  # with ?saliency or ?visualize, where the network has a spatial layer
 
 
-class Classified(Open):
+class Classified(Document):
     """POST /api/models/{id}/classify: the model that answered and one result per image."""
 
     model: str
     epoch: Number | None
     network: str | None
     classes: list[str]
+    input: ModelInput
     results: list[ImageResult]
 
 
-class DetectedBox(Open):
+class DetectedBox(Document):
     label: str
     score: Number  # 0..1
     box: tuple[Number, Number, Number, Number]  # x1, y1, x2, y2 in the original image's pixels
 
 
-class DetectResult(Open):
+class DetectResult(Document):
     image: str
     boxes: list[DetectedBox]  # best first
+    visualization: LayerViews | None = where_given()  # with ?visualize: the first image's backbone and neck
 
 
-class Detected(Open):
+class Detected(Document):
     """POST /api/models/{id}/detect: the detector that answered and one result per image."""
 
     model: str
     epoch: Number | None
     network: str | None
     classes: list[str]
+    input: ModelInput
     threshold: Number
     results: list[DetectResult]
 
@@ -56,127 +87,121 @@ class Detected(Open):
 # --- classify-many and evaluate jobs -----------------------------------------------------
 
 
-class ManyStatus(BaseModel):
-    job: JobDetail
+class ManyStatus(Document):
+    job: InferenceDetail
     source: dict[str, Any] | None
     summary: dict[str, Any] | None  # accuracy, confusion, top-N, once done
     rows: int
     csv: str
 
 
-class ResultRow(Open):
+class ResultRow(Document):
+    """A classifier's row (label, predictions) or a detector's (boxes): inference/results.py."""
+
     row: int
     image: str
+    label: str | None = None  # the image's own label, where the list gave one
+    predictions: list[tuple[str, Number]] | None = where_given()  # [[label, confidence], ...], best first
+    boxes: list[DetectedBox] | None = where_given()
+    error: str | None  # why the image has no result
 
 
-class ResultPage(BaseModel):
+class ResultPage(Document):
     total: int
     offset: int
     rows: list[ResultRow]
 
 
-class TopN(BaseModel):
-    classes: Any  # per class, the images surest of it (summary.json's top_n)
+class TopImage(Document):
+    row: int
+    image: str
+    confidence: Number
 
 
-class Evaluation(BaseModel):
-    job: JobDetail
+class TopClass(Document):
+    class_: str = Field(alias="class")
+    images: list[TopImage]  # surest first
+
+
+class TopN(Document):
+    classes: list[TopClass]  # per class, the images surest of it (summary.json's top_n)
+
+
+class Evaluation(Document):
+    job: InferenceDetail
     split: str | None
     dataset: str | None
     epoch: Number | None
     evaluation: dict[str, Any] | None
 
 
-class InferenceList(BaseModel):
+class InferenceList(Document):
     jobs: list[JobBrief]
 
 
 # --- networks -----------------------------------------------------------------------------
 
 
-class Network(Open):
+class Network(Document):
     name: str
     description: str
     image_size: int
     batch_size: int
     source_module: str
     min_image_size: int
+    task: str  # "classification" or "detection"
     params: int | None
 
 
-class NetworkList(BaseModel):
+class NetworkList(Document):
     networks: list[Network]
     num_classes: int
     in_channels: int
 
 
-class NetworkNames(BaseModel):
+class NetworkNames(Document):
     networks: list[str]
+    image_sizes: dict[str, int] = {}  # name -> the input size timm's configuration intends
 
 
-class Inspection(Open):
-    """A network built for a check: ``ok`` with its layers, or ``ok: false`` with the error."""
+class Inspection(Document):
+    """A network built for a check: ``ok`` with its layers, or ``ok: false`` with the error
+    (networks/check.py, networks/layer_report.py)."""
 
     ok: bool
+    layers: list[dict[str, Any]] | None = where_given()  # name, type, output_shape, params, ...
+    params: int | None = where_given()
+    trainable_params: int | None = where_given()
+    input_shape: list[int] | None = where_given()
+    output_shape: list[int] | None = None  # None for a detector (boxes per image)
+    state: dict[str, list[int]] | None = where_given()  # the state dict's shapes, to match weights by
+    task: str | None = where_given()  # "detection" for a detector
+    error: str | None = where_given()
+    line: int | None = where_given()  # the line of the network's file the error points at
+    transient: bool | None = where_given()  # the check itself failed (timed out, crashed): worth a retry
+    timed_out: bool | None = where_given()
 
 
 # --- solvers ------------------------------------------------------------------------------
 
 
-class Solver(Open):
+class Solver(Document):
     name: str
     description: str
     uses_momentum: bool
 
 
-class LRPolicy(Open):
+class LRPolicy(Document):
     name: str
     description: str
     uses: list[str]
     defaults: dict[str, Any]
 
 
-class Solvers(BaseModel):
+class Solvers(Document):
     solvers: list[Solver]
     lr_policies: list[LRPolicy]
 
 
-class LRCurve(BaseModel):
+class LRCurve(Document):
     points: list[Point]  # [[percent of training, lr], ...]
-
-
-# --- system and live figures ---------------------------------------------------------------
-
-
-class SystemGPU(Open):
-    index: int
-    name: str
-    memory_total: Number | None
-    label: str | None
-    job: str | None  # the job holding it
-
-
-class SystemReport(Open):
-    version: str
-    backend: str
-    gpus: list[SystemGPU]
-    cpu: dict[str, Any]
-    memory: dict[str, Any]
-    leases: dict[str, str]
-
-
-class JobHardware(Open):
-    """GET /api/jobs/{id}/hardware: the job's status and its live figures."""
-
-    id: str
-    status: Status
-    status_detail: str | None
-    error: str | None
-    progress: Number | None
-    eta: Number | None
-    resources: list[str]
-    gpus: list[dict[str, Any]]
-    cpu: dict[str, Any] | None
-    system: dict[str, Any]
-    workers: list[dict[str, Any]]
-    time: Number

@@ -1,150 +1,67 @@
 """What the JSON routes under /api answer, as pydantic models, so /openapi.json documents it.
 
-The documents are built as dicts elsewhere (jobs/views/documents.py, kinds, results); these models
-describe them and FastAPI checks each answer against its model. The fields scripts rely on
-(docs/interface.md) are typed; documents with open-ended parts allow more fields ("more fields
-are welcome"), so a new field never breaks an answer. Numbers that may be either an int or a
-float (epochs, figures) are ``Number``: a plain ``float`` would turn an epoch 3 into 3.0.
-Models of the inference, network and system answers are in web/schemas/inference.py.
+Every answer is a ``Document`` (core/document.py): every field named and typed, no other allowed;
+the schema says ``additionalProperties: false`` and means it. The job documents themselves live
+with the jobs that build them (jobs/kinds/documents.py) and are named here for the routers; here
+are the answers the web routes make of them. Models of the inference, network and system answers
+are in web/schemas/inference.py, of compare, sweeps and the weights store in web/schemas/runs.py.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from trainyard.core.document import Document, Number, Point, where_given
+from trainyard.jobs.kinds.documents import (
+    AnyJobDetail,
+    Best,
+    DatasetDetail,
+    DatasetList,
+    HistoryEntry,
+    InferenceDetail,
+    JobBrief,
+    JobDetail,
+    JobList,
+    JobPage,
+    ModelDetail,
+    ModelList,
+    SkippedImage,
+    StoredModelSpec,
+)
 
-from pydantic import BaseModel, ConfigDict
-
-from trainyard.core.status import Status
-
-Number = int | float
-Point = list[Number]  # [x, y], e.g. [epoch, value]
-
-
-class Open(BaseModel):
-    """A document that may carry more fields than the ones named here."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-class HistoryEntry(Open):
-    status: Status
-    detail: str | None
-    time: Number
-
-
-class JobBrief(Open):
-    """The fields every job has (jobs/views/documents.py ``job_brief``)."""
-
-    id: str
-    kind: str
-    name: str
-    status: Status
-    status_detail: str | None
-    error: str | None
-    progress: Number
-    eta: Number | None
-    elapsed: Number | None
-    created_at: Number
-    started_at: Number | None
-    finished_at: Number | None
-    updated_at: Number | None
-    parent: str | None
-    group: str | None
-    needs: dict[str, Any] | None
-    summary: dict[str, Any] | None
-    resources: list[str]
+__all__ = ["AnyJobDetail", "Best", "DatasetDetail", "DatasetList", "Document", "HistoryEntry", "InferenceDetail",
+           "JobBrief", "JobDetail", "JobList", "JobPage", "ModelDetail", "ModelList", "Number", "Point",
+           "SkippedImage", "StoredModelSpec", "where_given"]
 
 
-class JobDetail(JobBrief):
-    """A job with what its kind adds (``job_detail``): any kind, so its extra fields are open."""
-
-    history: list[HistoryEntry]
-
-
-class SkippedImage(Open):
-    path: str
-    reason: str
-
-
-class DatasetDetail(JobDetail):
-    classes: list[str]
-    counts: dict[str, dict[str, int]]  # split -> class name -> images
-    skipped: list[SkippedImage]
-    image_size: list[int | None] | None
-    channels: int | None
-    resize: str | None
-    encoding: str | None
-
-
-class Best(Open):
-    epoch: Number
-    val_accuracy: Number | None = None  # a classifier's (percent)
-    val_map50: Number | None = None  # a detector's (0..1)
-
-
-class ModelDetail(JobDetail):
-    dataset: str | None
-    task: str | None = None  # "classification" or "detection" (boxes; best by val_map50)
-    network: str | None
-    epoch: Number
-    epochs: int | None
-    snapshots: list[Number]  # epochs with a checkpoint
-    metrics: dict[str, list[Point]]  # val_accuracy, val_loss, train_loss, ...: [[epoch, value], ...]
-    best: Best | None
-    workers: list[dict[str, Any]]
-    spec: dict[str, Any]
-
-
-class InferenceJob(JobDetail):
-    """A classify-many or evaluate job, with the page that shows it."""
+class InferenceJob(InferenceDetail):
+    """A classify-many or evaluate job just queued, with the page that shows it."""
 
     page: str
 
 
-class DatasetList(BaseModel):
-    datasets: list[JobBrief]
-
-
-class ModelList(BaseModel):
-    models: list[JobBrief]
-
-
-class JobList(BaseModel):
-    jobs: list[JobBrief]
-
-
-class JobPage(JobList):
-    """A page of GET /api/jobs (jobs/views/feed.py)."""
-
-    next_cursor: str | None
-    as_of: Number
-    total: int
-
-
-class CreatedModels(BaseModel):
+class CreatedModels(Document):
     jobs: list[ModelDetail]
 
 
-class Checked(BaseModel):
+class Checked(Document):
     ok: bool
 
 
-class Deleted(BaseModel):
+class Deleted(Document):
     deleted: str
 
 
-class BoxRef(BaseModel):
+class BoxRef(Document):
     label: int  # class index
     box: list[float]  # x1, y1, x2, y2 in the stored image's pixels
 
 
-class ImageRef(BaseModel):
+class ImageRef(Document):
     index: int
     label: int  # the class; for a detection split, the number of boxes
     boxes: list[BoxRef] | None = None  # detection only
 
 
-class ImagePage(BaseModel):
+class ImagePage(Document):
     split: str
     total: int
     offset: int

@@ -1,72 +1,30 @@
-"""What the routes about several runs answer: compare, a sweep's page, and the weights store.
-
-Like web/schemas/jobs.py, these describe documents built elsewhere (jobs/views/compare.py,
-jobs/views/sweep.py, weights/store.py) and allow more fields than they name.
+"""What the routes about several runs answer: compare and a sweep's page (built as their models in
+jobs/views/run_documents.py), and the weights store (a row: weights/documents.py), named here for the
+routers; a page of the store's rows is the API's own.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from trainyard.core.document import Document
+from trainyard.jobs.views.run_documents import (
+    BestOfSweep,
+    ComparedRun,
+    Comparison,
+    NotedRun,
+    StoppedEarly,
+    Sweep,
+    SweepLine,
+    SweepList,
+    SweepRun,
+)
+from trainyard.weights.documents import Dropped, PullState, WeightsRow
 
-from pydantic import BaseModel
-
-from trainyard.core.status import Status
-from trainyard.web.schemas.jobs import Number, Open, Point
-
-
-class ComparedRun(Open):
-    id: str
-    name: str
-    status: Status
-    settings: dict[str, Any]  # flattened names, e.g. "lr.base_lr"
-    best: dict[str, Any] | None  # {epoch, val_accuracy}
-    final: dict[str, Any] | None  # the last epoch's figures
-
-
-class Comparison(BaseModel):
-    jobs: list[ComparedRun]
-    differs: list[str]  # names of the settings whose values differ between the runs
-    series: dict[str, dict[str, list[Point]]]  # job id -> metric -> [[epoch, value], ...]
+__all__ = ["BestOfSweep", "Comparison", "ComparedRun", "Dropped", "NotedRun", "PullState", "StoppedEarly", "Sweep",
+           "SweepLine", "SweepList", "SweepRun", "WeightsPage", "WeightsRow"]
 
 
-class StoppedEarly(Open):
-    epoch: Number
-    message: str
-    at: Number | None
-
-
-class SweepRun(Open):
-    id: str
-    name: str
-    status: Status
-    epoch: Number
-    epochs: Number | None
-    best: dict[str, Any] | None
-    stopped: StoppedEarly | None
-
-
-class Sweep(Open):
-    name: str
-    runs: list[SweepRun]
-    counts: dict[str, int]  # status -> runs
-    best: dict[str, Any] | None
-    stopped: int
-    epochs_saved: Number
-    early_stop: bool
-    compare_ids: list[str]
-
-
-class WeightsRow(Open):
-    """A store entry (weights/store.py ``describe``), with its pull's state where one is asked."""
-
-    name: str
-    network: str
-    source: str
-    present: bool
-    path: str | None
-    accuracy: dict[str, Number]
-
-
-class WeightsPage(Open):
+class WeightsPage(Document):
     weights: list[WeightsRow]
     total: int
+    offset: int
+    limit: int

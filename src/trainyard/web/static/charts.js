@@ -48,6 +48,17 @@ export const charts = (function () {
     return splits.map((v) => (v == null ? "" : v === 0 ? "0" : String(Number(v.toPrecision(2)))));
   }
 
+  // An axis at least 56 px wide (charts stacked on a page keep their plots aligned), wider where
+  // its widest tick label needs it (uPlot calls this as the axis' size): a fixed width clipped
+  // the first digits of small learning rates ("0.00001" showed as ".00001").
+  function fitAxis(u, values, axisIdx, cycleNum) {
+    const axis = u.axes[axisIdx];
+    if (cycleNum > 1) return axis._size;  // uPlot settles sizes in a few passes; keep the last
+    const longest = (values || []).reduce((a, v) => (String(v).length > a.length ? String(v) : a), "");
+    u.ctx.font = axis.font[0];
+    return Math.max(56, Math.ceil(axis.ticks.size + axis.gap + u.ctx.measureText(longest).width / devicePixelRatio + 4));
+  }
+
   // A dashed line and a dot at the best point, e.g. best() -> {x: 12, y: 97.5, scale: "pct"}.
   function bestMarker(best) {
     return {
@@ -99,7 +110,7 @@ export const charts = (function () {
     const scales = { x: { time: false }, ...(options.scales || {}) };
     const axes = [{ label: options.xLabel || "epoch", labelSize: 18, size: 36 }];
     for (const a of options.axes || []) {
-      axes.push({ scale: a.scale, label: a.label, side: a.side ?? 3, labelSize: 18, size: 56,
+      axes.push({ scale: a.scale, label: a.label, side: a.side ?? 3, labelSize: 18, size: fitAxis,
                   grid: { show: a.grid ?? (a.side !== 1) }, values: a.values });
     }
     const width = Math.max(element.clientWidth, 300);
@@ -124,5 +135,5 @@ export const charts = (function () {
     };
   }
 
-  return { Table, lineChart, bestMarker, throttle, fmt, significantTicks };
+  return { Table, lineChart, bestMarker, throttle, fmt, significantTicks, fitAxis };
 })();

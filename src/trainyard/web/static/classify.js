@@ -47,11 +47,7 @@ import { view } from "./classify_view.js";
     $("one-layers-panel").hidden = !layers;
     if (layers) {
       $("one-layer-count").textContent = `${layers.length - 1} layers in network order`;
-      const body = $("one-layers").tBodies[0];
-      body.innerHTML = layers.map(view.layerRow).join("");
-      for (const img of body.querySelectorAll("img.mosaic")) {
-        if (img.complete) view.enlarge(img); else img.addEventListener("load", () => view.enlarge(img));
-      }
+      view.layerTable($("one-layers").tBodies[0], layers);
     }
   }
 

@@ -1,4 +1,5 @@
-// A classify-many job's page: live progress, paged results, top-N per class, accuracy.
+// A classify-many job's page: live progress, paged results, top-N per class, accuracy; for a
+// detection model (detect-many) each image's boxes, labels and a link to it drawn with them.
 import { ty } from "./app.js";
 import { view } from "./classify_view.js";
 import { JobPage } from "./job_page.js";
@@ -16,6 +17,7 @@ import { JobPage } from "./job_page.js";
     $("prev-page").disabled = offset === 0;
     $("next-page").disabled = offset + PAGE >= total;
     $("results-table").tBodies[0].innerHTML = page.rows.map((r) => {
+      if (r.boxes) return detectionRow(r);
       const top = r.predictions[0];
       const wrong = r.label && top && top[0] !== r.label ? "wrong" : "";
       const preds = r.error ? `<span class="error-text">${ty.escape(r.error)}</span>`
@@ -27,8 +29,25 @@ import { JobPage } from "./job_page.js";
     }).join("");
   }
 
+  // A detection model's row: box count, its labels with their best score, the image drawn with its boxes.
+  function detectionRow(r) {
+    const best = new Map();
+    for (const b of r.boxes) if (!best.has(b.label)) best.set(b.label, b.score);  // best first
+    const labels = r.error ? `<span class="error-text">${ty.escape(r.error)}</span>`
+      : [...best].slice(0, 5).map(([l, p]) => `${ty.escape(l)} <span class="muted">${(100 * p).toFixed(1)}%</span>`).join(", ");
+    const thumb = r.error ? "" : `<img class="thumb" loading="lazy" src="${api}/images/${r.row}" alt="">`;
+    const drawn = r.error ? "" : `<a href="${api}/images/${r.row}?boxes=true" target="_blank">drawn</a>`;
+    return `<tr><td>${r.row}</td><td class="thumb">${thumb}</td><td class="path">${ty.escape(r.image)}</td>`
+      + `<td>${r.error ? "" : r.boxes.length}</td><td>${labels}</td><td>${drawn}</td></tr>`;
+  }
+
   function showSummary(s) {
     $("many-summary").hidden = false;
+    if (s.task === "detection") {
+      $("many-metrics").innerHTML = [view.metric("Images", s.images), view.metric("Unreadable", s.errors),
+        view.metric("Boxes", s.boxes), view.metric("Images with boxes", s.images_with_boxes)].join("");
+      return;
+    }
     const parts = [view.metric("Images", s.images), view.metric("Unreadable", s.errors)];
     if (s.labelled) {
       parts.push(view.metric("Top-1 accuracy", view.pct(s.accuracy)),

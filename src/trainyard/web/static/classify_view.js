@@ -59,6 +59,13 @@ export const view = {
     const w = img.naturalWidth, h = img.naturalHeight;
     if (w) img.style.width = `${Math.min(480, w * Math.max(1, Math.floor(240 / Math.max(w, h))))}px`;
   },
+  // Every layer's row into a table body, mosaics enlarged once they are decoded.
+  layerTable(body, layers) {
+    body.innerHTML = layers.map(view.layerRow).join("");
+    for (const img of body.querySelectorAll("img.mosaic")) {
+      if (img.complete) view.enlarge(img); else img.addEventListener("load", () => view.enlarge(img));
+    }
+  },
   layerRow(layer) {
     const shape = layer.output_shape ? layer.output_shape.join("×") : "–";
     const weights = layer.weights ? `${layer.weight_image ? `<img class="mosaic" src="${layer.weight_image}" alt="weights">` : ""}${view.stats(layer.weights)}` : `<span class="muted small">no weights</span>`;

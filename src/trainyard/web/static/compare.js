@@ -33,7 +33,7 @@ import { charts } from "./charts.js";
     const plot = new uPlot({
       width: width(), height: 240, series, legend: { show: false },
       scales: { x: { time: false }, y: logScale ? { distr: 3 } : {} },
-      axes: [{ label: "epoch", labelSize: 18, size: 36 }, { size: 56, values: charts.significantTicks }],
+      axes: [{ label: "epoch", labelSize: 18, size: 36 }, { size: charts.fitAxis, values: charts.significantTicks }],
       cursor: { drag: { x: true, y: false } },
     }, data, element);
     new ResizeObserver(() => { if (width() !== plot.width) plot.setSize({ width: width(), height: plot.height }); })

@@ -55,7 +55,7 @@ import { ty } from "./app.js";
       lists: ["train_list", "labels_file", "val_list", "test_list", "image_root"],
       upload: [],
       detection: ["det_train_folder", "det_train_labels", "det_labels_format", "det_classes", "det_val_folder",
-        "det_val_labels", "det_resize"],
+        "det_val_labels", "det_test_folder", "det_test_labels", "det_resize"],
     };
     for (const name of fields.concat(sources[activeTab])) {
       const input = form.elements[name];
@@ -68,7 +68,7 @@ import { ty } from "./app.js";
         if (key.startsWith("det_")) { spec[key.slice(4)] = spec[key]; delete spec[key]; }
       }
       spec.task = "detection";
-      for (const key of ["test_percent", "min_per_class", "max_per_class"]) delete spec[key];
+      for (const key of ["min_per_class", "max_per_class"]) delete spec[key];
     }
     return spec;
   }

@@ -1,6 +1,8 @@
 // The detect page: one image with its boxes drawn (labels, scores, a score-threshold slider that
-// redraws without asking the server again), and the form that starts an evaluation job.
+// redraws without asking the server again), on demand the backbone's layer views (drawn as the
+// classify page draws a classifier's), and the forms that start detect-many and evaluation jobs.
 import { ty } from "./app.js";
+import { view } from "./classify_view.js";
 (function () {
   const root = document.getElementById("detect");
   if (!root) return;
@@ -14,7 +16,7 @@ import { ty } from "./app.js";
     $("one-error").textContent = "";
     if (!file) { $("one-error").textContent = "Choose an image file."; return; }
     // Every box the detector gives (threshold 0): the slider filters them here.
-    const params = new URLSearchParams({ threshold: "0" });
+    const params = new URLSearchParams({ threshold: "0", visualize: $("one-visualize").checked });
     if ($("epoch").value) params.set("epoch", $("epoch").value);
     const body = new FormData();
     body.append("images", file);
@@ -26,12 +28,21 @@ import { ty } from "./app.js";
       image.onload = () => { current = { image, boxes: doc.results[0].boxes }; draw(); };
       image.src = URL.createObjectURL(file); // drawn here, at its own size: the boxes are in its pixels
       $("one-timing").textContent = `epoch ${doc.epoch} · ${Math.round(performance.now() - started)} ms`;
+      showLayers(doc.results[0].visualization);
       $("one-result").hidden = false;
     } catch (e) {
       $("one-error").textContent = e.message;
     } finally {
       $("one-button").disabled = false;
     }
+  }
+
+  function showLayers(visualization) {
+    const layers = visualization ? visualization.layers : null;
+    $("one-layers-panel").hidden = !layers;
+    if (!layers) return;
+    $("one-layer-count").textContent = `${layers.length - 1} layers in the order they ran`;
+    view.layerTable($("one-layers").tBodies[0], layers);
   }
 
   function draw() {
@@ -71,7 +82,27 @@ import { ty } from "./app.js";
     }
   }
 
+  // Detect many: a folder or list inside the data roots, or an uploaded archive or list, as a job.
+  async function detectMany() {
+    $("many-error").textContent = "";
+    const body = new FormData();
+    const file = $("many-file").files[0], path = $("many-path").value.trim();
+    if (file) body.append("file", file);
+    else if (path) body.append("path", path);
+    else { $("many-error").textContent = "Give a folder or list file, or choose an archive to upload."; return; }
+    body.append("threshold", $("many-threshold").value);
+    if ($("epoch").value) body.append("epoch", $("epoch").value);
+    $("many-button").disabled = true;
+    try {
+      window.location.href = (await ty.api("POST", `/api/models/${modelId}/classify-many`, body)).page;
+    } catch (e) {
+      $("many-error").textContent = e.message;
+      $("many-button").disabled = false;
+    }
+  }
+
   $("one-button").addEventListener("click", detectOne);
+  $("many-button").addEventListener("click", detectMany);
   $("threshold").addEventListener("input", draw);
   $("eval-button").addEventListener("click", evaluate);
 })();

@@ -96,6 +96,7 @@ import { isActive } from "./status.js";
     const models = chosen.filter((b) => b.dataset.kind === "model").map((b) => b.value);
     const compare = document.getElementById("compare-selected");
     compare.hidden = models.length < 2;
+    compare.setAttribute("aria-disabled", String(models.length < 2));  // screen readers hear it enabled
     compare.href = `/compare?ids=${models.join(",")}`;
   }
 
@@ -110,6 +111,7 @@ import { isActive } from "./status.js";
 
   document.getElementById("abort-selected").addEventListener("click", () => {
     const active = boxes().filter((b) => isActive(b.dataset.status));
+    if (!confirm(`Abort ${active.length} job(s)? They stop at once; Resume continues them later.`)) return;
     each(active, (id) => ty.api("POST", `/api/jobs/${id}/abort`));
   });
 

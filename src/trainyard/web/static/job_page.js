@@ -97,6 +97,9 @@ export class JobPage {
   // The answer can come while the process is still exiting: then the events (or the page's
   // polling) bring the final status; never step back from one the job already reported.
   async abort(button) {
+    // One click stopped hours of training: ask first (issue 31.9).
+    const name = this.root.querySelector("h1")?.textContent.trim() || "this job";
+    if (!confirm(`Abort ${name}? It stops at once; Resume continues it later.`)) return;
     button.disabled = true;
     try {
       const job = await ty.api("POST", `/api/jobs/${this.jobId}/abort`);

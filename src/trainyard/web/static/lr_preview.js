@@ -14,7 +14,8 @@ export const lrPreview = {
     });
 
     // Optimizer steps as training counts them (training/data.py, schedule.py): each of the
-    // processes drops its last partial batch, and steps are epochs x batches / accumulation, rounded.
+    // processes drops its last partial batch only when it is a small share of its images (under
+    // a tenth, or a single image), and steps are epochs x batches / accumulation, rounded.
     function iterations() {
       const d = firstDataset();
       const row = checked("network")[0] && checked("network")[0].closest("tr");
@@ -22,7 +23,9 @@ export const lrPreview = {
       const accumulation = Math.max(1, parseInt(f.accumulation.value, 10) || 1);
       if (!d || !+d.train) return null;
       const images = Math.floor(+d.train / processes());
-      const batches = images >= batch ? Math.floor(images / batch) : Math.ceil(images / batch);
+      const rest = images % batch;
+      const dropped = images >= batch && (rest <= 1 || rest < 0.1 * images) ? rest : 0;
+      const batches = Math.ceil((images - dropped) / batch);
       return Math.max(1, Math.round((Number(f.epochs.value) || 1) * batches / accumulation));
     }
     function processes() {

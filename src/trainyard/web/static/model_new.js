@@ -37,6 +37,19 @@ def build(num_classes, in_channels, image_size):
     extraKeys: { Tab: (cm) => cm.replaceSelection("    ") },
   });
   if (!editor.getValue().trim()) editor.setValue(EXAMPLE);
+  // A detection dataset starts the editor from a detector (the server's template); an example the
+  // user has not edited follows the chosen dataset's task, an edited file is never replaced.
+  const examples = { classification: EXAMPLE };
+  async function exampleForTask() {
+    const task = geometry().task;
+    const current = editor.getValue();
+    if (!Object.values(examples).includes(current)) return;
+    try {
+      examples[task] ??= await ty.api("GET", `/api/networks/templates/${task}`);
+    } catch (err) { return; }
+    if (editor.getValue() === current && current !== examples[task]) editor.setValue(examples[task]);
+  }
+  form.addEventListener("change", (e) => { if (e.target.name === "dataset") exampleForTask(); });
   let errorLine = null;
   editor.on("change", () => { clearErrorLine(); formErrors.clear(form, $("network-source")); updateSweep(); });
 
@@ -62,6 +75,7 @@ def build(num_classes, in_channels, image_size):
   }
 
   networkTable.watch(form, () => geometry());
+  exampleForTask();
 
   // -- visualize ---------------------------------------------------------------------------------
   function firstDataset() {
@@ -75,7 +89,7 @@ def build(num_classes, in_channels, image_size):
     const crop = parseInt(f.crop.value, 10);
     const side = d && d.width ? Math.min(+d.width, +d.height) : null;
     return { num_classes: d && +d.classes ? +d.classes : 10, in_channels: d && +d.channels ? +d.channels : 3,
-             image_size: crop > 0 ? crop : side };
+             image_size: crop > 0 ? crop : side, task: (d && d.task) || "classification" };
   }
 
   async function visualize(body, title) {
@@ -187,22 +201,25 @@ def build(num_classes, in_channels, image_size):
   // -- sweep count -------------------------------------------------------------------------------
   function updateSweep() {
     const out = $("sweep-count");
-    let lrs, batches;
-    try { [lrs, batches] = sweepForm.counted(f, numbers); }
+    let lrs, batches, drawn;
+    try { [lrs, batches, drawn] = sweepForm.counted(f, numbers); }
     catch (err) { out.textContent = err.message; return; }
     const mode = f.network_mode.value;
     const networks = { custom: 1, standard: checked("network").length, previous: f.previous_job.value ? 1 : 0,
                        pretrained: checked("store_entry").length }[mode];
+    // With trials, each trial draws its values: say which, not "N learning rates" (issue 31.9).
+    const what = drawn && drawn.length ? ` (each draws a ${drawn.join(" and a ")})` : "";
     const parts = [
-      [checked("dataset").length, "dataset"], [networks, "network"],
-      [Math.max(lrs.length, 1), "learning rate"], [Math.max(batches.length, 1), "batch size"],
+      [checked("dataset").length, "datasets"], [networks, "networks"],
+      ...(drawn ? [[lrs.length, `trials${what}`]]
+        : [[Math.max(lrs.length, 1), "learning rates"], [Math.max(batches.length, 1), "batch sizes"]]),
     ];
     const jobs = parts.reduce((n, [k]) => n * k, 1);
     lastSweepSize = jobs;
     if (!jobs) {
       out.textContent = !parts[0][0] ? "Choose a dataset." : "Choose a network.";
     } else {
-      const varied = parts.filter(([k]) => k > 1).map(([k, what]) => `${k} ${what}s`);
+      const varied = parts.filter(([k]) => k > 1).map(([k, words]) => `${k} ${words}`);
       out.textContent = `Creates ${jobs} job${jobs > 1 ? "s" : ""}${varied.length ? `: ${varied.join(" × ")}` : ""}.`;
     }
     $("create-button").textContent = jobs > 1 ? `Create ${jobs} jobs` : "Create";
@@ -280,6 +297,7 @@ def build(num_classes, in_channels, image_size):
       if (line && f.network_mode.value === "custom") markErrorLine(Number(line[1]));
       return new formErrors.FieldError($("network-fieldset"), text);
     }
+    if (/^dataset .* is a \w+ dataset and /.test(text)) return new formErrors.FieldError($("datasets-fieldset"), text);
     if (/^crop /.test(text)) return new formErrors.FieldError(f.crop, text);
     // A setting the server's validation refused: "epochs: ...", "lr.gamma: ...", "augment.noise_std: ...".
     const field = /^(?:lr\.|augment\.)?(\w+):/.exec(text);

@@ -6,7 +6,9 @@ import { modelForm } from "./model_new.js";
 (() => {
   const form = document.getElementById("model-form");
   const search = document.getElementById("timm-search");
+  const head = document.getElementById("timm-head");  // "": classifiers; a detector head: its backbones
   const results = document.getElementById("timm-results");
+  const none = document.getElementById("timm-none");
   const store = document.getElementById("store-entries");
   const picked = new Set();  // timm names ticked, kept while the search changes
 
@@ -17,13 +19,13 @@ import { modelForm } from "./model_new.js";
     return td;
   }
 
-  function timmRow(name) {
+  function timmRow(name, imageSize) {
     const tr = document.createElement("tr");
     tr.dataset.network = name;
     const box = Object.assign(document.createElement("input"), { type: "checkbox", name: "network", value: name });
     box.checked = picked.has(name);
-    const size = cell(""), params = cell("", "params");
-    const fill = async () => {  // one network's details, on demand
+    const size = cell(imageSize ? `${imageSize}×${imageSize}` : ""), params = cell("", "params");
+    const fill = async () => {  // one network's details (its parameters are counted on the server)
       if (params.textContent) return;
       params.textContent = "…";
       try {
@@ -45,20 +47,36 @@ import { modelForm } from "./model_new.js";
     const actions = document.createElement("td");
     actions.append(button);
     tr.append(first, cell(name), size, params, actions);
-    if (box.checked) fill();
+    tr.fill = fill;
     return tr;
+  }
+
+  // Every row's parameters, one count at a time (each built on the server's meta device, then
+  // cached), so no column stays blank; a newer search stops the older one's counting.
+  let searches = 0;
+  async function countAll(rows, search) {
+    for (const row of rows) {
+      if (search !== searches) return;
+      await row.fill();
+    }
   }
 
   let timer = null;
   async function find() {
     const q = search.value.trim();
-    const names = q ? (await ty.api("GET", `/api/networks/search?q=${encodeURIComponent(q)}&limit=30`)).networks : [];
-    const shown = [...new Set([...picked, ...names])];
+    const query = `q=${encodeURIComponent(q)}&limit=30&head=${encodeURIComponent(head.value)}`;
+    const answer = q ? await ty.api("GET", `/api/networks/search?${query}`) : { networks: [] };
+    const shown = [...new Set([...picked, ...answer.networks])];
     results.hidden = !shown.length;
-    results.tBodies[0].replaceChildren(...shown.map(timmRow));
+    none.hidden = !q || answer.networks.length > 0;
+    none.textContent = `No timm network matches “${q}”: try fewer or shorter words (e.g. resnet, vit small).`;
+    const rows = shown.map((name) => timmRow(name, (answer.image_sizes || {})[name]));
+    results.tBodies[0].replaceChildren(...rows);
     modelForm.updateSweep();
+    countAll(rows, ++searches);
   }
   search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(find, 250); });
+  head.addEventListener("change", find);
   // A cloned timm job: its network is not in the table, so show it ticked.
   for (const name of (form.dataset.timmNetworks || "").split(",").filter(Boolean)) picked.add(name);
   if (picked.size) find();

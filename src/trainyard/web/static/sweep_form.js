@@ -38,10 +38,15 @@ export const sweepForm = {
       return bounds ? [bounds[0]] : numbers(name, label, integer);
     };
   },
-  // [learning rates, batch sizes] as the sweep count multiplies them: with trials, N draws.
+  // [learning rates, batch sizes, drawn] as the sweep count multiplies them. With trials there
+  // are N draws, and `drawn` names what each draws (a range, or a list to pick from):
+  // ["learning rate", "batch size"] when both vary; null without trials.
   counted(f, numbers) {
     const fields = this.fields(f, numbers);
-    if (fields.trials) return [new Array(fields.trials).fill(0), []];
-    return [fields.base_lrs, fields.batch_sizes];
+    if (!fields.trials) return [fields.base_lrs, fields.batch_sizes, null];
+    const drawn = [];
+    if (fields.lr_range || fields.base_lrs.length > 1) drawn.push("learning rate");
+    if (fields.batch_size_range || fields.batch_sizes.length > 1) drawn.push("batch size");
+    return [new Array(fields.trials).fill(0), [], drawn];
   },
 };

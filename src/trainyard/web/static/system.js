@@ -11,8 +11,15 @@ import { ty } from "./app.js";
     $("system-error").textContent = "";
     $("system-machine").textContent = `This machine: ${doc.cpu.count} cores, CPU ${doc.cpu.percent.toFixed(0)} %, ` +
       `memory ${gib(doc.memory.used)} / ${gib(doc.memory.total)} GiB`;
-    $("system-gpus").innerHTML = doc.gpus.map((g) => `<div class="small">${ty.escape(g.label)}` +
-      `${g.utilization == null ? "" : ` · ${g.utilization} %`}${g.job ? ` · job <a href="/models/${g.job}">${g.job}</a>` : ""}</div>`).join("");
+    const disk = doc.disk || {};
+    $("system-disk").textContent = disk.path ? `Disk: ${gib(disk.free)} GiB free of ${gib(disk.total)} GiB under ${disk.path}` : "";
+    $("system-versions").textContent = "Versions: " + Object.entries(doc.versions || { trainyard: doc.version })
+      .map(([name, v]) => `${name} ${v || "not installed"}`).join(" · ");
+    const rows = [...doc.gpus.map((g) => ({ label: g.label, job: g.job, holder: g.holder,
+                                            use: g.utilization == null ? "" : `${g.utilization} %` })),
+                  ...(doc.slots || [])];
+    document.querySelector("#system-devices tbody").innerHTML = rows.map((r) => `<tr>
+      <td>${ty.escape(r.label || "")}</td><td>${ty.escape(r.use || "")}</td><td>${held(r)}</td></tr>`).join("");
     const body = document.querySelector("#system-nodes tbody");
     if (!body) return;
     body.innerHTML = (doc.nodes || []).map((n) => `<tr class="${n.alive ? "" : "muted"}">
@@ -21,6 +28,15 @@ import { ty } from "./app.js";
       <td>${used(n.gpus_in_use, n.gpus.length)}</td>
       <td>${n.gpus.map((g) => ty.escape(`${g.name || "GPU " + g.index}${g.memory_total ? ` (${gib(g.memory_total)} GiB)` : ""}`)).join(", ")}</td>
       <td>${n.jobs.map((j) => `<a href="/models/${j}">${j}</a>`).join(", ")}</td></tr>`).join("");
+  }
+
+  // A holder's name, linked to its page where it has one (models and datasets); "free" when none.
+  function held(r) {
+    if (!r.job) return '<span class="muted">free</span>';
+    const name = ty.escape(r.holder ? r.holder.name : r.job);
+    const page = { model: "models", dataset: "datasets" }[r.holder && r.holder.kind];
+    return page ? `<a href="/${page}/${r.job}">${name}</a> <span class="small muted">${r.job}</span>`
+      : `${name} <span class="small muted">${r.job}</span>`;
   }
 
   async function poll() {
