@@ -21,15 +21,31 @@ def main_output(outputs) -> torch.Tensor:
 
 def unwrap_model(model: nn.Module) -> nn.Module:
     """The user's module inside DDP / DataParallel / torch.compile wrappers."""
+    return _wrappers(model)[-1]
+
+
+def is_compiled(model: nn.Module) -> bool:
+    """Whether torch.compile wraps ``model`` at any depth (inside DDP too)."""
+    return any(_is_compiled_wrapper(layer) for layer in _wrappers(model))
+
+
+def _wrappers(model: nn.Module) -> list[nn.Module]:
+    """``model``, each module it wraps in turn, and last the user's module."""
+    layers = [model]
     while True:
         if isinstance(model, (nn.DataParallel, nn.parallel.DistributedDataParallel)):
             model = model.module
-        elif type(model).__name__ == "OptimizedModule":  # torch.compile; avoids importing dynamo
+        elif _is_compiled_wrapper(model):
             inner = model._orig_mod
             assert isinstance(inner, nn.Module)  # nn.Module's __getattr__ is typed Tensor | Module
             model = inner
         else:
-            return model
+            return layers
+        layers.append(model)
+
+
+def _is_compiled_wrapper(model: nn.Module) -> bool:
+    return type(model).__name__ == "OptimizedModule"  # torch.compile; avoids importing dynamo
 
 
 def aux_loss_weights(model: nn.Module, count: int) -> tuple[float, ...]:

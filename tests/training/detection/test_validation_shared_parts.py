@@ -54,3 +54,25 @@ def test_the_backbone_runs_once_a_batch_and_the_figures_stay_the_same(kind, val_
     assert shared["val_loss"] == pytest.approx(alone["val_loss"], rel=1e-6)
     assert (shared["val_map50"], shared["val_map"]) == (alone["val_map50"], alone["val_map"])
     assert model.training and "forward" not in vars(model.backbone)  # left as it was found
+
+
+@pytest.mark.slow
+def test_under_ddp_the_backbone_still_runs_once_a_batch(val_split, tmp_path):
+    """A distributed job's validation calls the detector through DDP: its parts still remember."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        model = _model("template")
+        calls = []
+        next(model.backbone.children()).register_forward_hook(lambda *_: calls.append(1))
+        wrapped = DistributedDataParallel(model)
+        loader = DetectionBatchLoader(val_split, 4, label_offset=label_offset(model), prefetch=0)
+        wrapped.train()
+        figures = steps.evaluate_detection(wrapped, loader)
+    finally:
+        dist.destroy_process_group()
+    assert len(calls) == 2  # 8 images, batches of 4: once each, for the boxes and the loss
+    assert 0.0 <= figures["val_map50"] <= 1.0 and figures["val_loss"] > 0
+    assert "forward" not in vars(model.backbone)

@@ -21,7 +21,7 @@ from torch import nn
 from trainyard.artifact.detection_metrics import mean_average_precision
 from trainyard.core.jobproc import Aborted
 from trainyard.networks.detection import label_offset
-from trainyard.networks.loss import unwrap_model
+from trainyard.networks.loss import is_compiled, unwrap_model
 from trainyard.training import distributed
 from trainyard.training.detection.data import DetectionBatchLoader, Targets
 from trainyard.training.detection.shared_parts import computed_once, shared_parts
@@ -46,8 +46,9 @@ def evaluate_detection(model: nn.Module, loader: DetectionBatchLoader,
     """val_map50, val_map (0..1) and val_loss over the whole split (every rank's shard)."""
     was_training = model.training
     offset = label_offset(unwrap_model(model))
-    # compiled, the model's parts are traced as they are: they are not wrapped to remember
-    shared = shared_parts(unwrap_model(model)) if model is unwrap_model(model) else []
+    # compiled, the model's parts are traced as they are: they are not wrapped to remember.
+    # Under DDP (not compiled) the wrapper calls the user's module, whose parts remember.
+    shared = [] if is_compiled(model) else shared_parts(unwrap_model(model))
     predictions, truth = [], []
     loss_sum = torch.zeros((), device=loader.device)
     count = 0
