@@ -4,6 +4,7 @@ does not answer either (cut off), and waited for where the node answers (a slow 
 from __future__ import annotations
 
 import socket
+from types import SimpleNamespace
 
 from trainyard.cluster.liveness import ALIVE_ANSWER_S, ANSWER_S, Liveness
 
@@ -23,3 +24,23 @@ def test_a_silent_worker_is_lost_after_ten_seconds_only_where_its_node_is_silent
     said = capsys.readouterr().err.splitlines()
     assert said == [f"rank 0's Ray worker on node a has not answered for {ANSWER_S + 1:.0f} s, but its node "
                     f"answers: waiting up to {ALIVE_ANSWER_S:.0f} s for it"]  # once
+
+
+def test_a_node_that_answered_is_not_asked_again_for_a_few_seconds(monkeypatch):
+    """The launcher polls every half second: a silent worker's node is probed every REPROBE_S, not each poll."""
+    from trainyard.cluster import liveness as module
+
+    probes = []
+    answering = [True]
+    monkeypatch.setattr(module, "unreachable", lambda address, timeout_s: probes.append(address) or not answering[0])
+    clock = [1000.0]
+    monkeypatch.setattr(module, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    watch = Liveness({"up": "10.0.0.1:1"}, ["node a"])
+    for _ in range(5):  # two and a half seconds of polls
+        assert not watch.lost(0, "up", ANSWER_S + 1)
+        clock[0] += 0.5
+    assert probes == ["10.0.0.1:1"]
+    answering[0] = False  # cut off now: taken for lost once the answer is REPROBE_S old
+    clock[0] += module.REPROBE_S
+    assert watch.lost(0, "up", ANSWER_S + 8)
+    assert len(probes) == 2
