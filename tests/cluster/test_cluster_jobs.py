@@ -91,6 +91,21 @@ def wait_for_training(ctx, job, what='"type":"metric"'):
     return tick_until(ctx, job.id, written)
 
 
+def wait_for_ranks(ctx, job, count) -> dict[int, psutil.Process]:
+    """Tick until the job's ``count`` training processes run; them by rank. Found as they start,
+    not after a first metric: a short job on a fast machine may be done training by then."""
+    folder = ctx.manager.folder(job.id).path
+    found: dict[int, psutil.Process] = {}
+
+    def started(job):
+        assert not ended(job), (job.status, job.error)
+        found.update(training_processes(folder))
+        return len(found) == count
+
+    tick_until(ctx, job.id, started)
+    return found
+
+
 def test_jobs_wait_for_the_cluster_land_on_both_nodes_match_one_process_and_abort(cluster_ctx, dataset, tmp_path):
     ctx = cluster_ctx
     holder = submit(ctx, spec(dataset, epochs=500), "holder")
@@ -177,8 +192,8 @@ def thread_niceness(pid: int) -> set[int]:
 
 def test_a_ranks_ray_worker_runs_at_the_launchers_niceness_and_a_slow_one_is_waited_for(cluster_ctx, dataset):
     ctx = cluster_ctx
-    job = wait_for_training(ctx, submit(ctx, spec(dataset, workers=1, epochs=6)))
-    (rank,) = training_processes(ctx.manager.folder(job.id).path).values()
+    job = submit(ctx, spec(dataset, workers=1, epochs=6))
+    (rank,) = wait_for_ranks(ctx, job, 1).values()
     actor = rank.parent()  # the rank's Ray worker, which answers the launcher's polls
     launcher = os.getpriority(os.PRIO_PROCESS, 0)  # the job manager's: the launcher inherits it
     if os.geteuid() == 0:  # lowering Ray's niceness (15) needs root; elsewhere the job says so
