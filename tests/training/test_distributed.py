@@ -6,12 +6,15 @@ Job-level runs go through the model kind's real command (torch.distributed.run) 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 
 import numpy as np
+import psutil
 import pytest
 import torch
 from model_helpers import (
@@ -49,13 +52,29 @@ def launch(job, gpu_ids=(), command=None) -> subprocess.Popen:
     """Start a model job the way the runner does: the model kind's own command, with the GPUs
     ``gpu_ids`` visible (none: the CPU)."""
     command = command or get_kind("model").command(JobFolder(job), list(gpu_ids))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpu_ids))}
+    # PYTHONFAULTHANDLER: a rank that aborts, or hangs and is aborted by finish(), shows its stacks
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpu_ids)),
+           "PYTHONFAULTHANDLER": "1"}
     return subprocess.Popen(command, cwd=job, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
 
 
 def finish(proc: subprocess.Popen, timeout: float = 120) -> None:
-    out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, out.decode(errors="replace")[-3000:]
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:  # hung: where each rank was (faulthandler prints on SIGABRT)
+        for rank in psutil.Process(proc.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                rank.send_signal(signal.SIGABRT)
+        try:
+            out, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # the launcher waits on: its ranks said what they could
+            proc.kill()
+            out, _ = proc.communicate(timeout=30)
+        raise AssertionError(f"still running after {timeout:.0f} s:\n{out.decode(errors='replace')[-20000:]}") from None
+    # a rank's error is in the job's events and its rank-N.error, not always in its output
+    folder = JobFolder(proc.args[-1])
+    said = {f.name: f.read_text() for f in folder.work.glob("rank-*.error")}
+    assert proc.returncode == 0, (statuses(folder.path)[-2:], said, out.decode(errors="replace")[-3000:])
 
 
 def assert_close(a, b, what):

@@ -211,6 +211,8 @@ if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python -m trainyard.training.run JOB_DIR")
     code = main(sys.argv[1], own_process=True)
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        sys.exit(code)  # a rank under torch.distributed.run: its process group ends the usual way
+    # A rank too: after its last collective, a thread of its process group may still drop its hold
+    # on that collective's tensor, which takes the GIL; asked for during the interpreter's teardown,
+    # the GIL ends that thread mid-C++ and the rank aborts ("terminate called without an active
+    # exception", from gloo's run loop) after a run that went well.
     exit_process(code)
