@@ -26,13 +26,15 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 
 from tests.cluster.netns import BRIDGE, GCS_GONE_S, RAY_ADDRESS, RAY_ENV, SUBNET, Hosts, address, ray_start, why_not
-from tests.cluster.test_cluster_jobs import TOLERANCE, spec
+from tests.cluster.test_cluster_jobs import TOLERANCE, spec, training_processes
 from tests.conftest import wait_for
 from tests.postgres_server import Unavailable, start_server
 from tests.training.model_helpers import make_dataset, metrics, one_thread, write_job
+from trainyard.cluster.liveness import ANSWER_S
 from trainyard.jobs.context import open_context
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.jobs.views.documents import job_detail
@@ -174,6 +176,44 @@ def test_two_servers_share_the_cluster_jobs_match_one_process_and_abort_crosses_
     for host in SERVERS:  # one database: each server shows every job as it ended
         assert {k: v for k, v in listed(host).items() if k in (one.id, two.id, victim.id)} == {
             one.id: "done", two.id: "done", victim.id: "aborted"}, host
+
+
+def ray_worker_of(process: psutil.Process) -> psutil.Process:
+    """The Ray worker (its process title ``ray::RankWorker...``) that started a training process."""
+    for ancestor in process.parents():
+        if " ".join(ancestor.cmdline()).startswith("ray::"):
+            return ancestor
+    raise AssertionError(f"no Ray worker above {process}: {[p.cmdline() for p in process.parents()]}")
+
+
+def test_a_silent_worker_on_a_host_that_answers_is_waited_for_not_taken_for_lost(cluster, dataset):
+    """A rank's Ray worker stopped past ANSWER_S (a worker starved of CPU looks like this), on a
+    host still on the network: its job runs on, the launcher says once that it waits, and the
+    rank trains on once the worker answers again."""
+    hosts, ctx, root = cluster
+    job = queue(ctx, spec(dataset, workers=2, batch_size=8, epochs=500), "slow-worker")
+    assert training(ctx, job.id), ctx.store.get_job(job.id)
+    folder = ctx.manager.folder(job.id)
+    ranks = training_processes(folder.path)
+    assert sorted(ranks) == [0, 1], ranks
+    worker = ray_worker_of(ranks[1])
+    worker.suspend()
+    try:
+        said = "has not answered for"
+        assert wait_for(lambda: said in folder.output.read_text(errors="replace"), ANSWER_S + 60), \
+            folder.output.read_text(errors="replace")[-2000:]
+        assert ctx.store.get_job(job.id).status == "running"
+    finally:
+        worker.resume()
+    line = next(line for line in folder.output.read_text().splitlines() if said in line)
+    assert "but its node answers: waiting up to 60 s" in line, line
+    metrics_before = folder.events.read_text().count('"type":"metric"')
+    assert wait_for(lambda: folder.events.read_text().count('"type":"metric"') > metrics_before, 120), \
+        ctx.store.get_job(job.id)
+    assert ctx.store.get_job(job.id).status == "running"
+    with request("head", f"/api/jobs/{job.id}/abort", method="POST", timeout=60) as response:
+        assert response.status == 200
+    assert final(ctx, job.id, timeout=120).status == "aborted", ctx.store.get_job(job.id)
 
 
 def test_a_lost_host_fails_its_job_and_both_servers_outlive_the_head(cluster, dataset):
