@@ -26,15 +26,14 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pytest
 
 from tests.cluster.netns import BRIDGE, GCS_GONE_S, RAY_ADDRESS, RAY_ENV, SUBNET, Hosts, address, ray_start, why_not
-from tests.cluster.test_cluster_jobs import TOLERANCE, spec, training_processes
+from tests.cluster.test_cluster_jobs import TOLERANCE, ray_worker_of, spec, training_processes
 from tests.conftest import wait_for
 from tests.postgres_server import Unavailable, start_server
 from tests.training.model_helpers import make_dataset, metrics, one_thread, write_job
-from trainyard.cluster.liveness import ANSWER_S
+from trainyard.cluster.liveness import ALIVE_ANSWER_S, ANSWER_S
 from trainyard.jobs.context import open_context
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.jobs.views.documents import job_detail
@@ -178,14 +177,6 @@ def test_two_servers_share_the_cluster_jobs_match_one_process_and_abort_crosses_
             one.id: "done", two.id: "done", victim.id: "aborted"}, host
 
 
-def ray_worker_of(process: psutil.Process) -> psutil.Process:
-    """The Ray worker (its process title ``ray::RankWorker...``) that started a training process."""
-    for ancestor in process.parents():
-        if " ".join(ancestor.cmdline()).startswith("ray::"):
-            return ancestor
-    raise AssertionError(f"no Ray worker above {process}: {[p.cmdline() for p in process.parents()]}")
-
-
 def test_a_silent_worker_on_a_host_that_answers_is_waited_for_not_taken_for_lost(cluster, dataset):
     """A rank's Ray worker stopped past ANSWER_S (a worker starved of CPU looks like this), on a
     host still on the network: its job runs on, the launcher says once that it waits, and the
@@ -206,11 +197,12 @@ def test_a_silent_worker_on_a_host_that_answers_is_waited_for_not_taken_for_lost
     finally:
         worker.resume()
     line = next(line for line in folder.output.read_text().splitlines() if said in line)
-    assert "but its node answers: waiting up to 60 s" in line, line
+    assert f"but its node answers: waiting up to {ALIVE_ANSWER_S:.0f} s" in line, line
     metrics_before = folder.events.read_text().count('"type":"metric"')
     assert wait_for(lambda: folder.events.read_text().count('"type":"metric"') > metrics_before, 120), \
         ctx.store.get_job(job.id)
     assert ctx.store.get_job(job.id).status == "running"
+    assert "(restart " not in folder.log.read_text()  # trained on, not restarted as after a lost node
     with request("head", f"/api/jobs/{job.id}/abort", method="POST", timeout=60) as response:
         assert response.status == 200
     assert final(ctx, job.id, timeout=120).status == "aborted", ctx.store.get_job(job.id)

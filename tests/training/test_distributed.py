@@ -157,8 +157,12 @@ def test_two_nodes_on_loopback_train_one_job(dataset, tmp_path, one_process):
                                                       master=master, id=f"node{r}job"))
             for r in range(2)]
     procs = [launch(job) for job in jobs]
-    for proc in procs:
-        finish(proc)
+    try:
+        for proc in procs:
+            finish(proc)
+    finally:  # one node failed: the other must not wait on for it past this test
+        for proc in procs:
+            proc.kill()
     node0, node1 = jobs
     assert_close(metrics(node0, "train_loss"), metrics(one_process, "train_loss"), "train_loss")
     assert [s["status"] for s in statuses(node0)] == ["running", "done"]

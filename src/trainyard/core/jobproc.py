@@ -239,9 +239,11 @@ def exit_process(code: int, *, exit_handlers: bool = True) -> None:
 
     Once the job has reported and closed its files, tearing down torch's modules only costs
     time: about a second of garbage collection and deallocation, which the user waiting on the
-    job's end (the foreground CLI, the next queued job) would wait through. The exit handlers
-    still run (``atexit``, ``weakref.finalize``); with another thread still working, or a child
-    process to reap, the process exits the ordinary way, which waits for them. Without
+    job's end (the foreground CLI, the next queued job) would wait through. For a rank of a
+    distributed job the teardown is also a hazard: a thread of its process group may still ask
+    for the GIL during it, which aborts the rank (training/run.py). The exit handlers still run
+    (``atexit``, ``weakref.finalize``); with another thread still working, or a child process to
+    reap, the process exits the ordinary way, which waits for them. Without
     ``exit_handlers`` (a cluster launcher: Ray's handlers would wait on a head that may be gone)
     it exits at once, whatever is still running.
     """
