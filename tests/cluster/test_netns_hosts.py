@@ -9,6 +9,7 @@ interface by the launcher), both servers seeing every job, a job aborted from th
 did not start it, a host killed mid-epoch failing its job naming the host, and the head killed
 and started again while both servers serve throughout (503 naming RAY_ADDRESS while it is gone,
 past the time after which Ray ends its processes, and the new head's node once it is back).
+A job across two hosts without Ray (``--nnodes 2``) forms too, though no host name resolves.
 
 Needs root and ``ip netns`` (CI runs as root) and PostgreSQL's binaries; skips with the reason
 elsewhere. Traffic goes only to the namespaces' own addresses and the bridge's. Every loop is
@@ -32,9 +33,11 @@ from tests.cluster.netns import BRIDGE, GCS_GONE_S, RAY_ADDRESS, RAY_ENV, SUBNET
 from tests.cluster.test_cluster_jobs import TOLERANCE, ray_worker_of, spec, training_processes
 from tests.conftest import wait_for
 from tests.postgres_server import Unavailable, start_server
-from tests.training.model_helpers import make_dataset, metrics, one_thread, write_job
+from tests.training.model_helpers import make_dataset, metrics, one_thread, statuses, write_job
 from trainyard.cluster.liveness import ALIVE_ANSWER_S, ANSWER_S
+from trainyard.core.paths import JobFolder
 from trainyard.jobs.context import open_context
+from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.jobs.views.documents import job_detail
 from trainyard.settings import Settings
@@ -137,8 +140,8 @@ def training(ctx, job_id, timeout=180):
                     timeout)
 
 
-def check_losses_of_one_process(ctx, job, dataset, workers, tmp_path):
-    folder = ctx.manager.folder(job.id).path
+def check_losses_of_one_process(folder, dataset, workers, tmp_path):
+    """``folder``'s job, of ``workers`` ranks of batch 8, has the losses of one process of batch 8 x workers."""
     reference = write_job(tmp_path / f"ref-{workers}", spec(dataset, workers=0, batch_size=8 * workers, epochs=2))
     with one_thread():
         assert train_in_process(reference) == 0
@@ -169,7 +172,7 @@ def test_two_servers_share_the_cluster_jobs_match_one_process_and_abort_crosses_
     for job, workers in ((one, 1), (two, 2)):
         job = final(ctx, job.id)
         assert job.status == "done", job.error
-        check_losses_of_one_process(ctx, job, dataset, workers, tmp_path)
+        check_losses_of_one_process(ctx.manager.folder(job.id).path, dataset, workers, tmp_path)
     workers = job_detail(ctx.manager, ctx.store.get_job(two.id)).as_json()["workers"]
     assert sorted(w["host"] for w in workers) == ["ty-w1", "ty-w2"]  # one rank on each worker host
     for host in SERVERS:  # one database: each server shows every job as it ended
@@ -206,6 +209,29 @@ def test_a_silent_worker_on_a_host_that_answers_is_waited_for_not_taken_for_lost
     with request("head", f"/api/jobs/{job.id}/abort", method="POST", timeout=60) as response:
         assert response.status == 200
     assert final(ctx, job.id, timeout=120).status == "aborted", ctx.store.get_job(job.id)
+
+
+def test_a_job_on_two_hosts_without_ray_meets_across_them_though_no_host_name_resolves(cluster, dataset, tmp_path):
+    """``trainyard train --nnodes 2`` on w1 and w2, one process each, meeting at w1's address: gloo
+    binds to the interface towards node 0, not to the host name's address (ty-w1 resolves nowhere;
+    gloo fell back to loopback and the ranks never met)."""
+    hosts, _, root = cluster
+    master = f"{address('w1')}:29400"
+    jobs = {host: write_job(tmp_path / host, spec(dataset, workers=0, batch_size=8, processes=1, nnodes=2,
+                                                  node_rank=rank, master=master, id=f"node{rank}"))
+            for rank, host in enumerate(("w1", "w2"))}
+    for host, job in jobs.items():
+        command = get_kind("model").command(JobFolder(job), [])
+        hosts.start(f"nodes-{host}", host, command, {**RAY_ENV, "OMP_NUM_THREADS": "1"})
+    try:
+        codes = {host: hosts.procs[f"nodes-{host}"].wait(timeout=300) for host in jobs}
+    finally:
+        for host in jobs:
+            hosts.kill(f"nodes-{host}")
+    assert codes == {"w1": 0, "w2": 0}, [(root / f"nodes-{h}.txt").read_text()[-2000:] for h in jobs]
+    check_losses_of_one_process(jobs["w1"], dataset, 2, tmp_path)
+    assert [s["status"] for s in statuses(jobs["w2"])] == ["running", "done"]  # node 1's own job says so
+    assert not (jobs["w2"] / "checkpoints").exists()  # node 0 keeps the checkpoints
 
 
 def test_a_lost_host_fails_its_job_and_both_servers_outlive_the_head(cluster, dataset):

@@ -14,7 +14,7 @@ import pytest
 from tests.training.model_helpers import make_dataset, model_spec, statuses, write_job
 from trainyard.cluster.job_spec import LaunchSpec
 from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
-from trainyard.cluster.rank_worker import RankWorker, child_environment, interface_of
+from trainyard.cluster.rank_worker import RankWorker, child_environment
 from trainyard.core.stored import read_stored
 from trainyard.jobs.context import open_context
 from trainyard.jobs.kinds.training import cluster_placement, devices_needed
@@ -63,12 +63,11 @@ def test_one_rank_trains_as_a_local_process_and_gloo_is_told_each_nodes_interfac
     envs = rank_environments([WorkerInfo(a, "10.0.0.1", "h-a", [], "eth1"), WorkerInfo(b, "10.0.0.2", "h-b", [], "br0"),
                               WorkerInfo(b, "10.0.0.2", "h-b", [], "")], 29500, "j", "cpu")
     assert [(e.get("GLOO_SOCKET_IFNAME"), e.get("NCCL_SOCKET_IFNAME")) for e in envs] == [
-        ("eth1", "eth1"), ("br0", "br0"), (None, None)]
+        ("eth1", "=eth1"), ("br0", "=br0"), (None, None)]  # NCCL: "=" for this name, not eth10
     assert {e["MASTER_ADDR"] for e in envs} == {"10.0.0.1"}  # the address, no host name to resolve
 
 
 def test_a_rank_takes_the_launchers_thread_settings_and_niceness_not_rays(tmp_path, monkeypatch):
-    assert interface_of("127.0.0.1") == "lo" and interface_of("203.0.113.9") == ""
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as Ray sets it in its workers
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "eth7")  # as a node's operator may have set it
     env = child_environment({"GLOO_SOCKET_IFNAME": "lo", "RANK": "1"})

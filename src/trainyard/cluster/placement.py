@@ -94,8 +94,8 @@ def rank_environments(ranked: list[WorkerInfo], master_port: int, run_id: str, d
             env.update({"RANK": str(rank), "WORLD_SIZE": str(len(ranked)), "LOCAL_RANK": str(peers.index(rank)),
                         "LOCAL_WORLD_SIZE": str(len(peers)), "GROUP_RANK": str(node_index[info.node_id]),
                         "MASTER_ADDR": ranked[0].host, "MASTER_PORT": str(master_port)})
-            if info.interface:
-                env.update(GLOO_SOCKET_IFNAME=info.interface, NCCL_SOCKET_IFNAME=info.interface)
+            if info.interface:  # NCCL's "=": exactly this name, not every one it begins (eth1, eth10)
+                env.update(GLOO_SOCKET_IFNAME=info.interface, NCCL_SOCKET_IFNAME=f"={info.interface}")
         # On GPUs: this node's job GPUs, in local-rank order, so cuda:LOCAL_RANK is this rank's
         # own; on the CPU none, so that a CPU job on a GPU node cannot take one by accident.
         gpus = [ranked[r].gpu_ids[0] for r in peers if ranked[r].gpu_ids] if device == "gpu" else []

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 
+from trainyard.core.interfaces import interface_of
 from trainyard.core.paths import JobFolder
 from trainyard.core.rank_threads import RANK_CPUS_ENV
 from trainyard.sandbox.job import confined_command
@@ -141,15 +142,6 @@ class RankWorker:
                 continue
         return {"percent": round(percent, 1), "rss": rss, "processes": len(tree),
                 "cores": psutil.cpu_count()}
-
-
-def interface_of(address: str) -> str:
-    """The name of this machine's network interface that holds ``address``; "" if none does."""
-    for name, addresses in psutil.net_if_addrs().items():
-        if any(a.family in (socket.AF_INET, socket.AF_INET6) and a.address.split("%")[0] == address
-               for a in addresses):
-            return name
-    return ""
 
 
 # Ray gives its workers an OMP_NUM_THREADS of their own (the actor's one CPU); a rank takes the

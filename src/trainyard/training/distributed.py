@@ -38,6 +38,7 @@ import torch
 import torch.distributed as dist
 
 from trainyard.core.errors import UserError
+from trainyard.core.interfaces import interface_towards
 from trainyard.core.rank_threads import RANK_CPUS_ENV, rank_threads
 from trainyard.sandbox.rank_network import LOCK_FD_VARIABLE, lock_network
 
@@ -108,8 +109,7 @@ def setup(own_process: bool = False) -> Dist:
         # what this rank was granted (Ray's CPUs, affinity, quota, OMP_NUM_THREADS), never the
         # host's core count: a rank of a 1-CPU Ray node on a big host would oversubscribe it
         torch.set_num_threads(rank_threads(local_world))
-    if os.environ.get("MASTER_ADDR", "").startswith("127.") and not os.environ.get("GLOO_SOCKET_IFNAME"):
-        os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # one machine: gloo on loopback, not the host name's address
+    bind_towards_rendezvous(os.environ)
     timeout = timedelta(seconds=COLLECTIVE_TIMEOUT_S)
     locking = backend == "nccl" and LOCK_FD_VARIABLE in os.environ
     if locking:  # NCCL connects lazily: every connection at its communicator's start instead
@@ -122,6 +122,23 @@ def setup(own_process: bool = False) -> Dist:
     # is now locked to them, before any of the user's code is imported (sandbox/rank_network.py).
     lock_network()
     return Dist(rank, world, local_rank, local_world, backend, control)
+
+
+def bind_towards_rendezvous(environ: dict | os._Environ) -> None:
+    """gloo and NCCL bind to the interface on the route to node 0 (MASTER_ADDR), not to the host
+    name's address, which may not resolve or be loopback (core/interfaces.py): on one machine
+    loopback, across machines the interface the other nodes reach this one by. An interface the
+    node's operator named (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME) stays."""
+    master = environ.get("MASTER_ADDR", "")
+    if not master or environ.get("GLOO_SOCKET_IFNAME"):
+        return
+    if master.startswith("127."):
+        environ["GLOO_SOCKET_IFNAME"] = "lo"  # NCCL is left to its own choice on one machine
+        return
+    interface = interface_towards(master)
+    if interface:
+        environ["GLOO_SOCKET_IFNAME"] = interface
+        environ.setdefault("NCCL_SOCKET_IFNAME", f"={interface}")  # "=": this name, not every one it begins
 
 
 class JoinError(UserError):
