@@ -89,10 +89,15 @@ def run_job(root: Path, name: str, spec: ModelSpec, gpus: int, ddp_one: bool = F
     with open(job / "output.txt", "wb") as out:
         code = subprocess.call(command, cwd=job, env=env, stdout=out, stderr=subprocess.STDOUT,
                                start_new_session=new_session)
+    return check_done(job, code, job / "output.txt")
+
+
+def check_done(job: Path, code: int, output: Path) -> Path:
+    """``job``, if its command exited 0 and its last status is done; else stop with its output's tail."""
     final = [e for e in read_events(job / "events.jsonl", {"status"})][-1:]
     if code != 0 or not final or final[0]["status"] != "done":
-        tail = (job / "output.txt").read_text(errors="replace")[-3000:]
-        raise SystemExit(f"{name} did not finish (exit {code}): {final}\n{tail}")
+        tail = output.read_text(errors="replace")[-3000:]
+        raise SystemExit(f"{job.name} did not finish (exit {code}): {final}\n{tail}")
     return job
 
 

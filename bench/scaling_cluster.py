@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -47,11 +48,12 @@ def startup_seconds(job: Path, started: float) -> float:
 
 
 class CpuMeter:
-    """CPU-seconds of a job's training processes (wherever they run on this machine: under
-    torch.distributed.run or under Ray's workers), sampled every 0.2 s while the job runs."""
+    """CPU-seconds of the training processes of one job (or of the jobs of one run's nodes),
+    wherever they run on this machine: under torch.distributed.run or under Ray's workers,
+    sampled every 0.2 s while the job runs."""
 
-    def __init__(self, job: Path):
-        self.job, self.seen, self._stop = str(job), {}, threading.Event()
+    def __init__(self, *jobs: Path):
+        self.jobs, self.seen, self._stop = {str(job) for job in jobs}, {}, threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> CpuMeter:
@@ -72,7 +74,7 @@ class CpuMeter:
                 cmdline = proc.info["cmdline"] or []
                 # the ranks themselves: not torch.distributed.run, whose cmdline names them too
                 # (and whose children_* times would count them again once it reaps them)
-                if "trainyard.training.run" in cmdline and self.job in cmdline \
+                if "trainyard.training.run" in cmdline and self.jobs.intersection(cmdline) \
                         and "torch.distributed.run" not in cmdline:
                     try:
                         times = proc.cpu_times()
@@ -154,54 +156,94 @@ def _sid(pid: int) -> int | None:
         return None
 
 
+@dataclass(frozen=True)
+class Shape:
+    """What both sides of a comparison train: the network, at ``workers`` ranks of ``batch``
+    each, for ``warmup`` + ``steps`` steps of which the last ``steps`` are timed."""
+
+    network: str
+    workers: int
+    device: str
+    batch: int
+    steps: int
+    warmup: int
+    per_epoch: int  # steps an epoch at ``workers`` ranks
+
+    def __str__(self) -> str:
+        return f"{self.network} as {self.workers} {self.device.upper()} worker(s)"
+
+    @property
+    def epochs(self) -> float:
+        return (self.steps + self.warmup) / self.per_epoch
+
+    @property
+    def placement(self) -> dict:
+        return {"workers": self.workers, "device": self.device}
+
+    def spec(self, dataset: Path, **settings) -> ModelSpec:
+        """The job: this shape on ``dataset`` at a fixed LR, without validation or snapshots."""
+        return ModelSpec(dataset_id="bench", dataset_dir=str(dataset), network=self.network, batch_size=self.batch,
+                         epochs=self.epochs, seed=0, val_interval=0, snapshot_interval=0,
+                         lr={"policy": "fixed", "base_lr": 0.01}, **settings)
+
+    def row(self, job: Path, where: str, round_: int, started: float, cpu_s: float, throughput) -> dict:
+        """A table row for ``job`` (``where`` it ran), started at ``started``, its ranks having used ``cpu_s``."""
+        global_batch = self.batch * self.workers
+        return {"network": self.network, "where": where, "round": round_ + 1, "workers": self.workers,
+                "device": self.device, "global_batch": global_batch,
+                "images_per_second": round(throughput(job, self.per_epoch, global_batch, self.warmup), 1),
+                "wall_s": round(time.time() - started, 1), "cpu_s": round(cpu_s, 1),
+                "images_per_cpu_s": round((self.steps + self.warmup) * global_batch / max(cpu_s, 1e-9), 1),
+                "startup_s": round(startup_seconds(job, started), 1)}
+
+
+# Without GPUs: LeNet on 2048 28x28 grey images, as 2 ranks of batch 16; small, so that the
+# figure is what the launch path costs, not what the network does.
+CPU_IMAGES, CPU_SIZE = 2048, 28
+CPU_SHAPE = Shape("lenet", 2, "cpu", 16, 200, 20, CPU_IMAGES // (16 * 2))
+
+
 def cluster_mode(args, root: Path, gpus: int, run_job, throughput, write_dataset) -> list[dict]:
     if gpus:
         workers = max(int(c) for c in args.counts.split(",")) if args.counts else gpus
         network, batch, size, channels, crop = args.networks.split(",")[0], args.batch, 256, 3, 224
         images = max(args.images, 12 * batch * workers)
-        steps, warmup = args.steps, args.warmup
+        shape = Shape(network, workers, "gpu", batch, args.steps, args.warmup, images // (batch * workers))
     else:
-        workers, network, batch, size, channels, crop = 2, "lenet", 16, 28, 1, None
-        images, steps, warmup = 2048, 200, 20
+        shape, images, size, channels, crop = CPU_SHAPE, CPU_IMAGES, CPU_SIZE, 1, None
+    workers, network, batch = shape.workers, shape.network, shape.batch
     print(f"writing {images} images of {size}x{size}x{channels} ...", file=sys.stderr)
     dataset = write_dataset(root / "dataset", images, size, channels)
-    per_epoch = images // (batch * workers)
-    fields = dict(dataset_id="bench", dataset_dir=str(dataset), network=network, batch_size=batch, crop=crop,
-                  epochs=(steps + warmup) / per_epoch, seed=0, val_interval=0, snapshot_interval=0,
-                  compile=args.compile, lr={"policy": "fixed", "base_lr": 0.01},
-                  processes=1 if gpus else workers)
-    device = "gpu" if gpus else "cpu"
     rows = []
     with ray_cluster((os.cpu_count() or 1) if gpus else workers, gpus, root / "ray-head.txt") as address:
         for round_ in range(args.rounds):
             for where in ("local", "ray"):  # alternating: a change in the machine's load hits both
-                spec = ModelSpec(**fields, cluster={"workers": workers, "device": device} if where == "ray" else None)
-                print(f"{network} as {workers} {device.upper()} worker(s), {where}, round {round_ + 1} ...",
-                      file=sys.stderr)
+                spec = shape.spec(dataset, crop=crop, compile=args.compile, processes=1 if gpus else workers,
+                                  cluster=shape.placement if where == "ray" else None)
+                print(f"{shape}, {where}, round {round_ + 1} ...", file=sys.stderr)
                 started = time.time()
                 name = f"{where}-{workers}-{round_}"
                 with CpuMeter(root / name) as meter:
                     job = run_job(root, name, spec, workers if gpus else 0, new_session=True)
-                images_trained = (steps + warmup) * batch * workers
-                rows.append({"network": network, "where": where, "round": round_ + 1, "workers": workers,
-                             "device": device, "global_batch": batch * workers,
-                             "images_per_second": round(throughput(job, per_epoch, batch * workers, warmup), 1),
-                             "wall_s": round(time.time() - started, 1), "cpu_s": round(meter.seconds, 1),
-                             "images_per_cpu_s": round(images_trained / max(meter.seconds, 1e-9), 1),
-                             "startup_s": round(startup_seconds(job, started), 1)})
-    total = {where: sum(r["images_per_second"] for r in rows if r["where"] == where) for where in ("local", "ray")}
-    ratio = total["ray"] / total["local"]
+                rows.append(shape.row(job, where, round_, started, meter.seconds, throughput))
+    ratio = speed_ratio(rows)
     for row in rows:
         row["ratio_to_local"] = round(ratio, 3)
     print(f"Ray cluster at {address}: images/second through Ray / locally = {ratio:.3f} over {args.rounds} "
-          f"round(s) (aim >= 0.9); images per CPU-second = {_per_cpu_ratio(rows):.3f}; load average "
+          f"round(s) (aim >= 0.9); images per CPU-second = {per_cpu_ratio(rows):.3f}; load average "
           f"{os.getloadavg()[0]:.2f}", file=sys.stderr)
     return rows
 
 
-def _per_cpu_ratio(rows: list[dict]) -> float:
-    """Images per CPU-second of the Ray ranks over the local ones': what going through Ray costs
+def speed_ratio(rows: list[dict], side: str = "ray", base: str = "local") -> float:
+    """Images/second of ``side`` over ``base``'s, summed over the rounds."""
+    total = {w: sum(r["images_per_second"] for r in rows if r["where"] == w) for w in (side, base)}
+    return total[side] / total[base]
+
+
+def per_cpu_ratio(rows: list[dict], side: str = "ray", base: str = "local") -> float:
+    """Images per CPU-second of ``side``'s ranks over ``base``'s: what going through Ray costs
     in work, whatever share of a loaded CPU each side got (images/second depends on that share)."""
-    images = {w: sum(r["images_per_cpu_s"] * r["cpu_s"] for r in rows if r["where"] == w) for w in ("local", "ray")}
-    seconds = {w: sum(r["cpu_s"] for r in rows if r["where"] == w) for w in ("local", "ray")}
-    return (images["ray"] / max(seconds["ray"], 1e-9)) / (images["local"] / max(seconds["local"], 1e-9))
+    images = {w: sum(r["images_per_cpu_s"] * r["cpu_s"] for r in rows if r["where"] == w) for w in (side, base)}
+    seconds = {w: sum(r["cpu_s"] for r in rows if r["where"] == w) for w in (side, base)}
+    return (images[side] / max(seconds[side], 1e-9)) / (images[base] / max(seconds[base], 1e-9))
