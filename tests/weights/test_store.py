@@ -29,6 +29,7 @@ def test_pull_shows_progress_and_stores_a_checked_file(store, file_server, hub_f
     seen = []
     row = store.pull(TIMM_ENTRY, lambda done, total: seen.append((done, total)))
     assert row["present"] and row["sha256"] == hub_file.etag
+    assert row["origin"].startswith(file_server.url) and row["origin"].endswith("model.safetensors")
     assert seen[-1] == (len(hub_file.body), len(hub_file.body))
     assert store.list("test_resnet", present=True)[0]["name"] == TIMM_ENTRY
     assert not list(store.folder.rglob("*.part"))
@@ -85,7 +86,8 @@ def test_import_of_timm_weights_checks_the_architecture(store, tmp_path):
     bad.write_bytes(safetensors_bytes("timm:test_vit"))
     with pytest.raises(InvalidInput, match="does not fit network timm:test_resnet"):
         store.import_file(TIMM_ENTRY, bad)
-    assert store.import_file(TIMM_ENTRY, good)["present"]
+    row = store.import_file(TIMM_ENTRY, good)
+    assert row["present"] and row["origin"] == "import of good.safetensors"
 
 
 def test_a_checkpoint_fine_tuned_from_published_weights_keeps_their_normalisation(store, tmp_path):
@@ -105,6 +107,7 @@ def test_import_own_weights_for_a_network(store, tmp_path):
     torch.save({"model": _lenet_state(7)}, own)
     row = store.import_file("my-lenet", own, network="lenet")
     assert row["present"] and row["source"] == "user" and row["num_classes"] == 7
+    assert row["origin"] == "import of mine.pt"  # the answer says it, as the listing does
     assert store.list(source="user")[0]["name"] == "my-lenet"
     assert store.weights_path("my-lenet")[0].suffix == ".safetensors"
     store.remove("my-lenet")

@@ -73,6 +73,8 @@ class WeightsStore:
             data["sha256"] = stored.get("sha256") or data.get("sha256")
             data["size_mb"] = stored.get("size_mb") or data.get("size_mb")
             data["verified"] = stored.get("verified", True)  # False: its source gave no hash to check
+            if stored.get("origin"):  # the download's address or the imported file's name
+                data["origin"] = stored["origin"]
         return data
 
     def list(self, search: str = "", source: str | None = None, present: bool = False) -> list[dict]:
