@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import psutil
 
-from trainyard.core.interfaces import interface_of, interface_towards
-from trainyard.training.distributed import bind_towards_rendezvous
+from trainyard.core.interfaces import bind_towards_rendezvous, interface_of, interface_towards
 
 
 def an_outward_address() -> tuple[str, str] | None:
@@ -36,6 +35,9 @@ def test_gloo_binds_towards_node_0_and_an_operators_choice_stays():
         bind_towards_rendezvous(across)
         assert across["GLOO_SOCKET_IFNAME"] == outward[0]
         assert across["NCCL_SOCKET_IFNAME"] == f"={outward[0]}"  # exactly it, not every name it begins
+    by_name = {"MASTER_ADDR": "localhost"}
+    bind_towards_rendezvous(by_name)
+    assert by_name == {"MASTER_ADDR": "localhost", "GLOO_SOCKET_IFNAME": "lo"}
     chosen = {"MASTER_ADDR": "localhost", "GLOO_SOCKET_IFNAME": "eth7"}
     bind_towards_rendezvous(chosen)
     assert chosen == {"MASTER_ADDR": "localhost", "GLOO_SOCKET_IFNAME": "eth7"}

@@ -10,6 +10,7 @@ sending anything.
 
 from __future__ import annotations
 
+import os
 import socket
 
 import psutil
@@ -36,3 +37,18 @@ def interface_towards(host: str) -> str:
     except OSError:
         return ""
     return interface_of(source)
+
+
+def bind_towards_rendezvous(environ: dict | os._Environ) -> None:
+    """gloo and NCCL bind to the interface on the route to node 0 (MASTER_ADDR), not to the host
+    name's address: on one machine loopback, across machines the interface the other nodes reach
+    this one by. An interface the node's operator named (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME)
+    stays; NCCL is left to its own choice on one machine (it prefers shared memory there)."""
+    master = environ.get("MASTER_ADDR", "")
+    if not master or environ.get("GLOO_SOCKET_IFNAME"):
+        return
+    interface = interface_towards(master)
+    if interface:
+        environ["GLOO_SOCKET_IFNAME"] = interface
+    if interface and interface != "lo":
+        environ.setdefault("NCCL_SOCKET_IFNAME", f"={interface}")  # "=": this name, not every one it begins

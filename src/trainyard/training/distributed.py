@@ -18,19 +18,16 @@ waiting on the device, and all act on the result one step later.
 Failures: a rank that dies makes torch.distributed.run (max_restarts 0) stop the others; their
 next collective fails, or times out after ``COLLECTIVE_TIMEOUT_S`` so a hung peer cannot block
 forever. A rank other than 0 that fails with an error leaves it in ``rank-N.error`` in the job
-folder, where rank 0 picks it up for the job's message (see run.py).
+folder, where rank 0 picks it up for the job's message (rank_failures.py).
 """
 
 from __future__ import annotations
 
 import copy
 import os
-import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,9 +35,10 @@ import torch
 import torch.distributed as dist
 
 from trainyard.core.errors import UserError
-from trainyard.core.interfaces import interface_towards
+from trainyard.core.interfaces import bind_towards_rendezvous
 from trainyard.core.rank_threads import RANK_CPUS_ENV, rank_threads
 from trainyard.sandbox.rank_network import LOCK_FD_VARIABLE, lock_network
+from trainyard.training.rank_failures import first_sentence
 
 # Long enough for rank 0 to write a checkpoint while the others wait at their next all-reduce.
 # The one TRAINYARD_* variable outside settings.py (its docstring says why): this process has no Settings.
@@ -124,23 +122,6 @@ def setup(own_process: bool = False) -> Dist:
     return Dist(rank, world, local_rank, local_world, backend, control)
 
 
-def bind_towards_rendezvous(environ: dict | os._Environ) -> None:
-    """gloo and NCCL bind to the interface on the route to node 0 (MASTER_ADDR), not to the host
-    name's address, which may not resolve or be loopback (core/interfaces.py): on one machine
-    loopback, across machines the interface the other nodes reach this one by. An interface the
-    node's operator named (GLOO_SOCKET_IFNAME, NCCL_SOCKET_IFNAME) stays."""
-    master = environ.get("MASTER_ADDR", "")
-    if not master or environ.get("GLOO_SOCKET_IFNAME"):
-        return
-    if master.startswith("127."):
-        environ["GLOO_SOCKET_IFNAME"] = "lo"  # NCCL is left to its own choice on one machine
-        return
-    interface = interface_towards(master)
-    if interface:
-        environ["GLOO_SOCKET_IFNAME"] = interface
-        environ.setdefault("NCCL_SOCKET_IFNAME", f"={interface}")  # "=": this name, not every one it begins
-
-
 class JoinError(UserError):
     """The job's processes did not all meet within JOIN_TIMEOUT_S (the message says where; a
     UserError, so the job's error is that message and not a peer failure's)."""
@@ -155,7 +136,7 @@ def _join(backend: str, timeout: timedelta) -> None:
     except (RuntimeError, ValueError) as exc:
         where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
         raise JoinError(f"the job's training processes could not meet at {where} within "
-                        f"{JOIN_TIMEOUT_S:.0f} s: {_first_sentence(exc)}") from exc
+                        f"{JOIN_TIMEOUT_S:.0f} s: {first_sentence(exc)}") from exc
     # set_timeout is public from PyTorch 2.14; before it, the same call was private.
     c10d: Any = dist.distributed_c10d
     (getattr(c10d, "set_timeout", None) or c10d._set_pg_timeout)(timeout)
@@ -259,50 +240,3 @@ class StopAgreement:
     def close(self) -> None:
         """Finish the last all-reduce every rank started, before leaving the group."""
         self._collect()
-
-
-# -- failures ---------------------------------------------------------------------------------
-def rank_error_path(job_dir: str | os.PathLike, rank: int) -> Path:
-    return Path(job_dir) / f"rank-{rank}.error"
-
-
-def record_rank_error(job_dir: str | os.PathLike, rank: int, message: str) -> None:
-    """A rank other than 0 leaves its error where rank 0 (on the same folder) can report it."""
-    try:
-        rank_error_path(job_dir, rank).write_text(message + "\n", encoding="utf-8")
-    except OSError:
-        pass  # another node's folder, or read-only: the traceback is in output.txt anyway
-
-
-def is_peer_failure(error: BaseException) -> bool:
-    """Did a collective fail because another rank went away (killed, crashed, timed out)?"""
-    if isinstance(error, getattr(dist, "DistError", ())):
-        return True
-    text = str(error).lower()
-    return isinstance(error, RuntimeError) and any(
-        needle in text for needle in ("gloo", "nccl", "connection closed", "connection reset",
-                                      "broken pipe", "timed out", "socket"))
-
-
-def peer_failure_message(job_dir: str | os.PathLike, error: BaseException, rank: int = 0,
-                         wait_s: float = 1.0) -> str:
-    """The job's error after a peer failure: a failed rank's own message if it left one."""
-    deadline = time.monotonic() + wait_s
-    while True:  # a rank writes its message before it exits, so it is there or soon will be
-        found = sorted(Path(job_dir).glob("rank-*.error"))
-        if found or time.monotonic() >= deadline:
-            break
-        time.sleep(0.1)
-    for path in found:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
-        if text:
-            return f"training process {path.stem.replace('-', ' ')} failed: {text}"
-    return ("another training process of this job stopped (killed, out of memory, or its machine "
-            f"went away; see output.txt). Rank {rank} saw: {_first_sentence(error)}")
-
-
-def _first_sentence(error: BaseException) -> str:
-    """'Read error [127.0.0.1]:31140: Connection reset by peer' out of gloo's long message."""
-    text = re.sub(r"^\[[^\]]*\.(?:cc|cpp|h):\d+\]\s*", "", str(error).strip())  # source location
-    text = text.split(". ")[0].splitlines()[0] if text else type(error).__name__
-    return text[:200]

@@ -163,7 +163,7 @@ def _report_rank_error(folder: JobFolder, rank: int, message: str) -> None:
         return  # the job ended: its own line says so (main), nothing goes into the job folder
     traceback.print_exc(file=sys.stderr)
     try:
-        from trainyard.training.distributed import record_rank_error
+        from trainyard.training.rank_failures import record_rank_error
 
         record_rank_error(folder.work, rank, message)
     except Exception:
@@ -189,10 +189,10 @@ def _message(error: Exception, folder: JobFolder | None = None) -> str:
     if isinstance(error, UserError):
         return str(error)
     if folder is not None and int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        from trainyard.training import distributed
+        from trainyard.training import distributed, rank_failures
 
-        if distributed.is_peer_failure(error):
-            return distributed.peer_failure_message(folder.work, error, distributed.env_rank())
+        if rank_failures.is_peer_failure(error):
+            return rank_failures.peer_failure_message(folder.work, error, distributed.env_rank())
     text = f"{type(error).__name__}: {str(error).strip() or 'no details'}"
     line = _custom_network_line(error)
     return f"custom network: line {line}: {text}" if line else text
