@@ -71,14 +71,20 @@ def write_dataset(folder: Path, images: int, size: int, channels: int, seed: int
     return folder
 
 
+def write_job(root: Path, name: str, spec: ModelSpec) -> JobFolder:
+    """The folder ``root/name`` of a job to train ``spec``."""
+    job = root / name
+    job.mkdir(parents=True)
+    (job / "spec.json").write_text(spec.model_dump_json())
+    return JobFolder(job)
+
+
 def run_job(root: Path, name: str, spec: ModelSpec, gpus: int, ddp_one: bool = False, new_session: bool = False,
             **env: str) -> Path:
     """Train ``spec`` as a job on the first ``gpus`` GPUs (0: the CPU, spec.processes of it);
     ``new_session``: its command in a session of its own, as a server's runner starts jobs."""
-    job = root / name
-    job.mkdir(parents=True)
-    (job / "spec.json").write_text(spec.model_dump_json())
-    folder = JobFolder(job)
+    folder = write_job(root, name, spec)
+    job = folder.path
     if ddp_one:
         command = distributed_command("trainyard.training.run", folder, 1)
     else:

@@ -37,23 +37,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests/ helpers from a checkout
 sys.path.insert(0, str(ROOT / "bench"))
-from scaling import check_done, print_table, run_job, throughput, write_dataset  # noqa: E402
+from scaling import check_done, print_table, run_job, throughput, write_dataset, write_job  # noqa: E402
 from scaling_cluster import CPU_IMAGES, CPU_SHAPE, CPU_SIZE, CpuMeter, Shape, per_cpu_ratio, speed_ratio  # noqa: E402
 
 from tests.cluster.netns import RAY_ADDRESS, RAY_ENV, Hosts, address, ray_start, why_not  # noqa: E402
-from trainyard.core.paths import JobFolder  # noqa: E402
 from trainyard.jobs.kinds.registry import get_kind  # noqa: E402
 
 SIDES = ("local", "hosts", "ray")
 NODES = ("w1", "w2")  # the worker hosts, node rank 0 and 1
 RENDEZVOUS_PORT = 29500
-
-
-def write_job(root: Path, name: str, spec) -> JobFolder:
-    job = root / name
-    job.mkdir(parents=True)
-    (job / "spec.json").write_text(spec.model_dump_json())
-    return JobFolder(job)
 
 
 def on_hosts(hosts: Hosts, root: Path, name: str, specs: dict[str, object], env: dict[str, str]) -> list[Path]:
