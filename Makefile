@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run lint test install bench clean
+.PHONY: run lint test test-fast install bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,13 @@ lint: $(STAMP)
 	$(BIN)/mypy src
 
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=20
+
+# The unit tests alone, for the edit-test loop (under 3 minutes on 2 cores): no subprocess jobs,
+# PostgreSQL, namespaces, browsers or slow tests (tests/conftest.py marks them by folder, fixture
+# and call). `make test` stays the whole suite.
+test-fast: $(STAMP)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow and not jobs and not postgres and not namespaces and not browser and not gpu"
 
 bench: $(STAMP)
 	$(BIN)/python bench/ingest.py

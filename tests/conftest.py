@@ -12,6 +12,7 @@ import pytest
 import starlette.testclient
 from PIL import Image
 
+from tests import expected_features
 from trainyard.jobs.context import open_context
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.settings import Settings
@@ -196,9 +197,42 @@ def postgres():
     server.stop()
 
 
+# `make test-fast` deselects what these marks name (pyproject's markers say what each means). A
+# test is marked by its folder, by the fixtures it asks for, or by what its module calls, so a new
+# test that starts a job is left out of the fast loop without anyone remembering to mark it.
+FOLDER_MARKS = {"browser": "browser", "sandbox": "namespaces", "cluster": "namespaces",
+                "install": "jobs", "examples": "jobs"}
+FIXTURE_MARKS = {"client": "jobs", "trained": "jobs", "trained_server": "jobs", "live_server": "browser",
+                 "cli_env": "jobs", "postgres": "postgres", "detector": "jobs", "custom": "jobs",
+                 "detector_client": "jobs"}
+# A module that calls one of these starts a subprocess (a job, the CLI, a server) somewhere in it.
+SOURCE_MARKS = {"subprocess": "jobs", "multiprocessing": "jobs", "os.fork": "jobs", "run_foreground": "jobs",
+                "tick_until": "jobs", "wait_job": "jobs", "_detector(": "jobs", "trained_model": "jobs",
+                "postgres": "postgres"}
+
+
+def _suite_marks(item, sources: dict[Path, str]) -> set[str]:
+    """The suite's marks an item earns by its folder, its fixtures and its module's calls."""
+    path = Path(item.fspath)
+    folders = path.relative_to(Path(__file__).parent).parts[:-1]
+    marks = {FOLDER_MARKS[f] for f in folders if f in FOLDER_MARKS}
+    marks |= {FIXTURE_MARKS[f] for f in item.fixturenames if f in FIXTURE_MARKS}
+    if path not in sources:
+        sources[path] = path.read_text()
+    marks |= {mark for word, mark in SOURCE_MARKS.items() if word in sources[path]}
+    if getattr(item, "callspec", None) and item.callspec.params.get("database_url") == "postgresql":
+        marks.add("postgres")
+    return marks
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects, so `-m gpu` sees the gpu mark added here
 def pytest_collection_modifyitems(config, items):
-    """`@pytest.mark.requires_cuda(n)`: a GPU test (selected by `-m gpu`), skipped without n devices."""
+    """`@pytest.mark.requires_cuda(n)`: a GPU test (selected by `-m gpu`), skipped without n devices;
+    and the marks `make test-fast` leaves out (jobs, postgres, namespaces, browser)."""
+    sources: dict[Path, str] = {}
+    for item in items:
+        for mark in _suite_marks(item, sources):
+            item.add_marker(mark)
     marked = [(item, item.get_closest_marker("requires_cuda")) for item in items]
     marked = [(item, mark) for item, mark in marked if mark is not None]
     if not marked:
@@ -211,3 +245,19 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.gpu)
         if available < needed:
             item.add_marker(pytest.mark.skip(reason=f"needs {needed} CUDA devices"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI, a sandbox or namespace test skipped for a feature the machine offers fails
+    (tests/expected_features.py): a skip there must mean the feature is truly absent."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or not expected_features.checked(Path(item.fspath), Path(__file__).parent):
+        return
+    reason = str(report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr)
+    reason = reason.removeprefix("Skipped: ")
+    feature = expected_features.offered_but_skipped(reason)
+    if feature is not None:
+        report.outcome = "failed"
+        report.longrepr = f"skipped ({reason}) although this machine offers {feature}: under CI that is a failure"

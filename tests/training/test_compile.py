@@ -32,6 +32,7 @@ def _train(spec, job_dir, **kwargs):
         return train(spec, job_dir, events, **kwargs)
 
 
+@pytest.mark.slow  # torch.compile: inductor writes and g++ builds C++ (over a minute on 2 cores)
 def test_compiled_training_validates_checkpoints_resumes_and_exports(dataset, tmp_path):
     spec = model_spec(dataset, epochs=2, compile=True, snapshot_interval=1, val_interval=1,
                       lr={"policy": "fixed", "base_lr": 0.05})
