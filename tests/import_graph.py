@@ -146,3 +146,25 @@ def upward_imports(package_dir: Path, forbidden: dict[str, set[str]]) -> list[st
             if parts[0] == top and len(parts) > 1 and parts[1] in banned:
                 bad.append(f"{name} imports {target}")
     return bad
+
+
+def folder_of(module: str, path: Path) -> str:
+    """The package (folder) a module belongs to: itself for an ``__init__.py``, else its parent."""
+    return module if path.name == "__init__.py" else module.rpartition(".")[0]
+
+
+def folder_edges(package_dir: Path) -> dict[str, set[str]]:
+    """package -> the packages its modules import at run time (``dependency_edges``, folded by
+    folder). A package and its own sub-packages are not linked: a package's top files assemble
+    its sub-packages and the sub-packages use the shared files beside them (jobs/context.py,
+    datasets/spec.py); the circles that matter are between siblings and cousins (jobs/runs and
+    jobs/kinds importing each other)."""
+    found = modules(package_dir)
+    graph: dict[str, set[str]] = {}
+    for module, targets in dependency_edges(package_dir).items():
+        source = folder_of(module, found[module])
+        for target in targets:
+            folder = folder_of(target, found[target])
+            if folder != source and not folder.startswith(source + ".") and not source.startswith(folder + "."):
+                graph.setdefault(source, set()).add(folder)
+    return graph

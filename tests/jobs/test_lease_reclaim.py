@@ -18,7 +18,7 @@ from sqlalchemy.exc import OperationalError
 from tests.conftest import wait_for
 from trainyard.core.status import Status
 from trainyard.jobs.runs.manager import JobManager
-from trainyard.jobs.scheduling.scheduler import Scheduler
+from trainyard.jobs.runs.scheduler import Scheduler
 from trainyard.jobs.store.store import Store
 
 

@@ -18,7 +18,8 @@ import pytest
 
 from trainyard.core.status import Status
 from trainyard.jobs.kinds.registry import JobKind, get_kind, register_kind
-from trainyard.jobs.runs.early_stop import decide, mark_early_stop, message
+from trainyard.jobs.kinds.sweeps import mark_early_stop
+from trainyard.jobs.runs.early_stop import decide, message
 
 T0 = 1000.0
 

@@ -13,9 +13,9 @@ from fastapi.staticfiles import StaticFiles
 from trainyard import __version__
 from trainyard.core import server_token
 from trainyard.jobs.context import open_context
+from trainyard.jobs.runs.scheduler import Scheduler
 from trainyard.jobs.scheduling.deployment import record_backend
 from trainyard.jobs.scheduling.resources import Pools
-from trainyard.jobs.scheduling.scheduler import Scheduler
 from trainyard.settings import Settings
 from trainyard.web.auth import TokenAuthMiddleware
 from trainyard.web.errors import install_error_handlers

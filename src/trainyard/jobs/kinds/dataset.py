@@ -9,9 +9,9 @@ from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.jobs.context import Context
+from trainyard.jobs.kinds.errors import JobConflict, JobError
 from trainyard.jobs.kinds.lookup import job_of_kind
 from trainyard.jobs.kinds.registry import DATASET
-from trainyard.jobs.runs.manager import JobConflict, JobError
 from trainyard.jobs.store.store import Job
 
 PATH_FIELDS = ("train_folder", "val_folder", "test_folder", "train_list", "val_list", "test_list",

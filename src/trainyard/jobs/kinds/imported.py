@@ -25,7 +25,7 @@ from trainyard.core.ids import new_job_id
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
-from trainyard.jobs.runs.manager import JobError
+from trainyard.jobs.kinds.errors import JobError
 from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job
 

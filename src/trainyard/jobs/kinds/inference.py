@@ -15,9 +15,9 @@ from trainyard.datasets.storage import split_names
 from trainyard.inference.snapshots import model_checkpoint
 from trainyard.inference.spec import KINDS, InferenceSpec
 from trainyard.jobs.context import Context
+from trainyard.jobs.kinds.errors import JobError
 from trainyard.jobs.kinds.lookup import job_of_kind
 from trainyard.jobs.kinds.registry import MODEL, get_kind
-from trainyard.jobs.runs.manager import JobError
 from trainyard.jobs.store.store import Job
 from trainyard.training.spec import ModelSpec
 

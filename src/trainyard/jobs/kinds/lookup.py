@@ -6,7 +6,7 @@ not name a job of the kind asked for. The message of a wrong kind says what the 
 
 from __future__ import annotations
 
-from trainyard.jobs.runs.manager import JobNotFound
+from trainyard.jobs.kinds.errors import JobNotFound
 from trainyard.jobs.store.store import Job, Store
 
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Literal
 from trainyard.artifact.checkpoint import CheckpointError, checkpoint_for_epoch
 from trainyard.core.paths import resolve_inside
 from trainyard.jobs.context import Context
+from trainyard.jobs.kinds.errors import JobError
 from trainyard.jobs.kinds.registry import MODEL
-from trainyard.jobs.runs.manager import JobError
 
 if TYPE_CHECKING:
     from trainyard.weights.store import WeightsStore

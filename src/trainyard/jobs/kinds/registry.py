@@ -30,11 +30,15 @@ from trainyard.datasets.spec import DatasetSpec
 from trainyard.inference import results
 from trainyard.inference.spec import InferenceSpec, stored_spec
 from trainyard.jobs.kinds.documents import Best, DatasetDetail, InferenceDetail, JobDetail, ModelDetail, SkippedImage
-from trainyard.jobs.runs.runner import python_module_command
 from trainyard.jobs.store.store import Job
 from trainyard.training.spec import ModelSpec
 
 S = TypeVar("S", bound=SpecModel)
+
+
+def python_module_command(module: str, folder: JobFolder) -> list[str]:
+    """A kind's subprocess: ``python -m <module> JOBDIR`` with this interpreter."""
+    return [sys.executable, "-m", module, str(folder.path)]
 # What a detection dataset's info adds to its description (datasets/detection/stats.py).
 DETECTION_INFO = ("labels_format", "box_counts", "empty_images", "counts_meaning", "box_sizes", "images",
                   "label_notes", "warnings")

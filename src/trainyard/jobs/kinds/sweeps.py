@@ -13,8 +13,13 @@ import itertools
 from collections.abc import Iterator
 
 from trainyard.core.errors import InvalidInput
+from trainyard.jobs.store.store import Job, Store
+from trainyard.training.setting_defaults import EARLY_STOP_MIN_EPOCHS
 
 MAX_TRIALS = 200  # jobs one request may draw
+# Epochs a run of an early-stopped sweep trains before it is judged at all (jobs/runs/early_stop.py;
+# written once, in training/setting_defaults.py).
+DEFAULT_MIN_EPOCHS = EARLY_STOP_MIN_EPOCHS.default
 
 
 def parse_range(text: str, kind: type = float, what: str = "value") -> tuple | None:
@@ -99,3 +104,10 @@ def _round(value: float) -> float:
     """Three significant digits: 0.00123 reads better in a job name than 0.0012345678, and a
     difference past the third digit does not change how a run trains."""
     return float(f"{value:.3g}")
+
+
+def mark_early_stop(store: Store, jobs: list[Job], min_epochs: float = DEFAULT_MIN_EPOCHS) -> list[Job]:
+    """Mark a new sweep's jobs for early stopping (their watchers read the mark), judged from
+    ``min_epochs`` on."""
+    mark = {"early_stop": True, "early_stop_min_epochs": min_epochs}
+    return [store.update_job(j.id, summary={**(j.summary or {}), **mark}) or j for j in jobs]

@@ -20,12 +20,19 @@ from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import write_json_atomic
 from trainyard.core.limits import MAX_NAME
 from trainyard.jobs.context import Context
+from trainyard.jobs.kinds.errors import JobConflict, JobError
 from trainyard.jobs.kinds.lookup import job_of_kind
 from trainyard.jobs.kinds.pretrained import Pretrained, resolve_pretrained
 from trainyard.jobs.kinds.registry import DATASET, MODEL
-from trainyard.jobs.kinds.sweeps import MAX_TRIALS, check_ranges, check_size, combinations, sweep_size
-from trainyard.jobs.runs.early_stop import DEFAULT_MIN_EPOCHS, mark_early_stop
-from trainyard.jobs.runs.manager import JobConflict, JobError
+from trainyard.jobs.kinds.sweeps import (
+    DEFAULT_MIN_EPOCHS,
+    MAX_TRIALS,
+    check_ranges,
+    check_size,
+    combinations,
+    mark_early_stop,
+    sweep_size,
+)
 from trainyard.jobs.scheduling.limits import check_processes
 from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job

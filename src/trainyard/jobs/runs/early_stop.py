@@ -1,6 +1,6 @@
 """Early stopping across a sweep: asynchronous successive halving over the runs' validations.
 
-A sweep made with ``early_stop`` marks each of its jobs (``summary.early_stop``). Whenever such a
+A sweep made with ``early_stop`` marks each of its jobs (``summary.early_stop``: jobs/kinds/sweeps.py). Whenever such a
 run reports a validation accuracy, the manager that watches it asks Optuna's
 ``SuccessiveHalvingPruner`` whether the run is among the worst of the runs that reached that
 validation point; if so the run is stopped through the abort path that every kind of job
@@ -25,21 +25,12 @@ from trainyard.core.paths import JobFolder
 from trainyard.core.status import Status
 from trainyard.core.vocabulary import BEST_METRIC
 from trainyard.jobs.kinds.registry import MODEL
+from trainyard.jobs.kinds.sweeps import DEFAULT_MIN_EPOCHS
 from trainyard.jobs.runs import server_log
 from trainyard.jobs.store.store import Job, Store
-from trainyard.training.setting_defaults import EARLY_STOP_MIN_EPOCHS
 
 REDUCTION_FACTOR = 2  # a run goes on at a rung if it is in the best half of the runs that got there
 MIN_RESOURCE = 1  # validation points before the first rung
-# Epochs a run trains before it is judged at all (written once, in training/setting_defaults.py).
-DEFAULT_MIN_EPOCHS = EARLY_STOP_MIN_EPOCHS.default
-
-
-def mark_early_stop(store: Store, jobs: list[Job], min_epochs: float = DEFAULT_MIN_EPOCHS) -> list[Job]:
-    """Mark a new sweep's jobs for early stopping (their watchers read the mark), judged from
-    ``min_epochs`` on."""
-    mark = {"early_stop": True, "early_stop_min_epochs": min_epochs}
-    return [store.update_job(j.id, summary={**(j.summary or {}), **mark}) or j for j in jobs]
 
 
 def validation_points(events_path) -> list[tuple[float, float, float]]:

@@ -1,13 +1,14 @@
-"""The errors of requests about jobs, and whether a job's process has started.
+"""Whether a job's process has started, and the errors of requests about jobs.
 
-Kept apart from the manager so that the modules it delegates to (jobs/runs/actions.py) can raise
-them; ``trainyard.jobs.runs.manager`` re-exports them, where callers have always found them.
+The errors are defined with the kinds (jobs/kinds/errors.py: creating a job raises them, and the
+kinds sit below the runs); they are re-exported here and from ``trainyard.jobs.runs.manager``,
+where the modules the manager delegates to (jobs/runs/actions.py) and callers find them.
 """
 
 from __future__ import annotations
 
-from trainyard.core.errors import Conflict, NotFound, UserError
 from trainyard.core.status import Status
+from trainyard.jobs.kinds.errors import JobConflict, JobError, JobNotFound  # noqa: F401 (re-exported)
 from trainyard.jobs.store.store import Job
 
 
@@ -15,15 +16,3 @@ def launched(job: Job) -> bool:
     """Has the job's process started? A cluster job's launcher runs while the job waits for
     the cluster (status waiting, with its pid), so ``waiting`` alone does not tell."""
     return job.status == Status.RUNNING or (job.status == Status.WAITING and job.pid is not None)
-
-
-class JobError(UserError):
-    """A request about a job that cannot be met as given; the message says why (HTTP 400)."""
-
-
-class JobNotFound(NotFound, JobError):
-    """The job (or dataset, or model) named does not exist (HTTP 404)."""
-
-
-class JobConflict(Conflict, JobError):
-    """The job exists but its state does not allow this: ended, still running, in use (HTTP 409)."""

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import socket
 
-from trainyard.jobs.runs import heartbeat, runner
+from trainyard.core.processes import process_alive
+from trainyard.jobs.runs import heartbeat
 from trainyard.jobs.scheduling.leases import this_process
 from trainyard.jobs.store.store import Job, Store
 from trainyard.settings import Settings
@@ -43,4 +44,4 @@ class Ownership:
         """Whether the job's watcher runs: by pid on this machine, by heartbeat on another."""
         if self.elsewhere(job):
             return heartbeat.silent_for(self._owners_store, job) <= self._timeout_s
-        return runner.process_alive(job.owner_pid)
+        return process_alive(job.owner_pid)

@@ -11,7 +11,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -64,23 +63,6 @@ def launch(command: list[str], folder: JobFolder, gpu_ids: list[int] | None, con
         )
     finally:
         os.close(output)
-
-
-def python_module_command(module: str, folder: JobFolder) -> list[str]:
-    return [sys.executable, "-m", module, str(folder.path)]
-
-
-def process_alive(pid: int | None, started_at: float | None = None) -> bool:
-    """True if ``pid`` runs and (when given) was started around ``started_at`` (no reused pid)."""
-    if not pid:
-        return False
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return started_at is None or proc.create_time() <= started_at + 5
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
 
 
 def terminate_group(pid: int, grace_s: float, child: subprocess.Popen | None = None) -> None:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from trainyard.core.paths import JobFolder
+from trainyard.core.processes import process_alive
 from trainyard.core.status import Status
 from trainyard.jobs.runs import heartbeat, runner
 from trainyard.jobs.runs.actions import RESUME_COMMANDS
@@ -62,7 +63,7 @@ class Watching:
             # Claimed by this process, and not by this manager: another one here (the CLI's beside
             # a server's, in tests) is launching it; its pid is recorded next. Not a death.
             return
-        elif runner.process_alive(job.pid, job.started_at):
+        elif process_alive(job.pid, job.started_at):
             self._children.stop_if_asked(job)
             return
         else:

@@ -12,8 +12,8 @@ import os
 
 import psutil
 
+from trainyard.core.processes import process_alive
 from trainyard.core.status import Status
-from trainyard.jobs.runs import runner
 from trainyard.jobs.store.store import Lease, Store
 
 
@@ -25,7 +25,7 @@ def this_process() -> tuple[int, float]:
 def holder_alive(lease: Lease) -> bool:
     if lease.holder_pid is None:
         return True  # a lease from before holders were recorded: its job decides
-    return runner.process_alive(lease.holder_pid, lease.holder_started)  # a reused pid started later
+    return process_alive(lease.holder_pid, lease.holder_started)  # a reused pid started later
 
 
 def reclaim_stale_leases(store: Store) -> list[str]:
