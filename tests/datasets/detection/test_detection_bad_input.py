@@ -78,8 +78,8 @@ def test_malformed_yolo_line_names_file_and_line(tmp_path):
     plan = collect_detection(spec(images, labels), Path("/"))
     skipped = reasons(plan.skipped)
     assert skipped["img_0002.txt"].startswith("line 3: expected 'class cx cy w h'")
-    assert skipped["img_0003.txt"].startswith("line 1: class index 7 is not one of 0..1")
-    assert sorted(s.path.stem for s in plan.splits["train"]) == ["img_0000", "img_0001"]
+    assert skipped["img_0003.txt line 1"] == "class index 7 is not one of 0..1 (2 class names): 1 box dropped"
+    assert sorted(s.path.stem for s in plan.splits["train"]) == ["img_0000", "img_0001", "img_0003"]  # box out
 
 
 def test_coco_problems_are_listed(tmp_path):

@@ -45,7 +45,7 @@ def test_api_build_counts_boxes_per_class(server):
     detail = server.detail
     n_boxes, per_class = truth_counts()
     assert detail["task"] == "detection" and detail["labels_format"] == "coco" and detail["resize"] == "pad"
-    assert detail["classes"] == ["square", "disc"]
+    assert detail["classes"] == ["disc", "square"]  # no class list, no classes.txt: sorted (README)
     assert detail["images"] == {"train": 12, "val": 4}
     for name, n in per_class.items():
         assert sum(detail["box_counts"][split][name] for split in ("train", "val")) == n

@@ -2,8 +2,9 @@
 
 A box partly outside the image is clipped to it (and noted); one entirely outside, one with no
 area (x2 <= x1 or y2 <= y1) or with a coordinate that is not a number is dropped and listed.
-A class the list does not name is dropped and counted per class (one listing line each, with
-the first place it appears), so filtering a large set to a few classes does not flood the page.
+A class the list does not name, or one the file does not define (``RawBox.unknown``), is dropped
+and counted per class (one listing line each, with the first place it appears), so filtering a
+large set to a few classes does not flood the page; its image is kept.
 """
 
 from __future__ import annotations
@@ -24,10 +25,20 @@ class BoxReport:
     skipped: list[Skipped] = field(default_factory=list)  # boxes dropped
     notes: list[Skipped] = field(default_factory=list)  # boxes kept but changed, images kept without labels
     unknown: dict[str, list] = field(default_factory=dict)  # class -> [count, first where]
+    why: dict[str, str] = field(default_factory=dict)  # class -> why it is unknown, where the file says
 
     def unknown_listing(self) -> list[Skipped]:
-        return [Skipped(where, f"class {name!r} is not one of the dataset's classes: {n} box{'es' * (n != 1)} dropped")
-                for name, (n, where) in sorted(self.unknown.items())]
+        listing = []
+        for name, (n, where) in sorted(self.unknown.items()):
+            why = self.why.get(name) or f"class {name!r} is not one of the dataset's classes"
+            listing.append(Skipped(where, f"{why}: {n} box{'es' * (n != 1)} dropped"))
+        return listing
+
+    def count_unknown(self, box: RawBox) -> None:
+        entry = self.unknown.setdefault(box.label, [0, box.where])
+        entry[0] += 1
+        if box.unknown is not None:
+            self.why.setdefault(box.label, box.unknown)
 
 
 def _fmt(box: tuple[float, ...]) -> str:
@@ -45,9 +56,8 @@ def check_boxes(raw: list[RawBox], size: tuple[int, int], normalised: bool,
     boxes, labels = [], []
     for r in raw:
         name = mapping.get(r.label) if mapping is not None else r.label
-        if name is None or name not in index:
-            entry = report.unknown.setdefault(r.label, [0, r.where])
-            entry[0] += 1
+        if r.unknown is not None or name is None or name not in index:
+            report.count_unknown(r)
             continue
         x1, y1, x2, y2 = r.box
         if normalised:

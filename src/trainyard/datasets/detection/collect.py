@@ -103,10 +103,8 @@ def collect_detection(spec, job_dir: Path) -> DetectionPlan:
     skipped: list[Skipped] = []
     train_images = _images(job_dir / spec.train_folder, skipped, "train")
     fmt, train_labels = read_labels(job_dir / spec.train_labels, spec.labels_format, mapping)
-    seen = sorted({b.label for boxes in train_labels.boxes.values() for b in boxes})
-    classes = class_order(mapping, train_labels.names or seen)
-    if mapping is None and train_labels.names:  # YOLO/COCO order, but only names that are used
-        classes = [c for c in classes if c in seen] or classes
+    used = {b.label for boxes in train_labels.boxes.values() for b in boxes if b.unknown is None}
+    classes = class_order(mapping, train_labels.names, used)
     plan = DetectionPlan(classes, fmt, {})
     report = BoxReport()
     index = {name: i for i, name in enumerate(classes)}

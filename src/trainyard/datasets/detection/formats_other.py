@@ -81,7 +81,7 @@ def parse_coco(path: Path) -> Labels:
     except (ValueError, KeyError, TypeError) as e:
         raise LabelFileError(f"{path} is not a COCO file (images, annotations, categories): "
                              f"{type(e).__name__}: {e}") from None
-    out = Labels(names=[names[k] for k in sorted(names)], absent_means_empty=False)
+    out = Labels(absent_means_empty=False)  # the class order is the names' (labels.py): ids do not set it
     for key in files.values():
         out.boxes.setdefault(key, [])
         out.sources[key] = str(path)
@@ -89,23 +89,44 @@ def parse_coco(path: Path) -> Labels:
     for number, ann in enumerate(annotations, 1):
         where = f"{path} annotation {ann.get('id', number) if isinstance(ann, dict) else number}"
         try:
-            key, name = files[int(ann["image_id"])], names[int(ann["category_id"])]
-            x, y, w, h = (float(v) for v in ann["bbox"])
-        except (KeyError, TypeError, ValueError) as e:
+            key, box, crowded = _annotation(ann, files, names, path.name, where)
+        except LabelFileError as e:
             image = _image_of(ann, files)
             if image is not None:  # its labels are not fully known: leave the image out
                 out.unreadable.add(image)
-            out.problems.append(Skipped(where, f"annotation left out: needs a known image_id, a known "
-                                f"category_id and a bbox [x, y, w, h] ({type(e).__name__}: {e})"
-                                f"{'; its image is left out' if image is not None else ''}"))
+            tail = "; its image is left out" if image is not None else ""
+            out.problems.append(Skipped(where, f"annotation left out: {e}{tail}"))
             continue
-        if ann.get("iscrowd"):
-            crowd += 1
-            continue
-        out.boxes[key].append(RawBox(name, (x, y, x + w, y + h), where))
+        crowd += crowded
+        if not crowded:
+            out.boxes[key].append(box)
     if crowd:
         out.notes.append(f"{crowd} crowd annotation{'s' * (crowd != 1)} (iscrowd) dropped")
     return out
+
+
+def _annotation(ann: object, files: dict[int, str], names: dict[int, str], file: str,
+                where: str) -> tuple[str, RawBox, bool]:
+    """(image key, box, whether it is a crowd region) of one annotation; LabelFileError saying
+    what is wrong. A ``category_id`` the file does not define gives a box marked unknown (dropped
+    and counted by the build, its image kept), named with the id and the file."""
+    if not isinstance(ann, dict):
+        raise LabelFileError(f"not an object: {str(ann)[:60]!r}")
+    try:
+        image_id, category = int(ann["image_id"]), int(ann["category_id"])
+        x, y, w, h = (float(v) for v in ann["bbox"])
+    except KeyError as e:
+        raise LabelFileError(f"needs image_id, category_id and bbox [x, y, w, h]: no {e}") from None
+    except (TypeError, ValueError) as e:
+        raise LabelFileError(f"image_id and category_id must be whole numbers and bbox [x, y, w, h] "
+                             f"four numbers ({e})") from None
+    if image_id not in files:
+        raise LabelFileError(f"image_id {image_id} is not one of {file}'s images")
+    box = (x, y, x + w, y + h)
+    if category not in names:
+        why = f"category_id {category} is not one of {file}'s categories ({len(names)} defined)"
+        return files[image_id], RawBox(f"category_id {category}", box, where, unknown=why), bool(ann.get("iscrowd"))
+    return files[image_id], RawBox(names[category], box, where), bool(ann.get("iscrowd"))
 
 
 def _image_of(ann: object, files: dict[int, str]) -> str | None:

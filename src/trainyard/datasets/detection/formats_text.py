@@ -125,10 +125,14 @@ def parse_yolo(folder: Path, names: list[str]) -> Labels:
             _bad_line(out, path, key, number, f"expected 'class cx cy w h' (5 numbers), got {line.strip()[:80]!r}")
             continue
         index, cx, cy, w, h = values
-        if index != int(index) or not 0 <= index < len(names):
-            _bad_line(out, path, key, number, f"class index {fields[0]} is not one of 0..{len(names) - 1} "
-                      f"({len(names)} class names)")
+        if index != int(index):
+            _bad_line(out, path, key, number, f"class index {fields[0]} is not a whole number")
             continue
         box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
-        out.boxes[key].append(RawBox(names[int(index)], box, f"{path} line {number}"))
+        where = f"{path} line {number}"
+        if 0 <= index < len(names):
+            out.boxes[key].append(RawBox(names[int(index)], box, where))
+        else:  # a class the names do not define: the box is dropped and counted, the image kept
+            why = f"class index {int(index)} is not one of 0..{len(names) - 1} ({len(names)} class names)"
+            out.boxes[key].append(RawBox(f"index {int(index)}", box, where, unknown=why))
     return out

@@ -7,8 +7,15 @@ the problems found (file and line named).
 
 The class list (``--classes``): comma-separated entries; ``name`` keeps the class, ``name=new``
 keeps it under the name ``new`` (several names may map to one, e.g. ``car,truck=vehicle,
-van=vehicle``). Given a list, names not in it are dropped (and listed); the classes are the
-targets in the order they first appear. Without one, every name is kept.
+van=vehicle``). Given a list, names not in it are dropped (and listed).
+
+The class order, one rule for every format: the class list's targets in the order they first
+appear; else a YOLO ``classes.txt``'s order (the names its boxes use); else the names the train
+labels use, sorted (KITTI, VOC and COCO alike: COCO's category ids do not order the classes).
+
+A box of a class the dataset does not have (a name the list drops, a YOLO index past
+``classes.txt``, a COCO ``category_id`` missing from ``categories``) is dropped and counted in the
+build's listing, one line a class; its image is kept, in every format.
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ class RawBox:
     label: str
     box: tuple[float, float, float, float]
     where: str  # "labels/a.txt line 3": how a problem with this box is named
+    # Set where the file names a class it does not define (a YOLO index, a COCO category id): why
+    # the box is dropped, e.g. "category_id 99 is not one of labels.json's categories".
+    unknown: str | None = None
 
 
 @dataclass
@@ -41,7 +51,7 @@ class Labels:
     problems: list[Skipped] = field(default_factory=list)
     unreadable: set[str] = field(default_factory=set)  # keys whose labels are unknown: image left out
     notes: list[str] = field(default_factory=list)  # counts worth a line (DontCare, crowd boxes)
-    names: list[str] = field(default_factory=list)  # the format's own class order, if it has one
+    names: list[str] = field(default_factory=list)  # the declared class order: YOLO's classes.txt
     normalised: bool = False  # YOLO: boxes in 0..1 of the image, not pixels
     # per-file formats: an image without a label file has no boxes; COCO: it is not labelled
     absent_means_empty: bool = True
@@ -73,8 +83,12 @@ def parse_classes(value: str | Iterable[str] | None) -> dict[str, str] | None:
     return mapping
 
 
-def class_order(mapping: dict[str, str] | None, names: Iterable[str]) -> list[str]:
-    """The dataset's classes: the list's targets in order, or ``names`` (sorted unless ordered)."""
+def class_order(mapping: dict[str, str] | None, declared: list[str], used: Iterable[str]) -> list[str]:
+    """The dataset's classes (the module docstring's rule): the list's targets in order; else the
+    ``declared`` order (classes.txt) of the names the boxes ``used``; else those names sorted."""
     if mapping is not None:
         return list(dict.fromkeys(mapping.values()))
-    return list(dict.fromkeys(names))
+    used = set(used)
+    if not used:  # no box at all: the build says so; the declared names are all there is
+        return list(dict.fromkeys(declared))
+    return [name for name in dict.fromkeys(declared) if name in used] or sorted(used)
