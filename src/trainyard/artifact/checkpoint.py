@@ -43,7 +43,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -56,6 +56,7 @@ from trainyard.core.paths import (
     checkpoint_name,
 )
 from trainyard.core.stored import SpecView, read_stored
+from trainyard.core.vocabulary import DEFAULT_TASK, Task
 
 if TYPE_CHECKING:
     import torch
@@ -84,7 +85,7 @@ class CheckpointHeader(BaseModel):
     classes: list[str]
     image_size: int
     epoch: float
-    task: Literal["classification", "detection"] = "classification"
+    task: Task = DEFAULT_TASK
     metrics: dict[str, list[Any]] = {}  # {name: [[epoch, value], ...]}
     best: dict[str, Any] | None = None  # {epoch, val_accuracy} (a detector's: val_map50)
     spec: dict[str, Any] | None = None  # the job's spec (training's: `JobOrigin` reads what others need)
