@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import sys
 
+from trainyard.core.tasks import task_traits
+
 
 def run_check(request: dict) -> dict:
     """Build, run and inspect the requested network; errors become {"ok": False, ...}."""
@@ -25,7 +27,7 @@ def run_check(request: dict) -> dict:
     num_classes, in_channels = int(request["num_classes"]), int(request["in_channels"])
     filename = request.get("filename") or "network.py"
     input_size = tuple(request["input_size"]) if request.get("input_size") else None
-    task = request.get("task") or "classification"
+    traits = task_traits(request.get("task"))
     try:
         if request.get("network"):
             name = request["network"]
@@ -35,16 +37,16 @@ def run_check(request: dict) -> dict:
             size = int(request["image_size"])
             build = load_network_source(request["source"], filename)
             make = lambda: build(num_classes, in_channels, size)  # noqa: E731
-        if task == "detection":
+        if traits.boxes:
             model = check_detector_model(make, num_classes, input_size or (size, size), filename=filename)
         else:
             model = check_model(make, num_classes, in_channels, size, filename=filename, input_size=input_size)
-        channels = 3 if task == "detection" else in_channels  # detectors take RGB (grey repeated)
+        channels = 3 if traits.rgb_input else in_channels  # detectors take RGB (grey repeated)
         report = inspect_network(model, (channels, *(input_size or (size, size))))
         # What a caller needs to match weights to the network without building it itself.
         report["state"] = {name: list(t.shape) for name, t in model.state_dict().items()}
-        if task == "detection":  # boxes per image, not a tensor of one shape
-            report.update(output_shape=None, task=task)
+        if traits.boxes:  # boxes per image, not a tensor of one shape
+            report.update(output_shape=None, task=traits.name)
     except NetworkError as exc:
         return {"ok": False, "error": exc.message, "line": exc.lineno}
     except Exception as exc:  # inspection or an unknown name: still an answer, not a crash
