@@ -56,6 +56,7 @@ from trainyard.core.paths import (
     checkpoint_name,
 )
 from trainyard.core.stored import SpecView, read_stored
+from trainyard.core.tasks import task_traits
 from trainyard.core.vocabulary import DEFAULT_TASK, Task
 
 if TYPE_CHECKING:
@@ -170,7 +171,7 @@ def build_model_from_checkpoint(checkpoint: dict) -> nn.Module:
     channels, height, width = Preprocessing.of_checkpoint(checkpoint).input_shape
     model = create_model(header.network, header.network_source, len(header.classes),
                          channels, header.image_size, (height, width))
-    if header.task == "detection":
+    if task_traits(header.task).boxes:
         from trainyard.networks.detection import fit_input
 
         fit_input(model, height, width)  # the stored size it trained at, not torchvision's own

@@ -30,6 +30,7 @@ class TaskTraits:
     boxes: bool = False  # answers, labels and previews are boxes per image, not one class per image
     appendable: bool = True  # a built dataset takes more images (a new version) without a rebuild
     rgb_input: bool = False  # its networks take three channels (a grey dataset's repeated)
+    dataset_hint: str = ""  # how to build a dataset of the task, for a network of it on another's
 
 
 TASK_TRAITS: Registry[TaskTraits] = Registry("task", plural="tasks")
@@ -37,14 +38,21 @@ TASK_TRAITS: Registry[TaskTraits] = Registry("task", plural="tasks")
 TASK_TRAITS.register("classification", TaskTraits(
     name="classification", best_metric=BEST_METRIC["classification"],
     metrics=("val_accuracy", "val_loss", "train_loss"), verb="classify", noun="classifier",
-    best_label="Best val. accuracy"))
+    best_label="Best val. accuracy", dataset_hint="build a classification dataset from class folders"))
 TASK_TRAITS.register("detection", TaskTraits(
     name="detection", best_metric=BEST_METRIC["detection"],
     metrics=("val_map50", "val_loss", "train_loss", "val_map"), verb="detect", noun="detector",
-    best_label="Best val. mAP@0.5", boxes=True, appendable=False, rgb_input=True))
+    best_label="Best val. mAP@0.5", boxes=True, appendable=False, rgb_input=True,
+    dataset_hint="build a detection dataset (--task detection) from box labels"))
 
 
 def task_traits(task: str | None) -> TaskTraits:
     """The facts of ``task`` (None: an older spec or checkpoint's, the default task); an unknown
     name raises UnknownName listing the tasks."""
     return TASK_TRAITS.get(task or DEFAULT_TASK)
+
+
+def known_task(value: object) -> str:
+    """``value`` if it names a registered task, else the default task: for documents read back
+    from outside (an archive's preprocess.json) whose task may be missing or anything at all."""
+    return value if isinstance(value, str) and value in TASK_TRAITS else DEFAULT_TASK

@@ -19,6 +19,7 @@ import numpy as np
 from trainyard.core.cpus import granted_cpus
 from trainyard.core.events import EventWriter
 from trainyard.core.jobproc import Aborted, Progress
+from trainyard.core.tasks import task_traits
 from trainyard.datasets import build_stream, disk_check, resume_state
 from trainyard.datasets.collect import BuildPlan, DatasetError, collect
 from trainyard.datasets.decode_worker import Geometry
@@ -156,7 +157,7 @@ def build_dataset(spec, job_dir: Path, events: EventWriter, workers: int | None 
     workers = workers or granted_cpus(use_omp=False)
     try:
         roots = data_roots if data_roots is not None else spec.data_roots
-        if spec.task == "detection":  # image folders with box labels: datasets/detection/
+        if task_traits(spec.task).boxes:  # image folders with box labels: datasets/detection/
             info = build_detection_into(tmp, spec, job_dir, events, workers, BuildProgress)
         else:
             plan = collect(spec, job_dir, scratch, None if roots is None else [Path(r) for r in roots])

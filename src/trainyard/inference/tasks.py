@@ -14,6 +14,7 @@ from pathlib import Path
 from trainyard.artifact.device import require_leased_gpus
 from trainyard.core.events import EventWriter
 from trainyard.core.files import write_json_atomic
+from trainyard.core.tasks import task_traits
 from trainyard.datasets.archive import safe_extract
 from trainyard.datasets.storage import open_split
 from trainyard.inference.evaluate import evaluate_split
@@ -62,7 +63,7 @@ def open_source(spec: InferenceSpec, job_dir: Path, classes: list[str], events: 
 
 def run_classify_many(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
                       should_stop: Callable[[], bool]) -> dict:
-    if spec.task == "detection":
+    if task_traits(spec.task).boxes:
         return _detect_many(spec, job_dir, events, progress, should_stop)
     loaded = _load(spec, events)
     items, total, base = _opened_source(spec, job_dir, loaded.classes, events)
@@ -107,7 +108,7 @@ def _roots(spec: InferenceSpec, job_dir: Path) -> list[str]:
 
 def run_evaluate(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
                  should_stop: Callable[[], bool]) -> dict:
-    if spec.task == "detection":
+    if task_traits(spec.task).boxes:
         return _evaluate_detector(spec, job_dir, events, progress, should_stop)
     loaded = _load(spec, events)
     assert spec.dataset_dir and spec.split  # the spec's validator requires both for an evaluation

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from trainyard.core.errors import Conflict, validated
 from trainyard.core.paths import resolve_inside
+from trainyard.core.tasks import task_traits
+from trainyard.core.vocabulary import DEFAULT_TASK
 from trainyard.datasets.storage import split_names
 from trainyard.inference.snapshots import model_checkpoint
 from trainyard.inference.spec import KINDS, InferenceSpec
@@ -44,8 +46,8 @@ def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float
         fields.update(_dataset_split(MODEL.spec_of(folder), fields["split"]))
     what = fields.get("split") or "images"
     model_spec = MODEL.find_spec(folder)
-    fields["task"] = getattr(model_spec, "task", None) or "classification"
-    if fields["task"] == "detection" and kind != "evaluate" and fields.get("split"):
+    fields["task"] = getattr(model_spec, "task", None) or DEFAULT_TASK
+    if task_traits(fields["task"]).boxes and kind != "evaluate" and fields.get("split"):
         raise JobError(f"a detection model finds boxes in a folder, a list or an archive of images; to "
                        f"score it on its dataset's {fields['split']} split, evaluate it")
     spec = validated(InferenceSpec, {**fields, "kind": kind, "name": f"{kind} {what}: {model.name} @ epoch {epoch:g}",
