@@ -50,7 +50,8 @@ def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float
     if task_traits(fields["task"]).boxes and kind != "evaluate" and fields.get("split"):
         raise JobError(f"a detection model finds boxes in a folder, a list or an archive of images; to "
                        f"score it on its dataset's {fields['split']} split, evaluate it")
-    spec = validated(InferenceSpec, {**fields, "kind": kind, "name": f"{kind} {what}: {model.name} @ epoch {epoch:g}",
+    name = job_name(kind, fields["task"], what, model.name, epoch)
+    spec = validated(InferenceSpec, {**fields, "kind": kind, "name": name,
                                      "model_id": model.id, "checkpoint": str(checkpoint), "epoch": epoch,
                                      "roots": [str(r) for r in ctx.settings.allowed_roots]})
     needs = {"pool": "inference"}  # never behind training: slots of its own, or a GPU (resources.py)
@@ -80,3 +81,10 @@ def inference_jobs(ctx: Context, model_id: str) -> list[Job]:
 def _model_of(ctx: Context, job: Job) -> str | None:
     spec = get_kind(job.kind).find_spec(ctx.manager.folder(job.id))
     return spec.model_id if spec else None
+
+
+def job_name(kind: str, task: str, what: str, model: str, epoch: float) -> str:
+    """The job's name, its page's title: named for what it does ("detect-many images: ..." for a
+    detector's many-image job, whose kind is classify-many for every task)."""
+    doing = f"{task_traits(task).verb}-many" if kind == "classify-many" else kind
+    return f"{doing} {what}: {model} @ epoch {epoch:g}"
