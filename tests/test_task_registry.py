@@ -46,13 +46,16 @@ def test_the_ratchet_sees_each_way_of_comparing():
 
 
 def test_every_task_is_registered_with_its_facts_and_parts():
+    from trainyard.datasets.build import BUILDS
     from trainyard.inference.archive_readme import READMES
     from trainyard.inference.results import ROW_PARSERS
+    from trainyard.inference.tasks import EVALUATE, MANY
+    from trainyard.networks.check import CHECKS
     from trainyard.training.steps import TASKS as STEPS
     from trainyard.web.routers.inference_pages import PAGES
 
     assert TASK_TRAITS.names() == list(TASKS) and DEFAULT_TASK in TASKS
-    for registry in (READMES, ROW_PARSERS, STEPS, PAGES):
+    for registry in (CHECKS, BUILDS, STEPS, MANY, EVALUATE, ROW_PARSERS, READMES, PAGES):
         assert set(registry) == set(TASKS)
     assert [task_traits(t).best_metric for t in TASKS] == [STEPS[t].best for t in TASKS]
 

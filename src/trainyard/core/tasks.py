@@ -29,7 +29,6 @@ class TaskTraits:
     best_label: str  # the model page's caption for the best score
     boxes: bool = False  # answers, labels and previews are boxes per image, not one class per image
     appendable: bool = True  # a built dataset takes more images (a new version) without a rebuild
-    rgb_input: bool = False  # its networks take three channels (a grey dataset's repeated)
     dataset_hint: str = ""  # how to build a dataset of the task, for a network of it on another's
 
 
@@ -42,7 +41,7 @@ TASK_TRAITS.register("classification", TaskTraits(
 TASK_TRAITS.register("detection", TaskTraits(
     name="detection", best_metric=BEST_METRIC["detection"],
     metrics=("val_map50", "val_loss", "train_loss", "val_map"), verb="detect", noun="detector",
-    best_label="Best val. mAP@0.5", boxes=True, appendable=False, rgb_input=True,
+    best_label="Best val. mAP@0.5", boxes=True, appendable=False,
     dataset_hint="build a detection dataset (--task detection) from box labels"))
 
 
