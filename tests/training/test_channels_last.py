@@ -58,3 +58,15 @@ def test_precision_auto_is_bf16_from_ampere_and_fp16_before(monkeypatch, capabil
     cuda = torch.device("cuda", 0)
     assert autocast_dtype("auto", cuda) is expected
     assert autocast_dtype("fp32", cuda) is None and autocast_dtype("bf16", cuda) is torch.bfloat16
+
+
+@pytest.mark.parametrize("device", [CPU, torch.device("cuda", 0)])
+def test_a_detector_runs_and_is_logged_nchw(device):
+    """A detector batches its own resized copy of the images: never channels_last, so the
+    training log's "memory layout" (the loader's flag) says NCHW, as runs (issue 41)."""
+    from types import SimpleNamespace
+
+    spec = SimpleNamespace(channels_last=True, network="resnet18", task="detection")
+    assert use_channels_last(spec, device) is False  # type: ignore[arg-type]
+    assert use_channels_last(SimpleNamespace(channels_last=True, network="resnet18", task="classification"),
+                             device) is True  # type: ignore[arg-type]

@@ -43,7 +43,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -56,6 +56,8 @@ from trainyard.core.paths import (
     checkpoint_name,
 )
 from trainyard.core.stored import SpecView, read_stored
+from trainyard.core.tasks import task_traits
+from trainyard.core.vocabulary import DEFAULT_TASK, Task
 
 if TYPE_CHECKING:
     import torch
@@ -84,7 +86,7 @@ class CheckpointHeader(BaseModel):
     classes: list[str]
     image_size: int
     epoch: float
-    task: Literal["classification", "detection"] = "classification"
+    task: Task = DEFAULT_TASK
     metrics: dict[str, list[Any]] = {}  # {name: [[epoch, value], ...]}
     best: dict[str, Any] | None = None  # {epoch, val_accuracy} (a detector's: val_map50)
     spec: dict[str, Any] | None = None  # the job's spec (training's: `JobOrigin` reads what others need)
@@ -169,7 +171,7 @@ def build_model_from_checkpoint(checkpoint: dict) -> nn.Module:
     channels, height, width = Preprocessing.of_checkpoint(checkpoint).input_shape
     model = create_model(header.network, header.network_source, len(header.classes),
                          channels, header.image_size, (height, width))
-    if header.task == "detection":
+    if task_traits(header.task).boxes:
         from trainyard.networks.detection import fit_input
 
         fit_input(model, height, width)  # the stored size it trained at, not torchvision's own

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainyard.core.tasks import known_task, task_traits
 from trainyard.core.vocabulary import MEAN_MODES, RESIZE_MODES
 
 SCALE = "0..1"  # inputs are pixel / 255, then the mean, then the std (normalize.py)
@@ -109,7 +110,8 @@ def from_document(doc: Mapping[str, Any]) -> tuple[Preprocessing, int]:
         problems.append(f"size {width}x{height} is outside 1..{MAX_SIDE}")
     if channels not in (1, 3):
         problems.append(f"channels {channels} is not 1 or 3")
-    modes = DETECTION_RESIZE if doc.get("task") == "detection" else RESIZE_MODES  # a detector's: pad, squash
+    boxes = task_traits(known_task(doc.get("task"))).boxes
+    modes = DETECTION_RESIZE if boxes else RESIZE_MODES  # a detector's: pad, squash
     if resize not in modes:
         problems.append(f"resize {resize!r} is not one of {', '.join(modes)}")
     if mean_mode not in MEAN_MODES:

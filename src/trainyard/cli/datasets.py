@@ -12,6 +12,7 @@ from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput, NotFound
 from trainyard.core.status import Status
+from trainyard.core.tasks import task_traits
 from trainyard.core.vocabulary import RESIZE_MODES
 from trainyard.datasets.sources import ignored_line
 
@@ -85,7 +86,7 @@ def count_lines(detail: dict) -> list[str]:
         counts = detail["counts"].get(split)
         if counts is None:
             continue
-        if detail.get("task") != "detection":
+        if not task_traits(detail.get("task")).boxes:
             lines.append(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
             continue
         boxes = detail.get("box_counts", {}).get(split, {})
@@ -97,7 +98,7 @@ def count_lines(detail: dict) -> list[str]:
 
 
 def _skipped_what(detail: dict) -> str:
-    return "images, boxes or label files" if detail.get("task") == "detection" else "files"
+    return "images, boxes or label files" if task_traits(detail.get("task")).boxes else "files"
 
 
 def _print_counts(detail: dict) -> None:
@@ -216,8 +217,8 @@ def show(dataset_id: str, as_json: bool = typer.Option(False, "--json")) -> None
     detail = doc.as_json()
     typer.echo(f"{detail['name']} ({detail['id']}): {detail['status']}")
     typer.echo(f"classes: {', '.join(detail['classes'])}")
-    if detail.get("task") == "detection":
-        typer.echo(f"task: detection ({detail.get('labels_format')} labels, resize {detail.get('resize')})")
+    if task_traits(detail.get("task")).boxes:
+        typer.echo(f"task: {detail['task']} ({detail.get('labels_format')} labels, resize {detail.get('resize')})")
     for line in count_lines(detail):  # one line a split, in training order, on stdout like the rest
         typer.echo(line)
     if detail["skipped"]:

@@ -19,6 +19,7 @@ from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import NotFound, UserError
 from trainyard.core.status import Status
+from trainyard.core.tasks import task_traits
 
 MAX_TOP = 100
 
@@ -173,7 +174,7 @@ def evaluate(
 
 
 def _print_evaluation(doc: dict) -> None:
-    if doc.get("task") == "detection":
+    if task_traits(doc.get("task")).boxes:
         _print_detection(doc)
         return
     typer.echo(f"{doc['split']} split, epoch {doc['epoch']:g}: {doc['images']} images")

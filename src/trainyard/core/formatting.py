@@ -6,6 +6,7 @@ import signal
 import time
 
 from trainyard.core.status import FINAL_STATUSES, Status, vocabulary
+from trainyard.core.tasks import task_traits
 
 
 def duration(seconds: float | None) -> str:
@@ -38,9 +39,9 @@ def clock(timestamp: float | None) -> str:
 
 def best_score_text(best: dict | None) -> str:
     """A run's best validation score as its page shows it: a classifier's top-1 as "87.50%", a
-    detector's COCO mAP@0.5 as "mAP@0.5 0.824"; "–" when it has none yet."""
+    detector's COCO mAP@0.5 as "mAP@0.5 0.824" (a weak one's as "mAP@0.5 0.00412"); "–" when it has none yet."""
     if best and best.get("val_map50") is not None:
-        return f"mAP@0.5 {float(best['val_map50']):.3f}"
+        return f"mAP@0.5 {float(best['val_map50']):.3g}"  # three significant digits: 0.004, not 0.00
     if best and best.get("val_accuracy") is not None:
         return f"{float(best['val_accuracy']):.2f}%"
     return "–"
@@ -51,6 +52,7 @@ def install(env) -> None:
     with ``Status.DONE`` and ``final_statuses``, and base.html hands ``status_vocabulary`` to the
     pages' scripts (static/status.js), so no status name is spelled outside core/status.py."""
     env.filters.update(duration=duration, age=age, gib=gib, clock=clock, best_score=best_score_text)
+    env.globals.update(task_traits=task_traits)  # pages ask the task registry, never compare task names
     env.globals.update(Status=Status, final_statuses=FINAL_STATUSES, status_vocabulary=vocabulary())
 
 

@@ -1,4 +1,5 @@
-"""Names that several layers spell alike: the mean and resize modes, and how a GPU is named as a resource.
+"""Names that several layers spell alike: the tasks, the mean and resize modes, and how a GPU is named
+as a resource.
 
 One source each, so the spec, the CLI, the form, the artefact and the scheduler cannot drift
 apart. Plain strings and no imports beyond typing: every process may read this.
@@ -7,6 +8,12 @@ apart. Plain strings and no imports beyond typing: every process may read this.
 from __future__ import annotations
 
 from typing import Literal, get_args
+
+# What a dataset, a network and a model are for. Spelled here once; what varies by task lives in
+# the task registries (core/tasks.py and one per layer: docs/architecture.md, "Tasks").
+Task = Literal["classification", "detection"]
+TASKS: tuple[str, ...] = get_args(Task)
+DEFAULT_TASK: Task = "classification"  # what a spec, a checkpoint or an older job without one means
 
 # What a model subtracts from its input: the dataset's mean image, its mean pixel, or nothing.
 MeanMode = Literal["image", "pixel", "none"]

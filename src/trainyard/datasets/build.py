@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -156,22 +156,7 @@ def build_dataset(spec, job_dir: Path, events: EventWriter, workers: int | None 
     workers = workers or granted_cpus(use_omp=False)
     try:
         roots = data_roots if data_roots is not None else spec.data_roots
-        if spec.task == "detection":  # image folders with box labels: datasets/detection/
-            info = build_detection_into(tmp, spec, job_dir, events, workers, BuildProgress)
-        else:
-            plan = collect(spec, job_dir, scratch, None if roots is None else [Path(r) for r in roots])
-            geometry = _geometry(spec, plan, events)
-            total = sum(len(v) for v in plan.splits.values())
-            plan_hash = resume_state.fingerprint(spec.model_dump_json(), geometry,
-                                                 {k: v.digest() for k, v in plan.splits.items()})
-            resume = resume_state.load(tmp, plan_hash)
-            if resume is None:
-                shutil.rmtree(tmp, ignore_errors=True)
-                _check_room(job_dir, plan, geometry, total)
-            events.log(f"{len(plan.classes)} classes, {total} new images to process "
-                       f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})"
-                       + (f"; resuming after image {resume.position}" if resume else ""))
-            info = _build_into(tmp, spec, plan, geometry, events, workers, (total, plan_hash, resume))
+        info = BUILDS[spec.task](tmp, spec, job_dir, events, workers, roots)
         os.replace(tmp, final)
     except (DatasetError, Aborted, KeyboardInterrupt):
         shutil.rmtree(tmp, ignore_errors=True)  # nothing a resume could finish differently
@@ -185,6 +170,34 @@ def build_dataset(spec, job_dir: Path, events: EventWriter, workers: int | None 
     summary = {k: v for k, v in info.items() if k not in ("skipped", "warnings", "ignored")}
     events.emit("result", **summary, skipped_total=len(info["skipped"]), skipped=info["skipped"][:100])
     return info
+
+
+def _build_classification(tmp: Path, spec, job_dir: Path, events: EventWriter, workers: int,
+                          roots: Iterable[Path | str] | None) -> dict:
+    """Class folders or lists into ``tmp``, resuming a build that was cut off."""
+    plan = collect(spec, job_dir, job_dir / "extract.tmp", None if roots is None else [Path(r) for r in roots])
+    geometry = _geometry(spec, plan, events)
+    total = sum(len(v) for v in plan.splits.values())
+    plan_hash = resume_state.fingerprint(spec.model_dump_json(), geometry,
+                                         {k: v.digest() for k, v in plan.splits.items()})
+    resume = resume_state.load(tmp, plan_hash)
+    if resume is None:
+        shutil.rmtree(tmp, ignore_errors=True)
+        _check_room(job_dir, plan, geometry, total)
+    events.log(f"{len(plan.classes)} classes, {total} new images to process "
+               f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})"
+               + (f"; resuming after image {resume.position}" if resume else ""))
+    return _build_into(tmp, spec, plan, geometry, events, workers, (total, plan_hash, resume))
+
+
+def _build_detection(tmp: Path, spec, job_dir: Path, events: EventWriter, workers: int,
+                     roots: Iterable[Path | str] | None) -> dict:
+    """Image folders with box labels into ``tmp`` (datasets/detection/; its own path checks)."""
+    return build_detection_into(tmp, spec, job_dir, events, workers, BuildProgress)
+
+
+# How a dataset of each task builds (core/tasks.py names the tasks): a new task registers its own.
+BUILDS: dict[str, Callable[..., dict]] = {"classification": _build_classification, "detection": _build_detection}
 
 
 def _check_room(job_dir: Path, plan: BuildPlan, geometry: Geometry, total: int) -> None:

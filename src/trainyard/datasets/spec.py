@@ -14,6 +14,8 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_v
 
 from trainyard.core.errors import InvalidInput
 from trainyard.core.stored import SpecModel, is_stored, read_stored
+from trainyard.core.tasks import task_traits
+from trainyard.core.vocabulary import DEFAULT_TASK, Task
 from trainyard.datasets.detection.spec_rules import DETECTION_FIELDS, check_detection, default_resize
 from trainyard.datasets.resize_plans import RESIZE
 
@@ -66,7 +68,7 @@ class DatasetSpec(SpecModel):
     encoding: Literal["none", "png", "jpeg"] = "none"
     seed: int = Field(0, ge=0, le=MAX_SEED)
     # Detection (datasets/detection/): box labels for the train (and val, test) images.
-    task: Literal["classification", "detection"] = "classification"
+    task: Task = DEFAULT_TASK
     train_labels: str | None = None  # a folder of label files, or one COCO .json
     val_labels: str | None = None
     test_labels: str | None = None
@@ -93,7 +95,7 @@ class DatasetSpec(SpecModel):
     def _check(self, info: ValidationInfo) -> DatasetSpec:
         if is_stored(info):  # it was valid when it was written
             return self
-        if self.task == "detection":
+        if task_traits(self.task).boxes:
             check_detection(self)
             return self
         given = [name for name in DETECTION_FIELDS if getattr(self, name) is not None]

@@ -34,6 +34,7 @@ from trainyard.artifact.checkpoint import FORMAT, CheckpointHeader
 from trainyard.artifact.preprocessing import NO_MEAN, Preprocessing, from_document
 from trainyard.core.errors import UserError
 from trainyard.core.files import read_json
+from trainyard.core.tasks import known_task, task_traits
 from trainyard.datasets.archive import ArchiveError, member_names, safe_extract
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.networks import UnknownNetwork, network_source
@@ -71,7 +72,8 @@ def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike,
         root = safe_extract(Path(archive), Path(workdir), MAX_ARCHIVE_BYTES, MAX_MEMBERS)
     except ArchiveError as exc:
         raise ArchiveImportError(f"archive refused: {exc}") from None
-    detection = (root / "preprocess.json").is_file() and _read_json(root, "preprocess.json").get("task") == "detection"
+    task = known_task((root / "preprocess.json").is_file() and _read_json(root, "preprocess.json").get("task"))
+    detection = task_traits(task).boxes
     required = DETECTION_REQUIRED if detection else REQUIRED
     missing = [name for name in required if not (root / name).is_file()]
     if missing:
@@ -98,7 +100,7 @@ def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike,
         prep = prep.replace(mean=_tensor(mean))
     best = info.get("best")
     header = CheckpointHeader(
-        network=network, network_source=source, task="detection" if detection else "classification",
+        network=network, network_source=source, task=task,
         classes=classes, image_size=image_size, epoch=_number(info.get("epoch"), 0),
         metrics=_history(info.get("history")), best=best if isinstance(best, dict) else None,
         imported={k: info.get(k) for k in ("job", "dataset", "versions", "created")})

@@ -19,7 +19,7 @@ def readme_text(checkpoint: dict, info: dict) -> str:
     """The archive's README.md: what is inside and how to run it (a classifier's or a detector's)."""
     stem = archive_stem(checkpoint)
     build = info["build"]
-    template = DETECTION_README if CheckpointHeader.of(checkpoint).task == "detection" else README
+    template = READMES[CheckpointHeader.of(checkpoint).task]
     return template.format(stem=stem, name=info["job"]["name"] or stem, epoch=f"{info['epoch']:g}",
                          network=info["network"], classes=build["num_classes"],
                          channels=build["in_channels"], size=build["image_size"])
@@ -52,4 +52,5 @@ To fine-tune in trainyard, import the archive (`trainyard import ARCHIVE`, or "I
 browser), then train with `--pretrained JOB`.
 """
 
-
+# The archive's README by the model's task (core/tasks.py).
+READMES = {"classification": README, "detection": DETECTION_README}

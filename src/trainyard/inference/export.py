@@ -48,6 +48,7 @@ from trainyard.artifact.normalize import mean_image
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.files import write_atomic
 from trainyard.core.paths import JobFolder, checkpoint_epoch
+from trainyard.core.tasks import task_traits
 from trainyard.datasets.images import png_bytes
 from trainyard.datasets.info import INFO_FILE, DatasetInfo
 from trainyard.inference import onnx_export, ort_runtime
@@ -114,7 +115,7 @@ def archive_members(checkpoint: dict, checkpoint_path: Path) -> tuple[list[tuple
     prep = Preprocessing.of_checkpoint(checkpoint)
     model = build_model_from_checkpoint(checkpoint)
     header = CheckpointHeader.of(checkpoint)
-    if header.task == "detection":  # boxes: post-processing in the graph, other scripts
+    if task_traits(header.task).boxes:  # boxes: post-processing in the graph, other scripts
         files, check = detection_archive.detection_files(checkpoint, model)
         files.update({"weights.safetensors": safetensors_bytes(model), "network.py": network_file(checkpoint).encode()})
         return _ordered(checkpoint, prep, checkpoint_path, check, files), check

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from trainyard.core import jobfiles
 from trainyard.core.paths import JobFolder
+from trainyard.core.vocabulary import DEFAULT_TASK
 
 RESULTS_CSV = "results.csv"
 RESULTS_INDEX = "results.idx"
@@ -80,9 +81,13 @@ def parse_detection_row(fields: list[str]) -> dict:
     return {"row": int(row), "image": image, "boxes": json.loads(boxes) if boxes else [], "error": error or None}
 
 
+# How a job's rows read back, by the task of its model (core/tasks.py).
+ROW_PARSERS: dict[str, Callable[[list[str]], dict]] = {"classification": parse_row, "detection": parse_detection_row}
+
+
 def row_parser(task: str | None) -> Callable[[list[str]], dict]:
     """How the rows of a job of ``task`` (its spec's: the model's) read back."""
-    return parse_detection_row if task == "detection" else parse_row
+    return ROW_PARSERS[task or DEFAULT_TASK]
 
 
 def read_rows(job_dir: str | os.PathLike, offset: int, limit: int,

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, ValidationInfo, model_validator
 
 from trainyard.core.stored import SpecModel, is_stored, read_stored
+from trainyard.core.vocabulary import DEFAULT_TASK, Task
 
 SPEC_VERSION = 1
 KINDS = ("classify-many", "evaluate")
@@ -32,7 +33,7 @@ class InferenceSpec(SpecModel):
     model_id: str = Field(min_length=1)
     checkpoint: str = Field(min_length=1)  # the checkpoint file, resolved when the job was created
     epoch: int | float  # as the checkpoint names it: 3, or 2.5 for a fractional snapshot
-    task: Literal["classification", "detection"] = "classification"  # the model's: classes or boxes
+    task: Task = DEFAULT_TASK  # the model's: classes or boxes
 
     # classify-many: exactly one source; evaluate: a dataset split.
     list_file: str | None = None  # lines of "path [label]", label a class index or name

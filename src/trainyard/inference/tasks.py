@@ -62,8 +62,12 @@ def open_source(spec: InferenceSpec, job_dir: Path, classes: list[str], events: 
 
 def run_classify_many(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
                       should_stop: Callable[[], bool]) -> dict:
-    if spec.task == "detection":
-        return _detect_many(spec, job_dir, events, progress, should_stop)
+    """A many-image job of the model's task (MANY)."""
+    return MANY[spec.task](spec, job_dir, events, progress, should_stop)
+
+
+def _classify_many(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
+                   should_stop: Callable[[], bool]) -> dict:
     loaded = _load(spec, events)
     items, total, base = _opened_source(spec, job_dir, loaded.classes, events)
     events.log(f"classifying {total} images")
@@ -107,8 +111,12 @@ def _roots(spec: InferenceSpec, job_dir: Path) -> list[str]:
 
 def run_evaluate(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
                  should_stop: Callable[[], bool]) -> dict:
-    if spec.task == "detection":
-        return _evaluate_detector(spec, job_dir, events, progress, should_stop)
+    """An evaluation of the model's task (EVALUATE) on its dataset's split."""
+    return EVALUATE[spec.task](spec, job_dir, events, progress, should_stop)
+
+
+def _evaluate_classifier(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
+                         should_stop: Callable[[], bool]) -> dict:
     loaded = _load(spec, events)
     assert spec.dataset_dir and spec.split  # the spec's validator requires both for an evaluation
     doc = evaluate_split(loaded, Path(spec.dataset_dir), spec.split, batch_size=spec.batch_size,
@@ -140,3 +148,9 @@ def _load(spec: InferenceSpec, events: EventWriter) -> LoadedModel:
     device = job_device()
     events.log(f"loading {Path(spec.checkpoint).name} (epoch {spec.epoch:g}) on {device}")
     return load_model(spec.checkpoint, device)
+
+
+# What a classify-many and an evaluate job run, by the model's task (core/tasks.py names the
+# tasks): each task's runners beside each other; a new task registers its own two.
+MANY: dict[str, Callable[..., dict]] = {"classification": _classify_many, "detection": _detect_many}
+EVALUATE: dict[str, Callable[..., dict]] = {"classification": _evaluate_classifier, "detection": _evaluate_detector}

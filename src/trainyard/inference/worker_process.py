@@ -21,6 +21,8 @@ import base64
 from pathlib import Path
 from typing import Any
 
+from trainyard.core.tasks import task_traits
+
 _loaded: Any = None  # the LoadedModel this worker serves (one per process)
 
 
@@ -32,7 +34,7 @@ def handle(request: dict) -> dict:
         from trainyard.inference.loader import load_model
 
         checkpoint = Path(request["load"])
-        if request.get("task") == "detection":
+        if task_traits(request.get("task")).boxes:
             from trainyard.inference.detection.detector import load_detector
 
             _loaded = load_detector(checkpoint)

@@ -25,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 
 import trainyard
+from trainyard.core.vocabulary import DEFAULT_TASK, Task
 
 from .check_gate import CheckGate
 from .isolated import check_network_isolated, check_timeout
@@ -49,7 +50,7 @@ class NetworkCache:
 
     def check(self, *, network: str | None = None, source: str | None = None, num_classes: int,
               in_channels: int, image_size: int | None, input_size: tuple[int, int] | None = None,
-              timeout: float | None = None, task: str = "classification") -> dict:
+              timeout: float | None = None, task: Task = DEFAULT_TASK) -> dict:
         """`check_network_isolated`'s answer for this request, computed at most once (``timeout``:
         the caller's limit, else TRAINYARD_CHECK_TIMEOUT_S).
 
@@ -57,7 +58,7 @@ class NetworkCache:
         request = {"what": "check", "network": network, "source": source, "num_classes": num_classes,
                    "in_channels": in_channels, "image_size": image_size,
                    "input_size": list(input_size) if input_size else None}
-        if task != "classification":  # a classifier's key (and its cached answers) stays as it was
+        if task != DEFAULT_TASK:  # a classifier's key (and its cached answers) stays as it was
             request["task"] = task
         key = _key(request)
         answer = self._get(key)

@@ -14,19 +14,20 @@ from __future__ import annotations
 import json
 import sys
 
+from trainyard.core.tasks import task_traits
+
 
 def run_check(request: dict) -> dict:
     """Build, run and inspect the requested network; errors become {"ok": False, ...}."""
-    from .custom import NetworkError, check_model, load_network_source
-    from .detection_check import check_detector_model
+    from .custom import NetworkError, load_network_source
     from .layer_report import inspect_network
     from .registry import create_network, get_network
 
     num_classes, in_channels = int(request["num_classes"]), int(request["in_channels"])
     filename = request.get("filename") or "network.py"
     input_size = tuple(request["input_size"]) if request.get("input_size") else None
-    task = request.get("task") or "classification"
     try:
+        check = CHECKS[task_traits(request.get("task")).name]
         if request.get("network"):
             name = request["network"]
             size = int(request.get("image_size") or get_network(name).image_size)
@@ -35,21 +36,37 @@ def run_check(request: dict) -> dict:
             size = int(request["image_size"])
             build = load_network_source(request["source"], filename)
             make = lambda: build(num_classes, in_channels, size)  # noqa: E731
-        if task == "detection":
-            model = check_detector_model(make, num_classes, input_size or (size, size), filename=filename)
-        else:
-            model = check_model(make, num_classes, in_channels, size, filename=filename, input_size=input_size)
-        channels = 3 if task == "detection" else in_channels  # detectors take RGB (grey repeated)
+        model, channels, extra = check(make, num_classes, in_channels, size, input_size, filename)
         report = inspect_network(model, (channels, *(input_size or (size, size))))
         # What a caller needs to match weights to the network without building it itself.
         report["state"] = {name: list(t.shape) for name, t in model.state_dict().items()}
-        if task == "detection":  # boxes per image, not a tensor of one shape
-            report.update(output_shape=None, task=task)
+        report.update(extra)
     except NetworkError as exc:
         return {"ok": False, "error": exc.message, "line": exc.lineno}
     except Exception as exc:  # inspection or an unknown name: still an answer, not a crash
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "line": None}
     return {"ok": True, **report}
+
+
+def _check_classifier(make, num_classes: int, in_channels: int, size: int, input_size, filename: str):
+    """(the checked classifier, the channels it takes, what its report adds: nothing)."""
+    from .custom import check_model
+
+    model = check_model(make, num_classes, in_channels, size, filename=filename, input_size=input_size)
+    return model, in_channels, {}
+
+
+def _check_detector(make, num_classes: int, in_channels: int, size: int, input_size, filename: str):
+    """(the checked detector, RGB: a grey dataset's repeated, its report's boxes per image, not
+    a tensor of one shape)."""
+    from .detection_check import check_detector_model
+
+    model = check_detector_model(make, num_classes, input_size or (size, size), filename=filename)
+    return model, 3, {"output_shape": None, "task": "detection"}
+
+
+# How a network of each task is checked (core/tasks.py names the tasks): a new task adds its own.
+CHECKS = {"classification": _check_classifier, "detection": _check_detector}
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainyard.core.registry import UnknownName
+from trainyard.core.vocabulary import DEFAULT_TASK, Task
 
 # Names of timm's models, as networks: "timm:<model>" (timm_networks.py; the table names the family).
 TIMM_PREFIX = "timm:"
@@ -24,7 +25,7 @@ class NetworkInfo:
     batch_size: int  # default batch size (DIGITS's where DIGITS had the network)
     source_module: str  # where the network is defined: our module or torchvision's
     min_image_size: int = 32  # smallest square input the network accepts
-    task: str = "classification"  # or "detection": what kind of dataset it trains on
+    task: Task = DEFAULT_TASK  # what kind of dataset it trains on (core/tasks.py)
 
 
 class UnknownNetwork(UnknownName):

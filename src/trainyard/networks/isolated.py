@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from trainyard.core.vocabulary import DEFAULT_TASK, Task
 from trainyard.networks.table import builder_modules
 from trainyard.sandbox.childproc import Child, ChildFailed, default_policy, out_of_memory
 from trainyard.sandbox.zygote import Zygote
@@ -53,7 +54,7 @@ def handle(request: dict) -> dict:
 def check_network_isolated(
     source: str | None, num_classes: int, in_channels: int, image_size: int | None,
     timeout: float | None = None, *, network: str | None = None, filename: str = "network.py",
-    input_size: tuple[int, int] | None = None, task: str = "classification",
+    input_size: tuple[int, int] | None = None, task: Task = DEFAULT_TASK,
 ) -> dict:
     """Check and inspect a custom `source` (or the standard `network`) in a sandboxed child, as
     a classifier or, with ``task`` "detection", as a detector.

@@ -20,6 +20,8 @@ from functools import reduce
 from typing import Any
 
 from trainyard.core.registry import Registry
+from trainyard.core.tasks import task_traits
+from trainyard.core.vocabulary import DEFAULT_TASK
 
 from .info import TIMM_PREFIX, NetworkInfo, UnknownNetwork
 
@@ -132,7 +134,7 @@ def detector_of(name: str | None) -> Any:
     from .detection import detection_network
 
     resolver = family(name)
-    if resolver is not None and resolver.TASK == "detection":
+    if resolver is not None and task_traits(resolver.TASK).boxes:
         return resolver.network(name)
     return detection_network(name)
 
@@ -156,7 +158,7 @@ def network_task(name: str) -> str:
     if is_standard(name):
         return get_network(name).task
     resolver = family(name)
-    return resolver.TASK if resolver is not None else "classification"
+    return resolver.TASK if resolver is not None else DEFAULT_TASK
 
 
 def check_network_name(name: str) -> None:

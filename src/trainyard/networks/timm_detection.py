@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainyard.core.errors import NotFound
+from trainyard.core.vocabulary import Task
 
 from .detection import DetectionNetwork
 from .info import TIMM_PREFIX, NetworkInfo, UnknownNetwork
@@ -23,7 +24,7 @@ from .info import TIMM_PREFIX, NetworkInfo, UnknownNetwork
 if TYPE_CHECKING:
     from torch import nn
 
-TASK = "detection"
+TASK: Task = "detection"  # what a family's networks train on (table.network_task)
 # head -> (title, label of the dataset's class 0); timm_fpn.HEADS says which stages each takes
 HEADS = {"fasterrcnn": ("Faster R-CNN", 1), "retinanet": ("RetinaNet", 0), "fcos": ("FCOS", 0)}
 FAMILIES = [f"{head}:{TIMM_PREFIX}<model>" for head in HEADS]

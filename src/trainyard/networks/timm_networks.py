@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainyard.core.errors import NotFound
+from trainyard.core.vocabulary import Task
 
 from .info import TIMM_PREFIX, NetworkInfo, UnknownNetwork
 
 if TYPE_CHECKING:
     from torch import nn
 
-TASK = "classification"  # what a family's networks train on (table.network_task)
+TASK: Task = "classification"  # what a family's networks train on (table.network_task)
 DEFAULT_BATCH = 32
 MIN_IMAGE_SIZE = 32
 

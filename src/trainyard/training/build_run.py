@@ -30,6 +30,7 @@ from trainyard.artifact.preprocessing import DEFAULT_RESIZE, Preprocessing
 from trainyard.core.errors import InvalidInput
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
+from trainyard.core.tasks import task_traits
 from trainyard.datasets.info import INFO_FILE, DatasetInfo
 from trainyard.datasets.storage import SplitReader, open_split, split_names
 from trainyard.networks.detection import fit_input
@@ -144,7 +145,7 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     batch_size = spec.default_batch_size()
     train_loader: BatchLoader
     val_loader: BatchLoader | None
-    if spec.task == "detection":  # boxes for targets, no mean (the detector normalises inside)
+    if task_traits(spec.task).boxes:  # boxes for targets, no mean (the detector normalises inside)
         train_loader, val_loader, preprocess = detection_build.loaders(
             spec, info, train_split, val_split, batch_size, device, seed, d, net)
         refresh = None
@@ -231,7 +232,7 @@ def _build_network(spec: ModelSpec, ckpt: dict | None, num_classes: int, channel
     """(network with its starting weights, trainable names or None, head names or None):
     from a checkpoint, pretrained weights or fresh, frozen as asked."""
     net = network.create_model(spec.network, spec.network_source, num_classes, channels, image_size, input_size)
-    if spec.task == "detection":
+    if task_traits(spec.task).boxes:
         fit_input(net, *input_size)  # the dataset's stored size, not torchvision's 800 or 320
     if ckpt:
         net.load_state_dict(ckpt["model"])
@@ -249,13 +250,13 @@ def _load_store_weights(spec: ModelSpec, net: nn.Module, image_size: int, events
     """Store weights: the whole backbone must fit; the classifier starts fresh for our classes."""
     assert spec.pretrained and spec.network  # the spec checks pretrained_entry comes with both
     try:
-        if spec.task == "detection":  # the backbone network's weights; neck and heads fresh
+        if task_traits(spec.task).boxes:  # the backbone network's weights; neck and heads fresh
             head = fit.load_detector_backbone(net, read_state_dict(spec.pretrained), spec.network)
         else:
             head = fit.load_backbone(net, read_state_dict(spec.pretrained), spec.network, image_size)
     except ValueError as e:  # weights that are not, or do not fit: the job's one-line error
         raise TrainingError(str(e)) from None
-    fresh = (f"new neck and heads ({len(head)} tensors)" if spec.task == "detection"
+    fresh = (f"new neck and heads ({len(head)} tensors)" if task_traits(spec.task).boxes
              else f"new classifier {', '.join(head)}")
     events.log(f"pretrained: the backbone of {spec.pretrained_entry}; {fresh}")
     params = {name for name, _ in net.named_parameters()}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from trainyard.core.tasks import task_traits
 from trainyard.training.spec import ModelSpec
 
 # Network families whose training and validation are faster in channels_last on the CPU as well
@@ -25,7 +26,7 @@ def use_channels_last(spec: ModelSpec, device: torch.device) -> bool:
     """
     if not spec.channels_last or not spec.network:
         return False
-    if spec.task == "detection":  # a detector batches its own (resized) copy of the images
+    if task_traits(spec.task).boxes:  # a detector batches its own (resized) copy of the images
         return False
     if device.type == "cuda":
         return True

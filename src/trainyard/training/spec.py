@@ -17,6 +17,7 @@ from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import read_json
 from trainyard.core.limits import MAX_NAME
 from trainyard.core.stored import SpecModel, is_stored, read_stored
+from trainyard.core.vocabulary import DEFAULT_TASK, Task
 from trainyard.networks import get_network
 from trainyard.training.train_settings import TrainSettings
 
@@ -65,7 +66,7 @@ class ModelSource(SpecModel):
 
     # What the dataset is for (its own task, copied when the job is made): classification
     # (labels per image) or detection (boxes); the network must be made for the same.
-    task: Literal["classification", "detection"] = "classification"
+    task: Task = DEFAULT_TASK
 
     # Exactly one: a standard network by name, or a custom network file's Python source.
     network: str | None = None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainyard.core.paths import checkpoint_epoch, checkpoint_job
 from trainyard.core.status import Status
-from trainyard.core.vocabulary import MEAN_MODES
+from trainyard.core.vocabulary import DEFAULT_TASK, MEAN_MODES
 from trainyard.datasets.info import DatasetInfo
 from trainyard.jobs.context import Context
 from trainyard.jobs.views.settings import as_text  # noqa: F401 (the form's values, as typed)
@@ -96,7 +96,7 @@ def dataset_choices(briefs: list[dict]) -> list[dict]:
                     "classes": len(info.classes), "train": info.images.get("train"),
                     "images": sum(info.images.values()) if info.images else None,
                     "width": info.width, "height": info.height, "channels": info.channels,
-                    "task": info.task or "classification"})
+                    "task": info.task or DEFAULT_TASK})
     return out
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainyard.core.tasks import known_task, task_traits
 from trainyard.datasets.detection.labels import parse_classes
 
 # Named here, not in geometry.py, so validating a spec does not import numpy and Pillow.
@@ -20,7 +21,7 @@ _NOT_FOR_DETECTION = ("train_list", "val_list", "test_list", "labels_file", "tra
 
 def default_resize(data: object) -> object:
     """A detection spec without a resize gets pad (letterbox); classification keeps its default."""
-    if isinstance(data, dict) and data.get("task") == "detection" and data.get("resize") is None:
+    if isinstance(data, dict) and task_traits(known_task(data.get("task"))).boxes and data.get("resize") is None:
         return {**data, "resize": DEFAULT_RESIZE}
     return data
 

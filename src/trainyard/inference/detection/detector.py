@@ -20,6 +20,7 @@ import numpy as np
 
 from trainyard.artifact.checkpoint import CheckpointHeader
 from trainyard.artifact.preprocessing import Preprocessing
+from trainyard.core.tasks import task_traits
 from trainyard.inference.snapshots import InferenceError
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def _load(path: Path, device: str, user_code: bool) -> LoadedDetector:
 
     checkpoint = load_checkpoint(path)
     header = CheckpointHeader.of(checkpoint)
-    if header.task != "detection":
+    if not task_traits(header.task).boxes:
         raise NotADetector(f"{path.name} is a classification model: classify with it, or train a detector")
     if header.network_source and not user_code:
         raise CustomDetector(f"{path.name} is a custom network: it runs only in its sandboxed worker")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
+from trainyard.core.tasks import task_traits
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.errors import JobConflict, JobError
@@ -56,7 +57,7 @@ def append_dataset_job(ctx: Context, parent_id: str, fields: dict, *, foreground
         raise JobConflict(f"dataset {parent_id} is {parent.status}; only a built dataset can be appended to")
     folder = ctx.manager.folder(parent_id)
     base = DATASET.spec_of(folder)  # the parent's spec as stored, however old; the new one is checked
-    if base.task == "detection":
+    if not task_traits(base.task).appendable:
         raise JobConflict(f"dataset {parent_id} is a detection dataset: appending is for classification "
                           "datasets; build a new detection dataset from all the images and labels")
     version = base.dataset_version + 1

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from trainyard.core.errors import Conflict, validated
 from trainyard.core.paths import resolve_inside
+from trainyard.core.tasks import task_traits
+from trainyard.core.vocabulary import DEFAULT_TASK
 from trainyard.datasets.storage import split_names
 from trainyard.inference.snapshots import model_checkpoint
 from trainyard.inference.spec import KINDS, InferenceSpec
@@ -44,11 +46,12 @@ def create_inference_job(ctx: Context, kind: str, model_id: str, *, epoch: float
         fields.update(_dataset_split(MODEL.spec_of(folder), fields["split"]))
     what = fields.get("split") or "images"
     model_spec = MODEL.find_spec(folder)
-    fields["task"] = getattr(model_spec, "task", None) or "classification"
-    if fields["task"] == "detection" and kind != "evaluate" and fields.get("split"):
+    fields["task"] = getattr(model_spec, "task", None) or DEFAULT_TASK
+    if task_traits(fields["task"]).boxes and kind != "evaluate" and fields.get("split"):
         raise JobError(f"a detection model finds boxes in a folder, a list or an archive of images; to "
                        f"score it on its dataset's {fields['split']} split, evaluate it")
-    spec = validated(InferenceSpec, {**fields, "kind": kind, "name": f"{kind} {what}: {model.name} @ epoch {epoch:g}",
+    name = job_name(kind, fields["task"], what, model.name, epoch)
+    spec = validated(InferenceSpec, {**fields, "kind": kind, "name": name,
                                      "model_id": model.id, "checkpoint": str(checkpoint), "epoch": epoch,
                                      "roots": [str(r) for r in ctx.settings.allowed_roots]})
     needs = {"pool": "inference"}  # never behind training: slots of its own, or a GPU (resources.py)
@@ -78,3 +81,10 @@ def inference_jobs(ctx: Context, model_id: str) -> list[Job]:
 def _model_of(ctx: Context, job: Job) -> str | None:
     spec = get_kind(job.kind).find_spec(ctx.manager.folder(job.id))
     return spec.model_id if spec else None
+
+
+def job_name(kind: str, task: str, what: str, model: str, epoch: float) -> str:
+    """The job's name, its page's title: named for what it does ("detect-many images: ..." for a
+    detector's many-image job, whose kind is classify-many for every task)."""
+    doing = f"{task_traits(task).verb}-many" if kind == "classify-many" else kind
+    return f"{doing} {what}: {model} @ epoch {epoch:g}"

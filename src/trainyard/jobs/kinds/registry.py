@@ -24,6 +24,8 @@ from trainyard.core.events import read_events
 from trainyard.core.paths import CHECKPOINTS_DIR, JobFolder, checkpoint_name, is_inside
 from trainyard.core.registry import Registry
 from trainyard.core.stored import SpecModel, read_stored
+from trainyard.core.tasks import task_traits
+from trainyard.core.vocabulary import DEFAULT_TASK
 from trainyard.datasets.info import DatasetInfo, read_dataset_info
 from trainyard.datasets.leftovers import RESUME_FILE, remove_build_leftovers
 from trainyard.datasets.spec import DatasetSpec
@@ -158,7 +160,7 @@ def describe_dataset(job: Job, folder: JobFolder, common: JobDetail) -> DatasetD
 def _spec_task(job: Job, folder: JobFolder) -> str:
     """The task the spec asks for (before the build has written info.json)."""
     spec = DATASET.find_spec(folder) if job.kind == "dataset" else None
-    return spec.task if spec is not None else "classification"
+    return spec.task if spec is not None else DEFAULT_TASK
 
 
 def model_metrics(folder: JobFolder) -> tuple[dict[str, list], list[int | float]]:
@@ -184,10 +186,10 @@ def describe_model(job: Job, folder: JobFolder, common: JobDetail) -> ModelDetai
     metrics, snapshots = model_metrics(folder)
     stored = spec_as_written(folder)
     spec = MODEL.read_or_none(stored)
-    task = spec.task if spec else "classification"
-    # a detector's best is its highest mAP@0.5 (training/steps.py's TASKS say the same)
-    key = "val_map50" if task == "detection" else "val_accuracy"
-    for name in (key, "val_loss", "train_loss", *(("val_map",) if task == "detection" else ())):
+    task = spec.task if spec else DEFAULT_TASK
+    traits = task_traits(task)  # the best is the highest of its best metric (training/steps.py's TASKS agree)
+    key = traits.best_metric
+    for name in traits.metrics:
         metrics.setdefault(name, [])
     accuracy = metrics[key]
     best = max(accuracy, key=lambda p: p[1]) if accuracy else None

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import write_json_atomic
 from trainyard.core.limits import MAX_NAME
+from trainyard.core.tasks import task_traits
+from trainyard.core.vocabulary import DEFAULT_TASK
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.errors import JobConflict, JobError
 from trainyard.jobs.kinds.lookup import job_of_kind
@@ -148,7 +150,7 @@ def _job_name(request: TrainRequest, dataset: Job, network, lr, batch) -> str:
 def dataset_task(ctx: Context, dataset: Job) -> str:
     """What the dataset is for (its spec's task: classification unless it says detection)."""
     spec = DATASET.find_spec(ctx.manager.folder(dataset.id))
-    return getattr(spec, "task", None) or "classification"
+    return getattr(spec, "task", None) or DEFAULT_TASK
 
 
 def refuse_task_mismatch(dataset: Job, task: str, network: str | None) -> None:
@@ -164,8 +166,7 @@ def refuse_task_mismatch(dataset: Job, task: str, network: str | None) -> None:
     if network_task == task:
         return
     fitting = [info.name for info in list_networks() if info.task == task]
-    instead = ("or build a detection dataset (--task detection) from box labels"
-               if task == "classification" else "or build a classification dataset from class folders")
+    instead = f"or {task_traits(network_task).dataset_hint}"
     raise InvalidSpec(f"dataset {dataset.name!r} ({dataset.id}) is a {task} dataset and {network} is a "
                       f"{network_task} network: pick a {task} network ({', '.join(fitting[:5])}"
                       f"{', ...' if len(fitting) > 5 else ''}), {instead}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
-from trainyard.core.vocabulary import BEST_METRIC, best_score
+from trainyard.core.vocabulary import BEST_METRIC, DEFAULT_TASK, best_score
 from trainyard.jobs.kinds.registry import MODEL, model_metrics
 from trainyard.jobs.runs.manager import JobError, JobManager, JobNotFound
 from trainyard.jobs.store.labels import Labels, labels_of
@@ -59,7 +59,7 @@ def _run(manager: JobManager, job: Job, labels: Labels) -> tuple[ComparedRun, di
     folder = manager.folder(job.id)
     metrics, _ = model_metrics(folder)
     spec = MODEL.find_spec(folder)
-    key = BEST_METRIC[spec.task if spec else "classification"]
+    key = BEST_METRIC[spec.task if spec else DEFAULT_TASK]
     accuracy = metrics.get(key) or []
     best = max(accuracy, key=lambda p: p[1]) if accuracy else None
     final = {name: points[-1][1] for name in SERIES if (points := metrics.get(name))}

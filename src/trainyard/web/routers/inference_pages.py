@@ -15,6 +15,7 @@ from fastapi.templating import Jinja2Templates
 
 from trainyard.artifact.checkpoint import checkpoint_epochs
 from trainyard.core import formatting
+from trainyard.core.vocabulary import DEFAULT_TASK
 from trainyard.datasets.storage import split_names
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.inference import inference_jobs
@@ -24,6 +25,8 @@ from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.routers.inference_results import job_folder
 
 router = APIRouter(include_in_schema=False)
+# The page that uses a model, by its task (core/tasks.py): a class per image, or boxes.
+PAGES = {"classification": "classify.html", "detection": "detect.html"}
 templates = Jinja2Templates(directory=Path(__file__).parent.parent / "templates")
 formatting.install(templates.env)
 
@@ -48,7 +51,7 @@ def classify_page(request: Request, ctx: Ctx, model_id: str, epoch: float | None
     jobs = [job_brief(job).model_dump() for job in inference_jobs(ctx, model_id)]
     # The checkpoint files themselves: a snapshot is usable as soon as its file is complete.
     snapshots = list(checkpoint_epochs(ctx.manager.folder(model_id).path))
-    page = "detect.html" if model.get("task") == "detection" else "classify.html"  # boxes, not classes
+    page = PAGES[model.get("task") or DEFAULT_TASK]  # boxes, not classes
     return templates.TemplateResponse(request, page, {
         "model": model, "snapshots": snapshots, "splits": _splits(model), "jobs": jobs, "epoch": epoch,
         "roots": [str(r) for r in ctx.settings.allowed_roots]})

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from trainyard import networks
 from trainyard.core.errors import InvalidInput
+from trainyard.core.vocabulary import DEFAULT_TASK, Task
 from trainyard.jobs.context import Context
 from trainyard.networks import cache as network_cache
 from trainyard.web.bounded_pool import BoundedPool
@@ -86,7 +87,7 @@ class InspectRequest(BaseModel):
     image_size: int | None = Field(None, ge=8, le=1024)
     # (height, width) where it is not a square (a CLI asking for its queued job's check)
     input_size: tuple[Annotated[int, Field(ge=8, le=4096)], Annotated[int, Field(ge=8, le=4096)]] | None = None
-    task: Literal["classification", "detection"] = "classification"  # a detector is checked as one
+    task: Task = DEFAULT_TASK  # a detector is checked as one
 
     @model_validator(mode="after")
     def _one(self) -> InspectRequest:

@@ -59,6 +59,12 @@ export const charts = (function () {
     return Math.max(56, Math.ceil(axis.ticks.size + axis.gap + u.ctx.measureText(longest).width / devicePixelRatio + 4));
   }
 
+  // A score as the pages show it: a percentage with two decimals, a fraction (a detector's mAP)
+  // to three significant digits, so a weak model's 0.004 reads 0.004, not 0.00%.
+  function scoreText(y, unit) {
+    return unit === "%" ? `${y.toFixed(2)}%` : `${+y.toPrecision(3)}`;
+  }
+
   // A dashed line and a dot at the best point, e.g. best() -> {x: 12, y: 97.5, scale: "pct"}.
   function bestMarker(best) {
     return {
@@ -82,7 +88,7 @@ export const charts = (function () {
           ctx.arc(x, y, 4.5 * pr, 0, 2 * Math.PI);
           ctx.fill();
           ctx.font = `${11 * pr}px system-ui, sans-serif`;
-          const text = `best ${b.y.toFixed(2)}% @ ${+b.x.toFixed(3)}`;
+          const text = `best ${scoreText(b.y, b.unit)} @ ${+b.x.toFixed(3)}`;
           const right = x + ctx.measureText(text).width + 8 * pr > u.bbox.left + u.bbox.width;
           ctx.textAlign = right ? "right" : "left";
           ctx.fillText(text, x + (right ? -6 : 6) * pr, u.bbox.top + 12 * pr);
@@ -135,5 +141,5 @@ export const charts = (function () {
     };
   }
 
-  return { Table, lineChart, bestMarker, throttle, fmt, significantTicks, fitAxis };
+  return { Table, lineChart, bestMarker, scoreText, throttle, fmt, significantTicks, fitAxis };
 })();

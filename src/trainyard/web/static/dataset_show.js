@@ -55,7 +55,7 @@ import { JobPage } from "./job_page.js";
   const grid = document.getElementById("explore-grid");
   if (!grid) return;
   const classes = JSON.parse(grid.dataset.classes);
-  const detection = grid.dataset.task === "detection";
+  const detection = grid.dataset.boxes === "true";  // the task registry's word (core/tasks.py)
   const pageSize = detection ? 24 : 48;
   const palette = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#bfef45"];
   const svgNS = "http://www.w3.org/2000/svg";

@@ -11,7 +11,7 @@ import { isActive, Status } from "./status.js";
 
   // -- charts ------------------------------------------------------------------------------------
   // A detector charts COCO's mAP (0..1) where a classifier charts its accuracy (percent).
-  const detection = root.dataset.task === "detection";
+  const detection = root.dataset.boxes === "true";  // the task registry's word (core/tasks.py)
   const BEST = detection ? "val_map50" : "val_accuracy";
   const quality = detection ? [
     { name: "val_map50", label: "val mAP@0.5", color: "#1f8a4c", scale: "pct", points: true },
@@ -32,7 +32,7 @@ import { isActive, Status } from "./status.js";
     ],
     scales: { loss: { auto: true }, pct: { range: detection ? [0, 1] : [0, 100] } },
     axes: [{ scale: "loss", label: "loss" }, { scale: "pct", label: detection ? "mAP" : "accuracy (%)", side: 1 }],
-    plugins: [charts.bestMarker(() => best && { ...best, scale: "pct" })],
+    plugins: [charts.bestMarker(() => best && { ...best, scale: "pct", unit: detection ? "" : "%" })],
   });
   const lrChart = charts.lineChart($("chart-lr"), {
     table: lr, height: 180,
@@ -69,8 +69,8 @@ import { isActive, Status } from "./status.js";
     if (view.total) $("stat-iteration").textContent = `${view.done} / ${view.total}`;
     if (view.speed != null) $("stat-speed").textContent = Math.round(view.speed).toLocaleString();
     $("stat-eta").textContent = isActive(page.status) && view.eta != null ? ty.duration(view.eta) : "–";
-    if (best) $("stat-best").textContent = detection ? `mAP@0.5 ${best.y.toFixed(3)} (epoch ${+best.x.toFixed(3)})`
-      : `${best.y.toFixed(2)}% (epoch ${+best.x.toFixed(3)})`;
+    if (best) $("stat-best").textContent = detection ? `mAP@0.5 ${charts.scoreText(best.y, "")} (epoch ${+best.x.toFixed(3)})`
+      : `${charts.scoreText(best.y, "%")} (epoch ${+best.x.toFixed(3)})`;
     const pre = $("job-log");
     const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
     pre.textContent = log.join("\n");

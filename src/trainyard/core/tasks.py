@@ -1,0 +1,57 @@
+"""The task registry of the shared vocabulary: what every layer may know about a task without
+importing the layer that holds its parts.
+
+A task (core/vocabulary.py's ``Task``) is registered here with its plain facts: the metric that
+ranks a model's epochs, the metrics a model page always charts, the words the pages and the CLI
+use for it (classify / detect, a classifier / a detector), and whether its answers are boxes.
+What varies by task in code lives in one registry per layer, each task's parts beside each
+other (docs/architecture.md, "Tasks"); callers ask ``task_traits(task)`` or those registries and
+never compare task names (tests/test_task_registry.py counts such comparisons).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainyard.core.registry import Registry
+from trainyard.core.vocabulary import BEST_METRIC, DEFAULT_TASK
+
+
+@dataclass(frozen=True)
+class TaskTraits:
+    """One task's facts, as every layer may read them (no code: the layers' registries hold that)."""
+
+    name: str
+    best_metric: str  # the validation metric whose highest value is a model's best epoch
+    metrics: tuple[str, ...]  # the metrics a model page charts from the start (empty until reported)
+    verb: str  # what a user does with a model: "classify", "detect"
+    noun: str  # what a trained network of the task is: "classifier", "detector"
+    best_label: str  # the model page's caption for the best score
+    boxes: bool = False  # answers, labels and previews are boxes per image, not one class per image
+    appendable: bool = True  # a built dataset takes more images (a new version) without a rebuild
+    dataset_hint: str = ""  # how to build a dataset of the task, for a network of it on another's
+
+
+TASK_TRAITS: Registry[TaskTraits] = Registry("task", plural="tasks")
+
+TASK_TRAITS.register("classification", TaskTraits(
+    name="classification", best_metric=BEST_METRIC["classification"],
+    metrics=("val_accuracy", "val_loss", "train_loss"), verb="classify", noun="classifier",
+    best_label="Best val. accuracy", dataset_hint="build a classification dataset from class folders"))
+TASK_TRAITS.register("detection", TaskTraits(
+    name="detection", best_metric=BEST_METRIC["detection"],
+    metrics=("val_map50", "val_loss", "train_loss", "val_map"), verb="detect", noun="detector",
+    best_label="Best val. mAP@0.5", boxes=True, appendable=False,
+    dataset_hint="build a detection dataset (--task detection) from box labels"))
+
+
+def task_traits(task: str | None) -> TaskTraits:
+    """The facts of ``task`` (None: an older spec or checkpoint's, the default task); an unknown
+    name raises UnknownName listing the tasks."""
+    return TASK_TRAITS.get(task or DEFAULT_TASK)
+
+
+def known_task(value: object) -> str:
+    """``value`` if it names a registered task, else the default task: for documents read back
+    from outside (an archive's preprocess.json) whose task may be missing or anything at all."""
+    return value if isinstance(value, str) and value in TASK_TRAITS else DEFAULT_TASK
