@@ -74,6 +74,7 @@ class Policy:
     file_size_mb: int | None = None
     cpu_s: int | None = None
     max_processes: int | None = None  # counted by sandbox/supervisor.py, which runs the process
+    work_mb: int | None = None  # the bytes its work folder (report_dir) may hold, checked by the supervisor
     report_dir: str | None = None  # the job folder the supervisor reports a limit's breach to
     uid: int | None = None  # the uid to run as, when started as root (namespaces.sandbox_uid)
     gid: int | None = None  # its group, when not the uid's number (a cluster rank's own: rank_network)
