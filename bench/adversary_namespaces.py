@@ -9,9 +9,13 @@ does:
     proc           the server's own process, found among /proc's by its command line
     uid            the worker's real uid on the host (read from /proc/<pid>/status), when the
                    server runs as root: reached if it is 0
+    keyring        a key added to the uid's user keyring (issue 42: as root, every sandbox
+                   shares one uid, and a key one job added was read by every later sandbox)
+    memfd          a memfd made: its written pages escape every memory bound but a cgroup's
 
 bwrap's namespaces stop the first five (loopback of its own, no host socket in its root, a
-private /dev/shm, a PID namespace of its own), the uid drop the last (sandbox/namespaces.py).
+private /dev/shm, a PID namespace of its own), the uid drop the sixth (sandbox/namespaces.py),
+seccomp the last two (sandbox/seccomp.py).
 """
 
 from __future__ import annotations
@@ -113,4 +117,23 @@ def uid(target: Target) -> tuple[str, str, str]:
     return _row("uid (root outside)", 0 in uids, f"HTTP {response.status_code}, worker uids {sorted(uids)}")
 
 
-PAYLOADS = {"net-tcp": net_tcp, "net-udp": net_udp, "net-unix": net_unix, "shm": shm, "proc": proc, "uid": uid}
+ADD_KEY = {"x86_64": 248, "aarch64": 217}  # the syscall's number
+
+
+def keyring(target: Target) -> tuple[str, str, str]:
+    code = ("import ctypes, platform\n"
+            f"number = {ADD_KEY!r}[platform.machine()]\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            f"if libc.syscall(number, b'user', b'{MARK}', b'secret', 6, -4) >= 0:\n"  # @u: the uid's keyring
+            "    raise RuntimeError('keyring reached')")
+    response = _run(target, "keyring", code)
+    return _row("keyring of the uid", "keyring reached" in response.text, f"HTTP {response.status_code}")
+
+
+def memfd(target: Target) -> tuple[str, str, str]:
+    response = _run(target, "memfd", "os.memfd_create('x')\nraise RuntimeError('memfd made')")
+    return _row("memfd", "memfd made" in response.text, f"HTTP {response.status_code}")
+
+
+PAYLOADS = {"net-tcp": net_tcp, "net-udp": net_udp, "net-unix": net_unix, "shm": shm, "proc": proc, "uid": uid,
+            "keyring": keyring, "memfd": memfd}

@@ -272,7 +272,8 @@ def _training(name: str) -> Callable[[Target], tuple[str, str, str]]:
     return run
 
 
-NAMESPACE_PAYLOADS = ("net-tcp", "net-udp", "net-unix", "shm", "proc", "uid")  # adversary_namespaces.py
+# adversary_namespaces.py
+NAMESPACE_PAYLOADS = ("net-tcp", "net-udp", "net-unix", "shm", "proc", "uid", "keyring", "memfd")
 
 
 def _namespaced(name: str) -> Callable[[Target], tuple[str, str, str]]:

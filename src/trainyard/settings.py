@@ -114,11 +114,21 @@ class Settings(BaseSettings):
         return self.database_url or f"sqlite:///{self.home / 'trainyard.db'}"
 
     def ensure_dirs(self) -> None:
-        for folder in (self.home, self.jobs_dir, self.uploads_dir):
-            folder.mkdir(parents=True, exist_ok=True)
+        """Make the home's folders, 0700, and its database 0600 (core/home.py: no other local
+        account reads the store); an existing home is tightened."""
+        from trainyard.core import home
+
+        home.make_private([self.home, self.jobs_dir, self.uploads_dir])
+        if not self.database_url:  # the default SQLite file, made 0600 before SQLite opens it
+            database = self.home / "trainyard.db"
+            home.create_private_file(database)
+            home.make_private([], [database, *(database.with_name(database.name + s) for s in ("-wal", "-shm"))])
 
 
 def get_settings() -> Settings:
+    from trainyard.core import home
+
+    home.restrict_process()  # before the first file of the process (core/home.py)
     settings = Settings()
     settings.ensure_dirs()
     return settings

@@ -12,6 +12,7 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.jobs.test_manager import make_job, tick_until
+from trainyard.core.events import EventWriter
 from trainyard.core.status import Status
 from trainyard.jobs.runs import heartbeat
 from trainyard.jobs.runs.manager import JobManager
@@ -46,6 +47,21 @@ def test_a_job_whose_holder_elsewhere_went_silent_fails_naming_the_host_and_resu
         assert f"trainyard jobs resume {job.id}" in ended.error
         assert bystander.poll() is None  # its pid means nothing here: nothing of this machine is signalled
         assert ctx.manager.resume(job.id).status == Status.QUEUED
+    finally:
+        bystander.kill()
+
+
+def test_a_job_that_finished_as_its_holder_died_is_reconciled_as_done(ctx, settings):
+    """Its events (the job folder is shared) say it finished: the manager that takes over records
+    it done, not failed as interrupted, and it stays done."""
+    job, bystander = _running_elsewhere(ctx, beat_age_s=settings.heartbeat_timeout_s + 60)
+    try:
+        with EventWriter(ctx.manager.folder(job.id).work) as events:
+            events.status(Status.DONE)
+        ctx.manager.reap()
+        ctx.manager.tick()
+        ended = ctx.store.get_job(job.id)
+        assert ended.status == Status.DONE and ended.error is None
     finally:
         bystander.kill()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -16,7 +17,7 @@ from trainyard.sandbox import policy as sandbox
 pytestmark = pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock")
 
 PROBE = r"""
-import json, os, sys
+import ctypes, errno, json, os, platform, sys
 def attempt(f):
     try:
         f()
@@ -25,6 +26,22 @@ def attempt(f):
         return "MemoryError"
     except OSError as exc:
         return type(exc).__name__
+def errno_of(f):
+    try:
+        f()
+        return "allowed"
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+def add_key():  # a key in the uid's user keyring (@u, -4): shared by every process of that uid
+    libc = ctypes.CDLL(None, use_errno=True)
+    number = {"x86_64": 248, "aarch64": 217}[platform.machine()]
+    if libc.syscall(number, b"user", b"trainyard-probe", b"secret", 6, -4) < 0:
+        raise OSError(ctypes.get_errno(), "add_key")
+def keyctl_read():  # KEYCTL_GET_KEYRING_ID (0) of the user keyring
+    libc = ctypes.CDLL(None, use_errno=True)
+    number = {"x86_64": 250, "aarch64": 219}[platform.machine()]
+    if libc.syscall(number, 0, -4, 0) < 0:
+        raise OSError(ctypes.get_errno(), "keyctl")
 home, mine, other, pid = sys.argv[1:5]
 print(json.dumps({
     "read store": attempt(lambda: open(os.path.join(home, "trainyard.db")).read()),
@@ -35,6 +52,9 @@ print(json.dumps({
     "read shadow": attempt(lambda: open("/etc/shadow").read()),
     "fork": attempt(lambda: os.fork() or os._exit(0)),
     "memory": attempt(lambda: bytearray(2 << 30)),
+    "memfd": errno_of(lambda: os.close(os.memfd_create("probe"))),
+    "add_key": errno_of(add_key),
+    "keyctl": errno_of(keyctl_read),
     "token": os.environ.get("TRAINYARD_AUTH_TOKEN", "absent"),
 }))
 """
@@ -76,6 +96,17 @@ def test_no_package_folder_opens_the_home_to_reading(tmp_path):
 
 def test_a_training_policy_may_start_processes(tmp_path):
     assert run_probe(tmp_path, processes=True)["fork"] == "allowed"
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "aarch64"), reason="no seccomp filter for this machine")
+@pytest.mark.parametrize("processes", [False, True])
+def test_no_sandbox_reaches_the_keyring_or_makes_a_memfd(tmp_path, processes):
+    """The kernel keys a keyring by uid, and sandboxes run as root share one: a key one job added
+    was read by every later sandbox. A memfd's pages escape the memory limit; a training job is
+    told ENOSYS, as by a kernel without memfd, so that its libraries fall back to /dev/shm."""
+    seen = run_probe(tmp_path, processes=processes)
+    assert seen["add_key"] == "EPERM" and seen["keyctl"] == "EPERM"
+    assert seen["memfd"] == ("ENOSYS" if processes else "EPERM")
 
 
 def test_the_sandbox_says_what_confines_user_code():

@@ -15,6 +15,7 @@ from trainyard.core.paths import JobFolder
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.runs import runner
 from trainyard.jobs.store.confinement import Confinement, facts_of
+from trainyard.sandbox import cgroups, job_bounds
 from trainyard.sandbox import job as job_confinement
 from trainyard.sandbox import policy as sandbox
 
@@ -113,3 +114,42 @@ def test_a_confined_job_still_aborts(tmp_path, dataset):
     runner.terminate_group(proc.pid, 30, proc)
     assert runner.final_status(folder, proc.returncode, abort_requested=True)[0] == "aborted"
     assert proc.returncode == 143
+
+
+THREADS = '''        import threading
+        threading.stack_size(64 << 10)
+        for _ in range(1100):
+            threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+        time.sleep(600)
+'''
+FILLS = '''        for n in range(32):
+            with open(f"filler-{n}.bin", "wb") as f:
+                f.write(os.urandom(8 << 20))
+        time.sleep(600)
+'''
+
+
+@pytest.mark.parametrize("group", ["cgroup", "none"])
+def test_a_network_that_starts_thread_after_thread_is_stopped(tmp_path, dataset, monkeypatch, group):
+    """Threads are tasks of the machine's pid_max too: at most 4 x 256 here, and never more than
+    a quarter of the machine's; a cgroup's pids.max refuses the next one, and without a cgroup
+    the supervisor counts them (they were not counted at all)."""
+    if group == "none":
+        monkeypatch.setenv(cgroups.SETTING, "0")
+    elif cgroups.unavailable_reason():
+        pytest.skip(f"no cgroup here: {cgroups.unavailable_reason()}")
+    monkeypatch.setattr(job_confinement, "JOB_PROCESSES", 4)
+    limit = job_bounds.task_limit(4)
+    assert limit <= job_bounds.machine_tasks() // 4
+    status, error, folder = run_job(tmp_path, dataset, THREADS)
+    assert status == "failed", (folder.output).read_text()[-2000:]
+    assert error == (job_bounds.over_tasks(limit) if group == "none" else
+                     "custom network: line 11: RuntimeError: can't start new thread")
+
+
+def test_a_network_that_fills_its_work_folder_is_stopped(tmp_path, dataset, monkeypatch):
+    monkeypatch.setenv(job_bounds.WORK_SETTING, "64")
+    status, error, folder = run_job(tmp_path, dataset, FILLS)
+    assert status == "failed", (folder.output).read_text()[-2000:]
+    assert error == job_bounds.over_work(64)
+    assert job_bounds.folder_bytes(folder.work) < 512 << 20

@@ -136,9 +136,12 @@ def test_guessing_the_token_is_rate_limited(guarded):
     for guess in range(sessions.MAX_FAILURES):
         response = guarded.post("/login", data={"token": f"guess-{guess}", "next": "/"})
         assert response.status_code == 200 and "That token is not right." in response.text
-    refused = guarded.post("/login", data={"token": TOKEN, "next": "/"}, follow_redirects=False)
+    refused = guarded.post("/login", data={"token": "one-more-guess", "next": "/"}, follow_redirects=False)
     assert refused.status_code == 429 and "Too many wrong tokens" in refused.text
     assert COOKIE not in refused.cookies
+    # The limiter slows the guesser, never the right credential (issue 42).
+    signed_in = guarded.post("/login", data={"token": TOKEN, "next": "/"}, follow_redirects=False)
+    assert signed_in.status_code == 303 and COOKIE in signed_in.cookies
 
 
 # -- the token itself ----------------------------------------------------------------------------

@@ -40,6 +40,20 @@ def test_bearer_guessing_is_limited_like_sign_in(guarded):
     assert guarded.post("/login", data={"token": "guess", "next": "/"}).status_code == 429
 
 
+def test_the_right_token_is_let_in_after_wrong_ones(guarded):
+    """The limiter slows the failing source, never the right credential: five wrong guesses from
+    the owner's own address locked the owner out for two minutes."""
+    for attempt in range(MAX_FAILURES + 1):
+        guarded.get("/api/jobs", headers={"Authorization": f"Bearer guess-{attempt}"})
+    assert guarded.get("/api/jobs", headers={"Authorization": "Bearer still-wrong"}).status_code == 429
+    assert guarded.get("/api/jobs", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    signed_in = guarded.post("/login", data={"token": TOKEN, "next": "/"}, follow_redirects=False)
+    assert signed_in.status_code == 303 and signed_in.headers["location"] == "/"
+    handed = guarded.get(f"/?token={TOKEN}", follow_redirects=False)
+    assert handed.status_code == 303 and "trainyard_session" in handed.headers.get("set-cookie", "")
+    assert guarded.post("/login", data={"token": "guess", "next": "/"}).status_code == 429
+
+
 def test_a_loopback_client_is_told_apart_by_its_account():
     with socket.create_server(("127.0.0.1", 0)) as server, socket.create_connection(server.getsockname()) as conn:
         host, port = conn.getsockname()

@@ -50,8 +50,11 @@ app = typer.Typer(help="trainyard: turn a folder of images into a trained, deplo
 @app.callback()
 def main() -> None:
     # A callback keeps `app` a group: typer turns an app of one command (serve, the only one
-    # defined here) into that command.
-    pass
+    # defined here) into that command. It runs before every command: the umask first, before
+    # any file of the process (core/home.py: a home no other account reads).
+    from trainyard.core import home
+
+    home.restrict_process()
 
 
 @app.command()

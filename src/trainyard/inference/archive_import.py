@@ -51,6 +51,9 @@ REQUIRED = ("weights.safetensors", "network.py", "labels.txt", "mean.npy", "prep
 DETECTION_REQUIRED = ("weights.safetensors", "network.py", "labels.txt", "preprocess.json")  # no mean
 MAX_ARCHIVE_BYTES = 8 * 2**30  # unpacked; the largest torchvision networks are ~0.6 GB twice
 MAX_MEMBERS = 100
+# Weights barely compress (a float's low bits are noise): a model archive that unpacks to more
+# than 20 times its size is a bomb, refused at the header that passes the bound (datasets/archive.py).
+MAX_RATIO = 20
 
 
 class ArchiveImportError(UserError):
@@ -68,8 +71,8 @@ def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike,
     threading.Thread(target=importlib.import_module, args=("torch",), name="trainyard-torch-import",
                      daemon=True).start()  # needed at the end; meanwhile the archive is read and checked
     try:
-        check_kind(member_names(Path(archive), MAX_MEMBERS + 1))  # what it is, before how big it is
-        root = safe_extract(Path(archive), Path(workdir), MAX_ARCHIVE_BYTES, MAX_MEMBERS)
+        check_kind(member_names(Path(archive), MAX_MEMBERS + 1, MAX_RATIO))  # what it is, before how big it is
+        root = safe_extract(Path(archive), Path(workdir), MAX_ARCHIVE_BYTES, MAX_MEMBERS, MAX_RATIO)
     except ArchiveError as exc:
         raise ArchiveImportError(f"archive refused: {exc}") from None
     task = known_task((root / "preprocess.json").is_file() and _read_json(root, "preprocess.json").get("task"))

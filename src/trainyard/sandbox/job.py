@@ -26,7 +26,7 @@ from trainyard.core.environment import MEMORY_SETTING, sandbox_memory_mb
 from trainyard.core.errors import error_chain
 from trainyard.core.paths import JobFolder
 from trainyard.core.stored import SpecView, read_stored
-from trainyard.sandbox import devices, namespaces, rank_network
+from trainyard.sandbox import devices, job_bounds, namespaces, rank_network
 from trainyard.sandbox import policy as sandbox
 from trainyard.sandbox.childproc import out_of_memory
 
@@ -126,6 +126,8 @@ def training_policy(job: ConfinedJob, job_dir: Path, gpus: int | Sequence[int | 
                             processes=True, open_files=65536, memory_mb=training_memory_mb(bool(gpu_ids), env),
                             max_processes=JOB_PROCESSES, hidden=[str(home)], tmpdir=tmpdir, cwd=str(folder.work),
                             tmp_mb=TMP_MB, shm_mb=SHM_MB)
+    # its work folder bounded below the disk, and no one file past that between two scans
+    policy.work_mb = policy.file_size_mb = job_bounds.work_limit_mb(folder.work, env)
     if policy.host_network:  # a cluster rank on its node's network: held to its job's peers
         policy.read.append(str(folder.fence))  # read-only: the launcher and server write it (core/fence.py)
         policy.peers = [p for p in env.get(rank_network.PEERS_VARIABLE, "").split(",") if p]

@@ -11,8 +11,9 @@ place, needing no privilege:
 - **rlimits**: memory (RLIMIT_DATA for what malloc and torch count; for a check or a worker
   also RLIMIT_AS above what it has mapped when it starts, which counts shared mappings too),
   open files, file size (a check's stderr cannot fill the disk), CPU seconds, no core dumps.
-- **seccomp** for checks and workers (sandbox/seccomp.py): no new processes, no memfd; a
-  training job may start some, counted by its supervisor (sandbox/supervisor.py).
+- **seccomp** (sandbox/seccomp.py): in every sandbox no keyring (add_key, keyctl,
+  request_key) and no memfd; for checks and workers no new processes either; a training job
+  may start some, counted by its supervisor (sandbox/supervisor.py).
 - **PR_SET_NO_NEW_PRIVS**, and as root: every capability dropped, and the uid the namespaces
   chose (`Policy.uid`, 65534 by default) or TRAINYARD_SANDBOX_UID taken, so that user code
   never runs as root.
@@ -73,6 +74,7 @@ class Policy:
     file_size_mb: int | None = None
     cpu_s: int | None = None
     max_processes: int | None = None  # counted by sandbox/supervisor.py, which runs the process
+    work_mb: int | None = None  # the bytes its work folder (report_dir) may hold, checked by the supervisor
     report_dir: str | None = None  # the job folder the supervisor reports a limit's breach to
     uid: int | None = None  # the uid to run as, when started as root (namespaces.sandbox_uid)
     gid: int | None = None  # its group, when not the uid's number (a cluster rank's own: rank_network)
@@ -180,8 +182,7 @@ def enter(policy: Policy) -> None:
         system = [r for r in system_read_roots() if not any(h.startswith(r.rstrip("/") + "/") for h in hidden)]
         scratch = [policy.tmpdir] if policy.tmpdir else []
         landlock.restrict([*system, *policy.read], [*policy.write, *policy.devices, *scratch], policy.network)
-    if not policy.processes:
-        seccomp.no_new_processes()
+    seccomp.install(processes=policy.processes)  # every sandbox: no keyring, no memfd
     if policy.tmpdir:
         os.environ["TMPDIR"] = policy.tmpdir
     if policy.cwd and os.path.isdir(policy.cwd):

@@ -31,13 +31,11 @@ from trainyard.core import jobfiles
 from trainyard.core.environment import die_with_parent
 from trainyard.core.events import EventWriter
 from trainyard.core.status import Status
-from trainyard.sandbox import cgroups, namespaces, rank_network
+from trainyard.sandbox import cgroups, job_bounds, namespaces, rank_network
 from trainyard.sandbox import policy as sandbox
 
-# pids.max counts threads too (torch's pools: dozens a process): a ceiling for a fork bomb between
-# the supervisor's scans, which count processes exactly
-TASKS_PER_PROCESS = 256
 POLL_S = 0.5  # a scan of /proc costs a few milliseconds; twice a second is noise beside training
+WORK_SCAN_S = 5.0  # the work folder's bytes (sandbox/job_bounds.py): a walk of its files
 _PR_SET_CHILD_SUBREAPER = 36
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -64,7 +62,9 @@ def run(policy: sandbox.Policy, command: list[str]) -> int:
         _report(policy, f"could not hold this rank to its job's peers (nft: {exc.stderr.strip()[:300]})")
         return 1
     # Its memory, shared memory included, and its tasks, counted by the kernel (sandbox/cgroups.py).
-    group = cgroups.Group.create("job", policy.memory_mb, (policy.max_processes or 0) * TASKS_PER_PROCESS or None)
+    # pids.max counts threads too, below the machine's own limit (sandbox/job_bounds.py)
+    tasks = job_bounds.task_limit(policy.max_processes) if policy.max_processes else None
+    group = cgroups.Group.create("job", policy.memory_mb, tasks)
     try:
         status = _watch(policy, command, me, network, group)
         if group is not None and (over := group.over_memory("the training job")):
@@ -80,24 +80,43 @@ def run(policy: sandbox.Policy, command: list[str]) -> int:
 
 def _watch(policy: sandbox.Policy, command: list[str], me: int, network: rank_network.Guard | None,
            group: cgroups.Group | None) -> int:
-    limit = policy.max_processes or 0
     job = os.fork()
     if job == 0:
         _start(policy, command, me, group)
     if network is not None:
         network.started()
+    scanned = time.monotonic()
     while True:
         status = _reap(job)
         if status is not None:
             _kill_all(me)  # what the user's code left behind ends with its job
             return status
-        if limit and len(_descendants(me)) > limit:
+        breach = _breach(policy, me, time.monotonic() - scanned >= WORK_SCAN_S)
+        if breach:
             _kill_all(me)
-            _report(policy, too_many_processes(limit))
+            _report(policy, breach)
             return 1
+        if time.monotonic() - scanned >= WORK_SCAN_S:
+            scanned = time.monotonic()
         if network is not None:
             network.check()
         signal.sigtimedwait({signal.SIGCHLD}, POLL_S)
+
+
+def _breach(policy: sandbox.Policy, me: int, scan_work: bool) -> str | None:
+    """Why the job must be stopped now: too many processes, too many tasks (threads counted
+    even without a cgroup), or, when ``scan_work``, a work folder over its bound; else None."""
+    limit = policy.max_processes or 0
+    if limit:
+        below = _descendants(me)
+        if len(below) > limit:
+            return too_many_processes(limit)
+        if job_bounds.tasks_of(below) > (tasks := job_bounds.task_limit(limit)):
+            return job_bounds.over_tasks(tasks)
+    if scan_work and policy.work_mb and policy.report_dir:
+        if job_bounds.folder_bytes(policy.report_dir) > policy.work_mb << 20:
+            return job_bounds.over_work(policy.work_mb)
+    return None
 
 
 def _start(policy: sandbox.Policy, command: list[str], parent: int, group: cgroups.Group | None) -> None:

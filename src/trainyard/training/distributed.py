@@ -95,6 +95,9 @@ def setup(own_process: bool = False) -> Dist:
     if not launched():
         if own_process or RANK_CPUS_ENV in os.environ:  # a one-rank cluster job: Ray's CPUs
             torch.set_num_threads(rank_threads(1))
+        # A one-worker cluster job has no group to form: its network is locked at once, before
+        # any user code (it returned unlocked, and its code reached its node's Ray services).
+        lock_network()
         return SINGLE
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from trainyard.core.environment import die_with_parent
 from trainyard.core.events import EventWriter
+from trainyard.core.fence import ENV as FENCE_ENV
 from trainyard.core.gc_control import collect_from_here, pause_collection
 from trainyard.core.jobproc import EXIT_ABORTED, EXIT_FAILED, Aborted, StopFlag, exit_process, run_job
 from trainyard.core.paths import JobFolder
@@ -48,9 +49,11 @@ class RankEvents(EventWriter):
         if active:
             self.activate()
 
+    deferred = False  # rank 0 left the job's end to its launcher (`defers_to_launcher`)
+
     @property
     def active(self) -> bool:
-        return self._active and fence.reason() is None
+        return self._active and fence.reason() is None and not self.deferred
 
     def activate(self) -> None:
         if not self._active:
@@ -88,7 +91,7 @@ def main(job_dir: str | Path, *, own_process: bool = False) -> int:
     events = RankEvents(folder.work, active=rank == 0)
     code = run_job(events, lambda stop: _run(folder, events, stop, own_process),
                    aborted_note="aborted; the checkpoints written so far are kept",
-                   describe=lambda e: _message(e, folder),
+                   describe=lambda e: _describe_end(e, folder, events),
                    unreported=lambda message: _report_rank_error(folder, rank, message))
     return EXIT_ABORTED if fence.say_stopped() else code
 
@@ -155,6 +158,32 @@ def _plan(folder: JobFolder, spec, d, events: RankEvents):
         raise TrainingError("every node needs the same dataset: the ranks have "
                             f"{', '.join(map(str, counts))} training images ({spec.dataset_dir} here)")
     return spec, leader["checkpoint"]
+
+
+def _describe_end(error: Exception, folder: JobFolder, events: RankEvents) -> str:
+    """The user's message for ``error``; and where it is an elastic cluster job's lost peer,
+    rank 0 leaves the job's status to its launcher (`defers_to_launcher`)."""
+    message = _message(error, folder)
+    if defers_to_launcher(error, message, folder):
+        events.deferred = True  # run_job then records the message as a rank's error, not "failed"
+    return message
+
+
+def defers_to_launcher(error: Exception, message: str, folder: JobFolder) -> bool:
+    """Whether rank 0 of an elastic cluster job must not write "failed" for ``error``: a peer
+    that went away without a word (no rank's own error) is a lost worker, after which the
+    launcher goes on with fewer workers (cluster/launcher.py: it logs the shrink) or ends the
+    job itself, naming the node. Written by rank 0, "status failed" stood in the job's events
+    as the job's end while it went on."""
+    if not os.environ.get(FENCE_ENV) or int(os.environ.get("WORLD_SIZE", "1")) < 2:
+        return False
+    try:
+        elastic = bool(folder.read_spec().get("min_workers"))
+    except (OSError, ValueError, AttributeError):
+        return False
+    from trainyard.training.rank_failures import is_peer_failure
+
+    return elastic and is_peer_failure(error) and message.startswith("another training process")
 
 
 def _report_rank_error(folder: JobFolder, rank: int, message: str) -> None:

@@ -6,12 +6,17 @@ session cookie (sessions.py; the cookie never holds the token) that the login fo
 a page opened with ``?token=`` gets (the URL ``serve`` prints: one step, as Jupyter's), the token
 then dropped from the address at once by a redirect.
 Wrong bearer tokens count against the same limiter as wrong sign-ins (per client address and,
-on this machine, per local account: peers.py), so the token cannot be guessed at speed by
-either door, and one account's guessing locks out only that account.
+on this machine, per local account: peers.py). The limiter slows the failing source, never the
+right credential: the right token is always let in, and a wrong one from a source over the limit
+waits `LIMITED_DELAY_S` for its 429. Refusing the right token too (as before) let anyone who
+shares the owner's address lock the owner out for minutes with five wrong guesses; the guesser
+gains nothing from it, since a token is at least 12 characters (settings.MIN_TOKEN_LENGTH; the
+server's own is 32 random ones), too many to guess at any speed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from urllib.parse import quote, urlencode
 
@@ -25,6 +30,8 @@ from trainyard.web.sessions import COOKIE, MAX_AGE_S, LoginLimiter, new_session,
 
 OPEN_PATHS = ("/login", "/favicon.ico")  # exactly these paths, plus everything under OPEN_PREFIXES
 OPEN_PREFIXES = ("/static/",)
+LIMITED_DELAY_S = 1.0  # a wrong token from a source over the limit waits this long for its 429
+TOO_MANY = "too many wrong tokens from this client: wait a minute, then try again"
 
 
 def token_matches(given: str | None, token: str) -> bool:
@@ -65,16 +72,13 @@ class TokenAuthMiddleware(BaseHTTPMiddleware):
         handed = request.query_params.get("token") if request.method == "GET" else None
         if handed is not None and not path.startswith("/api"):
             return self.hand_over(request, handed)
-        ok = authenticated(request, self.token)
-        if bearer_of(request) is not None:  # a guess at the token, like a sign-in: limited alike
+        if authenticated(request, self.token):  # the right credential, however many wrong ones came before
+            return await call_next(request)
+        if bearer_of(request) is not None:  # a wrong guess at the token, like a sign-in: limited alike
             who = requester(request)
             if not self.limiter.allowed(who):
-                return JSONResponse({"detail": "too many wrong tokens from this client: wait a minute, "
-                                     "then try again"}, status_code=429, headers={"Retry-After": "60"})
-            if not ok:
-                self.limiter.failed(who)
-        if ok:
-            return await call_next(request)
+                return await _refused_slowly()
+            self.limiter.failed(who)
         if path.startswith("/api") or path in ("/docs", "/openapi.json"):
             return JSONResponse({"detail": "authentication required: send 'Authorization: Bearer <token>'"},
                                 status_code=401, headers={"WWW-Authenticate": "Bearer"})
@@ -84,15 +88,21 @@ class TokenAuthMiddleware(BaseHTTPMiddleware):
     def hand_over(self, request: Request, given: str) -> Response:
         """The page without ``?token=`` in its address; with a session cookie when the token is right."""
         who = requester(request)
-        if not self.limiter.allowed(who):
-            return JSONResponse({"detail": "too many wrong tokens from this client: wait a minute, "
-                                 "then try again"}, status_code=429, headers={"Retry-After": "60"})
         rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
         target = request.url.path + (f"?{rest}" if rest else "")
         if not token_matches(given, self.token):
+            if not self.limiter.allowed(who):
+                return JSONResponse({"detail": TOO_MANY}, status_code=429, headers={"Retry-After": "60"})
             self.limiter.failed(who)
             return RedirectResponse(f"/login?next={quote(target, safe='/')}", status_code=303)
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(COOKIE, new_session(self.token), max_age=MAX_AGE_S, httponly=True,
                             samesite="strict", secure=request.url.scheme == "https")
         return response
+
+
+async def _refused_slowly() -> Response:
+    """The 429 a wrong token from a source over the limit gets, after `LIMITED_DELAY_S`: the
+    guesser is slowed, the server holds only a sleeping coroutine."""
+    await asyncio.sleep(LIMITED_DELAY_S)
+    return JSONResponse({"detail": TOO_MANY}, status_code=429, headers={"Retry-After": "60"})

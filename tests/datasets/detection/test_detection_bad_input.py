@@ -119,6 +119,39 @@ def test_voc_entities_and_bad_xml_are_refused(tmp_path):
     assert [s.path.stem for s in plan.splits["train"]] == ["img_0000"]
 
 
+def _expanding_voc(encoding: str) -> bytes:
+    """A VOC file whose entities would expand into a class name of 1,000,000 characters."""
+    text = (f'<?xml version="1.0" encoding="{encoding}"?>\n'
+            '<!DOCTYPE annotation [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+            '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;">'
+            '<!ENTITY e "&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;"><!ENTITY f "&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;">]>'
+            "<annotation><object><name>&f;</name><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>9</xmax>"
+            "<ymax>9</ymax></bndbox></object></annotation>")
+    return text.encode(encoding)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8"])
+def test_voc_entities_are_refused_whatever_the_encoding(tmp_path, encoding):
+    images, labels = make_shapes_dataset(tmp_path, n_images=2, fmt="voc")
+    (labels / "img_0001.xml").write_bytes(_expanding_voc(encoding))
+    plan = collect_detection(spec(images, labels), Path("/"))
+    assert "DTD or entity declaration refused" in reasons(plan.skipped)["img_0001.xml"]
+    assert [s.path.stem for s in plan.splits["train"]] == ["img_0000"]
+    assert all(len(name) < 100 for name in plan.classes)
+
+
+def test_a_voc_class_name_too_long_is_reported_not_stored(tmp_path):
+    images, labels = make_shapes_dataset(tmp_path, n_images=2, fmt="voc")
+    long_name = "x" * 201
+    (labels / "img_0001.xml").write_text(
+        f"<annotation><object><name>{long_name}</name><bndbox><xmin>1</xmin><ymin>1</ymin>"
+        "<xmax>9</xmax><ymax>9</ymax></bndbox></object></annotation>", encoding="utf-16")
+    plan = collect_detection(spec(images, labels), Path("/"))
+    assert "class name of 201 characters (at most 200) refused" in reasons(plan.skipped)["img_0001.xml"]
+    assert long_name not in plan.classes
+    assert [s.path.stem for s in plan.splits["train"]] == ["img_0000"]
+
+
 def test_a_build_with_nothing_usable_fails_in_one_line(kitti, tmp_path):
     images, labels = kitti
     for f in labels.glob("*.txt"):

@@ -1,8 +1,10 @@
 """Pascal VOC XML files (one per image) and a COCO JSON file (one for all images).
 
 VOC: ``<object><name>`` with ``<bndbox>`` xmin ymin xmax ymax in pixels, read as given (the
-same convention as torchvision's VOC reader). The XML is untrusted: a DTD or entity
-declaration is refused before parsing, so nothing expands. COCO: ``images`` (matched by
+same convention as torchvision's VOC reader). The XML is untrusted: it is parsed by defusedxml
+with DTDs forbidden, so a DTD or entity declaration is refused whatever the file's encoding
+(an ASCII pattern missed a UTF-16 file, whose entities expanded into a 300,003-character class
+name), and a class name over `MAX_CLASS_NAME` characters leaves its file out. COCO: ``images`` (matched by
 ``file_name``), ``annotations`` with ``bbox`` [x, y, width, height] and ``categories``; crowd
 annotations (``iscrowd`` 1, a region of many objects) are dropped and counted.
 """
@@ -11,16 +13,18 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path, PurePosixPath
+
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import fromstring as defused_fromstring
 
 from trainyard.datasets.detection.formats_text import MAX_LABEL_BYTES, label_files
 from trainyard.datasets.detection.labels import Labels, RawBox, image_key
 from trainyard.datasets.sources import Skipped
 
-_DECLARATION = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 MAX_COCO_BYTES = 2 << 30
+MAX_CLASS_NAME = 200  # characters: a class name is a label shown on pages, not a payload
 
 
 class LabelFileError(ValueError):
@@ -45,11 +49,11 @@ def _voc_objects(path: Path) -> list[RawBox]:
     data = path.read_bytes()
     if len(data) > MAX_LABEL_BYTES:
         raise LabelFileError(f"over {MAX_LABEL_BYTES >> 20} MB: not an annotation file")
-    if _DECLARATION.search(data):
-        raise LabelFileError("XML with a DTD or entity declaration refused (untrusted input)")
     try:
-        root = ET.fromstring(data)
-    except ET.ParseError as e:
+        root = defused_fromstring(data, forbid_dtd=True)
+    except DefusedXmlException:
+        raise LabelFileError("XML with a DTD or entity declaration refused (untrusted input)") from None
+    except (ET.ParseError, ValueError) as e:  # ValueError: an encoding expat does not read
         raise LabelFileError(f"not valid XML: {e}") from None
     boxes = []
     for number, obj in enumerate(root.iter("object"), 1):
@@ -63,8 +67,17 @@ def _voc_objects(path: Path) -> list[RawBox]:
         if not name or len(values) != 4 or not all(math.isfinite(v) for v in values):
             raise LabelFileError(f"object {number}: needs a <name> and <bndbox> with numeric "
                                  "xmin, ymin, xmax, ymax")
+        _bounded(name, f"object {number}")
         boxes.append(RawBox(name, values, f"{path} object {number}"))  # type: ignore[arg-type]
     return boxes
+
+
+def _bounded(name: str, where: str) -> str:
+    """``name``, or LabelFileError when it is longer than any class name (never stored)."""
+    if len(name) > MAX_CLASS_NAME:
+        raise LabelFileError(f"{where}: a class name of {len(name):,} characters (at most "
+                             f"{MAX_CLASS_NAME}) refused")
+    return name
 
 
 def parse_coco(path: Path) -> Labels:
@@ -81,6 +94,8 @@ def parse_coco(path: Path) -> Labels:
     except (ValueError, KeyError, TypeError) as e:
         raise LabelFileError(f"{path} is not a COCO file (images, annotations, categories): "
                              f"{type(e).__name__}: {e}") from None
+    for k, name in names.items():
+        _bounded(name, f"{path} category {k}")
     out = Labels(absent_means_empty=False)  # the class order is the names' (labels.py): ids do not set it
     for key in files.values():
         out.boxes.setdefault(key, [])

@@ -128,12 +128,9 @@ def final_status(folder: JobFolder, returncode: int | None, abort_requested: boo
     """Decide how a finished job ended, from its last status event and its exit code. ``since``:
     when this attempt started (the store's ``started_at``): an earlier attempt's "done" or
     "failed" does not decide how a resumed one ended, should it die before reporting anything."""
-    last = None
-    for event in read_events(folder.events, {"status"}):
-        if since is None or event.get("time", since) >= since:
-            last = event
-    if last and last.get("status") in (Status.DONE, Status.FAILED, Status.ABORTED):
-        return Status(last["status"]), last.get("error")
+    reported = reported_end(folder, since)
+    if reported is not None:
+        return reported
     if abort_requested:
         return Status.ABORTED, None
     if returncode == 0:
@@ -142,6 +139,18 @@ def final_status(folder: JobFolder, returncode: int | None, abort_requested: boo
     if rank is not None:
         return Status.FAILED, f"training process rank {rank[0]} died ({process_end(rank[1])}); see output.txt"
     return Status.FAILED, f"the job process died ({process_end(returncode)}); see its log"
+
+
+def reported_end(folder: JobFolder, since: float | None = None) -> tuple[Status, str | None] | None:
+    """How the job said it ended, by its last status event since ``since`` (done, failed or
+    aborted, with its error); None when it has not said."""
+    last = None
+    for event in read_events(folder.events, {"status"}):
+        if since is None or event.get("time", since) >= since:
+            last = event
+    if last and last.get("status") in (Status.DONE, Status.FAILED, Status.ABORTED):
+        return Status(last["status"]), last.get("error")
+    return None
 
 
 # torch.distributed.run's report of the worker that failed first: "Root Cause ... rank : 1

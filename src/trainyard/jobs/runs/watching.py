@@ -44,7 +44,7 @@ class Watching:
             if self._owner.owner_alive(job):
                 return  # someone else watches it
             if self._owner.elsewhere(job):  # its process ran there too: nothing here to check or stop
-                self._finish(job, *heartbeat.silent_end(job, heartbeat.silent_for(self.store, job)))
+                self._finish(job, *self._silent_end(job))
                 return
             self._owner.heartbeat.beat(force=True)
             if not self.store.update_job_if(job, **self._owner.owner):  # adopt an orphan, and its leases
@@ -70,6 +70,15 @@ class Watching:
             returncode = None
         fold_events(self.store, job, self._children.tail(job.id))
         self._record_end(job, returncode, seen=process is not None)
+
+    def _silent_end(self, job: Job) -> tuple[Status, str | None]:
+        """How a job ends whose holder elsewhere went silent: as its events say, when they say it
+        ended (it finished while its server was killed: a server that took over marked it
+        failed, for good), else interrupted (heartbeat.silent_end). The folder is shared."""
+        reported = runner.reported_end(self._folder(job.id), job.started_at)
+        if reported is not None:
+            return reported
+        return heartbeat.silent_end(job, heartbeat.silent_for(self.store, job))
 
     def _record_end(self, job: Job, returncode: int | None, seen: bool) -> None:
         """The job's process has gone (``seen``: this manager saw it exit, with ``returncode``)."""

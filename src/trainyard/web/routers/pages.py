@@ -157,12 +157,12 @@ def login(request: Request, token: Annotated[str, Form()], next: Annotated[str, 
     expected = request.app.state.auth_token
     limiter = request.app.state.login_limiter
     client = requester(request)  # per address, and per local account on this machine
-    if not limiter.allowed(client):
-        refused = render(request, "login.html", next=next,
-                         error="Too many wrong tokens: wait a minute, then try again.")
-        refused.status_code = 429
-        return refused
-    if not expected or not token_matches(token, expected):
+    if not expected or not token_matches(token, expected):  # the right token is never refused (web/auth.py)
+        if not limiter.allowed(client):
+            refused = render(request, "login.html", next=next,
+                             error="Too many wrong tokens: wait a minute, then try again.")
+            refused.status_code = 429
+            return refused
         limiter.failed(client)
         return render(request, "login.html", next=next, error="That token is not right.")
     target = next if next.startswith("/") and not next.startswith("//") else "/"
