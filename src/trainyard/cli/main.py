@@ -37,6 +37,8 @@ class TrainyardGroup(LazyGroup):
                        "Import an exported archive as a model, to classify with or fine-tune from (--pretrained)."),
         "weights": Lazy("trainyard.cli.weights", "app",
                         "Pretrained weights: list, pull (download), import, remove."),
+        "users": Lazy("trainyard.cli.users", "app",
+                      "Accounts of this home's server: add, list, disable, set-role, token, revoke."),
         "system": Lazy("trainyard.cli.system", "system",
                        "What trainyard can run on: local devices, and in cluster mode every node of the cluster."),
     }
