@@ -38,7 +38,9 @@ class TrainyardGroup(LazyGroup):
         "weights": Lazy("trainyard.cli.weights", "app",
                         "Pretrained weights: list, pull (download), import, remove."),
         "users": Lazy("trainyard.cli.users", "app",
-                      "Accounts of this home's server: add, list, disable, set-role, token, revoke."),
+                      "Accounts: add, list, disable, set-role, token, revoke."),
+        "audit": Lazy("trainyard.cli.audit", "audit",
+                      "The audit log: who did what, to which item, when and from where, newest first."),
         "system": Lazy("trainyard.cli.system", "system",
                        "What trainyard can run on: local devices, and in cluster mode every node of the cluster."),
     }
