@@ -1,4 +1,4 @@
-"""``trainyard users add | list | disable | set-role | token | revoke``: the server's accounts.
+"""``trainyard users add | list | disable | set-role | set-quota | token | revoke``: the server's accounts.
 
 Run on the server's machine with its home (the store holds the users): whoever can write the
 home is its admin already. ``add --json`` and ``token --json`` print the user with a new personal
@@ -86,6 +86,19 @@ def set_role(name: str, role: str = typer.Argument(..., help=ROLE_HELP),
     store = _store()
     row = users.set_role(store, name, role)
     audit.record(store, None, "user.set-role", f"{name}:{role}")
+    _show(row, None, as_json)
+
+
+@app.command("set-quota")
+def set_quota(name: str, max_jobs: int = typer.Argument(..., help="running jobs at once; 0: no cap; "
+                                                         "-1: the server's default (TRAINYARD_USER_MAX_JOBS)"),
+              as_json: bool = typer.Option(False, "--json")) -> None:
+    """Cap the jobs a user runs at once (the others wait, saying why)."""
+    from trainyard.jobs.accounts import audit, users
+
+    store = _store()
+    row = users.set_quota(store, name, None if max_jobs == -1 else max_jobs)
+    audit.record(store, None, "user.set-quota", f"{name}:{max_jobs}")
     _show(row, None, as_json)
 
 

@@ -23,6 +23,7 @@ class UserRow(Base):
     role: Mapped[str] = mapped_column(String(10))  # admin | member | viewer (users.ROLES)
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     password_hash: Mapped[str | None] = mapped_column(Text, default=None)  # argon2; None: tokens only
+    max_jobs: Mapped[int | None] = mapped_column(Integer, default=None)  # None: TRAINYARD_USER_MAX_JOBS
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
 
 

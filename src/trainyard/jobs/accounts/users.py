@@ -47,12 +47,13 @@ class UserDocument(Document):
     disabled: bool
     created_at: float
     has_password: bool
+    max_jobs: int | None = None  # running jobs at once; None: the server's default
     token: str | None = None
 
 
 def user_document(row: UserRow, token: str | None = None) -> UserDocument:
     return UserDocument(name=row.name, role=row.role, disabled=row.disabled, created_at=row.created_at,
-                        has_password=row.password_hash is not None, token=token)
+                        has_password=row.password_hash is not None, max_jobs=row.max_jobs, token=token)
 
 
 def get_user(store: Store, name: str) -> UserRow:
@@ -98,6 +99,13 @@ def disable(store: Store, name: str) -> UserRow:
 
 def set_role(store: Store, name: str, role: str) -> UserRow:
     return _change(store, name, role=checked_role(role))
+
+
+def set_quota(store: Store, name: str, max_jobs: int | None) -> UserRow:
+    """The user's cap on running jobs at once (None: the server's default; 0: no cap)."""
+    if max_jobs is not None and max_jobs < 0:
+        raise InvalidInput(f"a quota of {max_jobs} jobs: give 0 (no cap) or more")
+    return _change(store, name, max_jobs=max_jobs)
 
 
 def set_password(store: Store, name: str, password: str) -> UserRow:

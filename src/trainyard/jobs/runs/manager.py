@@ -36,6 +36,7 @@ from trainyard.jobs.runs.errors import JobConflict, JobError, JobNotFound, launc
 from trainyard.jobs.runs.ownership import Ownership
 from trainyard.jobs.runs.starting import Starting
 from trainyard.jobs.runs.watching import Watching
+from trainyard.jobs.scheduling.fairness import fair_order
 from trainyard.jobs.scheduling.leases import reclaim_stale_leases
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.jobs.store import confinement as confinement_record
@@ -125,7 +126,7 @@ class JobManager(Ownership):
         if any(self.mine(job) for job in active):
             self.heartbeat.beat()
         self.children.stop_lost({job.id for job in active if self.mine(job)})
-        for job in active:
+        for job in fair_order(active):  # round-robin between users (jobs/scheduling/fairness.py)
             if launched(job):
                 self.watching.watch(job)
             elif start and ((only is None and job.owner_pid is None) or job.id == only):
