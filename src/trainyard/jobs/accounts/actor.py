@@ -48,6 +48,11 @@ def current() -> Actor | None:
     return _ACTOR.get()
 
 
+def act_as(actor: Actor | None) -> None:
+    """Make ``actor`` the acting user from now on in this context (a CLI command's whole run)."""
+    _ACTOR.set(actor)
+
+
 @contextmanager
 def acting(actor: Actor | None) -> Iterator[None]:
     token = _ACTOR.set(actor)

@@ -173,7 +173,9 @@ def bootstrap(store: Store, server_token: str, keep_token: bool) -> None:
         except Conflict:  # another process of the same home made it first
             pass
     admin = first_admin(store)
-    if admin is not None:
+    with store.session() as s:  # looked for first: a read-only home that is up to date still opens
+        ownerless = s.scalars(select(Job.id).where(Job.owner.is_(None)).limit(1)).first()
+    if admin is not None and ownerless is not None:
         with store.session.begin() as s:
             s.execute(update(Job).where(Job.owner.is_(None)).values(owner=admin.name)
                       .execution_options(synchronize_session=False))

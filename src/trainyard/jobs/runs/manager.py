@@ -28,6 +28,7 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import ACTIVE_STATUSES, Status
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.runs import actions, foreground
 from trainyard.jobs.runs.children import Children
@@ -98,7 +99,7 @@ class JobManager(Ownership):
 
     def get(self, job_id: str) -> Job:
         job = self.store.get_job(job_id)
-        if job is None:
+        if job is None or not accounts.may_see(job):  # another user's private job: as if none
             raise JobNotFound(f"no job with id {job_id!r}")
         return job
 
@@ -167,14 +168,18 @@ class JobManager(Ownership):
                 self.watching.watch(self.get(job.id))
 
     # -- user actions --------------------------------------------------------------------------
+    # Each of these needs the job's owner or an admin (jobs/accounts/actor.py), whoever asks.
     def abort(self, job_id: str) -> Job:
+        accounts.check_change(self.get(job_id))
         return actions.abort(self, job_id)
 
     def resume(self, job_id: str, foreground: bool = False) -> Job:
         """Queue an ended model job again; it continues from its last checkpoint."""
+        accounts.check_change(self.get(job_id))
         return actions.resume(self, job_id, foreground)
 
     def delete(self, job_id: str) -> None:
+        accounts.check_change(self.get(job_id))
         actions.delete(self, job_id)
 
     # -- foreground ----------------------------------------------------------------------------
