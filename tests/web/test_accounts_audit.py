@@ -44,6 +44,9 @@ def test_sign_in_by_password_and_a_wrong_one(team):
                           follow_redirects=False)
     assert signed.status_code == 303
     assert browser.get("/api/jobs").status_code == 200  # the session cookie is alice's
+    assert browser.post("/logout", follow_redirects=False).status_code == 303
+    assert browser.get("/api/jobs").status_code == 401  # signed out: the cookie is gone
+    browser.post("/login", data={"name": "alice", "password": "correct horse"})
     users.disable(team.app.state.ctx.store, "alice")
     assert browser.get("/api/jobs").status_code == 401  # a disabled user's session ends at once
     actions = [(e["user"], e["action"]) for e in team.admin.get("/api/audit").json()["entries"]]
@@ -66,3 +69,13 @@ def test_users_cli_adds_a_user_whose_token_works(settings, monkeypatch):
         assert carol.get("/api/audit").status_code == 403  # a viewer, not an admin
     log = runner.invoke(cli_app, ["audit", "--json"])
     assert log.exit_code == 0 and json.loads(log.stdout)["entries"][0]["action"] == "user.add"
+
+
+def test_the_audit_page_is_for_admins_and_pages_name_the_user(team, settings):
+    new_dataset(team.alice, settings)
+    page = team.admin.get("/audit")
+    assert page.status_code == 200 and "create dataset" in page.text and "alice" in page.text
+    assert team.alice.get("/audit").status_code == 403
+    home = team.alice.get("/")
+    assert "alice (member)" in home.text and 'action="/logout"' in home.text and 'href="/audit"' not in home.text
+    assert 'href="/audit"' in team.admin.get("/").text

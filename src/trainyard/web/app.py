@@ -24,6 +24,7 @@ from trainyard.web.auth import TokenAuthMiddleware
 from trainyard.web.errors import install_error_handlers
 from trainyard.web.identity import Identities
 from trainyard.web.routers import (
+    audit_page,
     compare,
     datasets,
     docs,
@@ -49,7 +50,7 @@ STATIC = Path(__file__).parent / "static"
 ROUTERS = [jobs.router, datasets.router, models.router, networks.router, network_search.router,
            system.router, inference.router, export.router, pages.router, inference_pages.router,
            weights.router, weights_pages.router, docs.router, audit_router,
-           sign_in.router]
+           sign_in.router, audit_page.router]
 ROUTERS[:0] = [compare.router, labels.router]  # before jobs: /api/jobs/compare is not a job's id
 
 

@@ -17,6 +17,7 @@ from fastapi.templating import Jinja2Templates
 from trainyard.core import formatting
 from trainyard.core.vocabulary import RESIZE_MODES
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.dataset import version_name
 from trainyard.jobs.kinds.registry import DATASET, MODEL, spec_as_written
@@ -34,6 +35,7 @@ REDRAW_S = 30
 templates.env.filters["num"] = model_form.as_text  # epochs as 3 or 2.5, never 3.0
 # A setting's name and value as the job page words them ("Base learning rate"), on every page.
 templates.env.filters.update(setting_label=model_page.label, setting_text=model_page.text)
+templates.env.globals["acting_user"] = accounts.current  # the top bar's name, sign-out, admin links
 
 
 def render(request: Request, name: str, **context: Any) -> HTMLResponse:
