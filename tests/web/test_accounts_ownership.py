@@ -104,3 +104,11 @@ def test_the_admin_sees_and_changes_everything(team, settings):
     assert {j["id"] for j in team.admin.get("/api/jobs").json()["jobs"]} == {dataset, model}
     assert team.admin.get(f"/api/models/{model}").json()["owner"] == "bob"
     assert team.admin.delete(f"/api/jobs/{dataset}").status_code == 200
+
+
+def test_the_system_report_does_not_name_another_members_private_job(team, settings):
+    dataset = new_dataset(team.alice, settings)
+    assert team.app.state.ctx.store.try_lease(dataset, ["dataset:0"])
+    assert dataset in team.admin.get("/api/system").text
+    seen_by_bob = team.bob.get("/api/system")
+    assert seen_by_bob.status_code == 200 and dataset not in seen_by_bob.text and "private" in seen_by_bob.text
