@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     # The most jobs one training request may make (a sweep's grid of datasets x networks x
     # learning rates x batch sizes, or its --trials draws): one request must not queue hundreds.
     max_sweep_jobs: int = Field(64, ge=1)
+    # Running jobs per user at once, unless the user has a cap of their own (trainyard users
+    # set-quota); 0: no cap. Either way the queue is fair between users (jobs/scheduling/fairness.py).
+    user_max_jobs: int = Field(0, ge=0)
     fake_gpus: int = 0  # FOR TESTS: pretend this many GPUs exist (jobs on them train on the CPU)
 
     @field_validator("data_roots", mode="before")

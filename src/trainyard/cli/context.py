@@ -23,7 +23,18 @@ def cli_context() -> Context:
 
     ctx = open_context()
     ctx.manager.reap()
+    _act(ctx)
     return ctx
+
+
+def _act(ctx: Context) -> None:
+    """Act as the user whose token ``trainyard login`` kept (its rights, its jobs), else as the
+    home's first admin (whoever runs commands on the home directly holds its store)."""
+    from trainyard.cli.login import logged_in
+    from trainyard.jobs.accounts import users
+    from trainyard.jobs.accounts.actor import act_as
+
+    act_as(logged_in(ctx) or users.actor_of(users.first_admin(ctx.store)))
 
 
 def job_brief(job: Job) -> JobBrief:

@@ -139,6 +139,7 @@ def create(
     encoding: str = typer.Option("none", help="none | png | jpeg"),
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of building here"),
     as_json: bool = typer.Option(False, "--json", help="print the dataset as JSON on stdout"),
+    visibility: str = typer.Option("private", help="private (you and admins) | team (every user sees it)"),
 ) -> None:
     """Build a dataset from a folder of class folders, or from text lists; or, with --task detection,
     from a folder of images and their box labels (--train-labels)."""
@@ -152,8 +153,11 @@ def create(
                  val_percent=val_percent, test_percent=test_percent, min_per_class=min_per_class,
                  max_per_class=max_per_class, encoding=encoding, task=task, train_labels=train_labels,
                  val_labels=val_labels, test_labels=test_labels, labels_format=labels_format, classes=classes)
+    from trainyard.jobs.accounts.actor import creating_with
+
     ctx = cli_context()
-    _run(ctx, lambda: create_dataset_job(ctx, spec, foreground=not submit), as_json, submit)
+    with creating_with(visibility):
+        _run(ctx, lambda: create_dataset_job(ctx, spec, foreground=not submit), as_json, submit)
 
 
 @app.command()

@@ -37,6 +37,13 @@ class TrainyardGroup(LazyGroup):
                        "Import an exported archive as a model, to classify with or fine-tune from (--pretrained)."),
         "weights": Lazy("trainyard.cli.weights", "app",
                         "Pretrained weights: list, pull (download), import, remove."),
+        "users": Lazy("trainyard.cli.users", "app",
+                      "Accounts: add, list, disable, set-role, token, revoke."),
+        "audit": Lazy("trainyard.cli.audit", "audit",
+                      "The audit log: who did what, to which item, when and from where, newest first."),
+        "login": Lazy("trainyard.cli.login", "login",
+                      "Act as the user of a personal API token in every later command."),
+        "logout": Lazy("trainyard.cli.login", "logout", "Forget the token of `trainyard login`."),
         "system": Lazy("trainyard.cli.system", "system",
                        "What trainyard can run on: local devices, and in cluster mode every node of the cluster."),
     }

@@ -50,9 +50,11 @@ def classify_via_server(settings: Settings, model_id: str, images: list[Path], *
 
 
 def credential(settings: Settings) -> str:
-    """The token to send: TRAINYARD_AUTH_TOKEN, else the one the server of this home wrote for
-    its user (core/server_token.py); "" when neither (the server then refuses: 401)."""
-    return settings.auth_token or server_token.read(settings.home) or ""
+    """The token to send: the personal one of ``trainyard login``, else TRAINYARD_AUTH_TOKEN,
+    else the one the server of this home wrote for its user (core/server_token.py); "" when
+    none (the server then refuses: 401)."""
+    return (server_token.read(settings.home, server_token.LOGIN_FILE_NAME) or settings.auth_token
+            or server_token.read(settings.home) or "")
 
 
 def _address(settings: Settings) -> tuple[str, int]:

@@ -96,6 +96,7 @@ def train(
     early_stop_min_epochs: float = typer.Option(EARLY_STOP_MIN_EPOCHS.default, help=EARLY_STOP_MIN_EPOCHS.help),
     submit: bool = typer.Option(False, "--submit", help="queue on the server instead of training here"),
     as_json: bool = typer.Option(False, "--json", help='print {"jobs": [...]} on stdout'),
+    visibility: str = typer.Option("private", help="private (you and admins) | team (every user sees it)"),
 ) -> None:
     """Train a classifier or a detector. Runs here with a progress bar unless --submit."""
     from trainyard.networks.table import check_network_name
@@ -134,7 +135,7 @@ def train(
             lr_range=lr_range, batch_size_range=batch_range, trials=trials, early_stop=early_stop,
             early_stop_min_epochs=early_stop_min_epochs,
             gpus=gpus, gpu_ids=_numbers(gpu_ids, int, "--gpu-ids") or None, pretrained=pretrained,
-            max_restarts=max_restarts,
+            max_restarts=max_restarts, visibility=visibility,
             settings={k: v for k, v in settings.items() if v is not None})
     ctx = cli_context()
     follow_deployment(ctx, foreground=not submit)  # the store's server decides where jobs run

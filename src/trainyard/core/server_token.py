@@ -16,6 +16,7 @@ import stat
 from pathlib import Path
 
 FILE_NAME = "server-token"
+LOGIN_FILE_NAME = "cli-token"  # the personal token ``trainyard login`` keeps for the CLI (cli/login.py)
 MAX_BYTES = 4096
 
 
@@ -24,16 +25,16 @@ def fresh() -> str:
     return secrets.token_urlsafe(24)
 
 
-def token_file(home: str | os.PathLike) -> Path:
-    return Path(home) / FILE_NAME
+def token_file(home: str | os.PathLike, name: str = FILE_NAME) -> Path:
+    return Path(home) / name
 
 
-def write(home: str | os.PathLike, token: str) -> Path:
+def write(home: str | os.PathLike, token: str, name: str = FILE_NAME) -> Path:
     """Write ``token`` to the home's token file, readable by this user only (0600 from the moment
     it exists: created under another name with that mode, then renamed over any older one)."""
-    path = token_file(home)
+    path = token_file(home, name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{FILE_NAME}.{os.getpid()}")
+    temporary = path.with_name(f".{name}.{os.getpid()}")
     temporary.unlink(missing_ok=True)  # a leftover of a server that died with this pid
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
@@ -45,11 +46,11 @@ def write(home: str | os.PathLike, token: str) -> Path:
     return path
 
 
-def read(home: str | os.PathLike) -> str | None:
+def read(home: str | os.PathLike, name: str = FILE_NAME) -> str | None:
     """The token in the home's token file; None when there is none, or when the file is not this
     user's own private regular file (a link, a FIFO, readable by others: never trusted)."""
     try:
-        fd = os.open(token_file(home), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(token_file(home, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:

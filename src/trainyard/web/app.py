@@ -12,14 +12,19 @@ from fastapi.staticfiles import StaticFiles
 
 from trainyard import __version__
 from trainyard.core import server_token
+from trainyard.jobs.accounts import users
 from trainyard.jobs.context import open_context
 from trainyard.jobs.runs.scheduler import Scheduler
 from trainyard.jobs.scheduling.deployment import record_backend
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.settings import Settings
+from trainyard.web.audit_trail import AuditMiddleware
+from trainyard.web.audit_trail import router as audit_router
 from trainyard.web.auth import TokenAuthMiddleware
 from trainyard.web.errors import install_error_handlers
+from trainyard.web.identity import Identities
 from trainyard.web.routers import (
+    audit_page,
     compare,
     datasets,
     docs,
@@ -32,6 +37,7 @@ from trainyard.web.routers import (
     network_search,
     networks,
     pages,
+    sign_in,
     system,
     weights,
     weights_pages,
@@ -43,7 +49,8 @@ from trainyard.web.uploads import RequestSizeLimit
 STATIC = Path(__file__).parent / "static"
 ROUTERS = [jobs.router, datasets.router, models.router, networks.router, network_search.router,
            system.router, inference.router, export.router, pages.router, inference_pages.router,
-           weights.router, weights_pages.router, docs.router]
+           weights.router, weights_pages.router, docs.router, audit_router,
+           sign_in.router, audit_page.router]
 ROUTERS[:0] = [compare.router, labels.router]  # before jobs: /api/jobs/compare is not a job's id
 
 
@@ -90,7 +97,12 @@ def create_app(settings: Settings | None = None, *, pools: Pools | None = None,
     # Every door needs the credential, on localhost too: TRAINYARD_AUTH_TOKEN, else a fresh token
     # of this server's own, which ``serve`` prints in its URL and writes for the CLI (core/server_token.py).
     app.state.auth_token = ctx.settings.auth_token or server_token.fresh()
-    app.add_middleware(TokenAuthMiddleware, token=app.state.auth_token, limiter=app.state.login_limiter)
+    # The first admin, with the server's token as its credential, in a home that has no user yet.
+    users.bootstrap(ctx.store, app.state.auth_token, keep_token=bool(ctx.settings.auth_token))
+    app.state.identities = Identities(ctx.store, app.state.auth_token)
+    app.add_middleware(AuditMiddleware)  # inside the auth: it knows the user
+    app.add_middleware(TokenAuthMiddleware, token=app.state.auth_token, identities=app.state.identities,
+                       limiter=app.state.login_limiter)
     # Added last, so it runs first: a foreign Host or a cross-site write gets no further.
     app.add_middleware(SameOriginMiddleware, settings=ctx.settings)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

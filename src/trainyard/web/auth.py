@@ -5,6 +5,8 @@ the server's own fresh one: core/server_token.py): as ``Authorization: Bearer``,
 session cookie (sessions.py; the cookie never holds the token) that the login form sets, or that
 a page opened with ``?token=`` gets (the URL ``serve`` prints: one step, as Jupyter's), the token
 then dropped from the address at once by a redirect.
+Each credential names a user (web/identity.py), who acts for the rest of the request
+(jobs/accounts/actor.py): the server's token is the first admin's.
 Wrong bearer tokens count against the same limiter as wrong sign-ins (per client address and,
 on this machine, per local account: peers.py). The limiter slows the failing source, never the
 right credential: the right token is always let in, and a wrong one from a source over the limit
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+from dataclasses import replace
 from urllib.parse import quote, urlencode
 
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
@@ -25,6 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp
 
+from trainyard.jobs.accounts.actor import Actor, acting
+from trainyard.web.identity import Identities
 from trainyard.web.peers import client_key
 from trainyard.web.sessions import COOKIE, MAX_AGE_S, LoginLimiter, new_session, valid_session
 
@@ -51,18 +56,24 @@ def bearer_of(request: Request) -> str | None:
     return header[7:].strip() if header.lower().startswith("bearer ") else None
 
 
-def authenticated(request: Request, token: str) -> bool:
-    """A bearer header with the token, or a valid session cookie."""
+def authenticated(request: Request, token: str, identities: Identities) -> Actor | None:
+    """The user of a bearer header's token, or of a valid session cookie; None: no one."""
     given = bearer_of(request)
     if given is not None:
-        return token_matches(given, token)
-    return valid_session(request.cookies.get(COOKIE), token)
+        actor = identities.by_token(given)
+    else:
+        name = valid_session(request.cookies.get(COOKIE), token)
+        actor = identities.by_name(name) if name else None
+    source = request.client.host if request.client else None
+    return replace(actor, source=source) if actor is not None else None
 
 
 class TokenAuthMiddleware(BaseHTTPMiddleware):
-    def __init__(self, app: ASGIApp, token: str, limiter: LoginLimiter | None = None) -> None:
+    def __init__(self, app: ASGIApp, token: str, identities: Identities,
+                 limiter: LoginLimiter | None = None) -> None:
         super().__init__(app)
         self.token = token
+        self.identities = identities
         self.limiter = limiter or LoginLimiter()
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
@@ -72,8 +83,10 @@ class TokenAuthMiddleware(BaseHTTPMiddleware):
         handed = request.query_params.get("token") if request.method == "GET" else None
         if handed is not None and not path.startswith("/api"):
             return self.hand_over(request, handed)
-        if authenticated(request, self.token):  # the right credential, however many wrong ones came before
-            return await call_next(request)
+        actor = authenticated(request, self.token, self.identities)
+        if actor is not None:  # the right credential, however many wrong ones came before
+            with acting(actor):  # the handler's threads inherit it (contextvars)
+                return await call_next(request)
         if bearer_of(request) is not None:  # a wrong guess at the token, like a sign-in: limited alike
             who = requester(request)
             if not self.limiter.allowed(who):
@@ -90,13 +103,14 @@ class TokenAuthMiddleware(BaseHTTPMiddleware):
         who = requester(request)
         rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
         target = request.url.path + (f"?{rest}" if rest else "")
-        if not token_matches(given, self.token):
+        actor = self.identities.by_token(given)
+        if actor is None:
             if not self.limiter.allowed(who):
                 return JSONResponse({"detail": TOO_MANY}, status_code=429, headers={"Retry-After": "60"})
             self.limiter.failed(who)
             return RedirectResponse(f"/login?next={quote(target, safe='/')}", status_code=303)
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(COOKIE, new_session(self.token), max_age=MAX_AGE_S, httponly=True,
+        response.set_cookie(COOKIE, new_session(self.token, user=actor.name), max_age=MAX_AGE_S, httponly=True,
                             samesite="strict", secure=request.url.scheme == "https")
         return response
 

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.lookup import job_of_kind
 from trainyard.jobs.store.store import Job
@@ -31,8 +32,17 @@ Hw = Annotated[Hardware, Depends(get_hardware)]
 
 
 def get_job_of_kind(ctx: Context, job_id: str, kind: str | None = None) -> Job:
-    """The job of that kind, or a 404 (jobs/kinds/lookup.py)."""
+    """The job of that kind, or a 404 (jobs/kinds/lookup.py): another user's private job is
+    a 404 too (jobs/accounts/actor.py)."""
     return job_of_kind(ctx.store, job_id, kind)
+
+
+def get_job_to_change(ctx: Context, job_id: str) -> Job:
+    """`get_job_of_kind`, for abort, resume, delete and patch: a job the user sees but does not
+    own (a team job of another member's) is a 403."""
+    job = job_of_kind(ctx.store, job_id)
+    accounts.check_change(job)
+    return job
 
 
 def wake_scheduler(request: Request) -> None:

@@ -1,6 +1,6 @@
-"""Sign-in with the access token: a signed random session id in the cookie, never the token.
+"""Sign-in with a token or a password: a signed random session id in the cookie, never the token.
 
-A session cookie is ``<random id>.<expiry>.<signature>``: the signature is an HMAC of the id and
+A session cookie is ``<random id>~<user>.<expiry>.<signature>``: the signature is an HMAC of the id and
 expiry under a key derived from the token, so the server keeps no session table, a cookie cannot
 be forged or extended, and changing the token ends every session. Failed sign-ins are limited
 per client address (`LoginLimiter`), so the token cannot be guessed at speed.
@@ -26,22 +26,25 @@ def _sign(token: str, payload: str) -> str:
     return hmac.new(key, payload.encode(), hashlib.sha256).hexdigest()
 
 
-def new_session(token: str, now: float | None = None) -> str:
-    """A fresh session cookie value for a user who gave ``token``."""
+def new_session(token: str, now: float | None = None, user: str = "admin") -> str:
+    """A fresh session cookie value for ``user`` (a name has no ``~`` or ``.``), signed with ``token``."""
     expires = int((time.time() if now is None else now) + MAX_AGE_S)
-    payload = f"{secrets.token_urlsafe(24)}.{expires}"
+    payload = f"{secrets.token_urlsafe(24)}~{user}.{expires}"
     return f"{payload}.{_sign(token, payload)}"
 
 
-def valid_session(value: str | None, token: str, now: float | None = None) -> bool:
-    """Whether ``value`` is a session cookie signed for ``token`` that has not expired."""
+def valid_session(value: str | None, token: str, now: float | None = None) -> str | None:
+    """The user of ``value`` when it is a session cookie signed for ``token`` that has not
+    expired; None otherwise."""
     if not value or value.count(".") != 2:
-        return False
+        return None
     payload, signature = value.rsplit(".", 1)
     if not hmac.compare_digest(signature.encode(), _sign(token, payload).encode()):
-        return False
-    expires = payload.rsplit(".", 1)[1]
-    return expires.isdigit() and int(expires) > (time.time() if now is None else now)
+        return None
+    session, expires = payload.rsplit(".", 1)
+    if not (expires.isdigit() and int(expires) > (time.time() if now is None else now)):
+        return None
+    return session.partition("~")[2] or None
 
 
 class LoginLimiter:

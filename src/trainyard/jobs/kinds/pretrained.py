@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 from trainyard.artifact.checkpoint import CheckpointError, checkpoint_for_epoch
 from trainyard.core.paths import resolve_inside
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.errors import JobError
 from trainyard.jobs.kinds.registry import MODEL
@@ -68,7 +69,7 @@ def resolve_pretrained(ctx: Context, value: str | None) -> Pretrained | None:
         return None
     job_id, _, epoch = value.partition(":")
     job = ctx.store.get_job(job_id)
-    if job is not None:
+    if job is not None and accounts.may_see(job):  # another user's private model: as if none
         if job.kind != "model":
             raise JobError(f"{job_id} is a {job.kind} job; pretrained weights come from a model job")
         folder = ctx.manager.folder(job_id)

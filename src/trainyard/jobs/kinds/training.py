@@ -12,7 +12,7 @@ or process, so the global batch is that times the process count. In cluster mode
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +21,7 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.limits import MAX_NAME
 from trainyard.core.tasks import task_traits
 from trainyard.core.vocabulary import DEFAULT_TASK
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.errors import JobConflict, JobError
 from trainyard.jobs.kinds.lookup import job_of_kind
@@ -68,6 +69,8 @@ class TrainRequest(BaseModel):
     early_stop: bool = False  # stop runs among the worst at a validation point (jobs/runs/early_stop.py)
     early_stop_min_epochs: float = DEFAULT_MIN_EPOCHS  # epochs every run trains before it is judged
     settings: TrainSettings = Field(default_factory=TrainSettings)  # how each job trains: epochs, solver, lr, ...
+    # Who else sees the jobs: only their owner (and admins), or the whole team (jobs/accounts/actor.py).
+    visibility: Literal["private", "team"] = "private"
 
 
 class InvalidSpec(InvalidInput, JobError):
@@ -119,9 +122,10 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
     if check_only:
         return []
     group = request.name if len(planned) > 1 else None
-    jobs = [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
-                               parent_id=dataset.id, group=group, foreground=foreground)
-            for spec, dataset in planned]
+    with accounts.creating_with(request.visibility):
+        jobs = [ctx.manager.create("model", spec.name, spec.model_dump(mode="json"), needs=needs,
+                                parent_id=dataset.id, group=group, foreground=foreground)
+                for spec, dataset in planned]
     return mark_early_stop(ctx.store, jobs, request.early_stop_min_epochs) if request.early_stop else jobs
 
 

@@ -28,6 +28,7 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import ACTIVE_STATUSES, Status
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.runs import actions, foreground
 from trainyard.jobs.runs.children import Children
@@ -36,6 +37,7 @@ from trainyard.jobs.runs.errors import JobConflict, JobError, JobNotFound, launc
 from trainyard.jobs.runs.ownership import Ownership
 from trainyard.jobs.runs.starting import Starting
 from trainyard.jobs.runs.watching import Watching
+from trainyard.jobs.scheduling.fairness import fair_order
 from trainyard.jobs.scheduling.leases import reclaim_stale_leases
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.jobs.store import confinement as confinement_record
@@ -97,7 +99,7 @@ class JobManager(Ownership):
 
     def get(self, job_id: str) -> Job:
         job = self.store.get_job(job_id)
-        if job is None:
+        if job is None or not accounts.may_see(job):  # another user's private job: as if none
             raise JobNotFound(f"no job with id {job_id!r}")
         return job
 
@@ -125,7 +127,7 @@ class JobManager(Ownership):
         if any(self.mine(job) for job in active):
             self.heartbeat.beat()
         self.children.stop_lost({job.id for job in active if self.mine(job)})
-        for job in active:
+        for job in fair_order(active):  # round-robin between users (jobs/scheduling/fairness.py)
             if launched(job):
                 self.watching.watch(job)
             elif start and ((only is None and job.owner_pid is None) or job.id == only):
@@ -166,14 +168,18 @@ class JobManager(Ownership):
                 self.watching.watch(self.get(job.id))
 
     # -- user actions --------------------------------------------------------------------------
+    # Each of these needs the job's owner or an admin (jobs/accounts/actor.py), whoever asks.
     def abort(self, job_id: str) -> Job:
+        accounts.check_change(self.get(job_id))
         return actions.abort(self, job_id)
 
     def resume(self, job_id: str, foreground: bool = False) -> Job:
         """Queue an ended model job again; it continues from its last checkpoint."""
+        accounts.check_change(self.get(job_id))
         return actions.resume(self, job_id, foreground)
 
     def delete(self, job_id: str) -> None:
+        accounts.check_change(self.get(job_id))
         actions.delete(self, job_id)
 
     # -- foreground ----------------------------------------------------------------------------

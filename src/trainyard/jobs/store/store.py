@@ -33,6 +33,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column, sessionmaker, validates
 
 from trainyard.core.status import Status
+from trainyard.jobs.accounts import actor as accounts
+from trainyard.jobs.accounts.tables import AuditRow, TokenRow, UserRow  # noqa: F401 (tables of the store)
 from trainyard.jobs.store.confinement import ConfinementRow
 from trainyard.jobs.store.database import create_tables, open_engine
 from trainyard.jobs.store.liveness_tables import DeploymentSetting, Holder  # noqa: F401 (tables of the store)
@@ -81,6 +83,10 @@ class Job(Base):
     finished_at: Mapped[float | None] = mapped_column(Float, default=None)
     # Set on every write: listings refresh only what changed since their last look.
     updated_at: Mapped[float | None] = mapped_column(Float, default=time.time, index=True)
+    # The user who made it, and who else sees it ("private" | "team"; jobs/accounts/actor.py).
+    # None in rows from before accounts: the first admin's, private (jobs/accounts/users.py).
+    owner: Mapped[str | None] = mapped_column(String(40), default=None, index=True)
+    visibility: Mapped[str | None] = mapped_column(String(10), default=None)
 
     @validates("status")
     def _typed_status(self, key: str, value: Status | str) -> Status:
@@ -168,8 +174,10 @@ class Store:
 
     # -- jobs --------------------------------------------------------------------------------
     def add_job(self, job: Job) -> Job:
+        accounts.stamp(job)  # its owner and visibility; a viewer's is refused (403)
         with self.session.begin() as s:
             s.add(job)
+            s.add(accounts.creation_entry(job))  # the audit log's line, with the job or not at all
             s.add(StatusChange(job_id=job.id, status=job.status, detail=job.status_detail))
         return job
 
@@ -186,6 +194,9 @@ class Store:
             query = select(Job).order_by(Job.created_at.desc(), Job.id.desc())
         if kind:
             query = query.where(Job.kind == kind)
+        visible = accounts.visible_condition(Job)
+        if visible is not None:  # another user's private jobs are not listed (jobs/accounts/actor.py)
+            query = query.where(visible)
         if statuses is not None:
             # An unknown name matches no job (as it did when statuses were plain strings).
             query = query.where(Job.status.in_([Status(s) for s in statuses if s in STATUS_VALUES]))

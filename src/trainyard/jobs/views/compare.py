@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 
 from trainyard.core.vocabulary import BEST_METRIC, DEFAULT_TASK, best_score
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.registry import MODEL, model_metrics
 from trainyard.jobs.runs.manager import JobError, JobManager, JobNotFound
 from trainyard.jobs.store.labels import Labels, labels_of
@@ -48,7 +49,7 @@ def compare(manager: JobManager, ids: list[str]) -> Comparison:
 
 def _model_job(manager: JobManager, job_id: str) -> Job:
     job = manager.store.get_job(job_id)
-    if job is None:
+    if job is None or not accounts.may_see(job):
         raise JobNotFound(f"no job with id {job_id!r}")
     if job.kind != "model":
         raise JobError(f"{job_id} is a {job.kind} job; only model (training) jobs can be compared")

@@ -7,6 +7,7 @@ import time
 from sqlalchemy import Row, select
 
 from trainyard.core.status import Status
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.documents import HistoryEntry, JobBrief, JobDetail
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.runs.manager import JobManager
@@ -25,6 +26,7 @@ def job_brief(job: Job | Row) -> JobBrief:
         created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at,
         updated_at=job.updated_at, parent=job.parent_id, group=job.group, needs=job.needs, summary=job.summary,
         resources=(job.summary or {}).get("resources", []) if job.status == Status.RUNNING else [],
+        owner=job.owner, visibility=job.visibility or "private",
     )
 
 
@@ -34,7 +36,7 @@ def list_briefs(store: Store) -> list[JobBrief]:
     Built from plain rows rather than ORM objects (a third faster with thousands of jobs);
     a row has the same attribute names as a Job.
     """
-    query = select(Job.__table__).order_by(Job.created_at.desc(), Job.id.desc())
+    query = accounts.only_visible(select(Job.__table__).order_by(Job.created_at.desc(), Job.id.desc()), Job)
     with store.session() as s:
         return [job_brief(row) for row in s.execute(query)]
 

@@ -16,6 +16,7 @@ from sqlalchemy import and_, func, or_, select
 
 from trainyard.core.errors import InvalidInput
 from trainyard.core.status import Status
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.documents import JobPage
 from trainyard.jobs.store.store import STATUS_VALUES, Job, Store
 from trainyard.jobs.views.documents import job_brief
@@ -37,6 +38,9 @@ def feed(store: Store, kind: str | None = None, statuses: Iterable[str] | None =
     """A page of job briefs with its ``next_cursor``, ``as_of`` and ``total``; without ``limit``,
     every job (one page)."""
     conditions = []
+    visible = accounts.visible_condition(JOBS.c)  # another user's private jobs are never listed
+    if visible is not None:
+        conditions.append(visible)
     if kind:
         conditions.append(JOBS.c.kind == kind)
     if statuses is not None:

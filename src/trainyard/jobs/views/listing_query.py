@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, case, func, or_, select
 
 from trainyard.core.status import ACTIVE_STATUSES, FINAL_STATUSES, Status
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.store.labels import has_tag
 from trainyard.jobs.store.store import Deletion, Job, Store
 from trainyard.jobs.views.documents import job_brief
@@ -57,6 +58,9 @@ class JobPage:
 
 def _where(c: Any, query: PageQuery) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool]] = [c.kind == query.kind]
+    visible = accounts.visible_condition(c)  # another user's private jobs are never listed
+    if visible is not None:
+        conditions.append(visible)
     if query.q:
         needle = query.q.lower()
         conditions.append(or_(func.lower(c.name).contains(needle, autoescape=True),
@@ -108,7 +112,7 @@ def job_page(store: Store, query: PageQuery) -> JobPage:
     """The page of ``query`` (the last one if it asks past the end), as job briefs."""
     conditions = _where(JOBS.c, query)
     matched = _count(store, conditions)
-    total = _count(store, [JOBS.c.kind == query.kind]) if len(conditions) > 1 else matched
+    total = _count(store, _where(JOBS.c, PageQuery(kind=query.kind))) if len(conditions) > 1 else matched
     pages = max(1, -(-matched // query.per_page))
     page = min(max(query.page, 1), pages)
     direction = (lambda col: col.desc()) if query.order == "desc" else (lambda col: col.asc())

@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from trainyard.core.status import ACTIVE_STATUSES, Status
 from trainyard.core.vocabulary import best_score
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.registry import MODEL
 from trainyard.jobs.runs.manager import JobManager, JobNotFound
 from trainyard.jobs.store.labels import Labels, labels_of
@@ -21,7 +22,8 @@ from trainyard.jobs.views.run_documents import BestOfSweep, NotedRun, StoppedEar
 def sweep(manager: JobManager, group: str) -> Sweep:
     """The sweep's runs, their counts by status, the best, what early stopping stopped and saved,
     and the runs its compare view shows; JobNotFound when no model job is in the group."""
-    query = select(Job).where(Job.group == group, Job.kind == "model").order_by(Job.created_at, Job.id)
+    query = accounts.only_visible(select(Job).where(Job.group == group, Job.kind == "model")
+                                  .order_by(Job.created_at, Job.id), Job)
     with manager.store.session() as s:
         jobs = list(s.scalars(query))
     if not jobs:
@@ -54,7 +56,8 @@ def _run(manager: JobManager, job: Job, notes: str) -> SweepRun:
 def sweeps(store: Store) -> list[SweepLine]:
     """Every sweep, newest first, a line each (its runs, counts by status, state, best and the
     runs with notes), from the store alone (no job folder is read)."""
-    query = select(Job).where(Job.group.is_not(None), Job.kind == "model").order_by(Job.created_at, Job.id)
+    query = accounts.only_visible(select(Job).where(Job.group.is_not(None), Job.kind == "model")
+                                  .order_by(Job.created_at, Job.id), Job)
     with store.session() as s:
         jobs = list(s.scalars(query))
     groups: dict[str, list[Job]] = {}

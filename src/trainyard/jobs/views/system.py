@@ -9,6 +9,7 @@ import shutil
 from importlib import metadata
 
 from trainyard import __version__
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.views.hardware import Hardware
 from trainyard.jobs.views.system_documents import Holder, Slot, SystemGPU, SystemReport
@@ -22,7 +23,7 @@ def system_report(ctx: Context, hardware: Hardware) -> SystemReport:
         from trainyard.cluster.nodes import list_nodes  # ray, lazily: cluster mode only
 
         nodes = list_nodes()
-    leases = ctx.store.leases()
+    leases = _visible(ctx, ctx.store.leases())
     holders = _names(ctx, set(leases.values()))
     live = {g["index"]: g for g in hardware.gpus.sample([g.index for g in ctx.pools.gpus])}
     figures = hardware.system()
@@ -63,9 +64,20 @@ def versions() -> dict[str, str | None]:
     return found
 
 
+PRIVATE_HOLDER = "private"
+
+
 def _disk(home) -> dict:
     usage = shutil.disk_usage(home)
     return {"path": str(home), "free": usage.free, "total": usage.total}
+
+
+def _visible(ctx: Context, leases: dict[str, str]) -> dict[str, str]:
+    """The leases, another user's private job named only as PRIVATE_HOLDER (the slot is busy,
+    and nothing says by what: jobs/accounts/actor.py)."""
+    jobs = {i: ctx.store.get_job(i) for i in set(leases.values())}
+    shown = {i for i, job in jobs.items() if job is None or accounts.may_see(job)}
+    return {r: (i if i in shown else PRIVATE_HOLDER) for r, i in leases.items()}
 
 
 def _names(ctx: Context, ids: set[str]) -> dict[str, Holder]:

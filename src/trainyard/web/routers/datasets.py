@@ -21,6 +21,7 @@ from trainyard.datasets.preview import preview_resize
 from trainyard.datasets.sources import iter_images
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import SPLITS, SplitReader, open_split
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.dataset import append_dataset_job, create_dataset_job
 from trainyard.jobs.kinds.documents import JobDetail
@@ -40,8 +41,10 @@ def _spec(fields: dict) -> DatasetSpec:
     return DatasetSpec.model_validate(fields)  # a ValidationError is a 422 (web/errors.py)
 
 
-def _create(ctx: Context, make_job: Callable[[], Job]) -> JobDetail:
-    return job_detail(ctx.manager, make_job())
+def _create(ctx: Context, make_job: Callable[[], Job], visibility: str | None = None) -> JobDetail:
+    """The new job's document; made ``visibility`` (private unless "team": jobs/accounts/actor.py)."""
+    with accounts.creating_with(visibility):
+        return job_detail(ctx.manager, make_job())
 
 
 @router.get("", response_model=schemas.DatasetList)
@@ -52,8 +55,9 @@ def list_datasets(ctx: Ctx) -> schemas.DatasetList:
 @router.post("", status_code=201, dependencies=[Depends(wake_scheduler)], response_model=schemas.DatasetDetail)
 def create_dataset(ctx: Ctx, fields: dict) -> JobDetail:
     """Build a dataset from folders or lists on the server (paths inside the data roots)."""
+    visibility = fields.pop("visibility", None)
     spec = _spec(fields)
-    return _create(ctx, lambda: create_dataset_job(ctx, spec))
+    return _create(ctx, lambda: create_dataset_job(ctx, spec), visibility)
 
 
 def _discard_uploads(fields: dict) -> None:
@@ -66,7 +70,7 @@ def _discard_uploads(fields: dict) -> None:
 def _create_from_upload(ctx: Context, fields: dict, make_job: Callable[[], Job]) -> JobDetail:
     """Like _create, removing the uploaded files when the request is refused."""
     try:
-        return _create(ctx, make_job)
+        return _create(ctx, make_job, fields.pop("visibility", None))
     except (UserError, ValidationError):
         _discard_uploads(fields)
         raise
@@ -106,7 +110,8 @@ def show_dataset(ctx: Ctx, dataset_id: str) -> JobDetail:
 def append_dataset(ctx: Ctx, dataset_id: str, fields: dict) -> JobDetail:
     """A new version with the images of another folder or list added."""
     get_job_of_kind(ctx, dataset_id, "dataset")
-    return _create(ctx, lambda: append_dataset_job(ctx, dataset_id, fields))
+    visibility = fields.pop("visibility", None)
+    return _create(ctx, lambda: append_dataset_job(ctx, dataset_id, fields), visibility)
 
 
 @router.post("/{dataset_id}/append/upload", status_code=201, dependencies=[Depends(wake_scheduler)],

@@ -17,7 +17,7 @@ from trainyard.jobs.runs.runner import tail_text
 from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.jobs.views.feed import feed
 from trainyard.web import media
-from trainyard.web.deps import Ctx, Hw, get_job_of_kind, wake_scheduler
+from trainyard.web.deps import Ctx, Hw, get_job_of_kind, get_job_to_change, wake_scheduler
 from trainyard.web.schemas import inference as more
 from trainyard.web.schemas import jobs as schemas
 
@@ -45,20 +45,20 @@ def show_job(ctx: Ctx, job_id: str) -> JobDetail:
 
 @router.post("/{job_id}/abort", dependencies=[Depends(wake_scheduler)], response_model=schemas.JobBrief)
 async def abort_job(ctx: Ctx, job_id: str) -> schemas.JobBrief:
-    get_job_of_kind(ctx, job_id)
+    get_job_to_change(ctx, job_id)
     job = await asyncio.to_thread(ctx.manager.abort, job_id)  # may wait out the grace period
     return job_brief(job)
 
 
 @router.post("/{job_id}/resume", dependencies=[Depends(wake_scheduler)], response_model=schemas.JobBrief)
 def resume_job(ctx: Ctx, job_id: str) -> schemas.JobBrief:
-    get_job_of_kind(ctx, job_id)
+    get_job_to_change(ctx, job_id)
     return job_brief(ctx.manager.resume(job_id))
 
 
 @router.delete("/{job_id}", response_model=schemas.Deleted)
 async def delete_job(ctx: Ctx, job_id: str) -> schemas.Deleted:
-    get_job_of_kind(ctx, job_id)
+    get_job_to_change(ctx, job_id)
     await asyncio.to_thread(ctx.manager.delete, job_id)
     return schemas.Deleted(deleted=job_id)
 

@@ -10,13 +10,14 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Form, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from trainyard.core import formatting
 from trainyard.core.vocabulary import RESIZE_MODES
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
+from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.dataset import version_name
 from trainyard.jobs.kinds.registry import DATASET, MODEL, spec_as_written
@@ -24,9 +25,7 @@ from trainyard.jobs.store import labels
 from trainyard.jobs.views import listing_query
 from trainyard.jobs.views.documents import job_detail, list_briefs
 from trainyard.web import listing, model_form, model_page
-from trainyard.web.auth import requester, token_matches
 from trainyard.web.deps import Ctx, get_job_of_kind
-from trainyard.web.sessions import COOKIE, MAX_AGE_S, new_session
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent.parent / "templates")
@@ -36,6 +35,7 @@ REDRAW_S = 30
 templates.env.filters["num"] = model_form.as_text  # epochs as 3 or 2.5, never 3.0
 # A setting's name and value as the job page words them ("Base learning rate"), on every page.
 templates.env.filters.update(setting_label=model_page.label, setting_text=model_page.text)
+templates.env.globals["acting_user"] = accounts.current  # the top bar's name, sign-out, admin links
 
 
 def render(request: Request, name: str, **context: Any) -> HTMLResponse:
@@ -143,31 +143,3 @@ def show_model(request: Request, ctx: Ctx, model_id: str):
                                                              model_page.seed_used(ctx.manager.folder(model_id).path)),
                   timeline=model_page.timeline(job["history"], job["finished_at"], status=job["status"]),
                   actions=model_page.actions(job))
-
-
-# -- login ---------------------------------------------------------------------------------------
-
-@router.get("/login", response_class=HTMLResponse)
-def login_form(request: Request, next: str = "/", error: str | None = None):
-    return render(request, "login.html", next=next, error=error)
-
-
-@router.post("/login")
-def login(request: Request, token: Annotated[str, Form()], next: Annotated[str, Form()] = "/"):
-    expected = request.app.state.auth_token
-    limiter = request.app.state.login_limiter
-    client = requester(request)  # per address, and per local account on this machine
-    if not expected or not token_matches(token, expected):  # the right token is never refused (web/auth.py)
-        if not limiter.allowed(client):
-            refused = render(request, "login.html", next=next,
-                             error="Too many wrong tokens: wait a minute, then try again.")
-            refused.status_code = 429
-            return refused
-        limiter.failed(client)
-        return render(request, "login.html", next=next, error="That token is not right.")
-    target = next if next.startswith("/") and not next.startswith("//") else "/"
-    response = RedirectResponse(target, status_code=303)
-    # A random session id signed with the token: the cookie gives nobody the token itself.
-    response.set_cookie(COOKIE, new_session(expected), max_age=MAX_AGE_S, httponly=True,
-                        samesite="strict", secure=request.url.scheme == "https")
-    return response
