@@ -139,6 +139,15 @@ def test_new_model_form_offers_datasets_networks_solvers_and_gpus(app, client):
     assert "vendor/codemirror/codemirror.js" in html and "vendor/codemirror/python.js" in html
 
 
+def test_new_model_form_preselects_the_datasets_recommended_network(app, client):
+    ctx = app.state.ctx
+    digits = add_dataset(ctx, "digits")  # 28x28: LeNet, a tabled network
+    assert 'name="network" value="lenet" id="net-lenet" checked' in client.get(f"/models/new?dataset={digits.id}").text
+    shapes = add_dataset(ctx, "shapes", width=64, height=64, images={"train": 400})
+    html = client.get(f"/models/new?dataset={shapes.id}").text
+    assert 'data-timm-networks="timm:resnet10t"' in html and 'id="net-lenet" checked' not in html
+
+
 def test_clone_fills_the_form_with_the_jobs_settings(app, client):
     ctx = app.state.ctx
     ds = add_dataset(ctx)

@@ -142,7 +142,8 @@ def train(
         from trainyard.cli.remote_check import use_server_checker
 
         use_server_checker(ctx.settings, lambda line: err.print(line, soft_wrap=True))
-    jobs = create_model_jobs(ctx, request, foreground=not submit)
+    jobs = create_model_jobs(ctx, request, foreground=not submit,
+                             say=lambda line: err.print(line, soft_wrap=True, markup=False))
     _run_jobs(ctx, jobs, submit, as_json)
 
 
