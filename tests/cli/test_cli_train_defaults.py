@@ -8,6 +8,7 @@ import json
 
 from typer.testing import CliRunner
 
+from tests.conftest import open_client
 from trainyard.cli.main import app
 from trainyard.core.files import write_json_atomic
 from trainyard.jobs.context import open_context
@@ -38,3 +39,11 @@ def test_without_a_network_the_recommended_one_trains_and_is_named(settings, cli
     boxes, said = submit(settings, cli_env, {"name": "b", "task": "detection", "train_folder": "/nowhere"})
     assert boxes["network"] == "ssdlite320_mobilenet_v3_large" and "recommended detection network" in said
 
+
+def test_fractional_epochs_read_back_as_given(settings, cli_env):
+    job, _ = submit(settings, cli_env, {}, None, "--network", "lenet")
+    assert job["epochs"] == 1.5
+    with open_client(settings, run_scheduler=False) as client:
+        answer = client.get(f"/api/jobs/{job['id']}")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["epochs"] == 1.5
