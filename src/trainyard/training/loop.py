@@ -28,6 +28,7 @@ from torch import nn
 from trainyard.core.events import EventWriter
 from trainyard.core.jobproc import Aborted, Paused
 from trainyard.core.paths import CHECKPOINTS_DIR, checkpoint_name
+from trainyard.core.rank_threads import threads_note
 from trainyard.training import distributed, transfer
 from trainyard.training.build_run import prepare
 from trainyard.training.checkpoint_writer import CheckpointWriter
@@ -245,7 +246,8 @@ def _log_start(run: Run, resume: Path | dict | None) -> None:
         run.events.log(f"each epoch leaves out {loader.dropped_per_epoch * d.world_size} of its "
                        f"{loader.images_per_epoch * d.world_size} images (the last, incomplete batch)")
     layout = "channels_last" if loader.channels_last else "NCHW"
-    run.events.log(f"memory layout {layout}, torch.compile {'on' if spec.compile else 'off'}")
+    run.events.log(f"memory layout {layout}, torch.compile {'on' if spec.compile else 'off'}, "
+                   f"{threads_note(torch.get_num_threads())}")
     if resume is not None:
         # a multi-process job hands every rank rank 0's checkpoint already loaded: no file name
         source = Path(resume).name if isinstance(resume, (str, os.PathLike)) else "the latest checkpoint"
