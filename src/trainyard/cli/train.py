@@ -158,7 +158,8 @@ def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
     from trainyard.jobs.views.documents import job_detail
 
     if submit:
-        err.print(f"queued {len(jobs)} model job(s) for the server: {', '.join(j.id for j in jobs)}")
+        named = ", ".join(f"{j.id} ({j.name})" for j in jobs)
+        err.print(f"queued {len(jobs)} model job(s) for the server: {named}", soft_wrap=True, markup=False)
     else:
         jobs = [run_in_foreground(ctx, job, quiet=as_json) for job in jobs]
     if as_json:
