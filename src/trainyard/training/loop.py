@@ -33,6 +33,7 @@ from trainyard.training import distributed, transfer
 from trainyard.training.build_run import prepare
 from trainyard.training.checkpoint_writer import CheckpointWriter
 from trainyard.training.data import BatchLoader
+from trainyard.training.diagnosis import diagnose
 from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.epoch_log import EpochLog
 from trainyard.training.event_points import Point
@@ -81,6 +82,7 @@ class Reporter:
         self.snapshotted = run.batches  # where the latest checkpoint stands (run.batches: resumed there)
         # the latest validation accuracy, also across a resume (summaries report it)
         self.last_val: float | None = (run.metrics.get(self.task.best) or [[None, None]])[-1][1]
+        self.said: set[str] = set()  # findings already logged (diagnosis.py): each is said once
 
     def metric(self, epoch: float, name: str, value: float, keep: bool = True) -> None:
         self.events.emit("metric", epoch=epoch, name=name, value=value)
@@ -101,10 +103,20 @@ class Reporter:
                 self.snapshot(point.snapshot, batches)
             if point.validate is not None or point.snapshot is not None:
                 self.events.emit("summary", epoch=point.validate or point.snapshot,
-                                 best=self.run.best, **{self.task.best: self.last_val})
+                                 best=self.run.best, **{self.task.best: self.last_val},
+                                 diagnosis=self.diagnosis())
                 self.mark = time.perf_counter()  # images/s measures training only
         if self.should_stop():
             raise Aborted()
+
+    def diagnosis(self) -> list[str]:
+        """What the metrics so far say the training cannot do (diagnosis.py), each finding logged
+        as a warning the first time; the summary keeps the current ones."""
+        found = diagnose(self.run.metrics, len(self.run.classes), self.run.base_lr)
+        for name in found.keys() - self.said:
+            self.events.log(found[name], "warning")
+        self.said |= found.keys()
+        return list(found.values())
 
     def read_back(self, point: Point) -> None:
         run, schedule = self.run, self.run.schedule
