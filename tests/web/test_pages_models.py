@@ -82,6 +82,13 @@ def test_home_lists_datasets_and_models_with_status_progress_best_and_gpus(app, 
     assert f'href="/datasets/{ds.id}">digits</a>' in html  # the model's dataset, by name
 
 
+def test_home_says_what_a_run_that_cannot_learn_shows(app, client):
+    ctx = app.state.ctx
+    finding = "validation accuracy has stayed at chance level (50.0% with 2 classes, 3 validations)"
+    add_model(ctx, add_dataset(ctx), name="stuck", status="running", summary={"epoch": 3, "diagnosis": [finding]})
+    assert f'class="small error-text clip diagnosis" title="{finding}">{finding}</div>' in client.get("/").text
+
+
 def test_home_filters_sorts_and_groups_and_the_refresh_keeps_the_query(app, client):
     ctx = app.state.ctx
     ds = add_dataset(ctx)
