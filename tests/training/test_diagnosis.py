@@ -19,19 +19,19 @@ def points(*values: float, start: int = 1) -> list[list[float]]:
 def test_each_rule_names_what_it_sees_and_what_to_try():
     collapsed = {"val_accuracy": points(50.0, 50.0, 50.0), "train_loss": points(1.06, 0.4, 0.01),
                  "val_loss": points(0.7, 0.9, 1.4)}
-    found = diagnose(collapsed, classes=2, base_lr=0.01)
+    found = {finding.rule: finding.text for finding in diagnose(collapsed, classes=2, base_lr=0.01)}
     assert set(found) == {"chance", "overfitting"}
     assert "chance level (50.0% with 2 classes" in found["chance"] and "--pretrained imagenet" in found["chance"]
     assert "memorises" in found["overfitting"] and "rose from 0.7 (epoch 1) to 1.4" in found["overfitting"]
-    diverging = diagnose({"train_loss": points(2.3, 40.0, 2400.0), "val_accuracy": points(15.0)}, 10, 0.06)
-    assert list(diverging) == ["diverging"] and "lower learning rate (now 0.06" in diverging["diverging"]
+    (diverging,) = diagnose({"train_loss": points(2.3, 40.0, 2400.0), "val_accuracy": points(15.0)}, 10, 0.06)
+    assert diverging.rule == "diverging" and "lower learning rate (now 0.06" in diverging.text
 
 
 def test_a_learning_run_has_nothing_said():
     learning = {"val_accuracy": points(40.0, 70.0, 90.0), "train_loss": points(1.0, 0.5, 0.2),
                 "val_loss": points(0.9, 0.5, 0.3)}
-    assert diagnose(learning, classes=2, base_lr=0.01) == {}
-    assert diagnose({"val_accuracy": points(50.0, 50.0)}, classes=2, base_lr=0.01) == {}  # too soon to judge
+    assert diagnose(learning, classes=2, base_lr=0.01) == []
+    assert diagnose({"val_accuracy": points(50.0, 50.0)}, classes=2, base_lr=0.01) == []  # too soon to judge
 
 
 @pytest.fixture(scope="module")

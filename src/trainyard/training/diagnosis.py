@@ -77,8 +77,14 @@ RULES: dict[str, Callable[[Facts], str | None]] = {
 }
 
 
-def diagnose(metrics: dict[str, Points], classes: int, base_lr: float) -> dict[str, str]:
-    """{rule name: what it found} for the metrics so far (empty: nothing to say)."""
+@dataclass(frozen=True)
+class Finding:
+    rule: str  # its name in RULES
+    text: str  # what it found, and what to try
+
+
+def diagnose(metrics: dict[str, Points], classes: int, base_lr: float) -> list[Finding]:
+    """What the metrics so far show (empty: nothing to say), in RULES's order."""
     facts = Facts(metrics, classes, base_lr)
-    found = {name: rule(facts) for name, rule in RULES.items()}
-    return {name: text for name, text in found.items() if text}
+    found = ((name, rule(facts)) for name, rule in RULES.items())
+    return [Finding(name, text) for name, text in found if text]

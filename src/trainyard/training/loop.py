@@ -113,10 +113,11 @@ class Reporter:
         """What the metrics so far say the training cannot do (diagnosis.py), each finding logged
         as a warning the first time; the summary keeps the current ones."""
         found = diagnose(self.run.metrics, len(self.run.classes), self.run.base_lr)
-        for name in found.keys() - self.said:
-            self.events.log(found[name], "warning")
-        self.said |= found.keys()
-        return list(found.values())
+        for finding in found:
+            if finding.rule not in self.said:
+                self.events.log(finding.text, "warning")
+                self.said.add(finding.rule)
+        return [finding.text for finding in found]
 
     def read_back(self, point: Point) -> None:
         run, schedule = self.run, self.run.schedule

@@ -84,13 +84,14 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
                           request.trials), ctx.settings.max_sweep_jobs)
     pretrained = resolve_pretrained(ctx, request.pretrained)
     request = _network_of_pretrained(request, pretrained)
-    defaults = _recommended(ctx, request.datasets, say) if not (request.networks or request.network_source) else {}
+    recommend, say_once = not (request.networks or request.network_source), _once(say)
     needs = _needs(ctx, request)
     planned = []
     for dataset_id, network, lr, batch in _combinations(request):
         dataset = _dataset(ctx, dataset_id)
         task = dataset_task(ctx, dataset)
-        network = network or defaults.get(dataset.id)
+        if recommend:
+            network = _recommended(ctx, dataset, task, say_once)
         refuse_task_mismatch(dataset, task, network)
         fields = request.settings.model_dump(exclude_unset=True)  # as sent: the spec records what was set
         fields["lr"] = {**fields.get("lr", {}), **({"base_lr": lr} if lr is not None else {})}
@@ -168,17 +169,24 @@ def refuse_task_mismatch(dataset: Job, task: str, network: str | None) -> None:
                       f"{', ...' if len(fitting) > 5 else ''}), {instead}")
 
 
-def _recommended(ctx: Context, dataset_ids: list[str], say: Callable[[str], None] | None) -> dict[str, str]:
-    """dataset id -> the network its task recommends for it (networks/recommend.py), each said to ``say``."""
+def _recommended(ctx: Context, dataset: Job, task: str, say: Callable[[str], None]) -> str:
+    """The network ``task`` recommends for ``dataset`` (networks/recommend.py), said to ``say``."""
     from trainyard.networks.recommend import recommendation_note, recommended_network
 
-    chosen = {}
-    for dataset in (_dataset(ctx, each) for each in dict.fromkeys(dataset_ids)):
-        task, facts = dataset_task(ctx, dataset), dataset_facts(ctx, dataset)
-        chosen[dataset.id] = recommended_network(task, facts)
-        if say is not None:
-            say(f"{dataset.name} ({dataset.id}): {recommendation_note(task, facts)}")
-    return chosen
+    facts = dataset_facts(ctx, dataset)
+    say(f"{dataset.name} ({dataset.id}): {recommendation_note(task, facts)}")
+    return recommended_network(task, facts)
+
+
+def _once(say: Callable[[str], None] | None) -> Callable[[str], None]:
+    """``say``, each line once (a sweep asks for a dataset's network once a combination)."""
+    said: set[str] = set()
+
+    def once(line: str) -> None:
+        if say is not None and line not in said:
+            said.add(line)
+            say(line)
+    return once
 
 
 def dataset_facts(ctx: Context, dataset: Job) -> DatasetFacts:
