@@ -1,10 +1,12 @@
-# trainyard: `make run` installs into .venv and starts the server; `make test` installs, lints
-# (ruff, mypy) and tests, so CI runs all three. The install picks the CPU torch wheel where no
-# NVIDIA GPU is present (scripts/install-torch says which it chose).
+# trainyard: `make run` installs into .venv (run-time dependencies only) and starts the server;
+# `make test` also installs the development extras, lints (ruff, mypy) and tests, so CI runs all
+# three. The install picks the CPU torch wheel where no NVIDIA GPU is present
+# (scripts/install-torch says which it chose).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: run lint test test-fast install bench clean
 
@@ -14,15 +16,19 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml scripts/install-torch | $(BIN)/python
 	scripts/install-torch $(BIN)/pip
-	$(BIN)/pip install -e '.[dev]'
+	$(BIN)/pip install -e .
 	touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/pip install -e '.[dev]'
+	touch $(DEV_STAMP)
 
 install: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/trainyard serve
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy src
 

@@ -1,6 +1,6 @@
 """A foreground ``trainyard train`` lives and dies with its command (issue 19 item 6): SIGTERM or
-SIGHUP aborts the training as Ctrl-C does, and SIGKILL of the command takes the training (and
-torchrun's ranks) with it; the row then ends interrupted, not "running" for good.
+SIGHUP aborts the training as Ctrl-C does (sent to the training process too: issue 46), and SIGKILL
+of the command takes the training (and torchrun's ranks) with it; the row then ends interrupted, not "running" for good.
 
 Real processes, as a user's: a CLI subprocess training a LeNet for far more epochs than the test
 waits for, signalled once its training process runs.
@@ -115,3 +115,27 @@ def test_sigkill_of_the_command_takes_its_training_with_it(settings, cli_env, da
     ended = ctx.store.get_job(job.id)
     assert ended.status == Status.FAILED and ended.error.startswith("interrupted"), ended.error
     assert ctx.store.leases() == {}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_to_the_training_process_aborts_it_with_its_checkpoints(settings, cli_env, dataset_id,
+                                                                              signum):
+    """`kill` of the training process itself (issue 46, point 12): it stops as an abort does, the
+    command with it, and the snapshots written so far stay."""
+    command = _train(settings, cli_env, dataset_id)
+    ctx = open_context(settings)
+    try:
+        job, tree = _training_processes(settings, command)
+        checkpoints = ctx.manager.folder(job.id).checkpoints
+        assert wait_for(lambda: any(checkpoints.glob("epoch-*.pt")), timeout=120)
+        rank = next(p for p in tree if "trainyard.training.run" in " ".join(_cmdline(p)))
+        rank.send_signal(signum)
+        _, stderr = command.communicate(timeout=120)
+    finally:
+        if command.poll() is None:
+            command.kill()
+    ended = ctx.store.get_job(job.id)
+    assert ended.status == Status.ABORTED, (ended.error, stderr)
+    assert command.returncode == 1 and "aborted" in stderr
+    assert any(checkpoints.glob("epoch-*.pt"))
+    assert wait_for(lambda: _all_gone(tree), timeout=60)

@@ -70,3 +70,29 @@ def test_list_shows_your_own_and_pulled_weights_and_says_how_to_find_the_rest(cl
     assert len(everything.stdout.splitlines()) > 1000 and "--all" not in everything.stderr
     assert len(json.loads(run(cli_env, "list", "--json").stdout)["weights"]) > 1000
     assert "resnet18.imagenet1k_v1" in run(cli_env, "list", "resnet18").stdout
+
+
+def test_a_wrong_hash_is_said_before_torch_is_imported(cli_env, tmp_path, monkeypatch):
+    """Issue 46, point 7: 21 s to say a 2 MB file has the wrong SHA-256, most of it importing torch
+    to look the entry up. With the catalogue's cache file written (any listing writes it), the
+    hash is checked and refused with no torch in the process."""
+    import os
+    import subprocess
+    import sys
+    from dataclasses import replace
+
+    from trainyard.weights import catalogue, catalogue_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    published = replace(catalogue.find_entry("resnet18.imagenet"), sha256="ab" * 32)
+    for source, entries in (("torchvision", (published,)), ("timm", ())):
+        catalogue_cache.cached_entries(source, lambda entries=entries: entries, catalogue.WeightsEntry)
+    damaged = tmp_path / "resnet18.pth"
+    damaged.write_bytes(b"not the published file")
+    probe = ("import atexit, sys; atexit.register(lambda: print('torch loaded:', 'torch' in sys.modules, "
+             "file=sys.stderr)); from trainyard.cli.main import app; app()")
+    result = subprocess.run([sys.executable, "-c", probe, "weights", "import", published.name, str(damaged)],
+                            env={**os.environ, **cli_env, "XDG_CACHE_HOME": str(tmp_path / "cache")},
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "has SHA-256" in result.stderr, result.stderr
+    assert "torch loaded: False" in result.stderr

@@ -15,12 +15,14 @@ SCRIPT = ROOT / "scripts" / "install-torch"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
-def fake_pip(tmp_path: Path, *, index_works: bool, installed: str = "") -> Path:
+def fake_pip(tmp_path: Path, *, index_works: bool, installed: str = "", installed_after: str = "") -> Path:
     """A pip that logs each call; `install --index-url` fails unless index_works; `show torch`
-    prints a version when `installed` is given."""
+    prints a version when `installed` is given (``installed_after``: once an install ran)."""
     log = tmp_path / "pip.log"
     pip = tmp_path / "pip"
     show = f'echo "Version: {installed}"; exit 0' if installed else "exit 1"
+    if installed_after:
+        show = f'grep -q "^install" {log} && echo "Version: {installed_after}" && exit 0; exit 1'
     install = "exit 0" if index_works else 'echo "ERROR: Could not find a version" >&2; exit 1'
     pip.write_text(f"""#!/usr/bin/env bash
 echo "$*" >> {log}
@@ -33,13 +35,14 @@ esac
     return pip
 
 
-def run_script(tmp_path: Path, pip: Path, *, gpu: bool = False, **env: str) -> subprocess.CompletedProcess:
+def run_script(tmp_path: Path, pip: Path, *, gpu: bool = False, check: bool = True,
+               **env: str) -> subprocess.CompletedProcess:
     marker = tmp_path / "nvidia0"
     if gpu:
         marker.write_text("")
     environ = {"PATH": "/usr/bin:/bin", "TRAINYARD_NVIDIA_PATHS": str(marker), **env}
     return subprocess.run([str(SCRIPT), str(pip)], capture_output=True, text=True, env=environ,
-                          timeout=60, check=True)
+                          timeout=60, check=check)
 
 
 def pip_calls(tmp_path: Path) -> list[str]:
@@ -58,6 +61,7 @@ def test_unreachable_cpu_index_falls_back_to_the_default_wheel_and_says_so(tmp_p
     pip = fake_pip(tmp_path, index_works=False)
     result = run_script(tmp_path, pip)
     assert "could not be reached: falling back to the default torch wheel" in result.stdout
+    assert "(CUDA build, several GB)" in result.stdout
     assert len([c for c in pip_calls(tmp_path) if c.startswith("install")]) == 1
 
 
@@ -85,13 +89,43 @@ def test_the_makefile_installs_torch_before_trainyard(tmp_path):
     assert torch_line < trainyard_line
 
 
-def test_a_cpu_torch_and_torchvision_that_do_not_work_together_are_replaced_by_the_default_wheels(tmp_path):
-    pip = fake_pip(tmp_path, index_works=True)
-    python = tmp_path / "python"  # the environment's python: torchvision's first import fails
-    python.write_text("#!/usr/bin/env bash\n"
+def fake_python(tmp_path: Path, *, works_after: str | None) -> Path:
+    """The environment's python: the torch/torchvision check fails (as a mismatched pair does)
+    until pip's log holds ``works_after`` (never, for None)."""
+    python = tmp_path / "python"
+    fixed = f"grep -q -- {works_after!r} {tmp_path / 'pip.log'} && exit 0\n" if works_after else ""
+    python.write_text(f"#!/usr/bin/env bash\n{fixed}"
                       "echo 'RuntimeError: operator torchvision::nms does not exist' >&2\nexit 1\n")
     python.chmod(0o755)
-    out = run_script(tmp_path, pip).stdout
-    assert "do not work together: falling back to the default torch wheel" in out
-    assert pip_calls(tmp_path)[-1] == "uninstall -y -q torch torchvision"
-    assert "chose the CPU torch wheel" not in out
+    return python
+
+
+def test_a_mismatched_cpu_torchvision_is_replaced_by_the_one_of_torchs_release(tmp_path):
+    """Issue 46, point 1: the pair check used to swap the CPU torch for the CUDA build (6.3 GB)."""
+    pip = fake_pip(tmp_path, index_works=True, installed_after="2.5.1+cpu")
+    fake_python(tmp_path, works_after="torchvision==0.20.*")
+    result = run_script(tmp_path, pip)
+    installs = [c for c in pip_calls(tmp_path) if c.startswith("install")]
+    assert installs[-1] == ("install --timeout 5 --retries 0 --no-deps --force-reinstall "
+                            f"--index-url {CPU_INDEX} torchvision==0.20.*")
+    assert "uninstall" not in " ".join(pip_calls(tmp_path))
+    assert "chose the CPU torch wheel (2.5.1+cpu)" in result.stdout
+
+
+def test_a_pair_that_cannot_be_mended_stops_with_the_command_to_run(tmp_path):
+    pip = fake_pip(tmp_path, index_works=True, installed_after="2.5.1+cpu")
+    fake_python(tmp_path, works_after=None)
+    result = run_script(tmp_path, pip, check=False)
+    assert result.returncode == 1
+    assert (f"{pip} install --force-reinstall --index-url {CPU_INDEX} torch==2.5.1 torchvision==0.20.*"
+            in result.stdout)
+    assert "CUDA build, several GB" in result.stdout and "chose the CPU torch wheel" not in result.stdout
+
+
+def test_make_run_installs_the_runtime_dependencies_and_make_test_the_dev_extras(tmp_path):
+    def plan(target: str) -> str:
+        return subprocess.run(["make", "-n", "-C", str(ROOT), target, f"VENV={tmp_path / 'venv'}"],
+                              capture_output=True, text=True, check=True, env=dict(os.environ)).stdout
+
+    assert "pip install -e .\n" in plan("install") and "[dev]" not in plan("install")
+    assert "pip install -e '.[dev]'" in plan("lint")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -24,6 +25,9 @@ def test_a_job_runs_to_done(dataset, tmp_path):
     assert [(s["status"], s["error"]) for s in statuses(job)] == [("running", None), ("done", None)]
     assert len(metrics(job, "val_accuracy")) == 1
     assert (job / "checkpoints" / checkpoint_name(1)).is_file()
+    # its thread count and why (issue 46, point 3: the machine's load at the start)
+    assert re.search(r"\d+ CPU threads? \(\d+ CPU\(s\) granted, machine load [0-9.]+ on \d+ CPUs",
+                     (job / "log.txt").read_text())
 
 
 def test_a_finished_job_run_again_stays_done_without_training_again(dataset, tmp_path):

@@ -82,6 +82,13 @@ def test_home_lists_datasets_and_models_with_status_progress_best_and_gpus(app, 
     assert f'href="/datasets/{ds.id}">digits</a>' in html  # the model's dataset, by name
 
 
+def test_home_says_what_a_run_that_cannot_learn_shows(app, client):
+    ctx = app.state.ctx
+    finding = "validation accuracy has stayed at chance level (50.0% with 2 classes, 3 validations)"
+    add_model(ctx, add_dataset(ctx), name="stuck", status="running", summary={"epoch": 3, "diagnosis": [finding]})
+    assert f'class="small error-text clip diagnosis" title="{finding}">{finding}</div>' in client.get("/").text
+
+
 def test_home_filters_sorts_and_groups_and_the_refresh_keeps_the_query(app, client):
     ctx = app.state.ctx
     ds = add_dataset(ctx)
@@ -137,6 +144,15 @@ def test_new_model_form_offers_datasets_networks_solvers_and_gpus(app, client):
                   "crop", "mean", "flip", "rotate_degrees", "pretrained_job", "pretrained_file"):
         assert f'name="{field}"' in html
     assert "vendor/codemirror/codemirror.js" in html and "vendor/codemirror/python.js" in html
+
+
+def test_new_model_form_preselects_the_datasets_recommended_network(app, client):
+    ctx = app.state.ctx
+    digits = add_dataset(ctx, "digits")  # 28x28: LeNet, a tabled network
+    assert 'name="network" value="lenet" id="net-lenet" checked' in client.get(f"/models/new?dataset={digits.id}").text
+    shapes = add_dataset(ctx, "shapes", width=64, height=64, images={"train": 400})
+    html = client.get(f"/models/new?dataset={shapes.id}").text
+    assert 'data-timm-networks="timm:resnet10t"' in html and 'id="net-lenet" checked' not in html
 
 
 def test_clone_fills_the_form_with_the_jobs_settings(app, client):

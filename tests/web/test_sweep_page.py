@@ -12,6 +12,7 @@ from trainyard.jobs.store.labels import set_labels
 from trainyard.web.app import create_app
 
 MESSAGE = "stopped early at epoch 1: bottom of 2 at this point"
+DIAGNOSIS = "the training loss grew from 2.3 to 2.4e+03: the training is diverging"
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def client(settings):
     ctx.store.update_job(bad, status_detail=MESSAGE, summary={
         "early_stop": True, "epoch": 1, "best": {"epoch": 1, "val_accuracy": 30.0},
         "stopped_early": {"epoch": 1, "point": 1, "of": 2, "rank": 2, "message": MESSAGE}})
-    ctx.store.update_job(running, summary={"early_stop": True})
+    ctx.store.update_job(running, summary={"early_stop": True, "diagnosis": [DIAGNOSIS]})
     with TestClient(app) as client:
         client.ids = {"good": good, "bad": bad, "later": running}
         yield client
@@ -47,6 +48,7 @@ def test_the_sweep_document_counts_states_the_best_and_what_was_stopped(client):
 def test_the_sweep_page_lists_runs_and_shows_the_compare_view(client):
     html = client.get("/sweeps", params={"group": "sweep"}).text
     assert "Sweep sweep" in html and MESSAGE in html
+    assert f'class="error-text clip diagnosis" title="{DIAGNOSIS}">' in html  # issue 46, point 2
     assert 'id="compare-table"' in html and 'id="chart-val_accuracy"' in html
     assert f'data-ids="{client.ids["good"]},{client.ids["bad"]},{client.ids["later"]}"' in html
     assert html.split('id="sweep-stopped">', 1)[1].startswith("1, 2 epochs saved")

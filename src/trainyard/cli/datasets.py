@@ -64,7 +64,7 @@ def _run(ctx, make_job, as_json: bool, submit: bool) -> None:
     except ValidationError as exc:  # said in flag names, not field names
         raise InvalidInput(_errors(exc)) from None
     if submit:
-        err.print(f"queued dataset {job.id} for the server")
+        err.print(f"queued dataset {job.id} ({job.name}) for the server", soft_wrap=True, markup=False)
     else:
         job = run_in_foreground(ctx, job, quiet=as_json)
     detail = job_detail(ctx.manager, job)

@@ -1,6 +1,6 @@
 """``trainyard detect MODEL IMAGE|FOLDER|LIST... [--epoch N] [--threshold 0.5] [--json]``.
 
-MODEL is a detection model job's id (its latest snapshot, or ``--epoch``) or a checkpoint file.
+MODEL is a detection model job's id (its best snapshot, or ``--epoch``: a number or last) or a checkpoint file.
 Folders (their images, below them) and ``.txt`` list files are read a batch at a time, as
 ``trainyard classify`` streams: memory stays flat in the number of images. A standard detector
 runs in this process (torch), a custom one in its sandboxed worker (inference/detection/confined.py),
@@ -19,12 +19,13 @@ from pathlib import Path
 import typer
 
 from trainyard.cli.context import cli_context
+from trainyard.cli.epochs import chosen_epoch, epoch_option
 from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err
 from trainyard.core.errors import NotFound
 
 
-def _checkpoint(model: str, epoch: float | None) -> tuple[Path, bool | None]:
+def _checkpoint(model: str, epoch: str | None) -> tuple[Path, bool | None]:
     """(the checkpoint, whether the store recorded its network as user code; None for a file)."""
     from trainyard.inference.snapshots import model_checkpoint
     from trainyard.jobs.store.confinement import recorded_user_code
@@ -36,7 +37,8 @@ def _checkpoint(model: str, epoch: float | None) -> tuple[Path, bool | None]:
     job = ctx.store.get_job(model)
     if job is None or job.kind != "model":
         raise NotFound(f"no model with id {model!r} (give a model job id, or a checkpoint .pt file)")
-    return model_checkpoint(ctx.manager.folder(job.id).path, epoch)[1], recorded_user_code(ctx, job.id)
+    job_dir = ctx.manager.folder(job.id).path
+    return model_checkpoint(job_dir, chosen_epoch(model, job_dir, epoch))[1], recorded_user_code(ctx, job.id)
 
 
 def image_paths(given: list[Path]) -> Iterator[Path]:
@@ -58,7 +60,7 @@ def image_paths(given: list[Path]) -> Iterator[Path]:
 def detect(
     model: str = typer.Argument(..., help="detection model job id, or a checkpoint file"),
     images: list[Path] = typer.Argument(..., help="image files, folders of images, or .txt lists of image paths"),
-    epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
+    epoch: str | None = epoch_option(),
     threshold: float = typer.Option(0.5, min=0.0, max=1.0, help="smallest score of a box shown (0..1)"),
     as_json: bool = typer.Option(False, "--json", help='print {"results": [...]} on stdout'),
 ) -> None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from trainyard.cli.epochs import chosen_epoch, epoch_option
 from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, fail
 from trainyard.core.errors import NotFound
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 def export(
     model: str = typer.Argument(..., help="model job id"),
     output: Path = typer.Option(..., "--output", "-o", help="the .tar.gz to write"),
-    epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
+    epoch: str | None = epoch_option(),
     as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
 ) -> None:
     """Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."""
@@ -33,11 +34,12 @@ def export(
     job = ctx.store.get_job(model)
     if job is None or job.kind != "model":
         raise NotFound(f"no model with id {model!r}")
+    chosen = chosen_epoch(model, ctx.manager.folder(model).path, epoch)
     try:
         if recorded_user_code(ctx, model):  # user code: built in a sandboxed child, never here
-            result = _export_confined(ctx.manager.folder(model).path, epoch, output)
+            result = _export_confined(ctx.manager.folder(model).path, chosen, output)
         else:
-            result = export_model(ctx.manager.folder(model).path, epoch, output)
+            result = export_model(ctx.manager.folder(model).path, chosen, output)
     except CheckpointError as exc:  # the same kind, saying which model
         raise CheckpointError(f"model {model}: {exc}") from None
     except ExportError as exc:  # exit 1, not 2: the model, not the command, is at fault

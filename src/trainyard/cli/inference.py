@@ -1,6 +1,6 @@
 """``trainyard classify MODEL IMAGE...`` and ``trainyard evaluate MODEL``.
 
-MODEL is a model job id (its latest snapshot, or ``--epoch``) or, for classify, a checkpoint
+MODEL is a model job id (its best snapshot, or ``--epoch``: a number or last) or, for classify, a checkpoint
 file. Classify runs here when the snapshot's ONNX export is cached (inference/ort_runtime.py:
 no torch, no uploads, the fastest way); otherwise it asks a running server when there is one
 (cli/remote.py: the server keeps the model warm and exports it once), and runs here otherwise. Evaluate runs as a
@@ -15,6 +15,7 @@ from pathlib import Path
 import typer
 
 from trainyard.cli.context import cli_context
+from trainyard.cli.epochs import chosen_epoch, epoch_option
 from trainyard.cli.known_jobs import refuse_unknown
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import NotFound, UserError
@@ -50,7 +51,7 @@ def _load(model: str, epoch: float | None):
 def classify(
     model: str = typer.Argument(..., help="model job id, or a checkpoint file"),
     images: list[Path] = typer.Argument(..., help="image files"),
-    epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
+    epoch: str | None = epoch_option(),
     top: int = typer.Option(5, min=1, max=MAX_TOP, help="classes to show per image"),
     as_json: bool = typer.Option(False, "--json", help='print {"results": [...]} on stdout'),
 ) -> None:
@@ -59,9 +60,12 @@ def classify(
         refuse_unknown(model, f"no model with id {model!r} (give a model job id, or a checkpoint .pt file)")
     from trainyard.cli.remote import classify_via_server
 
-    local = _is_checkpoint_file(model) or _exported(model, epoch)
-    served = None if local else classify_via_server(get_settings(), model, images, top=top, epoch=epoch)
-    results, problems = (served, {}) if served is not None else _classify_here(model, images, epoch, top)
+    chosen = None  # a checkpoint file has one
+    if not _is_checkpoint_file(model) and Path(model).name == model:  # a job id: its snapshot, said once
+        chosen = chosen_epoch(model, get_settings().jobs_dir / model, epoch)
+    local = _is_checkpoint_file(model) or _exported(model, chosen)
+    served = None if local else classify_via_server(get_settings(), model, images, top=top, epoch=chosen)
+    results, problems = (served, {}) if served is not None else _classify_here(model, images, chosen, top)
     if as_json:
         good = iter(results)
         emit_json({"results": [problems[i] if i in problems else next(good) for i in range(len(images))]})
@@ -150,7 +154,7 @@ def _classify_confined(model: str, images: list[Path], epoch: float | None, top:
 def evaluate(
     model: str = typer.Argument(..., help="model job id"),
     split: str = typer.Option("val", help="val | test"),
-    epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
+    epoch: str | None = epoch_option(),
     as_json: bool = typer.Option(False, "--json", help="print the evaluation on stdout"),
 ) -> None:
     """Evaluate a model on its dataset's validation or test split (a detector: mAP)."""
@@ -159,7 +163,8 @@ def evaluate(
     from trainyard.jobs.kinds.inference import create_inference_job
 
     ctx = cli_context()
-    job = create_inference_job(ctx, "evaluate", model, epoch=epoch, split=split, foreground=True)
+    chosen = chosen_epoch(model, ctx.manager.folder(model).path, epoch)
+    job = create_inference_job(ctx, "evaluate", model, epoch=chosen, split=split, foreground=True)
     job = run_in_foreground(ctx, job, quiet=as_json)
     if job.status != Status.DONE:
         raise typer.Exit(1)

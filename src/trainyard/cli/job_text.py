@@ -52,6 +52,8 @@ def _results(job: dict) -> list[str]:
         lines.append(_row(f"{split} images", sum(per_class.values())))
     if job.get("skipped"):
         lines.append(_row("files skipped", len(job["skipped"])))
+    for finding in (job.get("summary") or {}).get("diagnosis") or []:  # training/diagnosis.py
+        lines.append(_row("warning", finding))
     return lines
 
 

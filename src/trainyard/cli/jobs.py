@@ -78,13 +78,30 @@ def abort(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
 
 
 @app.command()
-def delete(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
-    """Delete a job and its folder (a dataset still used by a model cannot be deleted)."""
-    def action(ctx, i):
-        ctx.manager.delete(i)
-        return {"deleted": i}
+def delete(names: list[str] = typer.Argument(..., metavar="JOB_ID|SWEEP...", help="job ids, or a sweep's name"),
+           as_json: bool = typer.Option(False, "--json")) -> None:
+    """Delete jobs and their folders: each id given, or every run of a sweep (a dataset still used
+    by a model cannot be deleted). --json: {"deleted": ID} for one job, {"deleted": [IDS]} for more."""
+    ctx = cli_context()
+    ids = [job_id for name in names for job_id in _ids_of(ctx, name)]
+    for job_id in dict.fromkeys(ids):
+        ctx.manager.delete(job_id)
+        if not as_json:
+            err.print(f"deleted {job_id}", markup=False)
+    if as_json:
+        emit_json({"deleted": ids[0] if len(ids) == 1 else list(dict.fromkeys(ids))})
 
-    _act(action, job_id, as_json, "deleted")
+
+def _ids_of(ctx, name: str) -> list[str]:
+    """``name`` as job ids: a job's id, else the runs of the sweep called so (newest first)."""
+    from trainyard.core.errors import NotFound
+
+    if ctx.store.get_job(name) is not None:
+        return [name]
+    runs = [job.id for job in ctx.store.list_jobs() if job.group == name]
+    if not runs:
+        raise NotFound(f"no job with id {name!r} and no sweep called {name!r}")
+    return runs
 
 
 def _resuming(detail: dict, submit: bool) -> str:

@@ -43,12 +43,14 @@ class JobProgress:
     def __init__(self, job: Job):
         # Here, not at the top: only commands that draw a bar pay for it (a few hundredths of a
         # second, which --json and every other command are spared).
+        from rich.markup import escape
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>5.1f}%"),
                                  TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
                                  TimeRemainingColumn(), console=err)
-        self.task = self.progress.add_task(f"{job.kind} {job.name}", total=1.0, info="")
+        # escaped: a sweep's run names "lenet [lr=0.01]", which Rich would read as markup and drop
+        self.task = self.progress.add_task(escape(f"{job.kind} {job.name}"), total=1.0, info="")
         self.kind = job.kind
         self.metrics: dict[str, float] = {}
 

@@ -143,7 +143,8 @@ def train(
         from trainyard.cli.remote_check import use_server_checker
 
         use_server_checker(ctx.settings, lambda line: err.print(line, soft_wrap=True))
-    jobs = create_model_jobs(ctx, request, foreground=not submit)
+    jobs = create_model_jobs(ctx, request, foreground=not submit,
+                             say=lambda line: err.print(line, soft_wrap=True, markup=False))
     _run_jobs(ctx, jobs, submit, as_json)
 
 
@@ -158,7 +159,8 @@ def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
     from trainyard.jobs.views.documents import job_detail
 
     if submit:
-        err.print(f"queued {len(jobs)} model job(s) for the server: {', '.join(j.id for j in jobs)}")
+        named = ", ".join(f"{j.id} ({j.name})" for j in jobs)
+        err.print(f"queued {len(jobs)} model job(s) for the server: {named}", soft_wrap=True, markup=False)
     else:
         jobs = [run_in_foreground(ctx, job, quiet=as_json) for job in jobs]
     if as_json:

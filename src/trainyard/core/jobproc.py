@@ -3,7 +3,7 @@
 A job's entry point (``python -m trainyard.<kind>.run JOB_DIR``) builds its EventWriter and hands
 its body to `run_job`, which
 
-- installs a SIGTERM/SIGINT handler for the body's duration and puts the previous handlers back
+- installs a SIGTERM/SIGINT/SIGHUP handler for the body's duration and puts the previous handlers back
   afterwards (job mains also run inside tests and the foreground CLI);
 - reports ``running``, then ``done`` when the body returns;
 - on `Aborted` (the body saw the stop flag, or the handler raised it) logs a note, reports
@@ -40,12 +40,13 @@ EXIT_FAILED = 1
 EXIT_ABORTED = 128 + signal.SIGTERM  # what a shell reports for a process killed by SIGTERM
 EXIT_PAUSED = 75  # EX_TEMPFAIL: stopped on purpose, to go on elsewhere (`Paused`)
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# SIGHUP too: a closed terminal, systemd or a CI timeout stops the job as an abort does
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 IMPORT_POLL_S = 0.02  # how often a stop that came during an import looks for its end
 
 
 class Aborted(BaseException):
-    """The job was asked to stop (SIGTERM or SIGINT).
+    """The job was asked to stop (SIGTERM, SIGINT or SIGHUP).
 
     A BaseException, like KeyboardInterrupt, on purpose: with ``raise_at_once`` the signal
     handler raises it wherever the main thread happens to be, and code there that catches
@@ -54,7 +55,7 @@ class Aborted(BaseException):
 
 
 class StopFlag:
-    """Set by SIGTERM/SIGINT while installed; bodies poll it (``stop()``) between steps.
+    """Set by SIGTERM/SIGINT/SIGHUP while installed; bodies poll it (``stop()``) between steps.
 
     With ``raise_at_once`` the handler also raises `Aborted` in the main thread, for bodies
     with no step boundary to poll at (a dataset build inside a decode pipeline); never in the

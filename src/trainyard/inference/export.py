@@ -40,6 +40,7 @@ from trainyard.artifact.checkpoint import (
     CheckpointHeader,
     JobOrigin,
     build_model_from_checkpoint,
+    checkpoint_epochs,
     checkpoint_for_epoch,
     load_checkpoint,
 )
@@ -54,6 +55,7 @@ from trainyard.datasets.info import INFO_FILE, DatasetInfo
 from trainyard.inference import onnx_export, ort_runtime
 from trainyard.inference.archive_readme import archive_stem, readme_text
 from trainyard.inference.detection import archive as detection_archive
+from trainyard.inference.snapshots import best_epoch
 from trainyard.networks import network_source
 
 ARCHIVE_FORMAT = "trainyard-archive/1"
@@ -90,12 +92,15 @@ def export_model(job_dir: str | os.PathLike, epoch: float | None, output: str | 
 
 def cached_export(job_dir: str | os.PathLike, epoch: float | None = None, *,
                   build: Callable[[Path, float, Path], object] | None = None) -> Path:
-    """The archive of ``epoch`` kept in the server's part of the job folder (core/paths.py: the
-    job cannot write there), built on first use (or when stale).
+    """The archive of ``epoch`` (None: the best snapshot) kept in the server's part of the job
+    folder (core/paths.py: the job cannot write there), built on first use (or when stale).
 
     ``build(job_dir, epoch, output)`` writes it (export_model by default; the server passes
     export_isolated.export_in_child, since the network may be user code).
     """
+    if epoch is None:  # the best snapshot by the task's metric (snapshots.py), else the latest
+        best = best_epoch(job_dir, set(checkpoint_epochs(job_dir)))
+        epoch = best[0] if best else None
     checkpoint_path = checkpoint_for_epoch(job_dir, epoch)
     path = JobFolder(job_dir).exports / f"{checkpoint_path.stem}-trainyard-{trainyard.__version__}.tar.gz"
     # A resumed job may write an epoch's checkpoint again: an older archive is then stale.

@@ -28,10 +28,12 @@ from torch import nn
 from trainyard.core.events import EventWriter
 from trainyard.core.jobproc import Aborted, Paused
 from trainyard.core.paths import CHECKPOINTS_DIR, checkpoint_name
+from trainyard.core.rank_threads import threads_note
 from trainyard.training import distributed, transfer
 from trainyard.training.build_run import prepare
 from trainyard.training.checkpoint_writer import CheckpointWriter
 from trainyard.training.data import BatchLoader
+from trainyard.training.diagnosis import diagnose
 from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.epoch_log import EpochLog
 from trainyard.training.event_points import Point
@@ -80,6 +82,7 @@ class Reporter:
         self.snapshotted = run.batches  # where the latest checkpoint stands (run.batches: resumed there)
         # the latest validation accuracy, also across a resume (summaries report it)
         self.last_val: float | None = (run.metrics.get(self.task.best) or [[None, None]])[-1][1]
+        self.said: set[str] = set()  # findings already logged (diagnosis.py): each is said once
 
     def metric(self, epoch: float, name: str, value: float, keep: bool = True) -> None:
         self.events.emit("metric", epoch=epoch, name=name, value=value)
@@ -100,10 +103,21 @@ class Reporter:
                 self.snapshot(point.snapshot, batches)
             if point.validate is not None or point.snapshot is not None:
                 self.events.emit("summary", epoch=point.validate or point.snapshot,
-                                 best=self.run.best, **{self.task.best: self.last_val})
+                                 best=self.run.best, **{self.task.best: self.last_val},
+                                 diagnosis=self.diagnosis())
                 self.mark = time.perf_counter()  # images/s measures training only
         if self.should_stop():
             raise Aborted()
+
+    def diagnosis(self) -> list[str]:
+        """What the metrics so far say the training cannot do (diagnosis.py), each finding logged
+        as a warning the first time; the summary keeps the current ones."""
+        found = diagnose(self.run.metrics, len(self.run.classes), self.run.base_lr)
+        for finding in found:
+            if finding.rule not in self.said:
+                self.events.log(finding.text, "warning")
+                self.said.add(finding.rule)
+        return [finding.text for finding in found]
 
     def read_back(self, point: Point) -> None:
         run, schedule = self.run, self.run.schedule
@@ -245,7 +259,8 @@ def _log_start(run: Run, resume: Path | dict | None) -> None:
         run.events.log(f"each epoch leaves out {loader.dropped_per_epoch * d.world_size} of its "
                        f"{loader.images_per_epoch * d.world_size} images (the last, incomplete batch)")
     layout = "channels_last" if loader.channels_last else "NCHW"
-    run.events.log(f"memory layout {layout}, torch.compile {'on' if spec.compile else 'off'}")
+    run.events.log(f"memory layout {layout}, torch.compile {'on' if spec.compile else 'off'}, "
+                   f"{threads_note(torch.get_num_threads())}")
     if resume is not None:
         # a multi-process job hands every rank rank 0's checkpoint already loaded: no file name
         source = Path(resume).name if isinstance(resume, (str, os.PathLike)) else "the latest checkpoint"

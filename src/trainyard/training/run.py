@@ -103,6 +103,16 @@ def _run(folder: JobFolder, events: RankEvents, stop: StopFlag, own_process: boo
     from trainyard.training.loop import train
     from trainyard.training.spec import load_spec
 
+    # Until the first step there is no step boundary to poll at (building the network, reading
+    # the data: many seconds on a loaded machine), so a stop raises at once there; with several
+    # ranks they must agree on the step, so they stop at the first one.
+    stop.raise_at_once = int(os.environ.get("WORLD_SIZE", "1")) == 1
+
+    def prepared() -> None:
+        stop.raise_at_once = False  # from here the loop polls: a checkpoint is never cut short
+        if own_process:
+            collect_from_here()
+
     spec = load_spec(folder.spec)
     require_leased_gpus()  # a job given GPUs that CUDA cannot use stops now, naming the cause
     d = distributed.setup(own_process)
@@ -112,7 +122,7 @@ def _run(folder: JobFolder, events: RankEvents, stop: StopFlag, own_process: boo
     spec = elastic.fit(spec, d.world_size)  # fewer workers than asked for: the same global batch
     try:
         train(spec, folder.work, events, resume=resume, should_stop=should_stop, d=d,
-              on_prepared=collect_from_here if own_process else None)
+              on_prepared=prepared)
     except Aborted:
         _close(should_stop, d)  # every rank agreed to stop: a clean end too
         raise

@@ -108,6 +108,8 @@ def add_cells(jobs: list[dict], names: dict[str, str], gpu_labels: dict[str, str
             notes += f'<div class="small muted">{escape(job["status_detail"])}</div>'
         if job["error"]:
             notes += f'<div class="small error-text clip" title="{escape(job["error"])}">{escape(job["error"])}</div>'
+        for finding in summary.get("diagnosis") or []:  # training that cannot learn (training/diagnosis.py)
+            notes += f'<div class="small error-text clip diagnosis" title="{escape(finding)}">{escape(finding)}</div>'
         row: dict[str, Any] = {"percent": percent, "progress_text": " · ".join(text), "notes": Markup(notes),
                "elapsed": duration(job["elapsed"]), "age": now_age(job["created_at"]),
                "clock": formatting.clock(job["created_at"])}

@@ -87,17 +87,33 @@ def _pretrained_values(ctx: Context, path: str | None) -> dict:
 
 def dataset_choices(briefs: list[dict]) -> list[dict]:
     """Datasets a model can train on (built, or still building: the model then waits)."""
+    from trainyard.networks.recommend import DatasetFacts, recommended_network
+
     out = []
     for job in briefs:
         if job["kind"] != "dataset" or Status(job["status"]).is_unsuccessful:
             continue
         info = DatasetInfo.of(job["summary"])
+        task = info.task or DEFAULT_TASK
+        facts = DatasetFacts(images=info.images.get("train"), width=info.width, height=info.height)
         out.append({"id": job["id"], "name": job["name"], "status": job["status"],
                     "classes": len(info.classes), "train": info.images.get("train"),
                     "images": sum(info.images.values()) if info.images else None,
                     "width": info.width, "height": info.height, "channels": info.channels,
-                    "task": info.task or DEFAULT_TASK})
+                    "task": task, "recommended": recommended_network(task, facts)})
     return out
+
+
+def preselect_network(values: dict, datasets: list[dict]) -> None:
+    """A new form with no network ticked ticks the chosen dataset's recommended one
+    (networks/recommend.py), the network a request without one would train."""
+    from trainyard.networks.table import family
+
+    if values["networks"] or values["network_source"] or values["store_entry"] or not values["datasets"]:
+        return
+    chosen = [d["recommended"] for d in datasets if d["id"] == values["datasets"][0]]
+    values["networks"] = chosen
+    values["timm_networks"] = [n for n in chosen if family(n)]  # found by search, not tabled
 
 
 def default_dataset(datasets: list[dict]) -> list[str]:

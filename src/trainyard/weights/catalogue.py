@@ -176,14 +176,16 @@ def find_entry(name: str) -> WeightsEntry | None:
     return _torchvision_index().get(name)
 
 
+# Read from the catalogue's cache file where there is one: `weights import` says that a file's
+# hash is wrong before torch is imported (21 s on a loaded machine for a 2 MB file: issue 46).
 @cache
 def _torchvision_index() -> dict[str, WeightsEntry]:
-    return {key: e for e in _torchvision_entries() for key in (e.name, *e.aliases)}
+    return {key: e for e in catalogue("torchvision") for key in (e.name, *e.aliases)}
 
 
 @cache
 def _timm_index() -> dict[str, WeightsEntry]:
-    return {e.name: e for e in _timm_entries()}
+    return {e.name: e for e in catalogue("timm")}
 
 
 def _timm_alias(name: str) -> WeightsEntry | None:

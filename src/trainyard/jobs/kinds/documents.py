@@ -140,7 +140,7 @@ class ModelDetail(JobDetail):
     task: str | None = None  # "classification" or "detection" (boxes; best by val_map50)
     network: str | None
     epoch: Number
-    epochs: int | None
+    epochs: Number | None  # fractions allowed (--epochs 1.5)
     snapshots: list[Number]  # epochs with a checkpoint
     metrics: dict[str, list[Point]]  # val_accuracy, val_loss, train_loss, ...: [[epoch, value], ...]
     best: Best | None

@@ -11,6 +11,7 @@ or process, so the global batch is that times the process count. In cluster mode
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
@@ -21,6 +22,7 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.limits import MAX_NAME
 from trainyard.core.tasks import task_traits
 from trainyard.core.vocabulary import DEFAULT_TASK
+from trainyard.datasets.info import DatasetInfo, read_dataset_info
 from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.errors import JobConflict, JobError
@@ -42,6 +44,7 @@ from trainyard.jobs.store.store import Job
 from trainyard.training.train_settings import TrainSettings
 
 if TYPE_CHECKING:
+    from trainyard.networks.recommend import DatasetFacts
     from trainyard.training.spec import ModelSpec
 
 
@@ -78,11 +81,12 @@ class InvalidSpec(InvalidInput, JobError):
 
 
 def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool = False,
-                      check_only: bool = False) -> list[Job]:
+                      check_only: bool = False, say: Callable[[str], None] | None = None) -> list[Job]:
     """Validate every combination, then create the jobs (nothing is created if one is invalid).
 
     ``check_only``: validate and check the networks, create nothing, return [] (the form's first
-    step, so it can say "checking network…" and then "creating N jobs…", the check then cached)."""
+    step, so it can say "checking network…" and then "creating N jobs…", the check then cached).
+    Without a network, each dataset trains its task's recommended one; ``say`` is told which."""
     # Imported here, on the first job created, not by every process that imports this module
     # (the server's start-up). None of them imports torch: the CLI waiting for the job stays light.
     from trainyard.training.spec import ModelSpec
@@ -92,13 +96,14 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
                           request.trials), ctx.settings.max_sweep_jobs)
     pretrained = resolve_pretrained(ctx, request.pretrained)
     request = _network_of_pretrained(request, pretrained)
-    if not request.networks and not request.network_source:
-        raise JobError("choose a standard network or give a custom network's source")
+    recommend, say_once = not (request.networks or request.network_source), _once(say)
     needs = _needs(ctx, request)
     planned = []
     for dataset_id, network, lr, batch in _combinations(request):
         dataset = _dataset(ctx, dataset_id)
         task = dataset_task(ctx, dataset)
+        if recommend:
+            network = _recommended(ctx, dataset, task, say_once)
         refuse_task_mismatch(dataset, task, network)
         fields = request.settings.model_dump(exclude_unset=True)  # as sent: the spec records what was set
         fields["lr"] = {**fields.get("lr", {}), **({"base_lr": lr} if lr is not None else {})}
@@ -174,6 +179,34 @@ def refuse_task_mismatch(dataset: Job, task: str, network: str | None) -> None:
     raise InvalidSpec(f"dataset {dataset.name!r} ({dataset.id}) is a {task} dataset and {network} is a "
                       f"{network_task} network: pick a {task} network ({', '.join(fitting[:5])}"
                       f"{', ...' if len(fitting) > 5 else ''}), {instead}")
+
+
+def _recommended(ctx: Context, dataset: Job, task: str, say: Callable[[str], None]) -> str:
+    """The network ``task`` recommends for ``dataset`` (networks/recommend.py), said to ``say``."""
+    from trainyard.networks.recommend import recommendation_note, recommended_network
+
+    facts = dataset_facts(ctx, dataset)
+    say(f"{dataset.name} ({dataset.id}): {recommendation_note(task, facts)}")
+    return recommended_network(task, facts)
+
+
+def _once(say: Callable[[str], None] | None) -> Callable[[str], None]:
+    """``say``, each line once (a sweep asks for a dataset's network once a combination)."""
+    said: set[str] = set()
+
+    def once(line: str) -> None:
+        if say is not None and line not in said:
+            said.add(line)
+            say(line)
+    return once
+
+
+def dataset_facts(ctx: Context, dataset: Job) -> DatasetFacts:
+    """What a recommendation reads of a dataset: its info.json, else its build's summary so far."""
+    from trainyard.networks.recommend import DatasetFacts
+
+    info = read_dataset_info(ctx.manager.folder(dataset.id).dataset) or DatasetInfo.of(dataset.summary)
+    return DatasetFacts(images=info.images.get("train"), width=info.width, height=info.height)
 
 
 def _dataset(ctx: Context, dataset_id: str) -> Job:

@@ -46,6 +46,7 @@ class SweepRun(Document):
     best: dict[str, Any] | None
     stopped: StoppedEarly | None
     notes: str = ""
+    diagnosis: list[str] = []  # what the training cannot do (training/diagnosis.py), in plain words
 
 
 class Sweep(Document):

@@ -50,7 +50,8 @@ def _run(manager: JobManager, job: Job, notes: str) -> SweepRun:
     return SweepRun(id=job.id, name=job.name, status=job.status, epoch=summary.get("epoch", 0),
                     epochs=spec.epochs if spec else None, best=summary.get("best"),
                     stopped=StoppedEarly(epoch=ended_stopped["epoch"], message=ended_stopped["message"],
-                                         at=job.finished_at) if ended_stopped else None, notes=notes)
+                                         at=job.finished_at) if ended_stopped else None, notes=notes,
+                    diagnosis=summary.get("diagnosis") or [])
 
 
 def sweeps(store: Store) -> list[SweepLine]:

@@ -125,6 +125,7 @@ def new_model(request: Request, ctx: Ctx, dataset: str | None = None, clone: str
     offered = model_form.choices(ctx, briefs)
     if not values["datasets"]:
         values["datasets"] = [dataset] if dataset else model_form.default_dataset(offered["datasets"])
+    model_form.preselect_network(values, offered["datasets"])
     if source:
         values["name"] = model_form.next_name(source.name, {j["name"] for j in briefs})
     return render(request, "model_new.html", form=values, clone=source, **offered)
