@@ -14,8 +14,9 @@ gradient all-reduce. So each batch's forward pass ends with a flag gathered over
 The backward pass is not covered: a rank that runs out of memory there leaves the others in the
 all-reduce until the collective timeout, which fails the job as before.
 
-Tests simulate it: ``TRAINYARD_INJECT_OOM=STEP[xTIMES]`` raises `torch.OutOfMemoryError` in the
-forward pass of optimizer step STEP (1-based, counted across the run), TIMES times in a row.
+Tests simulate it: ``TRAINYARD_INJECT_OOM=STEP[xTIMES][@RANK]`` raises `torch.OutOfMemoryError` in
+the forward pass of optimizer step STEP (1-based, counted across the run), TIMES times in a row
+(the retries of that step), on every rank or on rank RANK alone.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class StepGuard:
     def __init__(self, run: Run, inject: str | None = None):
         self.run = run
         self.steps_done = run.batches // run.stepper.accumulation  # optimizer steps done
-        self.fault_step, self.faults_left = _parse(inject if inject is not None else os.environ.get(INJECT_SETTING))
+        self.fault_step, self.faults_left = _parse(inject if inject is not None else os.environ.get(INJECT_SETTING),
+                                                   run.dist.rank)
 
     def after_step(self, batches: int) -> None:
         self.steps_done = batches // self.run.stepper.accumulation
@@ -67,9 +69,10 @@ class StepGuard:
             raise torch.OutOfMemoryError(f"injected out of memory at step {self.fault_step} ({INJECT_SETTING})")
 
 
-def _parse(text: str | None) -> tuple[int, int]:
-    """(step, times) of ``STEP[xTIMES]``; (0, 0) when unset."""
-    if not text:
+def _parse(text: str | None, rank: int) -> tuple[int, int]:
+    """(step, times) of ``STEP[xTIMES][@RANK]`` for ``rank``; (0, 0) when unset or for another rank."""
+    text, _, only = (text or "").partition("@")
+    if not text or (only and int(only) != rank):
         return 0, 0
     step, _, times = text.partition("x")
     return int(step), int(times or 1)
