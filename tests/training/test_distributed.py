@@ -27,6 +27,7 @@ from model_helpers import (
 )
 
 from trainyard.artifact.checkpoint import load_checkpoint
+from trainyard.core.events import read_events
 from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.datasets.storage import open_split
 from trainyard.jobs.kinds.registry import get_kind
@@ -283,3 +284,14 @@ def test_a_killed_nccl_rank_ends_the_job_within_a_bounded_time(dataset, tmp_path
     rank1.kill()
     proc.wait(timeout=90)
     assert proc.returncode != 0 and time.monotonic() - started < 60
+
+
+def test_ranks_agree_on_an_auto_batch_and_on_halving_when_one_runs_out_of_memory(dataset, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINYARD_INJECT_OOM", "3@1")  # rank 1 alone: rank 0 must not wait for it
+    job = write_job(tmp_path / "job", ddp_spec(dataset, batch_size="auto", val_interval=1, snapshot_interval=1))
+    finish(launch(job))
+    events = JobFolder(job).events
+    chosen = next(e["batch_size"] for e in read_events(events, {"summary"}) if "batch_size" in e)
+    [change] = read_events(events, {"batch_size"})
+    assert change["old"] == chosen and change["new"] == chosen // 2
+    assert statuses(job)[-1]["status"] == "done"

@@ -259,3 +259,17 @@ def test_events_resume_after_the_later_of_after_and_last_event_id(app, client):
     # A browser reconnecting to the ?after= URL sends Last-Event-ID: nothing may come twice.
     assert ids(f"/api/jobs/{job.id}/events?after=1", **{"Last-Event-ID": "3"}) == [4, 5]
     assert ids(f"/api/jobs/{job.id}/events", **{"Last-Event-ID": "4"}) == [5]
+
+
+def test_model_page_and_json_give_the_batch_an_auto_job_chose(app, client):
+    ctx = app.state.ctx
+    ds = add_dataset(ctx)
+    job = add_model(ctx, ds, "auto", status="done", spec={"batch_size": "auto"}, summary={"batch_size": 24})
+    html = client.get(f"/models/{job.id}").text
+    assert re.search(r'<span id="stat-batch"[^>]*>24</span>', html)
+    detail = client.get(f"/api/jobs/{job.id}").json()
+    assert detail["batch_size"] == 24 and detail["spec"]["batch_size"] == "auto"
+    fixed = add_model(ctx, ds, "fixed", status="queued", spec={"batch_size": 16})
+    assert client.get(f"/api/jobs/{fixed.id}").json()["batch_size"] == 16
+    default = add_model(ctx, ds, "default", status="queued")  # lenet's own
+    assert client.get(f"/api/jobs/{default.id}").json()["batch_size"] == 64

@@ -11,7 +11,7 @@ from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
 from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.networks.table import FAMILIES, STANDARD
-from trainyard.training.setting_defaults import EARLY_STOP_MIN_EPOCHS, default, help_of
+from trainyard.training.setting_defaults import AUTO_BATCH, EARLY_STOP_MIN_EPOCHS, default, help_of
 from trainyard.training.solvers import solver_names
 
 # The LR policies' names for --help, written out: importing training.lr_policies (pydantic models)
@@ -20,13 +20,15 @@ from trainyard.training.solvers import solver_names
 LR_POLICIES = ("fixed", "step", "multistep", "exp", "inv", "poly", "sigmoid", "cosine")
 
 
-def _numbers(text: str | None, kind=float, what: str = "value") -> list:
+def _numbers(text: str | None, kind=float, what: str = "value", words: tuple[str, ...] = ()) -> list:
+    """Comma-separated numbers (or one of ``words``, such as a batch size's ``auto``)."""
     if not text:
         return []
     try:
-        return [kind(part) for part in text.split(",") if part.strip()]
+        return [part.strip() if part.strip() in words else kind(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise InvalidInput(f"{what} {text!r} should be comma-separated numbers") from None
+        raise InvalidInput(f"{what} {text!r} should be comma-separated numbers"
+                           f"{''.join(f' or {w}' for w in words)}") from None
 
 
 def setting_option(name: str, help: str | None = None, flag: str | None = None) -> Any:
@@ -49,7 +51,7 @@ def train(
     epochs: float = setting_option("epochs"),
     batch_size: str | None = typer.Option(
         None, help="B or B1,B2 (a sweep) or LOW..HIGH (with --trials), per GPU or process: the global "
-                   "batch is B x their number; default: the network's"),
+                   "batch is B x their number; auto: the largest that fits; default: the network's"),
     accumulation: int = setting_option("accumulation"),
     lr: str | None = typer.Option(
         None, help="base learning rate, LR1,LR2 (a sweep) or LOW..HIGH (with --trials); "
@@ -131,7 +133,7 @@ def train(
             name=name or f"{network or (network_file.stem if network_file else 'model')}",
             datasets=_names(dataset), networks=networks, network_source=source,
             base_lrs=[] if lr_range else _numbers(lr, what="--lr"),
-            batch_sizes=[] if batch_range else _numbers(batch_size, int, "--batch-size"),
+            batch_sizes=[] if batch_range else _numbers(batch_size, int, "--batch-size", (AUTO_BATCH,)),
             lr_range=lr_range, batch_size_range=batch_range, trials=trials, early_stop=early_stop,
             early_stop_min_epochs=early_stop_min_epochs,
             gpus=gpus, gpu_ids=_numbers(gpu_ids, int, "--gpu-ids") or None, pretrained=pretrained,

@@ -35,7 +35,7 @@ from trainyard.datasets.info import INFO_FILE, DatasetInfo
 from trainyard.datasets.storage import SplitReader, open_split, split_names
 from trainyard.networks.detection import fit_input
 from trainyard.networks.state_dicts import read_state_dict
-from trainyard.training import distributed, transfer
+from trainyard.training import auto_batch, distributed, transfer
 from trainyard.training.data import BatchLoader
 from trainyard.training.detection import build as detection_build
 from trainyard.training.distributed import SINGLE, Dist
@@ -43,9 +43,11 @@ from trainyard.training.event_points import Schedule
 from trainyard.training.lr_policies import create_scheduler
 from trainyard.training.memory_format import to_channels_last, use_channels_last
 from trainyard.training.resume import keeps_big_last_batch, resume_run
+from trainyard.training.setting_defaults import AUTO_BATCH
 from trainyard.training.solvers import create_optimizer
 from trainyard.training.spec import ModelSpec, dataset_folder
 from trainyard.training.state import Run, Stepper, TrainingError
+from trainyard.training.steps import TASKS
 from trainyard.weights import finetune, fit
 
 
@@ -153,6 +155,10 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
         train_loader, val_loader, preprocess, refresh = _classification_data(
             spec, ckpt, info, train_split, val_split, mean, batch_size, device, seed, d, net, channels_last, events)
     train_loader.keep_big_last = keeps_big_last_batch(ckpt)  # before len(): it counts the batches
+    dtype = autocast_dtype(spec.precision, device)
+    if spec.batch_size == AUTO_BATCH:  # the largest that fits, before the schedule counts batches
+        auto_batch.settle(net, [train_loader, val_loader], TASKS[spec.task].step_loss, dtype, batch_size,
+                          ckpt, d, events)
     if not len(train_loader):
         raise TrainingError(f"dataset {spec.dataset_id} has no training images")
     if trainable is not None and (frozen := transfer.keep_frozen_batchnorm_in_eval(net)):
@@ -167,7 +173,6 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
         groups = finetune.parameter_groups(net, head, base_lr, spec.backbone_lr_mult)
     optimizer = create_optimizer(spec.solver, groups, base_lr, spec.momentum, spec.weight_decay)
     scheduler = create_scheduler(optimizer, spec.lr, schedule.total_iterations)
-    dtype = autocast_dtype(spec.precision, device)
     scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
     stepper = Stepper(optimizer, scheduler, scaler, device.type, dtype, spec.accumulation)
 

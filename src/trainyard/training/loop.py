@@ -20,6 +20,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -29,7 +30,7 @@ from trainyard.core.events import EventWriter
 from trainyard.core.jobproc import Aborted, Paused
 from trainyard.core.paths import CHECKPOINTS_DIR, checkpoint_name
 from trainyard.core.rank_threads import threads_note
-from trainyard.training import distributed, transfer
+from trainyard.training import distributed, oom_retry, transfer
 from trainyard.training.build_run import prepare
 from trainyard.training.checkpoint_writer import CheckpointWriter
 from trainyard.training.data import BatchLoader
@@ -175,6 +176,11 @@ class Reporter:
         self.snapshotted = batches
         return path
 
+    def restart_at(self, batches: int) -> None:
+        """Speed and ETA count from ``batches`` in the run's new schedule (after a batch change)."""
+        self.first = self.last = self.snapshotted = batches
+        self.started = self.mark = time.perf_counter()
+
     def pause_if_resizing(self, batches: int) -> None:
         """At an epoch boundary: if the ranks agreed to stop for an elastic job's new size
         (distributed.StopAgreement), checkpoint here (unless just done) and stop (`Paused`)."""
@@ -203,13 +209,13 @@ def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,
     _log_start(run, resume)
     schedule = run.schedule
     events.progress(done=run.batches // schedule.accumulation, total=schedule.total_iterations, phase="train")
-    batch_size, log = run.train_loader.batch_size, EpochLog(run)
+    log = EpochLog(run)
     reporter = Reporter(run, should_stop)
     try:
         _train_batches(run, reporter, log.epoch)
-    except torch.OutOfMemoryError:
-        raise TrainingError(f"out of GPU memory at batch size {batch_size}; try a smaller batch "
-                            f"size (e.g. {max(1, batch_size // 2)})") from None
+    except torch.OutOfMemoryError:  # outside a step (validation, a checkpoint): not retried
+        raise TrainingError(f"out of memory at batch size {run.train_loader.batch_size} outside a training "
+                            "step; try a smaller batch size") from None
     finally:
         # The last checkpoint is complete (and announced) before the job reports done or aborted.
         reporter.checkpoints.wait()
@@ -226,16 +232,30 @@ def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,
 
 
 def _train_batches(run: Run, reporter: Reporter, after_epoch: Callable[[float], None]) -> None:
-    """Train from the run's position (``run.batches``) to the end of the schedule."""
-    schedule, loader = run.schedule, run.train_loader
-    per_epoch = schedule.batches_per_epoch
-    batches = run.batches
+    """Train from the run's position (``run.batches``) to the end of the schedule; out of memory
+    halves the batch and goes on from the last complete step (oom_retry.py)."""
+    guard = oom_retry.StepGuard(run)
+    batches = done = run.batches
     run.stepper.optimizer.zero_grad(set_to_none=True)
-    while batches < schedule.total_batches:
+
+    def after_step(step_batches: int) -> None:
+        nonlocal done
+        done = step_batches
+        guard.after_step(step_batches)
+        reporter(step_batches)
+
+    while batches < run.schedule.total_batches:
+        schedule = run.schedule
+        per_epoch = schedule.batches_per_epoch
         epoch, start = divmod(batches, per_epoch)
         stop = min(per_epoch, schedule.total_batches - epoch * per_epoch)
-        train_one_epoch(run.model, loader, run.stepper, reporter.meter, epoch, start=start,
-                        stop=stop, after_step=reporter, step_loss=reporter.task.step_loss)
+        try:
+            train_one_epoch(run.model, run.train_loader, run.stepper, reporter.meter, epoch, start=start,
+                            stop=stop, after_step=after_step, step_loss=partial(guard.loss, reporter.task.step_loss))
+        except torch.OutOfMemoryError:
+            batches = done = oom_retry.halve(run, done)
+            reporter.restart_at(batches)
+            continue
         batches = epoch * per_epoch + stop
         after_epoch(schedule.epoch_of(batches))
         reporter.pause_if_resizing(batches)

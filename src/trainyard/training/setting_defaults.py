@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
 PRECISIONS: tuple[str, ...] = get_args(Precision)
+AUTO_BATCH = "auto"  # batch_size: the largest that fits, found by the job (training/auto_batch.py)
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,8 @@ class Setting:
 # A setting's name is its TrainSettings field (``lr.*``: the LR panel's fields).
 SETTINGS: dict[str, Setting] = {
     "epochs": Setting(30.0, "epochs to train (fractions allowed)"),
-    "batch_size": Setting(None, "images per batch, per GPU or process (none: the network's default)"),
+    "batch_size": Setting(None, "images per batch, per GPU or process (none: the network's default; "
+                                "auto: the largest that fits)"),
     "accumulation": Setting(1, "batches per optimizer step"),
     "solver": Setting("sgd", "the optimizer, by its DIGITS name"),
     "momentum": Setting(0.9, "SGD's momentum (Adam's beta1, AdaDelta's decay rate)"),

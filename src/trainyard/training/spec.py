@@ -137,8 +137,9 @@ class ModelSpec(TrainSettings, ModelSource):
         return self
 
     def default_batch_size(self) -> int:
-        """The batch size to use: the spec's, else the network's default (32 for custom ones)."""
-        if self.batch_size is not None:
+        """The batch size to use: the spec's, else the network's default (32 for custom ones);
+        with ``auto``, the default is where the search for the largest that fits starts."""
+        if isinstance(self.batch_size, int):
             return self.batch_size
         return get_network(self.network).batch_size if self.network else 32
 

@@ -9,18 +9,40 @@ name, so a typo never falls back to a default silently.
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from trainyard.core.limits import MAX_PROCESSES
 from trainyard.core.stored import SpecModel, is_stored
 from trainyard.core.vocabulary import MeanMode
 from trainyard.training.augment_settings import AugmentSettings
 from trainyard.training.lr_policies import LRSettings
-from trainyard.training.setting_defaults import Precision, setting
+from trainyard.training.setting_defaults import AUTO_BATCH, Precision, setting
 from trainyard.training.solvers import get_solver
 
 MAX_EPOCHS = 100_000
 MAX_SEED = 2**32 - 1  # numpy's classic seed range; torch.manual_seed refuses 1e23
+
+
+def _batch_size(value: object) -> object:
+    """A number of images (1 or more), or "auto": one clear error rather than one per union member."""
+    if value is None or value == AUTO_BATCH:
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise PydanticCustomError("batch_size", "Input should be a whole number of images or 'auto'")
+    if value < 1:
+        raise PydanticCustomError("greater_than_equal", "Input should be greater than or equal to 1")
+    return value
+
+
+# A batch size as a user gives it: a number of images, or "auto" (AUTO_BATCH).
+BatchSize = Annotated[int | Literal["auto"], BeforeValidator(_batch_size)]
 
 
 class TrainSettings(SpecModel):
@@ -30,7 +52,7 @@ class TrainSettings(SpecModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     epochs: float = setting("epochs", gt=0, le=MAX_EPOCHS)
-    batch_size: int | None = setting("batch_size", ge=1)
+    batch_size: BatchSize | None = setting("batch_size")
     accumulation: int = setting("accumulation", ge=1)
     solver: str = setting("solver")
     lr: LRSettings = Field(default_factory=LRSettings, description="the learning-rate panel")

@@ -141,6 +141,9 @@ class ModelDetail(JobDetail):
     network: str | None
     epoch: Number
     epochs: Number | None  # fractions allowed (--epochs 1.5)
+    # images per batch (per process) it trains with: the chosen one with batch_size auto (None
+    # until chosen), the halved one after running out of memory (training/oom_retry.py)
+    batch_size: int | None = None
     snapshots: list[Number]  # epochs with a checkpoint
     metrics: dict[str, list[Point]]  # val_accuracy, val_loss, train_loss, ...: [[epoch, value], ...]
     best: Best | None

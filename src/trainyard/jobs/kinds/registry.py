@@ -33,6 +33,7 @@ from trainyard.inference import results
 from trainyard.inference.spec import InferenceSpec, stored_spec
 from trainyard.jobs.kinds.documents import Best, DatasetDetail, InferenceDetail, JobDetail, ModelDetail, SkippedImage
 from trainyard.jobs.store.store import Job
+from trainyard.networks.table import is_standard
 from trainyard.training.spec import ModelSpec
 
 S = TypeVar("S", bound=SpecModel)
@@ -197,11 +198,24 @@ def describe_model(job: Job, folder: JobFolder, common: JobDetail) -> ModelDetai
     return ModelDetail(
         **dict(common), dataset=job.parent_id, task=task, network=network,
         epoch=job.summary.get("epoch", 0), epochs=spec.epochs if spec else None,
+        batch_size=job.summary.get("batch_size", _fixed_batch(spec)),
         snapshots=snapshots, metrics=metrics,
         best=Best(epoch=best[0], **{key: best[1]}) if best else None,
         workers=(job.summary or {}).get("workers", []),  # cluster mode: where each rank runs
         spec=stored,  # the spec.json, typed (a broken one: None)
     )
+
+
+def _fixed_batch(spec) -> int | None:
+    """The batch a spec sets, or its standard network's default; None for ``auto`` (the job's
+    summary says the one it chose) and where only building the network would tell (timm)."""
+    if spec is None or isinstance(spec.batch_size, int):
+        return spec.batch_size if spec is not None else None
+    if spec.batch_size is None and spec.network_source:
+        return spec.default_batch_size()
+    if spec.batch_size is None and spec.network and is_standard(spec.network):
+        return spec.default_batch_size()
+    return None
 
 
 def describe_inference(job: Job, folder: JobFolder, common: JobDetail) -> InferenceDetail:

@@ -41,7 +41,7 @@ from trainyard.jobs.kinds.sweeps import (
 from trainyard.jobs.scheduling.limits import check_processes
 from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job
-from trainyard.training.train_settings import TrainSettings
+from trainyard.training.train_settings import BatchSize, TrainSettings
 
 if TYPE_CHECKING:
     from trainyard.networks.recommend import DatasetFacts
@@ -58,7 +58,7 @@ class TrainRequest(BaseModel):
     networks: list[str] = Field(default_factory=list)
     network_source: str | None = None
     base_lrs: list[float] = Field(default_factory=list)
-    batch_sizes: list[int] = Field(default_factory=list)
+    batch_sizes: list[BatchSize] = Field(default_factory=list)  # a number, or "auto" (the largest that fits)
     gpus: int | None = Field(None, ge=1)
     gpu_ids: list[int] | None = None
     # JOB[:EPOCH], "imagenet" (each network's published weights), a weights store entry, or a

@@ -15,8 +15,10 @@ export function formFields(f) {
     }
     return value;
   }
-  function numbers(name, label, integer = false) {
+  // words: names allowed beside numbers (a batch size's "auto": the largest that fits)
+  function numbers(name, label, integer = false, words = []) {
     return f[name].value.split(",").map((t) => t.trim()).filter(Boolean).map((t) => {
+      if (words.includes(t)) return t;
       const value = Number(t);
       if (!Number.isFinite(value) || (integer && !Number.isInteger(value))) {
         throw new formErrors.FieldError(f[name], `${label}: "${t}" is not ${integer ? "a whole number" : "a number"}`);

@@ -19,7 +19,9 @@ export const lrPreview = {
     function iterations() {
       const d = firstDataset();
       const row = checked("network")[0] && checked("network")[0].closest("tr");
-      const batch = numbers("batch_size", "Batch size", true)[0] || (row && +row.dataset.batch) || 32;
+      // "auto" is chosen by the job: the preview counts with the network's default meanwhile
+      const given = numbers("batch_size", "Batch size", true, ["auto"])[0];
+      const batch = (typeof given === "number" && given) || (row && +row.dataset.batch) || 32;
       const accumulation = Math.max(1, parseInt(f.accumulation.value, 10) || 1);
       if (!d || !+d.train) return null;
       const images = Math.floor(+d.train / processes());

@@ -26,16 +26,16 @@ export const sweepForm = {
     const batchRange = this.range(f, "batch_size", "Batch size", true);
     return {
       base_lrs: lrRange ? [] : numbers("base_lr", "Base learning rate"),
-      batch_sizes: batchRange ? [] : numbers("batch_size", "Batch size", true),
+      batch_sizes: batchRange ? [] : numbers("batch_size", "Batch size", true, ["auto"]),
       lr_range: lrRange, batch_size_range: batchRange, trials: this.trials(f),
       early_stop: Boolean(f.early_stop && f.early_stop.checked),
     };
   },
   // numbers() that reads a range as its low end (the LR preview draws one curve).
   lowEnds(f, numbers) {
-    return (name, label, integer = false) => {
+    return (name, label, integer = false, words = []) => {
       const bounds = this.range(f, name, label, integer);
-      return bounds ? [bounds[0]] : numbers(name, label, integer);
+      return bounds ? [bounds[0]] : numbers(name, label, integer, words);
     };
   },
   // [learning rates, batch sizes, drawn] as the sweep count multiplies them. With trials there
