@@ -20,6 +20,8 @@ def export(
     output: Path = typer.Option(..., "--output", "-o", help="the .tar.gz to write"),
     epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
     as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
+    force: bool = typer.Option(False, "--force", help="ship a detector whose ONNX graph disagrees with "
+                               "PyTorch, its measured difference recorded in info.json"),
 ) -> None:
     """Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."""
     refuse_unknown(model, f"no model with id {model!r}")  # before torch and the store load
@@ -35,9 +37,9 @@ def export(
         raise NotFound(f"no model with id {model!r}")
     try:
         if recorded_user_code(ctx, model):  # user code: built in a sandboxed child, never here
-            result = _export_confined(ctx.manager.folder(model).path, epoch, output)
+            result = _export_confined(ctx.manager.folder(model).path, epoch, output, force)
         else:
-            result = export_model(ctx.manager.folder(model).path, epoch, output)
+            result = export_model(ctx.manager.folder(model).path, epoch, output, force)
     except CheckpointError as exc:  # the same kind, saying which model
         raise CheckpointError(f"model {model}: {exc}") from None
     except ExportError as exc:  # exit 1, not 2: the model, not the command, is at fault
@@ -49,12 +51,28 @@ def export(
     if as_json:
         emit_json(doc)
     else:
-        checked = (f"; ONNX Runtime matches PyTorch within {result.check['max_abs_diff']:.2g}"
-                   if result.check else " (checked against PyTorch in its sandbox)")
-        err.print(f"wrote {result.path} ({result.size / 2**20:.1f} MiB), epoch {result.epoch:g}{checked}")
+        err.print(f"wrote {result.path} ({result.size / 2**20:.1f} MiB), epoch {result.epoch:g}"
+                  f"{_checked(result.check)}")
 
 
-def _export_confined(job_dir: Path, epoch: float | None, output: Path) -> ExportResult:
+# The figure that says how close ONNX Runtime came to PyTorch, per kind of check (its words, its key).
+CHECK_FIGURES = (("max_abs_diff", "logits"), ("max_box_diff", "boxes (pixels)"))
+
+
+def _checked(check: dict) -> str:
+    """The check's figures in words; a classifier's and a detector's name their figures differently."""
+    if not check:
+        return " (checked against PyTorch in its sandbox)"
+    if check.get("forced") and check.get("unmatched_boxes"):
+        return (f"; FORCED: ONNX Runtime and PyTorch disagree on {check['unmatched_boxes']} boxes "
+                "(recorded in info.json's onnx_check)")
+    for key, what in CHECK_FIGURES:
+        if key in check:
+            return f"; ONNX Runtime matches PyTorch within {check[key]:.2g} on the {what}"
+    return "; checked against PyTorch"
+
+
+def _export_confined(job_dir: Path, epoch: float | None, output: Path, force: bool = False) -> ExportResult:
     """The archive of a custom network's model, written by the sandboxed export child
     (inference/export_isolated.py) as the server writes it; described from the archive."""
     import tarfile
@@ -64,7 +82,7 @@ def _export_confined(job_dir: Path, epoch: float | None, output: Path) -> Export
     from trainyard.inference.snapshots import model_checkpoint
 
     epoch, _ = model_checkpoint(job_dir, epoch)
-    export_in_child(job_dir, epoch, output)
+    export_in_child(job_dir, epoch, output, force=force)
     with tarfile.open(output, "r:gz") as tar:
         members = tar.getnames()
     return ExportResult(path=output, epoch=epoch, size=output.stat().st_size, members=members)
