@@ -20,14 +20,20 @@ def export(
     output: Path = typer.Option(..., "--output", "-o", help="the .tar.gz to write"),
     epoch: float | None = typer.Option(None, help="snapshot epoch (default: the latest)"),
     as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
-    force: bool = typer.Option(False, "--force", help="ship a detector whose ONNX graph disagrees with "
-                               "PyTorch, its measured difference recorded in info.json"),
+    fmt: str = typer.Option("onnx", "--format", "-f", help="onnx, onnx-int8, openvino, torchscript, tflite, "
+                            "executorch, coreml or tensorrt (those not installed are refused, naming what to install)"),
+    calibration_images: int = typer.Option(200, "--calibration-images", min=1,
+                                           help="training images an int8 export calibrates on"),
+    force: bool = typer.Option(False, "--force", help="ship a copy beyond tolerance (an int8 accuracy drop, a "
+                               "detector's ONNX disagreement), its measured difference in the manifest"),
 ) -> None:
-    """Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."""
+    """Write one archive that runs the model anywhere: its network in one format (ONNX by default, checked
+    against PyTorch), safetensors, labels, mean, scripts."""
     refuse_unknown(model, f"no model with id {model!r}")  # before torch and the store load
     from trainyard.artifact.checkpoint import CheckpointError
     from trainyard.cli.context import cli_context
-    from trainyard.inference.export import export_model
+    from trainyard.cli.export_format import export_chosen, print_figures
+    from trainyard.inference.exporters import FormatRefused
     from trainyard.inference.onnx_export import ExportError
     from trainyard.jobs.store.confinement import recorded_user_code
 
@@ -35,24 +41,32 @@ def export(
     job = ctx.store.get_job(model)
     if job is None or job.kind != "model":
         raise NotFound(f"no model with id {model!r}")
+    confined = recorded_user_code(ctx, model)
+    manifest: dict = {}
     try:
-        if recorded_user_code(ctx, model):  # user code: built in a sandboxed child, never here
+        if confined and fmt == "onnx":  # user code: built in a sandboxed child, never here
             result = _export_confined(ctx.manager.folder(model).path, epoch, output, force)
         else:
-            result = export_model(ctx.manager.folder(model).path, epoch, output, force)
+            result = export_chosen(ctx.manager.folder(model).path, epoch, output, fmt, confined=confined,
+                                   calibration_images=calibration_images, force=force)
+            manifest = result.manifest
+    except FormatRefused as exc:  # exit 2: not this format, here
+        fail(f"model {model}: {exc}", 2)
     except CheckpointError as exc:  # the same kind, saying which model
         raise CheckpointError(f"model {model}: {exc}") from None
     except ExportError as exc:  # exit 1, not 2: the model, not the command, is at fault
         fail(f"model {model} cannot be exported: {exc}")
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
-    doc = {"path": str(result.path), "epoch": result.epoch, "bytes": result.size,
+    doc = {**manifest, "path": str(result.path), "epoch": result.epoch, "bytes": result.size,
            "members": result.members, "onnx_check": result.check}
     if as_json:
         emit_json(doc)
     else:
         err.print(f"wrote {result.path} ({result.size / 2**20:.1f} MiB), epoch {result.epoch:g}"
                   f"{_checked(result.check)}")
+        if manifest:
+            print_figures(manifest)
 
 
 # The figure that says how close ONNX Runtime came to PyTorch, per kind of check (its words, its key).

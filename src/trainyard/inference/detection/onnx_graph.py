@@ -87,7 +87,7 @@ def check_detector(onnx_bytes: bytes, model: nn.Module, images: Sequence[np.ndar
     if total.unmatched and not force:
         raise ExportError(f"{total.first}; the export is refused rather than shipping a model that answers "
                           "differently (force it to ship anyway, its measured difference recorded)")
-    figures = {"images": len(images), "boxes_compared": total.compared, "max_box_diff": total.box,
+    figures: dict = {"images": len(images), "boxes_compared": total.compared, "max_box_diff": total.box,
                "max_score_diff": total.score, "min_score": threshold, "box_atol": BOX_ATOL,
                "score_atol": SCORE_ATOL}
     if force:
