@@ -15,11 +15,12 @@ from typer.testing import CliRunner
 from tests.inference.deploy_helpers import script_json, unpack
 from trainyard.cli.main import app as cli
 from trainyard.datasets.storage import open_split
-from trainyard.inference.exporters import FORMATS, FormatRefused, exporter, figures
+from trainyard.inference.exporters import FORMATS, FormatRefused, exporter, figures, torchscript
 from trainyard.inference.exporters.archive import export_format
 from trainyard.inference.exporters.base import ort_runner
 
 INSTALLED = [name for name, e in FORMATS.items() if e.runtime]  # those built here
+RUNNERS = {"model.onnx": ort_runner, "model.pt": torchscript.runner}  # the copy in an archive, run here
 
 
 def _job_dir(trained) -> Path:
@@ -44,7 +45,7 @@ def test_the_manifest_holds_the_check_against_pytorch(exported):
 
 def test_int8_is_a_smaller_copy(trained, exported):
     if exported.manifest["export_format"] != "onnx-int8":
-        assert exported.manifest["size_bytes"] == exported.manifest["reference_size_bytes"]
+        assert abs(exported.manifest["size_bytes"] / exported.manifest["reference_size_bytes"] - 1) < 0.05  # fp32
         return
     assert exported.manifest["size_bytes"] < 0.5 * exported.manifest["reference_size_bytes"]
     assert exported.manifest["layout"] == "QOperator" and exported.manifest["calibration_images"] == 32
@@ -64,7 +65,8 @@ def test_the_archive_script_answers_as_the_check_measured(trained, exported, tmp
     answers = script_json([top / "use_archive.py", str(top), *names], tmp_path)
     scripted = [answers[name][0][0] for name in names]
     inputs, _ = figures.split_inputs(_checkpoint(trained), "val", 8)
-    copy = ort_runner((top / "model.onnx").read_bytes())(inputs).argmax(1)
+    (name,) = set(RUNNERS) & {p.name for p in top.iterdir()}
+    copy = RUNNERS[name]((top / name).read_bytes())(inputs).argmax(1)
     assert scripted == [trained.classes[i] for i in copy]
 
 

@@ -94,12 +94,15 @@ def _with_copy(members: list[tuple[str, bytes, int]], converted: Converted,
     for name, data, mode in members:
         if name == "model.onnx":
             name, data = converted.name, converted.data
+        elif name in converted.replaces:
+            data = converted.replaces[name]
         elif name == "README.md":
             data += _format_section(manifest).encode()
         elif name == "info.json":
             info = json.loads(data)
             info["sha256"].pop("model.onnx", None)
-            info["sha256"][converted.name] = _sha256(converted.data)
+            info["sha256"].update({converted.name: _sha256(converted.data),
+                                   **{n: _sha256(d) for n, d in converted.replaces.items()}})
             info["export"] = manifest
             data = export._json(info)
         out.append((name, data, mode))

@@ -46,6 +46,7 @@ class Converted:
     data: bytes
     run: Runner
     details: dict = field(default_factory=dict)  # layout, quantization: what the manifest says of it
+    replaces: dict[str, bytes] = field(default_factory=dict)  # archive members of its own (a script)
 
 
 @dataclass(frozen=True)
