@@ -4,6 +4,7 @@ that cannot be shipped is refused with nothing written."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -19,8 +20,18 @@ from trainyard.inference.exporters import FORMATS, FormatRefused, exporter, figu
 from trainyard.inference.exporters.archive import export_format
 from trainyard.inference.exporters.base import ort_runner
 
-INSTALLED = [name for name, e in FORMATS.items() if e.runtime]  # those built here
-RUNNERS = {"model.onnx": ort_runner, "model.pt": torchscript.runner}  # the copy in an archive, run here
+# Those built here whose runtime is installed (openvino is an optional extra).
+INSTALLED = [name for name, e in FORMATS.items() if e.runtime and all(importlib.util.find_spec(m) for m in e.runtime)]
+# The copy in an unpacked archive, run here: {its file: runner of the archive folder}.
+RUNNERS = {"model.onnx": lambda top: ort_runner((top / "model.onnx").read_bytes()),
+           "model.pt": lambda top: torchscript.runner((top / "model.pt").read_bytes()),
+           "model.xml": lambda top: _openvino_runner(top)}
+
+
+def _openvino_runner(top: Path):
+    from trainyard.inference.exporters import openvino_ir
+
+    return openvino_ir.runner((top / "model.xml").read_bytes(), (top / "model.bin").read_bytes())
 
 
 def _job_dir(trained) -> Path:
@@ -66,7 +77,7 @@ def test_the_archive_script_answers_as_the_check_measured(trained, exported, tmp
     scripted = [answers[name][0][0] for name in names]
     inputs, _ = figures.split_inputs(_checkpoint(trained), "val", 8)
     (name,) = set(RUNNERS) & {p.name for p in top.iterdir()}
-    copy = RUNNERS[name]((top / name).read_bytes())(inputs).argmax(1)
+    copy = RUNNERS[name](top)(inputs).argmax(1)
     assert scripted == [trained.classes[i] for i in copy]
 
 

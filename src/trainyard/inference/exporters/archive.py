@@ -59,7 +59,8 @@ def export_format(job_dir: str | os.PathLike, epoch: float | None, chosen: Expor
                                           figures.calibration_source(checkpoint), calibration_images))
     manifest = {"format": MANIFEST_FORMAT, "export_format": chosen.name, **converted.details,
                 "conversion_s": round(time.perf_counter() - started, 3),
-                "size_bytes": len(converted.data), "reference_size_bytes": len(files["model.onnx"]),
+                "size_bytes": converted.size_bytes,
+                "reference_size_bytes": len(files["model.onnx"]),
                 "onnx_check": check}
     measure = MEASURES.get(task)
     if measure is not None:
@@ -106,7 +107,8 @@ def _with_copy(members: list[tuple[str, bytes, int]], converted: Converted,
             info["export"] = manifest
             data = export._json(info)
         out.append((name, data, mode))
-    return [*out, (MANIFEST, export._json(manifest), 0o644)]
+    added = [(name, data, 0o644) for name, data in converted.replaces.items() if name not in {m[0] for m in out}]
+    return [*out, *added, (MANIFEST, export._json(manifest), 0o644)]
 
 
 def _format_section(manifest: dict) -> str:

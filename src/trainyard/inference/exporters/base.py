@@ -48,6 +48,11 @@ class Converted:
     details: dict = field(default_factory=dict)  # layout, quantization: what the manifest says of it
     replaces: dict[str, bytes] = field(default_factory=dict)  # archive members of its own (a script)
 
+    @property
+    def size_bytes(self) -> int:
+        """The copy's size on disk: its file, and its weights file where it has one."""
+        return len(self.data) + len(self.replaces.get(self.details.get("weights_file", ""), b""))
+
 
 @dataclass(frozen=True)
 class Exporter:

@@ -20,6 +20,5 @@ UNAVAILABLE = (
     _refuse("tflite", "LiteRT (litert-torch to convert, in an environment of its own; ai-edge-litert to run)"),
     _refuse("executorch", "ExecuTorch with its XNNPACK backend (pip install executorch)"),
     _refuse("coreml", "coremltools to convert, and an Apple machine (macOS or iOS) to run the mlpackage"),
-    _refuse("openvino", "OpenVINO (pip install openvino)"),
     _refuse("tensorrt", "an NVIDIA GPU with TensorRT on the machine that builds and runs the engine"),
 )
