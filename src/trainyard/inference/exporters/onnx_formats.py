@@ -38,13 +38,17 @@ class _Calibration:
 def convert_int8(conversion: Conversion) -> Converted:
     import onnx
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
 
     images = conversion.calibration(conversion.calibration_images)
     graph = onnx.load_from_string(conversion.onnx_fp32)
     with tempfile.TemporaryDirectory(prefix="trainyard-int8-") as tmp:
-        source, target = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
+        source, prepared, target = Path(tmp) / "fp32.onnx", Path(tmp) / "prepared.onnx", Path(tmp) / "int8.onnx"
         source.write_bytes(conversion.onnx_fp32)
-        quantize_static(str(source), str(target), _Calibration(images, graph.graph.input[0].name),
+        # ONNX Runtime's pre-processing first: shape inference and graph folding, without which
+        # the quantizer finds no initializer for some biases (ResNet-18 from the exporter).
+        quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+        quantize_static(str(prepared), str(target), _Calibration(images, graph.graph.input[0].name),
                         quant_format=QuantFormat.QOperator, per_channel=True,
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
         data = target.read_bytes()
