@@ -59,7 +59,7 @@ def load_example(source: bytes) -> types.ModuleType:
 
 def classifier(files: dict[str, bytes], example: types.ModuleType):
     """example.py's Classifier with the TorchScript module in place of the ONNX session."""
-    class TorchScriptClassifier(example.Classifier):
+    class TorchScriptClassifier(example.Classifier):  # type: ignore[name-defined]  # example.py, loaded at run time
         def __init__(self) -> None:
             self.model = torch.jit.load(io.BytesIO(files["model.pt"]), map_location="cpu").eval()
             self.labels = example.parse_labels(files["labels.txt"].decode("utf-8"))
