@@ -21,12 +21,20 @@ def export(
     output: Path = typer.Option(..., "--output", "-o", help="the .tar.gz to write"),
     epoch: str | None = epoch_option(),
     as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
+    fmt: str = typer.Option("onnx", "--format", "-f", help="onnx, onnx-int8, openvino, torchscript, tflite, "
+                            "executorch, coreml or tensorrt (those not installed are refused, naming what to install)"),
+    calibration_images: int = typer.Option(200, "--calibration-images", min=1,
+                                           help="training images an int8 export calibrates on"),
+    force: bool = typer.Option(False, "--force", help="ship a copy beyond tolerance (an int8 accuracy drop, a "
+                               "detector's ONNX disagreement), its measured difference in the manifest"),
 ) -> None:
-    """Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."""
+    """Write one archive that runs the model anywhere: its network in one format (ONNX by default, checked
+    against PyTorch), safetensors, labels, mean, scripts."""
     refuse_unknown(model, f"no model with id {model!r}")  # before torch and the store load
     from trainyard.artifact.checkpoint import CheckpointError
     from trainyard.cli.context import cli_context
-    from trainyard.inference.export import export_model
+    from trainyard.cli.export_format import export_chosen, print_figures
+    from trainyard.inference.exporters import FormatRefused
     from trainyard.inference.onnx_export import ExportError
     from trainyard.jobs.store.confinement import recorded_user_code
 
@@ -35,28 +43,52 @@ def export(
     if job is None or job.kind != "model":
         raise NotFound(f"no model with id {model!r}")
     chosen = chosen_epoch(model, ctx.manager.folder(model).path, epoch)
+    confined = recorded_user_code(ctx, model)
+    manifest: dict = {}
     try:
-        if recorded_user_code(ctx, model):  # user code: built in a sandboxed child, never here
-            result = _export_confined(ctx.manager.folder(model).path, chosen, output)
+        if confined and fmt == "onnx":  # user code: built in a sandboxed child, never here
+            result = _export_confined(ctx.manager.folder(model).path, chosen, output, force)
         else:
-            result = export_model(ctx.manager.folder(model).path, chosen, output)
+            result = export_chosen(ctx.manager.folder(model).path, chosen, output, fmt, confined=confined,
+                                   calibration_images=calibration_images, force=force)
+            manifest = result.manifest
+    except FormatRefused as exc:  # exit 2: not this format, here
+        fail(f"model {model}: {exc}", 2)
     except CheckpointError as exc:  # the same kind, saying which model
         raise CheckpointError(f"model {model}: {exc}") from None
     except ExportError as exc:  # exit 1, not 2: the model, not the command, is at fault
         fail(f"model {model} cannot be exported: {exc}")
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
-    doc = {"path": str(result.path), "epoch": result.epoch, "bytes": result.size,
+    doc = {**manifest, "path": str(result.path), "epoch": result.epoch, "bytes": result.size,
            "members": result.members, "onnx_check": result.check}
     if as_json:
         emit_json(doc)
     else:
-        checked = (f"; ONNX Runtime matches PyTorch within {result.check['max_abs_diff']:.2g}"
-                   if result.check else " (checked against PyTorch in its sandbox)")
-        err.print(f"wrote {result.path} ({result.size / 2**20:.1f} MiB), epoch {result.epoch:g}{checked}")
+        err.print(f"wrote {result.path} ({result.size / 2**20:.1f} MiB), epoch {result.epoch:g}"
+                  f"{_checked(result.check)}")
+        if manifest:
+            print_figures(manifest)
 
 
-def _export_confined(job_dir: Path, epoch: float | None, output: Path) -> ExportResult:
+# The figure that says how close ONNX Runtime came to PyTorch, per kind of check (its words, its key).
+CHECK_FIGURES = (("max_abs_diff", "logits"), ("max_box_diff", "boxes (pixels)"))
+
+
+def _checked(check: dict) -> str:
+    """The check's figures in words; a classifier's and a detector's name their figures differently."""
+    if not check:
+        return " (checked against PyTorch in its sandbox)"
+    if check.get("forced") and check.get("unmatched_boxes"):
+        return (f"; FORCED: ONNX Runtime and PyTorch disagree on {check['unmatched_boxes']} boxes "
+                "(recorded in info.json's onnx_check)")
+    for key, what in CHECK_FIGURES:
+        if key in check:
+            return f"; ONNX Runtime matches PyTorch within {check[key]:.2g} on the {what}"
+    return "; checked against PyTorch"
+
+
+def _export_confined(job_dir: Path, epoch: float | None, output: Path, force: bool = False) -> ExportResult:
     """The archive of a custom network's model, written by the sandboxed export child
     (inference/export_isolated.py) as the server writes it; described from the archive."""
     import tarfile
@@ -66,7 +98,7 @@ def _export_confined(job_dir: Path, epoch: float | None, output: Path) -> Export
     from trainyard.inference.snapshots import model_checkpoint
 
     epoch, _ = model_checkpoint(job_dir, epoch)
-    export_in_child(job_dir, epoch, output)
+    export_in_child(job_dir, epoch, output, force=force)
     with tarfile.open(output, "r:gz") as tar:
         members = tar.getnames()
     return ExportResult(path=output, epoch=epoch, size=output.stat().st_size, members=members)

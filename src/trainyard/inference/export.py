@@ -74,15 +74,16 @@ class ExportResult:
     check: dict = field(default_factory=dict)  # the ONNX Runtime vs PyTorch figures
 
 
-def export_model(job_dir: str | os.PathLike, epoch: float | None, output: str | os.PathLike) -> ExportResult:
+def export_model(job_dir: str | os.PathLike, epoch: float | None, output: str | os.PathLike,
+                 force: bool = False) -> ExportResult:
     """Write the archive of ``epoch`` (None: the latest) of the model job in ``job_dir``.
 
     Raises CheckpointError when the job has no such snapshot, ExportError when the network
-    cannot be exported or ONNX Runtime disagrees with PyTorch.
+    cannot be exported or ONNX Runtime disagrees with PyTorch (a detector's: unless ``force``).
     """
     checkpoint_path = checkpoint_for_epoch(job_dir, epoch)
     checkpoint = load_checkpoint(checkpoint_path)
-    members, check = archive_members(checkpoint, checkpoint_path)
+    members, check = archive_members(checkpoint, checkpoint_path, force)
     top = archive_stem(checkpoint)
     mtime = int(checkpoint_path.stat().st_mtime)
     write_atomic(output, lambda f: write_tar_gz(f, top, members, mtime))
@@ -115,13 +116,14 @@ def _epoch_of(checkpoint_path: Path) -> float:
     return float(epoch)
 
 
-def archive_members(checkpoint: dict, checkpoint_path: Path) -> tuple[list[tuple[str, bytes, int]], dict]:
+def archive_members(checkpoint: dict, checkpoint_path: Path,
+                    force: bool = False) -> tuple[list[tuple[str, bytes, int]], dict]:
     """[(name, bytes, mode), ...] in archive order, and the ONNX check figures."""
     prep = Preprocessing.of_checkpoint(checkpoint)
     model = build_model_from_checkpoint(checkpoint)
     header = CheckpointHeader.of(checkpoint)
     if task_traits(header.task).boxes:  # boxes: post-processing in the graph, other scripts
-        files, check = detection_archive.detection_files(checkpoint, model)
+        files, check = detection_archive.detection_files(checkpoint, model, force)
         files.update({"weights.safetensors": safetensors_bytes(model), "network.py": network_file(checkpoint).encode()})
         return _ordered(checkpoint, prep, checkpoint_path, check, files), check
     shape = prep.input_shape

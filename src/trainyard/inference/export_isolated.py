@@ -22,7 +22,7 @@ EXPORT_TIMEOUT_S = 600.0  # a GoogLeNet ONNX export and its check on a busy CPU
 
 
 def export_in_child(job_dir: str | os.PathLike, epoch: float, output: str | os.PathLike,
-                    timeout: float = EXPORT_TIMEOUT_S) -> None:
+                    timeout: float = EXPORT_TIMEOUT_S, force: bool = False) -> None:
     """Write the archive of ``epoch`` to ``output`` from a child process; raise what it reports."""
     try:
         policy = default_policy(read=readable(Path(job_dir)), hidden=[str(Path(job_dir).parent.parent)])  # HOME
@@ -32,7 +32,7 @@ def export_in_child(job_dir: str | os.PathLike, epoch: float, output: str | os.P
         raise WorkerUnavailable(str(exc)) from None
     try:
         archive = Path(child.scratch) / "archive.tar.gz"
-        request = {"job_dir": str(job_dir), "epoch": epoch, "output": str(archive)}
+        request = {"job_dir": str(job_dir), "epoch": epoch, "output": str(archive), "force": force}
         try:
             doc = child.ask(request, timeout, 4096, "write the archive")
         except ChildFailed as exc:
@@ -70,7 +70,7 @@ def handle(request: dict) -> dict:
     from trainyard.inference.export import export_model
 
     try:
-        export_model(Path(request["job_dir"]), request["epoch"], Path(request["output"]))
+        export_model(Path(request["job_dir"]), request["epoch"], Path(request["output"]), bool(request.get("force")))
     except UserError:
         raise
     except (Exception, SystemExit) as exc:  # the user's network failed while being built or run

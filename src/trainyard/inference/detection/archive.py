@@ -39,12 +39,13 @@ def check_images(checkpoint: dict, prep: Preprocessing) -> list[np.ndarray]:
     return [rng.integers(0, 256, prep.stored_shape, dtype=np.uint8) for _ in range(2)]
 
 
-def detection_files(checkpoint: dict, model: nn.Module) -> tuple[dict[str, bytes], dict]:
-    """({archive name: bytes} of a detector's own files, the ONNX check figures)."""
+def detection_files(checkpoint: dict, model: nn.Module, force: bool = False) -> tuple[dict[str, bytes], dict]:
+    """({archive name: bytes} of a detector's own files, the ONNX check figures); ``force`` ships
+    a graph that disagrees with PyTorch, its measured disagreement in the figures."""
     prep = Preprocessing.of_checkpoint(checkpoint)
     shape = prep.input_shape
     onnx_bytes = onnx_graph.export_detector(model, shape)
-    check = onnx_graph.check_detector(onnx_bytes, model, check_images(checkpoint, prep))
+    check = onnx_graph.check_detector(onnx_bytes, model, check_images(checkpoint, prep), force=force)
     files = {
         "preprocess.json": preprocess_document(checkpoint, prep),
         "labels.txt": "".join(f"{name}\n" for name in CheckpointHeader.of(checkpoint).classes).encode(),
