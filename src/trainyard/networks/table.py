@@ -31,6 +31,7 @@ _TORCHVISION = "torchvision.models"
 _ZOO = "trainyard.networks.zoo"
 _DETECTION = "trainyard.networks.detection"
 _TV_DETECTION = "torchvision.models.detection"
+_YOLO = "trainyard.networks.yolo"
 
 # name -> the builder's "module:attr" path, with the network's NetworkInfo as the entry's info.
 STANDARD: Registry[str] = Registry("network", error=UnknownNetwork)
@@ -99,6 +100,13 @@ for _info, _builder in (
                  "detector for mobile and embedded deployment.", image_size=320, batch_size=16,
                  source_module=_TV_DETECTION, min_image_size=32, task="detection"),
      f"{_DETECTION}:ssdlite320_mobilenet_v3_large"),
+    # The YOLO family (networks/yolo): one-stage, anchor-free, trainyard's own code. Pads its
+    # input to a multiple of 32 inside, so any stored size trains.
+    *((NetworkInfo(f"yolo_{size}", f"YOLO {size} (trainyard): one-stage anchor-free detector, CSP backbone, "
+                   f"PAN neck, decoupled DFL head, task-aligned assignment; {note}.", image_size=320,
+                   batch_size=batch, source_module=_YOLO, min_image_size=32, task="detection"), f"{_YOLO}:yolo_{size}")
+      for size, batch, note in (("n", 16, "3 M parameters, the fastest"), ("s", 16, "11 M parameters"),
+                                ("m", 8, "26 M parameters, the most accurate"))),
 ):
     register_network(_info, _builder)
 
