@@ -34,12 +34,14 @@ _TV_DETECTION = "torchvision.models.detection"
 _YOLO = "trainyard.networks.yolo"
 
 # How the YOLO family trains where the user says nothing else: AdamW, a warm-up then a cosine
-# decay, and the field's box-aware augmentations (mosaic, off for the last 30 % of training;
-# flips, random scale and translation; HSV).
+# decay, a moving average of the weights validated and saved (training/ema.py), and the field's
+# box-aware augmentations (mosaic, off for the last 30 % of training; flips, random scale and
+# translation; HSV). Percentages, not epochs: the recipe holds for any --epochs.
 YOLO_RECIPE: tuple[tuple[str, Any], ...] = (
     ("solver", "adamw"),
     ("weight_decay", 0.0005),
     ("momentum", 0.9),
+    ("ema", 0.9999),
     ("lr", {"policy": "cosine", "base_lr": 0.002, "warmup_percent": 10.0, "warmup_start_factor": 0.1}),
     ("augment", {"flip": "lr", "scale_jitter": 0.5, "hue_shift": 0.015, "saturation_shift": 0.7,
                  "value_shift": 0.4, "mosaic": 1.0, "mosaic_off_percent": 30.0}),
