@@ -37,9 +37,9 @@ class Head(nn.Module):
         """Start with every class improbable (a prior of 1 %, as focal-loss detectors do), so the
         first steps are not spent pushing down thousands of background cells."""
         for branch in self.cls:
-            nn.init.constant_(branch[-1].bias, -math.log((1 - 0.01) / 0.01))
+            nn.init.constant_(branch[-1].bias, -math.log((1 - 0.01) / 0.01))  # type: ignore[index]
         for branch in self.box:
-            nn.init.constant_(branch[-1].bias, 1.0)
+            nn.init.constant_(branch[-1].bias, 1.0)  # type: ignore[index]
 
     def forward(self, features: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         boxes, classes = [], []

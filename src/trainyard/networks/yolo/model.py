@@ -60,7 +60,7 @@ def _batch(images: torch.Tensor | list[torch.Tensor]) -> tuple[torch.Tensor, lis
         sizes = [(h, w)] * len(images)
         batch = images
     else:
-        sizes = [tuple(im.shape[-2:]) for im in images]
+        sizes = [(int(im.shape[-2]), int(im.shape[-1])) for im in images]
         h, w = max(s[0] for s in sizes), max(s[1] for s in sizes)
         batch = torch.stack([F.pad(im, (0, w - im.shape[-1], 0, h - im.shape[-2])) for im in images])
     step = STRIDES[-1]
