@@ -95,7 +95,7 @@ def trainyard_side(dataset: Path, work: Path, test: list[np.ndarray], args) -> d
     (job / "spec.json").write_text(json.dumps(spec))
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "CUDA_VISIBLE_DEVICES": ""}
     cpu, wall = timed([sys.executable, "-m", "trainyard.training.run", str(job)], env, work)
-    (checkpoint,) = sorted((job / "work" / "checkpoints").glob("*.pt"))[-1:]
+    (checkpoint,) = sorted(job.glob("**/checkpoints/*.pt"))[-1:]
     detector = load_detector(checkpoint)
     found = [detector.boxes(image[None])[0] for image in test]
     return {"recipe": recipe, "predictions": found, "cpu_s": cpu, "wall_s": wall}
