@@ -70,6 +70,10 @@ def train(
     flip: str | None = typer.Option(None, help="augment: none | lr | ud | both (moves a detector's boxes too)"),
     scale_jitter: float | None = typer.Option(None, help=("augment: zoom by 1 +- this (0.1); a detector's "
                                                           "also shifts (a random crop), boxes moved alike")),
+    mosaic: float | None = typer.Option(None, help="augment, detectors: the chance an image becomes a 2x2 mosaic "
+                                        "of four (0..1), boxes moved alike"),
+    mosaic_off: float | None = typer.Option(None, help="augment, detectors: train the last PERCENT without mosaic"),
+    ema: float | None = typer.Option(None, help=help_of("ema")),
     gpus: int | None = typer.Option(None, help="use the next N free GPUs"),
     gpu_ids: str | None = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
     processes: int = setting_option("processes"),
@@ -124,7 +128,10 @@ def train(
                     freeze_backbone=freeze_backbone, backbone_lr_mult=backbone_lr_mult, processes=processes,
                     scale_lr=scale_lr, min_workers=min_workers or (1 if elastic else None),
                     nnodes=nnodes, node_rank=node_rank, master=master)
-    augment = {k: v for k, v in (("flip", flip), ("scale_jitter", scale_jitter)) if v is not None}
+    if ema is not None:
+        settings["ema"] = ema
+    augment = {k: v for k, v in (("flip", flip), ("scale_jitter", scale_jitter), ("mosaic", mosaic),
+                                 ("mosaic_off_percent", mosaic_off)) if v is not None}
     if augment:
         settings["augment"] = augment
     networks = _names(network)

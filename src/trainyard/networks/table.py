@@ -33,6 +33,21 @@ _TORCHVISION = "torchvision.models"
 _ZOO = "trainyard.networks.zoo"
 _DETECTION = "trainyard.networks.detection"
 _TV_DETECTION = "torchvision.models.detection"
+_YOLO = "trainyard.networks.yolo"
+
+# How the YOLO family trains where the user says nothing else: AdamW, a warm-up then a cosine
+# decay, a moving average of the weights validated and saved (training/ema.py), and the field's
+# box-aware augmentations (mosaic, off for the last 30 % of training; flips, random scale and
+# translation; HSV). Percentages, not epochs: the recipe holds for any --epochs.
+YOLO_RECIPE: tuple[tuple[str, Any], ...] = (
+    ("solver", "adamw"),
+    ("weight_decay", 0.0005),
+    ("momentum", 0.9),
+    ("ema", 0.9999),
+    ("lr", {"policy": "cosine", "base_lr": 0.002, "warmup_percent": 10.0, "warmup_start_factor": 0.1}),
+    ("augment", {"flip": "lr", "scale_jitter": 0.5, "hue_shift": 0.015, "saturation_shift": 0.7,
+                 "value_shift": 0.4, "mosaic": 1.0, "mosaic_off_percent": 30.0}),
+)
 
 # name -> the builder's "module:attr" path, with the network's NetworkInfo as the entry's info.
 STANDARD: Registry[str] = Registry("network", error=UnknownNetwork)
@@ -101,6 +116,14 @@ for _info, _builder in (
                  "detector for mobile and embedded deployment.", image_size=320, batch_size=16,
                  source_module=_TV_DETECTION, min_image_size=32, task="detection"),
      f"{_DETECTION}:ssdlite320_mobilenet_v3_large"),
+    # The YOLO family (networks/yolo): one-stage, anchor-free, trainyard's own code. Pads its
+    # input to a multiple of 32 inside, so any stored size trains.
+    *((NetworkInfo(f"yolo_{size}", f"YOLO {size} (trainyard): one-stage anchor-free detector, CSP backbone, "
+                   f"PAN neck, decoupled DFL head, task-aligned assignment; {note}.", image_size=320,
+                   batch_size=batch, source_module=_YOLO, min_image_size=32, task="detection",
+                   recipe=YOLO_RECIPE), f"{_YOLO}:yolo_{size}")
+      for size, batch, note in (("n", 16, "3 M parameters, the fastest"), ("s", 16, "11 M parameters"),
+                                ("m", 8, "26 M parameters, the most accurate"))),
 ):
     register_network(_info, _builder)
 

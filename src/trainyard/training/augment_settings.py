@@ -26,3 +26,7 @@ class AugmentSettings(SpecModel):
     saturation_shift: float = Field(0.0, ge=0, le=1)  # added to HSV saturation (0..1)
     value_shift: float = Field(0.0, ge=0, le=1)  # added to HSV value (0..1)
     contrast: float = Field(0.0, ge=0, le=1)  # 0.2 = scale contrast by 0.8..1.2
+    # Detection only (training/detection/mosaic.py): the chance an image becomes a 2 x 2 mosaic
+    # window, and the last part of training (percent) that trains on plain images again.
+    mosaic: float = Field(0.0, ge=0, le=1)
+    mosaic_off_percent: float = Field(0.0, ge=0, le=100)

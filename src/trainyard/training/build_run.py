@@ -39,6 +39,7 @@ from trainyard.training import auto_batch, distributed, transfer
 from trainyard.training.data import BatchLoader
 from trainyard.training.detection import build as detection_build
 from trainyard.training.distributed import SINGLE, Dist
+from trainyard.training.ema import load_weights, resumed_average
 from trainyard.training.event_points import Schedule
 from trainyard.training.lr_policies import create_scheduler
 from trainyard.training.memory_format import to_channels_last, use_channels_last
@@ -174,7 +175,8 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     optimizer = create_optimizer(spec.solver, groups, base_lr, spec.momentum, spec.weight_decay)
     scheduler = create_scheduler(optimizer, spec.lr, schedule.total_iterations)
     scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
-    stepper = Stepper(optimizer, scheduler, scaler, device.type, dtype, spec.accumulation)
+    stepper = Stepper(optimizer, scheduler, scaler, device.type, dtype, spec.accumulation,
+                      ema=resumed_average(net, spec.ema, ckpt))
 
     run = Run(spec, Path(job_dir), events, device, net, net, stepper, train_loader, val_loader,
               schedule, classes, image_size, preprocess, seed, trainable, head, dist=d, base_lr=base_lr,
@@ -240,7 +242,7 @@ def _build_network(spec: ModelSpec, ckpt: dict | None, num_classes: int, channel
     if task_traits(spec.task).boxes:
         fit_input(net, *input_size)  # the dataset's stored size, not torchvision's 800 or 320
     if ckpt:
-        net.load_state_dict(ckpt["model"])
+        load_weights(net, ckpt)  # the trained weights, not their average (ema.py)
         trainable, head = ckpt["trainable"], ckpt.get("head")
     elif spec.pretrained_entry:
         trainable, head = _load_store_weights(spec, net, image_size, events)

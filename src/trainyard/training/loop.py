@@ -148,6 +148,8 @@ class Reporter:
         distributed.sync_buffers(run.net, run.dist)  # rank 0's BatchNorm statistics: those it saves
         # `is None`, not `or`: a compiled module has no truth value (OptimizedModule raises on len()).
         model = run.model if run.eval_model is None else run.eval_model
+        if run.stepper.ema is not None:  # the average validates: it is what the checkpoint saves
+            model = run.stepper.ema.model
         result = self.task.evaluate(model, run.val_loader, run.stepper.autocast, self.should_stop, run.dist)
         if not math.isfinite(result["val_loss"]):
             raise TrainingError(f"training diverged at epoch {epoch:g} (validation loss is "

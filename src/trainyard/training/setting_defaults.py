@@ -31,6 +31,8 @@ SETTINGS: dict[str, Setting] = {
     "solver": Setting("sgd", "the optimizer, by its DIGITS name"),
     "momentum": Setting(0.9, "SGD's momentum (Adam's beta1, AdaDelta's decay rate)"),
     "weight_decay": Setting(1e-4, "L2 weight decay"),
+    "ema": Setting(0.0, "validate and save a moving average of the weights with this decay (0.9999; "
+                   "ramped up over the first few thousand steps); 0: off"),
     "snapshot_interval": Setting(1.0, "epochs between checkpoints (0: only at the end)"),
     "val_interval": Setting(1.0, "epochs between validations (0: only at the end)"),
     "seed": Setting(None, "random seed (none: one drawn at random, recorded in the log and checkpoints)"),

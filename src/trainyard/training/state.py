@@ -22,6 +22,7 @@ from trainyard.core.errors import UserError
 from trainyard.core.events import EventWriter
 from trainyard.training.data import BatchLoader
 from trainyard.training.distributed import SINGLE, Dist
+from trainyard.training.ema import WeightAverage, checkpoint_entries
 from trainyard.training.event_points import Schedule
 from trainyard.training.spec import ModelSpec
 
@@ -41,6 +42,7 @@ class Stepper:
     dtype: torch.dtype | None  # autocast dtype; None = float32
     accumulation: int = 1
     ddp: DistributedDataParallel | None = None  # the model's DDP wrapper, when data-parallel
+    ema: WeightAverage | None = None  # the weights' moving average (ema.py), when the spec asks
 
     def autocast(self):
         if self.dtype is None:
@@ -66,6 +68,8 @@ class Stepper:
         else:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        if self.ema is not None:
+            self.ema.update()
         self.scheduler.step()  # per iteration: the policies are in percent of all iterations
 
     @property
@@ -148,7 +152,7 @@ def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = No
     """Everything a checkpoint holds (see artifact/checkpoint.py)."""
     stepper = run.stepper
     return {
-        "model": run.net.state_dict(),
+        **checkpoint_entries(run.net, stepper.ema),  # "model": the average where there is one
         # network, network_source, task (what inference answers: classes, or boxes), classes,
         # image_size, epoch, metrics, best, spec: artifact/checkpoint.py's typed header
         **CheckpointHeader(network=run.spec.network, network_source=run.spec.network_source, task=run.spec.task,

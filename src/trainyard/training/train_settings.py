@@ -58,6 +58,7 @@ class TrainSettings(SpecModel):
     lr: LRSettings = Field(default_factory=LRSettings, description="the learning-rate panel")
     momentum: float = setting("momentum", ge=0, lt=1)
     weight_decay: float = setting("weight_decay", ge=0)
+    ema: float = setting("ema", ge=0, lt=1)
     snapshot_interval: float = setting("snapshot_interval", ge=0)
     val_interval: float = setting("val_interval", ge=0)
     seed: int | None = setting("seed", ge=0, le=MAX_SEED)

@@ -32,7 +32,7 @@ def loaders(spec: ModelSpec, info: DatasetInfo, train_split: SplitReader, val_sp
     offset = label_offset(net)
     args: dict[str, Any] = dict(label_offset=offset, seed=seed, rank=d.rank, world_size=d.world_size)
     train = DetectionBatchLoader(DetectionSplit(train_split.folder), batch_size, device, train=True,
-                                 augment=spec.augment, **args)
+                                 augment=spec.augment, epochs=spec.epochs, **args)
     val = DetectionBatchLoader(DetectionSplit(val_split.folder), batch_size, device, **args) if val_split else None
     height, width, channels = train_split.shape
     preprocess = Preprocessing(width=width, height=height, channels=channels,

@@ -12,8 +12,10 @@ Augmentation moves the boxes with the pixels: torchvision.transforms.v2 on each 
 ``tv_tensors.BoundingBoxes`` (flip; scale jitter as a zoom by 1 ± s with a random shift of up
 to s/2 of a side, the image size kept: zoomed in, that is a random crop of the image resized
 back, the window always inside it; zoomed out, the image lands anywhere on the canvas), then
-boxes left with (almost) no area are dropped. Its random draws come from a seed made
-of (seed, epoch, batch, rank), so a resumed run sees the same batches.
+boxes left with (almost) no area are dropped. Before it, mosaic (mosaic.py) where asked, and
+after it the panel's colour distortions (HSV, contrast, noise: augment.py's, on the whole batch),
+which leave boxes alone. Its random draws come from a seed made of (seed, epoch, batch, rank),
+so a resumed run sees the same batches.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import torch
 
 from trainyard.datasets.detection.store import DetectionSplit
 from trainyard.datasets.storage import SplitReader
+from trainyard.training.augment import augment_batch
 from trainyard.training.augment_settings import AugmentSettings
 from trainyard.training.data import BatchLoader
+from trainyard.training.detection.mosaic import mosaic_batch
 
 Targets = list[dict[str, torch.Tensor]]
 MIN_BOX_SIDE = 1.0  # stored pixels: a box cropped thinner than this by augmentation is dropped
@@ -35,11 +39,12 @@ class DetectionBatchLoader(BatchLoader):
 
     def __init__(self, split: DetectionSplit, batch_size: int, device: torch.device | str = "cpu", *,
                  label_offset: int = 1, train: bool = False, augment: AugmentSettings | None = None,
-                 seed: int = 0, rank: int = 0, world_size: int = 1, prefetch: int = 3):
+                 seed: int = 0, rank: int = 0, world_size: int = 1, prefetch: int = 3, epochs: float = 0):
         super().__init__(SplitReader(split.folder), batch_size, device, train=train, augment=augment, seed=seed,
                          rank=rank, world_size=world_size, prefetch=prefetch)
         self.split = split
         self.label_offset = label_offset
+        self.epochs = epochs  # the run's length: mosaic stops for its last mosaic_off_percent
         self._transform = _augmentation(augment) if train and augment is not None else None
 
     def _read(self, indices: np.ndarray):  # type: ignore[override]
@@ -57,10 +62,22 @@ class DetectionBatchLoader(BatchLoader):
         if x.shape[1] == 1:
             x = x.expand(-1, 3, -1, -1).contiguous()
         targets: Targets = labels
-        if self._transform is not None:
-            seed = np.random.SeedSequence([self.seed, epoch, index, self.rank]).generate_state(1)[0]
-            x, targets = _augmented(self._transform, x, targets, int(seed))
+        if self.train and self.augment is not None:
+            seed = int(np.random.SeedSequence([self.seed, epoch, index, self.rank]).generate_state(1)[0])
+            generator = torch.Generator().manual_seed(seed)
+            if self.augment.mosaic and epoch < self.epochs * (1 - self.augment.mosaic_off_percent / 100):
+                x, targets = mosaic_batch(x, targets, self.augment.mosaic, generator)
+            if self._transform is not None:
+                x, targets = _augmented(self._transform, x, targets, seed)
+            x = augment_batch(x, colour_only(self.augment), generator)
         return x.to(self.device), [{k: v.to(self.device) for k, v in t.items()} for t in targets]
+
+
+def colour_only(settings: AugmentSettings) -> AugmentSettings:
+    """The panel's distortions that leave boxes where they are (HSV, contrast, noise)."""
+    return AugmentSettings(hue_shift=settings.hue_shift, saturation_shift=settings.saturation_shift,
+                           value_shift=settings.value_shift, contrast=settings.contrast,
+                           noise_std=settings.noise_std)
 
 
 def _augmentation(settings: AugmentSettings):
