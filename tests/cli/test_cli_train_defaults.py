@@ -37,7 +37,28 @@ def test_without_a_network_the_recommended_one_trains_and_is_named(settings, cli
     digits, _ = submit(settings, cli_env, {}, {"width": 28, "height": 28, "images": {"train": 60000}})
     assert digits["network"] == "lenet"  # MNIST-sized images: DIGITS's LeNet
     boxes, said = submit(settings, cli_env, {"name": "b", "task": "detection", "train_folder": "/nowhere"})
-    assert boxes["network"] == "ssdlite320_mobilenet_v3_large" and "recommended detection network" in said
+    assert boxes["network"] == "yolo_n" and "recommended detection network" in said
+
+
+def test_a_yolo_trains_by_its_recipe_under_what_the_user_sets(settings, cli_env):
+    boxes = {"name": "b", "task": "detection", "train_folder": "/nowhere"}
+    job, _ = submit(settings, cli_env, boxes, None, "--network", "yolo_n")
+    spec = _written(settings, job["id"])
+    assert spec["solver"] == "adamw" and spec["ema"] > 0 and spec["augment"]["mosaic"] > 0
+    assert spec["lr"]["policy"] == "cosine" and spec["lr"]["warmup_percent"] > 0
+    told, _ = submit(settings, cli_env, boxes, None, "--network", "yolo_n", "--solver", "sgd", "--lr", "0.05",
+                     "--mosaic", "0")
+    spec = _written(settings, told["id"])
+    assert spec["solver"] == "sgd" and spec["augment"]["mosaic"] == 0  # the user's word over the recipe's
+    assert spec["lr"]["base_lr"] == 0.05 and spec["lr"]["policy"] == "cosine"  # the rest of the panel kept
+    plain, _ = submit(settings, cli_env, {}, None, "--network", "lenet")
+    assert _written(settings, plain["id"])["solver"] == "sgd"  # no recipe: the defaults, as before
+
+
+def _written(settings, job_id: str) -> dict:
+    from trainyard.jobs.kinds.registry import spec_as_written
+
+    return spec_as_written(open_context(settings).manager.folder(job_id))
 
 
 def test_fractional_epochs_read_back_as_given(settings, cli_env):

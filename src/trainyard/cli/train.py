@@ -37,6 +37,13 @@ def setting_option(name: str, help: str | None = None, flag: str | None = None) 
     return typer.Option(default(name), *([flag] if flag else []), help=help or help_of(name))
 
 
+def recipe_option(name: str, help: str | None = None) -> Any:
+    """The option of a setting a network's recipe may set (a YOLO's AdamW, cosine, warm-up): no
+    value unless given, so that the recipe holds; the help says the default otherwise."""
+    return typer.Option(None, help=f"{help or help_of(name)} (default: the network's recipe, else "
+                                   f"{default(name)})")
+
+
 def _names(text: str | None) -> list[str]:
     return [part.strip() for part in (text or "").split(",") if part.strip()]
 
@@ -56,13 +63,14 @@ def train(
     lr: str | None = typer.Option(
         None, help="base learning rate, LR1,LR2 (a sweep) or LOW..HIGH (with --trials); "
                    f"default {default('lr.base_lr')}"),
-    solver: str = setting_option("solver", " | ".join(solver_names())),
-    lr_policy: str = setting_option("lr.policy", " | ".join(LR_POLICIES)),
+    solver: str | None = recipe_option("solver", " | ".join(solver_names())),
+    lr_policy: str | None = recipe_option("lr.policy", " | ".join(LR_POLICIES)),
     lr_step: float = setting_option("lr.step_percent"),
     lr_steps: str | None = typer.Option(None, help=help_of("lr.steps_percent")),
     lr_gamma: float | None = typer.Option(None), lr_power: float | None = typer.Option(None),
-    warmup: float = setting_option("lr.warmup_percent"),
-    momentum: float = setting_option("momentum"), weight_decay: float = setting_option("weight_decay"),
+    warmup: float | None = recipe_option("lr.warmup_percent"),
+    momentum: float | None = recipe_option("momentum"),
+    weight_decay: float | None = recipe_option("weight_decay"),
     snapshot_interval: float = setting_option("snapshot_interval"),
     val_interval: float = setting_option("val_interval"),
     seed: int | None = setting_option("seed"), crop: int | None = setting_option("crop"),
@@ -116,7 +124,8 @@ def train(
     from trainyard.jobs.scheduling.deployment import follow_deployment
 
     source = _read_network_file(network_file) if network_file else None
-    lr_fields = {"policy": lr_policy, "step_percent": lr_step, "warmup_percent": warmup}
+    lr_fields: dict[str, Any] = {k: v for k, v in (("policy", lr_policy), ("step_percent", lr_step), ("warmup_percent", warmup))
+                 if v is not None}
     if lr_steps:
         lr_fields["steps_percent"] = _numbers(lr_steps, what="--lr-steps")
     for key, value in (("gamma", lr_gamma), ("power", lr_power)):

@@ -107,6 +107,7 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
         refuse_task_mismatch(dataset, task, network)
         fields = request.settings.model_dump(exclude_unset=True)  # as sent: the spec records what was set
         fields["lr"] = {**fields.get("lr", {}), **({"base_lr": lr} if lr is not None else {})}
+        fields = with_recipe(network, fields)
         fields.update(name=_job_name(request, dataset, network, lr, batch), dataset_id=dataset.id,
                       dataset_dir=str(ctx.manager.folder(dataset.id).dataset), pretrained=None,
                       task=task,
@@ -132,6 +133,21 @@ def create_model_jobs(ctx: Context, request: TrainRequest, *, foreground: bool =
                                 parent_id=dataset.id, group=group, foreground=foreground)
                 for spec, dataset in planned]
     return mark_early_stop(ctx.store, jobs, request.early_stop_min_epochs) if request.early_stop else jobs
+
+
+def with_recipe(network: str | None, fields: dict) -> dict:
+    """The settings ``fields`` sent, over the recipe of ``network`` (networks/table.py: how a
+    YOLO trains where the user says nothing). A panel sent in part (``lr``, ``augment``) keeps
+    the recipe's other fields: ``--lr 0.01`` on a YOLO still warms up and decays by cosine."""
+    from trainyard.networks.table import get_network, is_standard
+
+    if not is_standard(network):
+        return fields
+    merged = get_network(network).recipe_settings()  # type: ignore[arg-type]
+    for key, value in fields.items():
+        below = merged.get(key)
+        merged[key] = {**below, **value} if isinstance(below, dict) and isinstance(value, dict) else value
+    return merged
 
 
 def _combinations(request: TrainRequest):
