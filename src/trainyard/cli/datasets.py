@@ -127,13 +127,15 @@ def create(
     channels: int = typer.Option(3, help="1 (grayscale) or 3 (colour)"),
     resize: str | None = typer.Option(None, help=" | ".join(RESIZE_MODES) + " (default squash); detection: "
                                       "pad | squash (default pad)"),
-    task: str = typer.Option("classification", help="classification | detection"),
-    train_labels: Folder = typer.Option(None, help="detection: folder of label files, or a COCO .json"),
-    val_labels: Folder = typer.Option(None, help="detection: the val folder's labels"),
-    test_labels: Folder = typer.Option(None, help="detection: the test folder's labels"),
+    task: str = typer.Option("classification", help="classification | detection | segmentation"),
+    train_labels: Folder = typer.Option(None, help="detection: folder of label files, or a COCO .json; "
+                                        "segmentation: folder of index-PNG masks named by their image's stem"),
+    val_labels: Folder = typer.Option(None, help="detection, segmentation: the val folder's labels or masks"),
+    test_labels: Folder = typer.Option(None, help="detection, segmentation: the test folder's labels or masks"),
     labels_format: str | None = typer.Option(None, help="detection: kitti | yolo | coco | voc (default: told "
                                              "by the files)"),
-    classes: str | None = typer.Option(None, help="detection: classes to keep, NAME or NAME=NEW, comma-separated"),
+    classes: str | None = typer.Option(None, help="detection: classes to keep, NAME or NAME=NEW, comma-separated; "
+                                       "segmentation: every class in mask index order (background,a,b)"),
     val_percent: float = typer.Option(25.0), test_percent: float = typer.Option(0.0),
     min_per_class: int = typer.Option(2), max_per_class: int | None = typer.Option(None),
     encoding: str = typer.Option("none", help="none | png | jpeg"),
@@ -142,7 +144,8 @@ def create(
     visibility: str = typer.Option("private", help="private (you and admins) | team (every user sees it)"),
 ) -> None:
     """Build a dataset from a folder of class folders, or from text lists; or, with --task detection,
-    from a folder of images and their box labels (--train-labels)."""
+    from a folder of images and their box labels (--train-labels); or, with --task segmentation, from a
+    folder of images and a folder of their index-PNG masks (--train-labels, --classes)."""
     from trainyard.datasets.spec import parse_size
     from trainyard.jobs.kinds.dataset import create_dataset_job
 

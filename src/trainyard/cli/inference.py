@@ -179,9 +179,10 @@ def evaluate(
 
 
 def _print_evaluation(doc: dict) -> None:
-    if task_traits(doc.get("task")).boxes:
-        _print_detection(doc)
-        return
+    EVALUATION_PRINTERS[task_traits(doc.get("task")).name](doc)
+
+
+def _print_classification(doc: dict) -> None:
     typer.echo(f"{doc['split']} split, epoch {doc['epoch']:g}: {doc['images']} images")
     typer.echo(f"accuracy {100 * doc['accuracy']:.2f}%   top-5 {100 * doc['top5_accuracy']:.2f}%")
     width = max(len(row["class"]) for row in doc["per_class"])
@@ -204,3 +205,19 @@ def _print_detection(doc: dict) -> None:
     for row in doc["worst"][:5]:
         typer.echo(f"worst: image {row['index']} missed {row['missed']} of {row['boxes']} boxes, "
                    f"{row['false_positives']} false boxes (score >= {doc['miss_score']:g})")
+
+
+def _print_segmentation(doc: dict) -> None:
+    typer.echo(f"{doc['split']} split, epoch {doc['epoch']:g}: {doc['images']} images")
+    typer.echo(f"mIoU {doc['miou']:.3f}   without background {doc['miou_no_background']:.3f}   "
+               f"pixel accuracy {100 * doc['pixel_accuracy']:.2f}%")
+    width = max([len(row["class"]) for row in doc["per_class"]] + [5])
+    typer.echo(f"{'class':<{width}}     IoU  pixels")
+    for row in doc["per_class"]:
+        iou = "     –" if row["iou"] is None else f"{row['iou']:6.3f}"
+        typer.echo(f"{row['class']:<{width}}  {iou}  {row['pixels']:6d}")
+
+
+# How an evaluation reads on the terminal, by its model's task (core/tasks.py names the tasks).
+EVALUATION_PRINTERS = {"classification": _print_classification, "detection": _print_detection,
+                       "segmentation": _print_segmentation}

@@ -29,8 +29,11 @@ class TrainyardGroup(LazyGroup):
                          "Classify images: the top classes with their confidences, preprocessed as in training."),
         "detect": Lazy("trainyard.cli.detect", "detect",
                        "Detect objects in images: boxes with labels and scores, in each image's own pixels."),
+        "segment": Lazy("trainyard.cli.segment", "segment",
+                        "Segment images: one index-PNG mask per image, at its size, named by its stem."),
         "evaluate": Lazy("trainyard.cli.inference", "evaluate",
-                         "Evaluate a model on its dataset's validation or test split (a detector: mAP)."),
+                         "Evaluate a model on its dataset's validation or test split (a detector: mAP; a "
+                         "segmenter: mIoU)."),
         "export": Lazy("trainyard.cli.export", "export",
                        "Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."),
         "import": Lazy("trainyard.cli.export", "import_archive",

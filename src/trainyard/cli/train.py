@@ -9,6 +9,7 @@ import typer
 
 from trainyard.cli.output import emit_json, err, run_in_foreground
 from trainyard.core.errors import InvalidInput
+from trainyard.core.formatting import best_score_text
 from trainyard.core.vocabulary import MEAN_MODES
 from trainyard.networks.table import FAMILIES, STANDARD
 from trainyard.training.setting_defaults import AUTO_BATCH, EARLY_STOP_MIN_EPOCHS, default, help_of
@@ -187,7 +188,7 @@ def _run_jobs(ctx, jobs, submit: bool, as_json: bool) -> None:
         for job in jobs:
             best = job_detail(ctx.manager, job).as_json()["best"]
             if best:
-                err.print(f"{job.id}: best validation accuracy {best['val_accuracy']:.2f}% at epoch {best['epoch']}")
+                err.print(f"{job.id}: best validation score {best_score_text(best)} at epoch {best['epoch']}")
     if any(j.status.is_unsuccessful for j in jobs):
         raise typer.Exit(1)
 

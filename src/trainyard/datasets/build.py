@@ -26,6 +26,7 @@ from trainyard.datasets.detection.build import build_detection_into
 from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.resume_state import ResumeState
+from trainyard.datasets.segmentation.build import build_segmentation_into
 from trainyard.datasets.sources import Skipped
 from trainyard.datasets.storage import SPLITS, SplitWriter, finish_dataset, open_split
 
@@ -196,8 +197,15 @@ def _build_detection(tmp: Path, spec, job_dir: Path, events: EventWriter, worker
     return build_detection_into(tmp, spec, job_dir, events, workers, BuildProgress)
 
 
+def _build_segmentation(tmp: Path, spec, job_dir: Path, events: EventWriter, workers: int,
+                        roots: Iterable[Path | str] | None) -> dict:
+    """Image folders with index-PNG masks into ``tmp`` (datasets/segmentation/)."""
+    return build_segmentation_into(tmp, spec, job_dir, events, workers, BuildProgress)
+
+
 # How a dataset of each task builds (core/tasks.py names the tasks): a new task registers its own.
-BUILDS: dict[str, Callable[..., dict]] = {"classification": _build_classification, "detection": _build_detection}
+BUILDS: dict[str, Callable[..., dict]] = {"classification": _build_classification, "detection": _build_detection,
+                                          "segmentation": _build_segmentation}
 
 
 def _check_room(job_dir: Path, plan: BuildPlan, geometry: Geometry, total: int) -> None:

@@ -48,6 +48,8 @@ class DatasetInfo(BaseModel):
     counts_meaning: dict[str, str] | None = None  # what "counts" and "box_counts" count
     box_sizes: dict[str, Any] | None = None
     label_notes: list[dict[str, Any]] | None = None
+    # segmentation's (datasets/segmentation/): split -> class -> share of the labelled pixels
+    pixel_shares: dict[str, dict[str, float]] | None = None
 
     @field_validator("*", mode="wrap")
     @classmethod

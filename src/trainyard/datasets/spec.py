@@ -8,16 +8,17 @@ here). Unknown fields are refused, so a typo does not silently fall back to a de
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from trainyard.core.errors import InvalidInput
 from trainyard.core.stored import SpecModel, is_stored, read_stored
-from trainyard.core.tasks import task_traits
 from trainyard.core.vocabulary import DEFAULT_TASK, Task
 from trainyard.datasets.detection.spec_rules import DETECTION_FIELDS, check_detection, default_resize
 from trainyard.datasets.resize_plans import RESIZE
+from trainyard.datasets.segmentation.spec_rules import check_segmentation
 
 MAX_SIZE = 4096
 MAX_SEED = 2**32 - 1  # what numpy's generators take without surprise
@@ -95,27 +96,7 @@ class DatasetSpec(SpecModel):
     def _check(self, info: ValidationInfo) -> DatasetSpec:
         if is_stored(info):  # it was valid when it was written
             return self
-        if task_traits(self.task).boxes:
-            check_detection(self)
-            return self
-        given = [name for name in DETECTION_FIELDS if getattr(self, name) is not None]
-        if given:
-            raise ValueError(f"{', '.join(given)} need task 'detection'")
-        train_sources = [self.train_folder, self.train_list, self.train_archive]
-        if sum(s is not None for s in train_sources) != 1:
-            raise ValueError("give exactly one training source: train_folder, train_list "
-                             "(with labels_file) or train_archive")
-        if sum(s is not None for s in (self.val_folder, self.val_list, self.val_archive)) > 1:
-            raise ValueError("give at most one validation source: val_folder, val_list or val_archive")
-        if self.test_folder is not None and self.test_list is not None:
-            raise ValueError("give at most one test source: test_folder or test_list")
-        lists = (self.train_list, self.val_list, self.test_list)
-        if any(s is not None for s in lists) and self.labels_file is None:
-            raise ValueError("image lists need a labels_file naming the classes")
-        if self.val_percent + self.test_percent >= 100:
-            raise ValueError(f"val_percent + test_percent must be under 100, "
-                             f"got {self.val_percent:g} + {self.test_percent:g}")
-        RESIZE.get(self.resize)  # an unknown mode: "did you mean ...", listing the valid ones
+        TASK_RULES[self.task](self)
         return self
 
     @property
@@ -125,6 +106,33 @@ class DatasetSpec(SpecModel):
     @property
     def has_test_source(self) -> bool:
         return self.test_folder is not None or self.test_list is not None
+
+
+def _check_classification(spec: DatasetSpec) -> None:
+    """Raise ValueError for a classification spec that cannot be built (class folders or lists)."""
+    given = [name for name in DETECTION_FIELDS if getattr(spec, name) is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} need task 'detection' or 'segmentation'")
+    train_sources = [spec.train_folder, spec.train_list, spec.train_archive]
+    if sum(s is not None for s in train_sources) != 1:
+        raise ValueError("give exactly one training source: train_folder, train_list "
+                         "(with labels_file) or train_archive")
+    if sum(s is not None for s in (spec.val_folder, spec.val_list, spec.val_archive)) > 1:
+        raise ValueError("give at most one validation source: val_folder, val_list or val_archive")
+    if spec.test_folder is not None and spec.test_list is not None:
+        raise ValueError("give at most one test source: test_folder or test_list")
+    lists = (spec.train_list, spec.val_list, spec.test_list)
+    if any(s is not None for s in lists) and spec.labels_file is None:
+        raise ValueError("image lists need a labels_file naming the classes")
+    if spec.val_percent + spec.test_percent >= 100:
+        raise ValueError(f"val_percent + test_percent must be under 100, "
+                         f"got {spec.val_percent:g} + {spec.test_percent:g}")
+    RESIZE.get(spec.resize)  # an unknown mode: "did you mean ...", listing the valid ones
+
+
+# What a spec of each task must hold (core/tasks.py names the tasks): a new task registers its rules.
+TASK_RULES: dict[str, Callable[[DatasetSpec], None]] = {
+    "classification": _check_classification, "detection": check_detection, "segmentation": check_segmentation}
 
 
 def stored_spec(data: object) -> DatasetSpec:

@@ -52,5 +52,22 @@ To fine-tune in trainyard, import the archive (`trainyard import ARCHIVE`, or "I
 browser), then train with `--pretrained JOB`.
 """
 
+SEGMENTATION_README = """# {name}, epoch {epoch}
+
+A {network} semantic segmentation network ({classes} classes) exported by trainyard. Run it with
+numpy, Pillow and onnxruntime only; the script preprocesses exactly as `trainyard segment` does.
+
+    pip install numpy pillow onnxruntime
+    python use_archive.py {stem}.tar.gz IMAGE... --output MASKS   # straight from the archive
+    python use_archive.py . IMAGE... --output MASKS               # or from this unpacked folder
+
+Each image's mask is written to MASKS as an 8-bit index PNG at the image's own size, named by the
+image's stem; each pixel's value is its class's line in labels.txt (0-based).
+
+Files: model.onnx (input "input" float32 NCHW in 0..1, batch dynamic; output "logits" NCHW),
+preprocess.json (size, channels), labels.txt, weights.safetensors + network.py (PyTorch),
+info.json (origin, metrics, versions, checksums).
+"""
+
 # The archive's README by the model's task (core/tasks.py).
-READMES = {"classification": README, "detection": DETECTION_README}
+READMES = {"classification": README, "detection": DETECTION_README, "segmentation": SEGMENTATION_README}

@@ -81,8 +81,16 @@ def parse_detection_row(fields: list[str]) -> dict:
     return {"row": int(row), "image": image, "boxes": json.loads(boxes) if boxes else [], "error": error or None}
 
 
+def parse_segmentation_row(fields: list[str]) -> dict:
+    """A segment-many CSV row as the API's JSON: ``{row, image, mask, areas: {class: share}, error}``."""
+    row, image, mask, areas, error = fields
+    return {"row": int(row), "image": image, "mask": mask or None, "areas": json.loads(areas) if areas else {},
+            "error": error or None}
+
+
 # How a job's rows read back, by the task of its model (core/tasks.py).
-ROW_PARSERS: dict[str, Callable[[list[str]], dict]] = {"classification": parse_row, "detection": parse_detection_row}
+ROW_PARSERS: dict[str, Callable[[list[str]], dict]] = {"classification": parse_row, "detection": parse_detection_row,
+                                                       "segmentation": parse_segmentation_row}
 
 
 def row_parser(task: str | None) -> Callable[[list[str]], dict]:

@@ -150,7 +150,42 @@ def _load(spec: InferenceSpec, events: EventWriter) -> LoadedModel:
     return load_model(spec.checkpoint, device)
 
 
+def _segment_many(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
+                  should_stop: Callable[[], bool]) -> dict:
+    from trainyard.inference.segmentation.jobs import segment_many
+    from trainyard.inference.segmentation.segmenter import load_segmenter
+
+    device = job_device()
+    events.log(f"loading {Path(spec.checkpoint).name} (epoch {spec.epoch:g}) on {device}")
+    loaded = load_segmenter(spec.checkpoint, device)
+    items, total, _ = _opened_source(spec, job_dir, [], events)
+    events.log(f"segmenting {total} images")
+    summary = segment_many(loaded, items, job_dir, total=total, progress=progress(events, "segmenting"),
+                           should_stop=should_stop)
+    events.log(f"segmented {summary['segmented']} images; {summary['errors']} could not be read")
+    return {key: summary.get(key) for key in ("images", "segmented", "errors")}
+
+
+def _evaluate_segmenter(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
+                        should_stop: Callable[[], bool]) -> dict:
+    from trainyard.inference.segmentation.jobs import evaluate_split as evaluate_masks
+    from trainyard.inference.segmentation.segmenter import load_segmenter
+
+    device = job_device()
+    events.log(f"loading {Path(spec.checkpoint).name} (epoch {spec.epoch:g}) on {device}")
+    loaded = load_segmenter(spec.checkpoint, device)
+    assert spec.dataset_dir and spec.split  # the spec's validator requires both for an evaluation
+    doc = evaluate_masks(loaded, Path(spec.dataset_dir), spec.split, batch_size=min(spec.batch_size, 16),
+                         progress=progress(events, f"evaluating {spec.split}"), should_stop=should_stop)
+    doc.update(model_id=spec.model_id, dataset_id=spec.dataset_id, epoch=spec.epoch)
+    write_json_atomic(job_dir / EVALUATION, doc)
+    events.log(f"{spec.split} mIoU {doc['miou']:.3f} over {doc['images']} images")
+    return {key: doc.get(key) for key in ("images", "miou", "pixel_accuracy")}
+
+
 # What a classify-many and an evaluate job run, by the model's task (core/tasks.py names the
 # tasks): each task's runners beside each other; a new task registers its own two.
-MANY: dict[str, Callable[..., dict]] = {"classification": _classify_many, "detection": _detect_many}
-EVALUATE: dict[str, Callable[..., dict]] = {"classification": _evaluate_classifier, "detection": _evaluate_detector}
+MANY: dict[str, Callable[..., dict]] = {"classification": _classify_many, "detection": _detect_many,
+                                        "segmentation": _segment_many}
+EVALUATE: dict[str, Callable[..., dict]] = {"classification": _evaluate_classifier, "detection": _evaluate_detector,
+                                            "segmentation": _evaluate_segmenter}

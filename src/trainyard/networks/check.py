@@ -65,8 +65,16 @@ def _check_detector(make, num_classes: int, in_channels: int, size: int, input_s
     return model, 3, {"output_shape": None, "task": "detection"}
 
 
+def _check_segmenter(make, num_classes: int, in_channels: int, size: int, input_size, filename: str):
+    """(the checked segmenter, its channels, its report's output: logits per pixel)."""
+    from .segmentation_check import check_segmenter_model
+
+    model, shape = check_segmenter_model(make, num_classes, in_channels, input_size or (size, size), filename)
+    return model, in_channels, {"output_shape": shape, "task": "segmentation"}
+
+
 # How a network of each task is checked (core/tasks.py names the tasks): a new task adds its own.
-CHECKS = {"classification": _check_classifier, "detection": _check_detector}
+CHECKS = {"classification": _check_classifier, "detection": _check_detector, "segmentation": _check_segmenter}
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ _ZOO = "trainyard.networks.zoo"
 _DETECTION = "trainyard.networks.detection"
 _TV_DETECTION = "torchvision.models.detection"
 _YOLO = "trainyard.networks.yolo"
+_SEGMENTATION = "trainyard.networks.segmentation"
 
 # How the YOLO family trains where the user says nothing else: AdamW, a warm-up then a cosine
 # decay, a moving average of the weights validated and saved (training/ema.py), and the field's
@@ -124,6 +125,18 @@ for _info, _builder in (
                    recipe=YOLO_RECIPE), f"{_YOLO}:yolo_{size}")
       for size, batch, note in (("n", 16, "3 M parameters, the fastest"), ("s", 16, "11 M parameters"),
                                 ("m", 8, "26 M parameters, the most accurate"))),
+    # Segmenters (task "segmentation": index masks): segmentation-models-pytorch on a ResNet-18
+    # encoder, and torchvision's LR-ASPP. smp's need a side that is a multiple of 32.
+    *((NetworkInfo(name, description, image_size=256, batch_size=8, source_module=_SEGMENTATION,
+                   min_image_size=32, task="segmentation"), f"{_SEGMENTATION}:{name}")
+      for name, description in (
+          ("unet_resnet18", "U-Net, ResNet-18 encoder (segmentation-models-pytorch): learns fast from scratch; "
+                            "image sides a multiple of 32."),
+          ("fpn_resnet18", "FPN, ResNet-18 encoder (segmentation-models-pytorch): image sides a multiple of 32."),
+          ("deeplabv3plus_resnet18", "DeepLabV3+, ResNet-18 encoder (segmentation-models-pytorch): atrous "
+                                     "context; image sides a multiple of 16."),
+          ("lraspp_mobilenet_v3_large", "LR-ASPP, MobileNet V3 (torchvision): small and fast; slow to leave "
+                                        "the background from scratch."))),
 ):
     register_network(_info, _builder)
 

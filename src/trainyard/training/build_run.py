@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -44,12 +45,18 @@ from trainyard.training.event_points import Schedule
 from trainyard.training.lr_policies import create_scheduler
 from trainyard.training.memory_format import to_channels_last, use_channels_last
 from trainyard.training.resume import keeps_big_last_batch, resume_run
+from trainyard.training.segmentation import build as segmentation_build
 from trainyard.training.setting_defaults import AUTO_BATCH
 from trainyard.training.solvers import create_optimizer
 from trainyard.training.spec import ModelSpec, dataset_folder
 from trainyard.training.state import Run, Stepper, TrainingError
 from trainyard.training.steps import TASKS
 from trainyard.weights import finetune, fit
+
+# The tasks whose batches carry more than a class per image (core/tasks.py names the tasks), each
+# with its loaders; classification's are _classification_data's (mean image, crops, BatchNorm refresh).
+TARGET_LOADERS: dict[str, Callable[..., tuple[Any, Any, Preprocessing]]] = {
+    "detection": detection_build.loaders, "segmentation": segmentation_build.loaders}
 
 
 def pick_device(d: Dist = SINGLE) -> torch.device:
@@ -148,9 +155,10 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     batch_size = spec.default_batch_size()
     train_loader: BatchLoader
     val_loader: BatchLoader | None
-    if task_traits(spec.task).boxes:  # boxes for targets, no mean (the detector normalises inside)
-        train_loader, val_loader, preprocess = detection_build.loaders(
-            spec, info, train_split, val_split, batch_size, device, seed, d, net)
+    targets = TARGET_LOADERS.get(spec.task)
+    if targets is not None:  # boxes or masks for targets, no mean (the network normalises inside)
+        train_loader, val_loader, preprocess = targets(spec, info, train_split, val_split, batch_size, device,
+                                                       seed, d, net)
         refresh = None
     else:
         train_loader, val_loader, preprocess, refresh = _classification_data(

@@ -39,6 +39,9 @@ class EpochLog:
         map50, map_ = (_latest(run.metrics, name, epoch) for name in ("val_map50", "val_map"))
         if map50 is not None and map_ is not None:
             parts.append(f"val mAP@0.5 {map50:.3f}, mAP@0.5:0.95 {map_:.3f},")
+        miou = _latest(run.metrics, "val_miou", epoch)
+        if miou is not None:
+            parts.append(f"val mIoU {miou:.3f},")
         parts.append(f"LR {run.stepper.lr:.3g}, {images / seconds:,.0f} images/s, {seconds:.1f} s")
         run.events.log(" ".join(parts))
         self.mark, self.last_epoch = now, epoch
@@ -48,6 +51,8 @@ class EpochLog:
         text = f"finished {result['epoch']:g} epochs in {duration(time.perf_counter() - self.started)}"
         if best and "val_map50" in best:
             text += f"; best validation mAP@0.5 {best['val_map50']:.3f} at epoch {best['epoch']:g}"
+        elif best and "val_miou" in best:
+            text += f"; best validation mIoU {best['val_miou']:.3f} at epoch {best['epoch']:g}"
         elif best:
             text += f"; best validation accuracy {best['val_accuracy']:.2f} % at epoch {best['epoch']:g}"
         self.run.events.log(text)

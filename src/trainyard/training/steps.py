@@ -22,6 +22,7 @@ from trainyard.training import distributed
 from trainyard.training.data import BatchLoader
 from trainyard.training.detection.steps import detection_loss, evaluate_detection
 from trainyard.training.distributed import SINGLE, Dist
+from trainyard.training.segmentation.steps import evaluate_segmentation, segmentation_loss
 
 # step_loss(model, images, labels) -> (loss, {metric name: loss part} or None)
 # (labels: a classifier's class tensor, a detector's target dicts)
@@ -117,6 +118,7 @@ class TaskSteps:
 
 
 TASKS = {"classification": TaskSteps(classification_loss, evaluate, "val_accuracy"),
-         "detection": TaskSteps(detection_loss, evaluate_detection, "val_map50")}
+         "detection": TaskSteps(detection_loss, evaluate_detection, "val_map50"),
+         "segmentation": TaskSteps(segmentation_loss, evaluate_segmentation, "val_miou")}
 
 

@@ -102,12 +102,15 @@ class DatasetDetail(JobDetail):
     counts_meaning: dict[str, str] | None = where_given()
     box_sizes: dict[str, Any] | None = where_given()
     label_notes: list[dict[str, Any]] | None = where_given()
+    # segmentation only (datasets/segmentation/store.py): split -> class -> share of labelled pixels
+    pixel_shares: dict[str, dict[str, float]] | None = where_given()
 
 
 class Best(Document):
     epoch: Number
     val_accuracy: Number | None = None  # a classifier's (percent)
     val_map50: Number | None = None  # a detector's (0..1)
+    val_miou: Number | None = None  # a segmenter's mean IoU (0..1)
 
 
 class StoredModelSpec(ModelSpec):

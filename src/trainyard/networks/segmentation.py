@@ -1,0 +1,58 @@
+"""Semantic segmentation networks: segmentation-models-pytorch's U-Net, FPN and DeepLabV3+ on a
+ResNet-18 encoder, and torchvision's LR-ASPP on MobileNet V3 (issue 43).
+
+Each builder has the custom network signature ``build(num_classes, in_channels, image_size)`` and
+returns a module whose forward maps (N, C, H, W) images to (N, num_classes, H, W) logits, one
+tensor (torchvision's dict answer is unwrapped), so the loss, the metrics, inference and ONNX
+export treat every segmenter alike. Encoders start from scratch here; the pretrained store is not
+wired for segmentation yet.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+SMP_ENCODER = "resnet18"
+
+
+class Segmenter(nn.Module):
+    """A segmentation network whose answer is its logits tensor (a dict's ``"out"`` taken)."""
+
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: Tensor) -> Tensor:
+        out = self.net(x)
+        return out["out"] if isinstance(out, dict) else out
+
+
+def _smp(arch: str, num_classes: int, in_channels: int) -> nn.Module:
+    import segmentation_models_pytorch as smp
+
+    make = {"unet": smp.Unet, "fpn": smp.FPN, "deeplabv3plus": smp.DeepLabV3Plus}[arch]
+    return Segmenter(make(encoder_name=SMP_ENCODER, encoder_weights=None, in_channels=in_channels,
+                          classes=num_classes))
+
+
+def unet_resnet18(num_classes: int, in_channels: int = 3, image_size: int = 256) -> nn.Module:
+    return _smp("unet", num_classes, in_channels)
+
+
+def fpn_resnet18(num_classes: int, in_channels: int = 3, image_size: int = 256) -> nn.Module:
+    return _smp("fpn", num_classes, in_channels)
+
+
+def deeplabv3plus_resnet18(num_classes: int, in_channels: int = 3, image_size: int = 256) -> nn.Module:
+    return _smp("deeplabv3plus", num_classes, in_channels)
+
+
+def lraspp_mobilenet_v3_large(num_classes: int, in_channels: int = 3, image_size: int = 256) -> nn.Module:
+    from torchvision.models.segmentation import lraspp_mobilenet_v3_large as make
+
+    net = make(weights=None, weights_backbone=None, num_classes=num_classes)
+    if in_channels != 3:  # a grey dataset: the first convolution takes its one channel
+        first = net.backbone["0"][0]
+        net.backbone["0"][0] = nn.Conv2d(in_channels, first.out_channels, first.kernel_size, first.stride,
+                                         first.padding, bias=False)
+    return Segmenter(net)

@@ -1,0 +1,1 @@
+"""Segmentation's parts of the training loop: mask batches, the per-pixel loss and mean IoU."""
