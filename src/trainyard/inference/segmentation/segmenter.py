@@ -39,7 +39,7 @@ class LoadedSegmenter:
         """(N, H, W, C) uint8 stored-size images -> (N, H, W) uint8 class indices."""
         import torch
 
-        x = torch.from_numpy(np.ascontiguousarray(batch)).permute(0, 3, 1, 2).float().div_(255)
+        x = torch.from_numpy(np.array(batch, np.uint8)).permute(0, 3, 1, 2).float().div_(255)  # a copy: writable
         with torch.inference_mode():
             out = self.model(x.to(self.device))
         return out.argmax(1).to(torch.uint8).cpu().numpy()
