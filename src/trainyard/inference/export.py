@@ -49,12 +49,12 @@ from trainyard.artifact.normalize import mean_image
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.files import write_atomic
 from trainyard.core.paths import JobFolder, checkpoint_epoch
-from trainyard.core.tasks import task_traits
 from trainyard.datasets.images import png_bytes
 from trainyard.datasets.info import INFO_FILE, DatasetInfo
 from trainyard.inference import onnx_export, ort_runtime
 from trainyard.inference.archive_readme import archive_stem, readme_text
 from trainyard.inference.detection import archive as detection_archive
+from trainyard.inference.segmentation import archive as segmentation_archive
 from trainyard.inference.snapshots import best_epoch
 from trainyard.networks import network_source
 
@@ -122,8 +122,9 @@ def archive_members(checkpoint: dict, checkpoint_path: Path,
     prep = Preprocessing.of_checkpoint(checkpoint)
     model = build_model_from_checkpoint(checkpoint)
     header = CheckpointHeader.of(checkpoint)
-    if task_traits(header.task).boxes:  # boxes: post-processing in the graph, other scripts
-        files, check = detection_archive.detection_files(checkpoint, model, force)
+    own_files = TASK_FILES.get(header.task)
+    if own_files is not None:  # boxes or masks: their own graph, preprocess.json and scripts
+        files, check = own_files(checkpoint, model, force)
         files.update({"weights.safetensors": safetensors_bytes(model), "network.py": network_file(checkpoint).encode()})
         return _ordered(checkpoint, prep, checkpoint_path, check, files), check
     shape = prep.input_shape
@@ -142,6 +143,11 @@ def archive_members(checkpoint: dict, checkpoint_path: Path,
         **{name: script_source(name) for name in SCRIPTS},
     }
     return _ordered(checkpoint, prep, checkpoint_path, check, files), check
+
+
+# The tasks whose archives hold their own graph and scripts (core/tasks.py names the tasks), each
+# with its files; a classifier's are archive_members' own.
+TASK_FILES = {"detection": detection_archive.detection_files, "segmentation": segmentation_archive.segmentation_files}
 
 
 def _ordered(checkpoint: dict, prep: Preprocessing, checkpoint_path: Path, check: dict,

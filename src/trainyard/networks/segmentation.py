@@ -56,3 +56,20 @@ def lraspp_mobilenet_v3_large(num_classes: int, in_channels: int = 3, image_size
         net.backbone["0"][0] = nn.Conv2d(in_channels, first.out_channels, first.kernel_size, first.stride,
                                          first.padding, bias=False)
     return Segmenter(net)
+
+
+def _as_file(builder) -> None:
+    """Give ``builder`` a ``source()``: this module's text with a ``build`` calling it, a stand-alone
+    custom network file (what an archive's network.py ships, registry.py)."""
+    def source() -> str:
+        from pathlib import Path
+
+        text = Path(__file__).read_text(encoding="utf-8")
+        return (f"{text}\n\ndef build(num_classes: int, in_channels: int = 3, image_size: int = 256) -> nn.Module:\n"
+                f"    return {builder.__name__}(num_classes, in_channels, image_size)\n")
+
+    builder.source = source
+
+
+for _builder in (unet_resnet18, fpn_resnet18, deeplabv3plus_resnet18, lraspp_mobilenet_v3_large):
+    _as_file(_builder)
