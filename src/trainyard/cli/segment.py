@@ -35,7 +35,8 @@ def segment(
     if output.exists() and not output.is_dir():
         raise InvalidInput(f"--output {output} is a file, not a folder")
     output.mkdir(parents=True, exist_ok=True)
-    results, failed = [], False
+    results: list[dict] = []
+    failed = False
     for image in image_paths(images):
         try:
             mask = loaded.mask(image)
@@ -46,10 +47,11 @@ def segment(
             continue
         target = output / f"{image.stem}.png"
         save_mask(mask, target)
-        results.append({"image": str(image), "mask": str(target), "areas": areas(mask, loaded.classes)})
+        shares = areas(mask, loaded.classes)
+        results.append({"image": str(image), "mask": str(target), "areas": shares})
         if not as_json:
-            shares = ", ".join(f"{k} {100 * v:.1f}%" for k, v in results[-1]["areas"].items() if v)
-            typer.echo(f"{image} -> {target}: {shares}")
+            text = ", ".join(f"{k} {100 * v:.1f}%" for k, v in shares.items() if v)
+            typer.echo(f"{image} -> {target}: {text}")
     if as_json:
         emit_json({"classes": loaded.classes, "results": results})
     if failed:
