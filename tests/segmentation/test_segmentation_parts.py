@@ -47,7 +47,8 @@ def test_the_loss_ignores_pixels_marked_255():
 def test_the_check_names_a_segmenter_that_answers_one_class_per_image():
     source = ("import torch.nn as nn\n"
               "def build(num_classes, in_channels, image_size):\n"
-              "    return nn.Sequential(nn.Conv2d(in_channels, num_classes, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten())\n")
+              "    return nn.Sequential(nn.Conv2d(in_channels, num_classes, 3), nn.AdaptiveAvgPool2d(1),\n"
+              "                         nn.Flatten())\n")
     answer = run_check({"source": source, "num_classes": 3, "in_channels": 3, "image_size": 32,
                         "task": "segmentation"})
     assert not answer["ok"] and "(batch, num_classes, height, width)" in answer["error"]
