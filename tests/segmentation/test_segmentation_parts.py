@@ -27,9 +27,9 @@ def test_iou_figures_leave_out_a_class_never_seen_nor_predicted_and_pixels_marke
     matrix = confusion_counts(truth, predicted, 3)
     assert matrix.sum() == 3  # the 255 pixel is not counted
     figures = iou_figures(matrix)
-    assert figures["per_class_iou"] == [0.5, 0.5, None]
-    assert figures["miou"] == 0.5 and figures["miou_no_background"] == 0.5
-    assert figures["pixel_accuracy"] == pytest.approx(2 / 3)
+    assert figures.per_class_iou == [0.5, 0.5, None]
+    assert figures.miou == 0.5 and figures.miou_no_background == 0.5
+    assert figures.pixel_accuracy == pytest.approx(2 / 3)
 
 
 def test_the_loss_ignores_pixels_marked_255():

@@ -7,6 +7,8 @@ means, as torchmetrics' JaccardIndex does with ``zero_division`` ignored. Numpy 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 IGNORE = 255  # a mask pixel of no class
@@ -19,14 +21,22 @@ def confusion_counts(truth: np.ndarray, predicted: np.ndarray, classes: int) -> 
     return np.bincount(pairs, minlength=classes * classes).reshape(classes, classes)
 
 
-def iou_figures(matrix: np.ndarray) -> dict:
-    """{per_class_iou: [float | None], miou, miou_no_background, pixel_accuracy} of a confusion matrix."""
+@dataclass(frozen=True)
+class IouFigures:
+    per_class_iou: list[float | None]  # None: a class neither in the truth nor predicted
+    miou: float
+    miou_no_background: float
+    pixel_accuracy: float
+
+
+def iou_figures(matrix: np.ndarray) -> IouFigures:
+    """The IoU figures of a confusion matrix (true class by row)."""
     m = np.asarray(matrix, np.float64)
     inter = np.diag(m)
     union = m.sum(0) + m.sum(1) - inter
     iou = [float(i / u) if u > 0 else None for i, u in zip(inter.tolist(), union.tolist(), strict=True)]
     seen = [v for v in iou if v is not None]
     foreground = [v for v in iou[1:] if v is not None]
-    return {"per_class_iou": iou, "miou": float(np.mean(seen)) if seen else 0.0,
-            "miou_no_background": float(np.mean(foreground)) if foreground else 0.0,
-            "pixel_accuracy": float(inter.sum() / m.sum()) if m.sum() > 0 else 0.0}
+    return IouFigures(iou, float(np.mean(seen)) if seen else 0.0,
+                      float(np.mean(foreground)) if foreground else 0.0,
+                      float(inter.sum() / m.sum()) if m.sum() > 0 else 0.0)

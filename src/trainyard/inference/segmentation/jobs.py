@@ -75,7 +75,7 @@ def evaluate_split(loaded: LoadedSegmenter, dataset_dir: Path, split: str, batch
         progress(int(idx[-1]) + 1, len(stored))
     figures = iou_figures(matrix)
     per_class = [{"class": name, "iou": iou, "pixels": int(matrix[i].sum())}
-                 for i, (name, iou) in enumerate(zip(loaded.classes, figures["per_class_iou"], strict=True))]
-    return {"task": TASK, "split": split, "images": len(stored), "miou": figures["miou"],
-            "miou_no_background": figures["miou_no_background"], "pixel_accuracy": figures["pixel_accuracy"],
+                 for i, (name, iou) in enumerate(zip(loaded.classes, figures.per_class_iou, strict=True))]
+    return {"task": TASK, "split": split, "images": len(stored), "miou": figures.miou,
+            "miou_no_background": figures.miou_no_background, "pixel_accuracy": figures.pixel_accuracy,
             "per_class": per_class, "confusion": matrix.tolist(), "classes": loaded.classes}

@@ -77,5 +77,5 @@ def evaluate_segmentation(model: nn.Module, loader,
     matrix = distributed.all_reduce_sum(matrix.double(), d) if matrix is not None else torch.zeros(1, 1)
     figures = iou_figures(matrix.cpu().numpy())
     loss, images = total.tolist()
-    return {"val_loss": loss / max(images, 1), "val_miou": figures["miou"],
-            "val_miou_no_background": figures["miou_no_background"], "val_pixel_accuracy": figures["pixel_accuracy"]}
+    return {"val_loss": loss / max(images, 1), "val_miou": figures.miou,
+            "val_miou_no_background": figures.miou_no_background, "val_pixel_accuracy": figures.pixel_accuracy}
