@@ -153,7 +153,7 @@ def create(
                  val_percent=val_percent, test_percent=test_percent, min_per_class=min_per_class,
                  max_per_class=max_per_class, encoding=encoding, task=task, train_labels=train_labels,
                  val_labels=val_labels, test_labels=test_labels, labels_format=labels_format, classes=classes)
-    from trainyard.jobs.accounts.actor import creating_with
+    from trainyard.jobs.store.actor import creating_with
 
     ctx = cli_context()
     with creating_with(visibility):

@@ -15,8 +15,8 @@ from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoin
 from starlette.responses import Response
 
 from trainyard.core.errors import Forbidden
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.accounts import audit
+from trainyard.jobs.store import actor as accounts
 from trainyard.web.deps import Ctx
 
 # (method, path pattern with the target as its first group, action)

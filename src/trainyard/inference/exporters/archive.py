@@ -100,12 +100,12 @@ def _with_copy(members: list[tuple[str, bytes, int]], converted: Converted,
         elif name == "README.md":
             data += _format_section(manifest).encode()
         elif name == "info.json":
-            info = json.loads(data)
-            info["sha256"].pop("model.onnx", None)
-            info["sha256"].update({converted.name: _sha256(converted.data),
-                                   **{n: _sha256(d) for n, d in converted.replaces.items()}})
-            info["export"] = manifest
-            data = export._json(info)
+            described = json.loads(data)  # the archive's own info.json: its files' hashes
+            described["sha256"].pop("model.onnx", None)
+            described["sha256"].update({converted.name: _sha256(converted.data),
+                                        **{n: _sha256(d) for n, d in converted.replaces.items()}})
+            described["export"] = manifest
+            data = export._json(described)
         out.append((name, data, mode))
     added = [(name, data, 0o644) for name, data in converted.replaces.items() if name not in {m[0] for m in out}]
     return [*out, *added, (MANIFEST, export._json(manifest), 0o644)]

@@ -20,8 +20,8 @@ from sqlalchemy import select, update
 
 from trainyard.core.document import Document
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
-from trainyard.jobs.accounts.actor import ROLES, Actor
-from trainyard.jobs.accounts.tables import TokenRow, UserRow
+from trainyard.jobs.store.account_tables import TokenRow, UserRow
+from trainyard.jobs.store.actor import ROLES, Actor
 from trainyard.jobs.store.store import Job, Store
 
 NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")

@@ -54,7 +54,7 @@ class JobBrief(Document):
     needs: dict[str, Any] | None
     summary: dict[str, Any] | None
     resources: list[str]
-    owner: str | None = None  # the user who made it (jobs/accounts/actor.py)
+    owner: str | None = None  # the user who made it (jobs/store/actor.py)
     visibility: str = "private"  # private | team
 
 

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Literal
 
 from trainyard.artifact.checkpoint import CheckpointError, checkpoint_for_epoch
 from trainyard.core.paths import resolve_inside
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.errors import JobError
 from trainyard.jobs.kinds.registry import MODEL
+from trainyard.jobs.store import actor as accounts
 
 if TYPE_CHECKING:
     from trainyard.weights.store import WeightsStore

@@ -23,7 +23,6 @@ from trainyard.core.limits import MAX_NAME
 from trainyard.core.tasks import task_traits
 from trainyard.core.vocabulary import DEFAULT_TASK
 from trainyard.datasets.info import DatasetInfo, read_dataset_info
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.errors import JobConflict, JobError
 from trainyard.jobs.kinds.lookup import job_of_kind
@@ -39,6 +38,7 @@ from trainyard.jobs.kinds.sweeps import (
     sweep_size,
 )
 from trainyard.jobs.scheduling.limits import check_processes
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job
 from trainyard.training.train_settings import BatchSize, TrainSettings
@@ -72,7 +72,7 @@ class TrainRequest(BaseModel):
     early_stop: bool = False  # stop runs among the worst at a validation point (jobs/runs/early_stop.py)
     early_stop_min_epochs: float = DEFAULT_MIN_EPOCHS  # epochs every run trains before it is judged
     settings: TrainSettings = Field(default_factory=TrainSettings)  # how each job trains: epochs, solver, lr, ...
-    # Who else sees the jobs: only their owner (and admins), or the whole team (jobs/accounts/actor.py).
+    # Who else sees the jobs: only their owner (and admins), or the whole team (jobs/store/actor.py).
     visibility: Literal["private", "team"] = "private"
 
 

@@ -28,7 +28,6 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import ACTIVE_STATUSES, Status
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.runs import actions, foreground
 from trainyard.jobs.runs.children import Children
@@ -40,6 +39,7 @@ from trainyard.jobs.runs.watching import Watching
 from trainyard.jobs.scheduling.fairness import fair_order
 from trainyard.jobs.scheduling.leases import reclaim_stale_leases
 from trainyard.jobs.scheduling.resources import Pools
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job, Store
 from trainyard.settings import Settings
@@ -168,7 +168,7 @@ class JobManager(Ownership):
                 self.watching.watch(self.get(job.id))
 
     # -- user actions --------------------------------------------------------------------------
-    # Each of these needs the job's owner or an admin (jobs/accounts/actor.py), whoever asks.
+    # Each of these needs the job's owner or an admin (jobs/store/actor.py), whoever asks.
     def abort(self, job_id: str) -> Job:
         accounts.check_change(self.get(job_id))
         return actions.abort(self, job_id)

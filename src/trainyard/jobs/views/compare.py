@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 
 from trainyard.core.vocabulary import BEST_METRIC, DEFAULT_TASK, best_score
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.registry import MODEL, model_metrics
 from trainyard.jobs.runs.manager import JobError, JobManager, JobNotFound
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store.labels import Labels, labels_of
 from trainyard.jobs.store.store import Job
 from trainyard.jobs.views.run_documents import ComparedRun, Comparison

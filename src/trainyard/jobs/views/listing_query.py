@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, case, func, or_, select
 
 from trainyard.core.status import ACTIVE_STATUSES, FINAL_STATUSES, Status
-from trainyard.jobs.accounts import actor as accounts
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store.labels import has_tag
 from trainyard.jobs.store.store import Deletion, Job, Store
 from trainyard.jobs.views.documents import job_brief

@@ -21,10 +21,10 @@ from trainyard.datasets.preview import preview_resize
 from trainyard.datasets.sources import iter_images
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import SPLITS, SplitReader, open_split
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.dataset import append_dataset_job, create_dataset_job
 from trainyard.jobs.kinds.documents import JobDetail
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store.store import Job
 from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.web import media
@@ -42,7 +42,7 @@ def _spec(fields: dict) -> DatasetSpec:
 
 
 def _create(ctx: Context, make_job: Callable[[], Job], visibility: str | None = None) -> JobDetail:
-    """The new job's document; made ``visibility`` (private unless "team": jobs/accounts/actor.py)."""
+    """The new job's document; made ``visibility`` (private unless "team": jobs/store/actor.py)."""
     with accounts.creating_with(visibility):
         return job_detail(ctx.manager, make_job())
 
