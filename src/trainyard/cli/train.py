@@ -81,7 +81,7 @@ def train(
     mosaic: float | None = typer.Option(None, help="augment, detectors: the chance an image becomes a 2x2 mosaic "
                                         "of four (0..1), boxes moved alike"),
     mosaic_off: float | None = typer.Option(None, help="augment, detectors: train the last PERCENT without mosaic"),
-    ema: float | None = typer.Option(None, help=help_of("ema")),
+    ema: float | None = recipe_option("ema"),
     gpus: int | None = typer.Option(None, help="use the next N free GPUs"),
     gpu_ids: str | None = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
     processes: int = setting_option("processes"),
