@@ -141,9 +141,9 @@ def with_recipe(network: str | None, fields: dict) -> dict:
     the recipe's other fields: ``--lr 0.01`` on a YOLO still warms up and decays by cosine."""
     from trainyard.networks.table import get_network, is_standard
 
-    if not is_standard(network):
+    if network is None or not is_standard(network):
         return fields
-    merged = get_network(network).recipe_settings()  # type: ignore[arg-type]
+    merged = get_network(network).recipe_settings()
     for key, value in fields.items():
         below = merged.get(key)
         merged[key] = {**below, **value} if isinstance(below, dict) and isinstance(value, dict) else value
