@@ -124,8 +124,8 @@ def train(
     from trainyard.jobs.scheduling.deployment import follow_deployment
 
     source = _read_network_file(network_file) if network_file else None
-    lr_fields: dict[str, Any] = {k: v for k, v in (("policy", lr_policy), ("step_percent", lr_step), ("warmup_percent", warmup))
-                 if v is not None}
+    given = (("policy", lr_policy), ("step_percent", lr_step), ("warmup_percent", warmup))
+    lr_fields: dict[str, Any] = {k: v for k, v in given if v is not None}
     if lr_steps:
         lr_fields["steps_percent"] = _numbers(lr_steps, what="--lr-steps")
     for key, value in (("gamma", lr_gamma), ("power", lr_power)):
