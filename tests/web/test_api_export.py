@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+import subprocess
 import tarfile
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -14,6 +17,8 @@ from fastapi.testclient import TestClient
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.web.app import create_app
 from trainyard.web.routers import export_formats
+
+STATIC = Path(__file__).parents[2] / "src" / "trainyard" / "web" / "static"
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +79,21 @@ def test_the_formats_are_listed_with_what_runs_here(client):
     formats = {f["name"]: f for f in client.get("/api/export-formats").json()["formats"]}
     assert formats["onnx"]["available"] and formats["onnx-int8"]["available"]
     assert not formats["coreml"]["available"] and "Apple" in formats["coreml"]["install"]
+
+
+def test_the_model_page_has_an_export_panel_whose_figures_read_as_the_answer(client, trained):
+    page = client.get(f"/models/{trained.model_id}").text
+    assert 'id="export-form"' in page and 'data-task="classification"' in page and 'data-custom="false"' in page
+    assert '<script type="module" src="/static/model_export.js">' in page
+    doc = client.post(f"/api/models/{trained.model_id}/export", json={"format": "onnx"}).json()
+    if shutil.which("node") is None:
+        pytest.skip("node runs the panel's module")
+    script = ("import { exportFigures } from './export_figures.js';"
+              f"console.log(JSON.stringify(exportFigures({json.dumps(doc)})));")
+    out = subprocess.run(["node", "--input-type=module", "-e", script], cwd=STATIC, capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    rows = dict(json.loads(out.stdout))
+    assert rows["Format"].startswith("onnx") and rows["Snapshot"].startswith("epoch 3")
+    assert rows["Top-1 agreement with PyTorch"].startswith("100.0%")  # fp32: the same answers
+    assert "MiB (fp32" in rows["Size"] and "ms/image" in rows["Latency, 1 thread"]
