@@ -68,6 +68,7 @@ def test_a_detection_dataset_ticks_yolo_n_and_the_form_shows_its_recipe(idle_cli
     boxes = add_detection_dataset(idle_client.app.state.ctx)
     html = idle_client.get(f"/models/new?dataset={boxes.id}").text
     assert 'name="network" value="yolo_n" id="net-yolo_n" checked' in html
+    assert 'data-task="detection" data-recommended="yolo_n"' in html  # the form follows a dataset chosen later
     assert 'id="recipe-note"' in html
     assert "ADAMW, cosine LR from 0.002 after a 10% warm-up, EMA 0.9999, mosaic (off for the last 30%)" in html
     form = FormFields()

@@ -76,6 +76,7 @@ def build(num_classes, in_channels, image_size):
   }
 
   networkTable.watch(form, () => geometry());
+  networkTable.followRecommended(form);
   modelRecipe.watch(form);  // before the preview's listeners: they draw what it fills in
   exampleForTask();
 
