@@ -8,6 +8,7 @@ cluster's nodes) are named fields typed ``dict[str, Any]``, described where they
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from pydantic import Field
@@ -151,6 +152,14 @@ class Network(Document):
     min_image_size: int
     task: str  # "classification" or "detection"
     params: int | None
+    # How it trains where the user sets nothing else (TrainSettings fields, its panels as
+    # objects; {}: the defaults): the new-model form fills its fields with it.
+    recipe: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, info: Any, params: int | None) -> Network:
+        """The document of a NetworkInfo, its recipe as an object."""
+        return cls(**{**asdict(info), "recipe": info.recipe_settings()}, params=params)
 
 
 class NetworkList(Document):
