@@ -19,9 +19,9 @@ from dataclasses import fields
 from pathlib import Path
 
 from trainyard.artifact.recorded import RecordedInput
-from trainyard.core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from trainyard.core.errors import Conflict, InvalidInput, NotFound
 from trainyard.core.files import read_json, write_json_atomic
-from trainyard.weights import catalogue, normalisation
+from trainyard.weights import catalogue, normalisation, owners
 from trainyard.weights.access import Access, Everyone, checked_visibility
 from trainyard.weights.catalogue import WeightsEntry
 from trainyard.weights.download import Progress, check_hash, download
@@ -52,10 +52,11 @@ class WeightsStore:
     def record(self, name: str) -> dict | None:
         """The stored entry.json of ``name`` (its canonical name, not an alias), or None (also
         where the acting user may not see it)."""
-        stored = self._stored(name)
+        stored = self.stored(name)
         return stored if stored is not None and self.access.sees(stored) else None
 
-    def _stored(self, name: str) -> dict | None:
+    def stored(self, name: str) -> dict | None:
+        """The stored entry.json of ``name`` whoever may see it (the store's own checks)."""
         path = self.folder_of(name) / ENTRY_FILE
         return read_json(path) if path.is_file() else None
 
@@ -137,8 +138,8 @@ class WeightsStore:
         if url is None:
             raise InvalidInput(f"{entry.name} has no download address; import the file instead")
         owner = owner or self.access.who()
-        if self._stored(entry.name) is not None:  # already here and checked when it came
-            self._hold(entry.name, owner)
+        if self.stored(entry.name) is not None:  # already here and checked when it came
+            owners.hold(self, entry.name, owner)
             return self.describe(entry)
         folder = self.folder_of(entry.name)
         with self._lock(entry.name):
@@ -146,7 +147,8 @@ class WeightsStore:
             fetched = download(url, path, sha256=entry.sha256, max_bytes=catalogue.max_bytes(entry),
                                on_progress=on_progress)
             self._check_or_remove(path, entry)  # verified: False where no published hash was checked
-            record = {**entry.to_dict(), "verified": fetched.verified, **self._stamp(entry.name, visibility, owner)}
+            stamp = owners.stamp(self, entry.name, visibility, owner)
+            record = {**entry.to_dict(), "verified": fetched.verified, **stamp}
             return self._finish(record, path, fetched.sha256, origin=url)
 
     def import_file(self, name: str, file: str | Path, network: str | None = None,
@@ -174,18 +176,8 @@ class WeightsStore:
         """Delete a stored entry's files; the catalogue keeps listing a published one. One of a
         published entry's later ``users`` only lets go of it; its owner hands it to the next."""
         described = self.resolve(name)
-        stored = self.record(described["name"])
-        if stored is None:
-            raise NotFound(f"the weights {described['name']} are not in the store")
-        me, users = self.access.who(), stored.get("users", [])
         gone = {**described, "present": False, "path": None, "owner": None, "visibility": None}
-        if not self.access.changes(stored):
-            if me not in users:
-                raise Forbidden(f"only the owner of the weights {described['name']} or an admin can change them")
-            self._write(described["name"], {**stored, "users": [u for u in users if u != me]})
-            return gone
-        if users and me == self.access.owner_of(stored):  # still theirs: the next user's now
-            self._write(described["name"], {**stored, "owner": users[0], "users": users[1:]})
+        if owners.let_go(self, described["name"]):
             return gone
         with self._lock(described["name"]):
             shutil.rmtree(self.folder_of(described["name"]))
@@ -195,12 +187,8 @@ class WeightsStore:
         """Make a stored entry private or the team's (its owner or an admin)."""
         checked_visibility(visibility)
         described = self.resolve(name)
-        stored = self.record(described["name"])
-        if stored is None:
-            raise NotFound(f"the weights {described['name']} are not in the store")
-        if not self.access.changes(stored):
-            raise Forbidden(f"only the owner of the weights {described['name']} or an admin can change them")
-        self._write(described["name"], {**stored, "visibility": visibility})
+        stored = owners.changeable(self, described["name"])
+        self.write_record(described["name"], {**stored, "visibility": visibility})
         return self.resolve(described["name"])
 
     # ---- helpers -------------------------------------------------------------------------
@@ -219,15 +207,15 @@ class WeightsStore:
             raise InvalidInput(f"{entry.name} holds weights for {entry.network}, not {network}")
         sha = check_hash(file, entry.sha256, file.name)
         self._check(file, entry.to_dict())
-        stored = self._stored(entry.name)
+        stored = self.stored(entry.name)
         if stored is not None and not self.access.changes(stored):  # the same file: one more user of it
-            self._hold(entry.name, self.access.who())
+            owners.hold(self, entry.name, self.access.who())
             return self.describe(entry)
         folder = self.folder_of(entry.name)
         with self._lock(entry.name):
             path = folder / entry.filename
             _copy_atomic(file, path)
-            return self._finish({**entry.to_dict(), **self._stamp(entry.name, visibility)}, path, sha,
+            return self._finish({**entry.to_dict(), **owners.stamp(self, entry.name, visibility)}, path, sha,
                                 origin=f"import of {file.name}")
 
     def _import_own(self, name: str, file: Path, network: str | None,
@@ -235,7 +223,7 @@ class WeightsStore:
         if not _OWN_NAME.match(name):
             raise InvalidInput(f"{name!r} is not a published entry; a name for your own weights "
                                "uses letters, digits, '.', '_' and '-' (no ':')")
-        stored = self._stored(name)
+        stored = self.stored(name)
         if stored is not None and not self.access.changes(stored):  # names are one namespace for all
             raise Conflict(f"the name {name} is taken in the weights store; choose another")
         if not network:
@@ -244,7 +232,7 @@ class WeightsStore:
         info = _network_info(network)
         record = {"name": name, "network": info.name, "source": "user", "filename": OWN_FILENAME,
                   "url": None, "accuracy": {}, "num_classes": 0, "aliases": [],
-                  "input_size": [3, info.image_size, info.image_size], **self._stamp(name, visibility)}
+                  "input_size": [3, info.image_size, info.image_size], **owners.stamp(self, name, visibility)}
         recorded = RecordedInput.of_file(file)  # a plain weights file records nothing: only the user can say
         if recorded.input_size:  # a trainyard checkpoint's own input size, not the network's default
             record["input_size"] = list(recorded.input_size)
@@ -286,21 +274,7 @@ class WeightsStore:
                                                      "origin": origin})
         return self.describe(record)
 
-    def _stamp(self, name: str, visibility: str | None, owner: str | None = None) -> dict:
-        """The owner, visibility and users a new or replaced entry records: a replaced one keeps
-        its owner and users, and its visibility unless a new one is given."""
-        prior = self._stored(name) or {}
-        return {"owner": prior.get("owner") or owner or self.access.who(),
-                "visibility": visibility or prior.get("visibility") or "private", "users": prior.get("users", [])}
-
-    def _hold(self, name: str, user: str | None) -> None:
-        """Make ``user`` one of the users of a stored published entry (a pull of it made again)."""
-        stored = self._stored(name)
-        if stored is None or user is None or user == self.access.owner_of(stored) or user in stored.get("users", []):
-            return
-        self._write(name, {**stored, "users": [*stored.get("users", []), user]})
-
-    def _write(self, name: str, record: dict) -> None:
+    def write_record(self, name: str, record: dict) -> None:
         write_json_atomic(self.folder_of(name) / ENTRY_FILE, record)
 
     @contextmanager
