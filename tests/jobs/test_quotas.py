@@ -8,6 +8,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from tests.conftest import wait_for
 from trainyard.core.status import Status
 from trainyard.jobs.accounts import audit, users
 from trainyard.jobs.context import open_context
@@ -106,7 +107,7 @@ def test_an_ended_dataset_job_records_its_size(machine):
     (folder.path / "images.bin").write_bytes(b"y" * 3000)
     ctx.store.add_job(job("b-data", "bob", {"pool": "dataset"}, Status.RUNNING, kind="dataset"))
     assert ctx.manager.finish(ctx.store.get_job("b-data"), Status.DONE, None)
-    assert ctx.store.get_job("b-data").disk_bytes >= 3000
+    assert wait_for(lambda: (ctx.store.get_job("b-data").disk_bytes or 0) >= 3000)
 
 
 def test_set_quota_and_list_json_show_the_quotas_with_usage(machine, monkeypatch):

@@ -168,7 +168,7 @@ class JobManager(Ownership):
         self.children.forget(job.id)
         self.store.release(job.id)
         if job.kind in quotas.STORED_KINDS:  # its size, once, for its owner's disk quota
-            quotas.record_size(self.store, self.folder(job.id).path, job.id)
+            quotas.record_size_soon(self.store, self.folder(job.id).path, job.id)
         on_end = get_kind(job.kind).on_end
         if on_end is not None:
             on_end(self.folder(job.id), self.settings.uploads_dir)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,6 +103,18 @@ def record_size(store: Store, folder: Path, job_id: str) -> int:
     size = folder_bytes(folder)
     store.update_job(job_id, disk_bytes=size)
     return size
+
+
+def record_size_soon(store: Store, folder: Path, job_id: str) -> None:
+    """`record_size` in a thread of its own: a big dataset's walk never holds up the scheduler's
+    tick (one left unfinished, by a command that exits, is measured when a quota asks)."""
+    def measure() -> None:
+        try:
+            record_size(store, folder, job_id)
+        except Exception:  # the store closed or the job deleted meanwhile: measured when asked
+            pass
+
+    threading.Thread(target=measure, daemon=True, name=f"size of {job_id}").start()
 
 
 def _need(job: Job) -> tuple[str, int] | None:
