@@ -28,7 +28,9 @@ AUDITED = [
     ("GET", re.compile(r"/api/models/([^/]+)/download"), "download"),
     ("GET", re.compile(r"/api/models/[^/]+/classify-many/([^/]+)\.csv"), "download"),
     ("POST", re.compile(r"/api/weights()"), "import weights"),
+    ("POST", re.compile(r"/api/weights/(.+)/pull"), "pull weights"),
     ("DELETE", re.compile(r"/api/weights/(.+)"), "remove weights"),
+    ("PATCH", re.compile(r"/api/weights/(.+)"), "weights visibility"),
 ]
 
 

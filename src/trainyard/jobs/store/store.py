@@ -14,6 +14,7 @@ from typing import cast
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Float,
     ForeignKey,
     Index,
@@ -87,6 +88,9 @@ class Job(Base):
     # None in rows from before accounts: the first admin's, private (jobs/accounts/users.py).
     owner: Mapped[str | None] = mapped_column(String(40), default=None, index=True)
     visibility: Mapped[str | None] = mapped_column(String(10), default=None)
+    # Bytes of its folder, measured once when it ended (a user's disk quota sums these,
+    # jobs/scheduling/quotas.py); None: not measured yet.
+    disk_bytes: Mapped[int | None] = mapped_column(BigInteger, default=None)
 
     @validates("status")
     def _typed_status(self, key: str, value: Status | str) -> Status:
