@@ -27,7 +27,7 @@ def test_defaults_and_round_trip():
         ({"train_folder": "a", "resize": "stretch"}, "squash, crop, fill, half_crop"),
         ({"train_folder": "a", "width": 0}, "greater than or equal to 1"),
         ({"train_folder": "a", "height": 5000}, "less than or equal to 4096"),
-        ({"train_folder": "a", "channels": 2}, "channels"),
+        ({"train_folder": "a", "channels": 17}, "channels"),
         ({"train_folder": "a", "encoding": "gif"}, "encoding"),
         ({"train_folder": "a", "val_pecrent": 10}, "Extra inputs are not permitted"),
     ],

@@ -28,6 +28,7 @@ from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.resume_state import ResumeState
 from trainyard.datasets.sources import Skipped
 from trainyard.datasets.storage import SPLITS, SplitWriter, finish_dataset, open_split
+from trainyard.datasets.told import told_by_files
 
 __all__ = ["DatasetError", "build_dataset"]
 
@@ -80,21 +81,29 @@ def _open_writers(plan: BuildPlan, folder: Path, geometry: Geometry,
             continue
         mean, classes = split == "train", len(plan.classes)
         writers[split] = (SplitWriter.resume(folder / split, g.height, g.width, g.channels, g.encoding,
-                                             resume.writers[split], mean=mean, classes=classes) if resume
-                          else SplitWriter(folder / split, g.height, g.width, g.channels, g.encoding,
-                                           mean=mean, classes=classes))
+                                             resume.writers[split], mean=mean, classes=classes, depth=g.depth)
+                          if resume else SplitWriter(folder / split, g.height, g.width, g.channels, g.encoding,
+                                                     mean=mean, classes=classes, depth=g.depth))
     return writers
 
 
 def _geometry(spec, plan: BuildPlan, events: EventWriter) -> Geometry:
     """The spec's geometry, or the parent's when appending (stored images cannot change size)."""
-    geo = Geometry(spec.width, spec.height, spec.channels, spec.resize, spec.encoding)
     if plan.parent is None:
+        told = told_by_files(spec, plan)
+        geo = Geometry(spec.width, spec.height, told.channels, spec.resize, spec.encoding, told.depth,
+                       told.convert_deep)
+        if geo.full_depth and geo.encoding != "none":
+            raise DatasetError(f"{geo.depth}-bit images with {geo.channels} channel(s) are stored raw: "
+                               f"use --encoding none")
+        if geo.depth != 8:
+            events.log(f"images stored at {geo.depth} bits, {geo.channels} channel(s)")
         return geo
+    geo = Geometry(spec.width, spec.height, spec.channels, spec.resize, spec.encoding, spec.depth or 8)
     p = plan.parent.info
     if p.width is None or p.height is None or p.channels is None or p.resize is None:
         raise DatasetError(f"the parent dataset's info.json in {plan.parent.dir} does not say its image size")
-    parent_geo = Geometry(p.width, p.height, p.channels, p.resize, spec.encoding)
+    parent_geo = Geometry(p.width, p.height, p.channels, p.resize, spec.encoding, p.depth)
     if parent_geo != geo:
         events.log(f"appending keeps the parent's {p.width}x{p.height}, {p.channels} "
                    f"channel(s), resize {p.resize!r}", "warning")
@@ -115,8 +124,15 @@ def _info(spec, plan: BuildPlan, geometry: Geometry, writers: dict[str, SplitWri
         "ignored": plan.ignored,
         "warnings": plan.warnings, "width": geometry.width, "height": geometry.height,
         "channels": geometry.channels, "resize": geometry.resize, "encoding": geometry.encoding,
-        "parent": str(plan.parent.dir) if plan.parent else None, "seed": spec.seed,
+        "parent": str(plan.parent.dir) if plan.parent else None, "seed": spec.seed, "depth": geometry.depth,
+        **_channel_stats(writers["train"]),
     }
+
+
+def _channel_stats(train: SplitWriter) -> dict:
+    """A full-depth dataset's per-channel mean and std (0..1 units), which training divides by."""
+    stats = train.channel_stats()
+    return {} if stats is None else {"channel_mean": stats[0], "channel_std": stats[1]}
 
 
 def _check_usable(info: dict) -> None:
