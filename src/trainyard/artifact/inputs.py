@@ -29,7 +29,8 @@ __all__ = ["INFERENCE_NOISE_SEED", "Prepared", "center_window", "prepare_images"
 
 # Noise seed for fill/half_crop padding at inference, so an image always classifies the same.
 INFERENCE_NOISE_SEED = 0
-_TO_UNIT = np.float32(1.0 / 255.0)  # what torch multiplies by for ``mul_(1.0 / 255.0)`` on float32
+# What torch multiplies by for ``mul_(1.0 / 255.0)`` (``/ 65535.0`` at 16 bits) on float32.
+_TO_UNIT = {np.dtype(np.uint8): np.float32(1.0 / 255.0), np.dtype(np.uint16): np.float32(1.0 / 65535.0)}
 
 
 @dataclass
@@ -66,7 +67,7 @@ def prepare_pixels(batch: np.ndarray, crop: int | None, mean: np.ndarray | None,
     if crop:
         rows, cols = center_window(batch.shape[1], batch.shape[2], crop)
         batch = batch[:, rows, cols, :]
-    x = batch.transpose(0, 3, 1, 2).astype(np.float32) * _TO_UNIT
+    x = batch.transpose(0, 3, 1, 2).astype(np.float32) * _TO_UNIT[batch.dtype]
     if mean is not None:
         x -= mean
     if std is not None:

@@ -1,0 +1,53 @@
+"""A 16-bit dataset trains on what only 16 bits hold: two classes whose values are all above 255
+and 100 apart (1000 and 1100, the same noise), which an 8-bit read makes one grey either way
+(Pillow's clip: 255 for both; a scale by 1/257: 4 for both)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tifffile
+import torch
+from model_helpers import metrics, model_spec, write_job
+
+from trainyard.artifact.preprocessing import Preprocessing
+from trainyard.core.events import EventWriter
+from trainyard.core.paths import checkpoint_name
+from trainyard.datasets.build import build_dataset
+from trainyard.datasets.spec import DatasetSpec
+from trainyard.training.run import main
+
+LEVELS = {"dim": 1000, "bright": 1100}
+
+
+def write_tiffs(folder: Path, per_class: int, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    for name, level in LEVELS.items():
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        for i in range(per_class):
+            pixels = level + rng.integers(-28, 29, (16, 16))  # same spread, only the level differs
+            tifffile.imwrite(folder / name / f"{i:03d}.tif", pixels.astype(np.uint16))
+
+
+@pytest.fixture(scope="module")
+def deep_dataset(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("deep")
+    write_tiffs(root / "images", 32)
+    spec = DatasetSpec(name="deep", train_folder=str(root / "images"), width=16, height=16, val_percent=25)
+    with EventWriter(root / "job") as events:
+        info = build_dataset(spec, root / "job", events, workers=1)
+    assert (info["depth"], info["channels"]) == (16, 1)
+    # what makes the test: scaled to 8 bits, both classes are the same grey
+    assert {round(v / 257) for v in (1000 - 28, 1000 + 28, 1100 - 28, 1100 + 28)} == {4}
+    return root / "job" / "dataset"
+
+
+def test_classes_apart_only_above_255_train_above_chance(deep_dataset: Path, tmp_path: Path):
+    job = write_job(tmp_path / "job", model_spec(deep_dataset, epochs=4, lr={"policy": "fixed", "base_lr": 0.01}))
+    assert main(job) == 0
+    assert metrics(job, "val_accuracy")[-1][1] >= 0.9
+    assert "per-channel std" in (job / "log.txt").read_text()
+    prep = Preprocessing.of_checkpoint(torch.load(job / "checkpoints" / checkpoint_name(4), weights_only=False))
+    assert prep.depth == 16 and prep.std is not None and prep.to_dict(with_mean=False)["depth"] == 16
