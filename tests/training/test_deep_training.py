@@ -4,6 +4,7 @@ and 100 apart (1000 and 1100, the same noise), which an 8-bit read makes one gre
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +12,10 @@ import pytest
 import tifffile
 import torch
 from model_helpers import metrics, model_spec, write_job
+from typer.testing import CliRunner
 
 from trainyard.artifact.preprocessing import Preprocessing
+from trainyard.cli.main import app
 from trainyard.core.events import EventWriter
 from trainyard.core.paths import checkpoint_name
 from trainyard.datasets.build import build_dataset
@@ -44,10 +47,30 @@ def deep_dataset(tmp_path_factory) -> Path:
     return root / "job" / "dataset"
 
 
-def test_classes_apart_only_above_255_train_above_chance(deep_dataset: Path, tmp_path: Path):
-    job = write_job(tmp_path / "job", model_spec(deep_dataset, epochs=4, lr={"policy": "fixed", "base_lr": 0.01}))
+@pytest.fixture(scope="module")
+def trained_job(deep_dataset: Path, tmp_path_factory) -> Path:
+    job = write_job(tmp_path_factory.mktemp("deep-model") / "job",
+                    model_spec(deep_dataset, epochs=4, lr={"policy": "fixed", "base_lr": 0.01}))
     assert main(job) == 0
+    return job
+
+
+def test_classes_apart_only_above_255_train_above_chance(trained_job: Path):
+    job = trained_job
     assert metrics(job, "val_accuracy")[-1][1] >= 0.9
     assert "per-channel std" in (job / "log.txt").read_text()
     prep = Preprocessing.of_checkpoint(torch.load(job / "checkpoints" / checkpoint_name(4), weights_only=False))
     assert prep.depth == 16 and prep.std is not None and prep.to_dict(with_mean=False)["depth"] == 16
+
+
+def test_classify_reads_a_16bit_tiff_at_full_depth(trained_job: Path, tmp_path: Path):
+    job = trained_job
+    write_tiffs(tmp_path / "new", 3, seed=99)  # images the model never saw
+    paths = sorted((tmp_path / "new").rglob("*.tif"))
+    env = {"TRAINYARD_HOME": str(tmp_path / "home"), "TRAINYARD_AUTH_TOKEN": "",
+           "TRAINYARD_DATA_ROOTS": str(tmp_path)}
+    checkpoint = job / "checkpoints" / checkpoint_name(4)
+    result = CliRunner().invoke(app, ["classify", str(checkpoint), *map(str, paths), "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    answers = {r["image"]: r["predictions"][0][0] for r in json.loads(result.stdout)["results"]}
+    assert answers == {str(p): p.parent.name for p in paths}

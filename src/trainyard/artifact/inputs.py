@@ -21,6 +21,7 @@ import numpy as np
 from PIL import Image
 
 from trainyard.artifact.preprocessing import SCALE, Preprocessing
+from trainyard.datasets.deep import resize_array
 from trainyard.datasets.images import to_mode
 from trainyard.datasets.resize import resize_image
 
@@ -53,12 +54,15 @@ def center_window(h: int, w: int, crop: int) -> tuple[slice, slice]:
     return slice(top, top + crop), slice(left, left + crop)
 
 
-def resize_for_input(image: Image.Image, prep: Preprocessing) -> np.ndarray:
+def resize_for_input(image: Image.Image | np.ndarray, prep: Preprocessing) -> np.ndarray:
     """An image at the dataset's stored size, (H, W, C) uint8, converted and resized as the
-    dataset build did (an image already at that size is used as is)."""
+    dataset build did (an image already at that size is used as is). A full-depth model's
+    image is an (H, W, C) array of its dtype (datasets/deep.py's `load_array`), resized so."""
     # A fresh noise generator per image: an image gets the same input in any batch.
-    return resize_image(to_mode(image, prep.channels), prep.width, prep.height, prep.resize,
-                        np.random.default_rng(INFERENCE_NOISE_SEED))
+    rng = np.random.default_rng(INFERENCE_NOISE_SEED)
+    if isinstance(image, np.ndarray):
+        return resize_array(image, prep.width, prep.height, prep.resize, rng)
+    return resize_image(to_mode(image, prep.channels), prep.width, prep.height, prep.resize, rng)
 
 
 def prepare_pixels(batch: np.ndarray, crop: int | None, mean: np.ndarray | None,
@@ -75,7 +79,7 @@ def prepare_pixels(batch: np.ndarray, crop: int | None, mean: np.ndarray | None,
     return Prepared(np.ascontiguousarray(x), np.ascontiguousarray(batch))
 
 
-def prepare_images(images: Sequence[Image.Image], prep: Preprocessing, mean: np.ndarray | None,
+def prepare_images(images: Sequence[Image.Image | np.ndarray], prep: Preprocessing, mean: np.ndarray | None,
                    std: np.ndarray | None = None) -> Prepared:
     """PIL images -> the network input a checkpoint expects, plus the pixels it shows.
 

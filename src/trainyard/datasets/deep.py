@@ -11,13 +11,14 @@ float, so no value is clipped to 255.
 
 from __future__ import annotations
 
+import io
 import os
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 import numpy as np
 from PIL import Image
 
-from trainyard.datasets.images import SAFE_FORMATS, ImageError, check_pixel_count, load_image
+from trainyard.datasets.images import SAFE_FORMATS, ImageError, check_pixel_count, load_image, load_image_bytes
 from trainyard.datasets.resize import RESAMPLE
 from trainyard.datasets.resize_plans import plan_resize
 
@@ -29,6 +30,7 @@ TIFF_SUFFIXES = (".tif", ".tiff")
 _DEEP_RAW = ";16"
 # Axes tifffile names for samples of one pixel (S) and for channel planes (C).
 _CHANNEL_AXES = ("S", "C")
+_TIFF_MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic and BigTIFF, both byte orders
 
 
 class Probe(NamedTuple):
@@ -51,11 +53,12 @@ def is_deep(img: Image.Image) -> bool:
     return img.mode.startswith("I;16") or bool(tile and _DEEP_RAW in str(tile[0][3]))
 
 
-def probe(path: str | os.PathLike) -> Probe:
+def probe(path: str | os.PathLike | IO[bytes]) -> Probe:
     """A file's depth and channel count from its header (no pixels decoded); ImageError if unreadable."""
-    path = os.fspath(path)
-    if is_tiff(path):
-        return _probe_tiff(path)
+    if isinstance(path, (str, os.PathLike)):
+        path = os.fspath(path)
+        if is_tiff(path):
+            return _probe_tiff(path)
     try:
         with Image.open(path, formats=SAFE_FORMATS) as img:
             return Probe(16, len(img.getbands())) if is_deep(img) else Probe(8, None)
@@ -86,11 +89,20 @@ def load_array(path: str | os.PathLike, channels: int, depth: int) -> np.ndarray
     return _fit(pixels, channels, depth)
 
 
-def _read_tiff(path: str) -> np.ndarray:
+def load_array_bytes(data: bytes, channels: int, depth: int) -> np.ndarray:
+    """Like load_array, for an image held in memory (an upload, a file the CLI read)."""
+    if not data:
+        raise ImageError("empty file")
+    tiff = data[:4] in _TIFF_MAGIC
+    pixels = _read_tiff(io.BytesIO(data)) if tiff else _read_other(io.BytesIO(data), channels, data)
+    return _fit(pixels, channels, depth)
+
+
+def _read_tiff(source: str | IO[bytes]) -> np.ndarray:
     import tifffile
 
     try:
-        with tifffile.TiffFile(path) as tif:
+        with tifffile.TiffFile(source) as tif:
             series = tif.series[0]
             pixels, axes = series.asarray(), series.axes
     except (OSError, ValueError, IndexError, KeyError, MemoryError, tifffile.TiffFileError) as e:
@@ -103,16 +115,19 @@ def _read_tiff(path: str) -> np.ndarray:
     return pixels.reshape(*pixels.shape[:2], -1)
 
 
-def _read_other(path: str, channels: int) -> np.ndarray:
-    """A PNG (or any other Pillow format): 16-bit grayscale at full depth, 8-bit through images.py."""
-    kind = probe(path)
+def _read_other(source: str | IO[bytes], channels: int, data: bytes | None = None) -> np.ndarray:
+    """A PNG (or any other Pillow format): 16-bit grayscale at full depth, 8-bit through images.py
+    (``data``: the bytes of an in-memory ``source``)."""
+    kind = probe(source)
     if kind.depth == 8:
-        img = load_image(path, 1 if channels == 1 else 3)
-        pixels = np.asarray(img)
+        mode = 1 if channels == 1 else 3
+        pixels = np.asarray(load_image_bytes(data, mode) if data is not None else load_image(str(source), mode))
         return pixels[:, :, None] if pixels.ndim == 2 else pixels
     if kind.channels != 1:
         raise ImageError("16-bit colour PNG cannot be read at full depth; save it as a 16-bit TIFF")
-    with Image.open(path, formats=SAFE_FORMATS) as img:
+    if not isinstance(source, str):
+        source.seek(0)
+    with Image.open(source, formats=SAFE_FORMATS) as img:
         check_pixel_count(img)
         pixels = np.asarray(img).astype(np.uint16)
     return pixels[:, :, None]
