@@ -3,6 +3,7 @@ checked, a channel count that does not fit reported per file (datasets/deep.py, 
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from trainyard.core.events import EventWriter
 from trainyard.datasets.build import build_dataset
 from trainyard.datasets.deep import load_array, resize_array
 from trainyard.datasets.info import read_dataset_info
+from trainyard.datasets.preview import display_pixels, preview_resize
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import open_split
 
@@ -127,3 +129,15 @@ def test_resize_keeps_values_above_255(tmp_path: Path):
     assert load_array(path, 3, 16).shape == (12, 12, 3)
     with pytest.raises(Exception, match="3 channel"):
         load_array(tiff(tmp_path / "y.tif", 3000, 3), 5, 16)
+
+
+def test_a_16bit_image_is_shown_with_a_window_not_clipped(tmp_path: Path):
+    pixels = np.zeros((4, 4, 1), np.uint16)
+    pixels[:2] = 1000
+    pixels[2:] = 3000
+    shown = display_pixels(pixels)
+    assert shown.dtype == np.uint8 and set(np.unique(shown)) == {0, 255}  # dark and bright, not both 255
+    assert display_pixels(np.full((2, 2, 5), 7, np.uint16)).shape == (2, 2, 1)
+    data = gray16(tmp_path / "p.png", 2000, size=20).read_bytes()
+    preview = np.asarray(Image.open(io.BytesIO(preview_resize(data, 10, 10, 1, "squash"))))
+    assert preview.min() < 60 and preview.max() > 200  # stretched from its own min to max
