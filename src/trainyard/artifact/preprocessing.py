@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainyard.core.tasks import known_task, task_traits
-from trainyard.core.vocabulary import MEAN_MODES, RESIZE_MODES
+from trainyard.core.vocabulary import MAX_CHANNELS, MEAN_MODES, RESIZE_MODES
 
 SCALE = "0..1"  # inputs are pixel / full scale (255, or 65535 at 16 bits), then the mean, then the std
 DEPTHS = (8, 16)
-MAX_CHANNELS = 16  # datasets/deep.py's (not imported: it loads Pillow)
 DEFAULT_RESIZE = "squash"
 NO_MEAN = "none"
 MAX_SIDE = 4096  # an archive's stored image size, at most

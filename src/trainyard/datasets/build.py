@@ -117,7 +117,7 @@ def _class_counts(classes: list[str], writers: dict[str, SplitWriter]) -> dict[s
 
 def _info(spec, plan: BuildPlan, geometry: Geometry, writers: dict[str, SplitWriter]) -> dict:
     counts = _class_counts(plan.classes, writers)
-    return {
+    info = {
         "version": 1, "name": spec.name, "classes": plan.classes, "counts": counts,
         "images": {split: len(w) for split, w in writers.items()},
         "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped], "not_images": plan.not_images,
@@ -125,14 +125,11 @@ def _info(spec, plan: BuildPlan, geometry: Geometry, writers: dict[str, SplitWri
         "warnings": plan.warnings, "width": geometry.width, "height": geometry.height,
         "channels": geometry.channels, "resize": geometry.resize, "encoding": geometry.encoding,
         "parent": str(plan.parent.dir) if plan.parent else None, "seed": spec.seed, "depth": geometry.depth,
-        **_channel_stats(writers["train"]),
     }
-
-
-def _channel_stats(train: SplitWriter) -> dict:
-    """A full-depth dataset's per-channel mean and std (0..1 units), which training divides by."""
-    stats = train.channel_stats()
-    return {} if stats is None else {"channel_mean": stats[0], "channel_std": stats[1]}
+    stats = writers["train"].channel_stats()  # a full-depth dataset's, which training divides by
+    if stats is not None:
+        info["channel_mean"], info["channel_std"] = stats
+    return info
 
 
 def _check_usable(info: dict) -> None:

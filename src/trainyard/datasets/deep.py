@@ -24,7 +24,6 @@ from trainyard.datasets.resize_plans import plan_resize
 
 # The storage dtype of each depth, and the full-scale value a pixel is divided by (normalize.py).
 DTYPES: dict[int, type[np.unsignedinteger]] = {8: np.uint8, 16: np.uint16}
-MAX_CHANNELS = 16
 TIFF_SUFFIXES = (".tif", ".tiff")
 # Pillow's raw modes of 16-bit samples: "I;16", "I;16B", ... and a 48/64-bit PNG's "RGB;16B".
 _DEEP_RAW = ";16"

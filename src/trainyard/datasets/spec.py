@@ -15,8 +15,7 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_v
 from trainyard.core.errors import InvalidInput
 from trainyard.core.stored import SpecModel, is_stored, read_stored
 from trainyard.core.tasks import task_traits
-from trainyard.core.vocabulary import DEFAULT_TASK, Task
-from trainyard.datasets.deep import MAX_CHANNELS
+from trainyard.core.vocabulary import DEFAULT_TASK, MAX_CHANNELS, Task
 from trainyard.datasets.detection.spec_rules import DETECTION_FIELDS, check_detection, default_resize
 from trainyard.datasets.resize_plans import RESIZE
 
