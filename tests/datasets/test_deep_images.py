@@ -4,6 +4,7 @@ checked, a channel count that does not fit reported per file (datasets/deep.py, 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from trainyard.datasets.deep import load_array, resize_array
 from trainyard.datasets.info import read_dataset_info
 from trainyard.datasets.preview import display_pixels, preview_resize
 from trainyard.datasets.spec import DatasetSpec
-from trainyard.datasets.storage import open_split
+from trainyard.datasets.storage import SplitWriter, open_split
 
 
 def gray16(path: Path, value: int, size: int = 12, seed: int = 0) -> Path:
@@ -141,3 +142,23 @@ def test_a_16bit_image_is_shown_with_a_window_not_clipped(tmp_path: Path):
     data = gray16(tmp_path / "p.png", 2000, size=20).read_bytes()
     preview = np.asarray(Image.open(io.BytesIO(preview_resize(data, 10, 10, 1, "squash"))))
     assert preview.min() < 60 and preview.max() > 200  # stretched from its own min to max
+
+
+def test_a_resumed_16bit_split_keeps_its_channel_statistics(tmp_path: Path):
+    rng = np.random.default_rng(1)
+    images = rng.integers(0, 65535, (12, 4, 4, 2), dtype=np.uint16)
+    whole = SplitWriter(tmp_path / "whole", 4, 4, 2, "none", mean=True, depth=16)
+    for image in images:
+        whole.append(image, 0)
+    cut = SplitWriter(tmp_path / "cut", 4, 4, 2, "none", mean=True, depth=16)
+    for image in images[:7]:
+        cut.append(image, 0)
+    state = json.loads(json.dumps(cut.checkpoint()))  # as resume.json keeps it
+    cut.append(images[7], 0)  # written after the checkpoint: lost with the process
+    resumed = SplitWriter.resume(tmp_path / "cut", 4, 4, 2, "none", state, mean=True, depth=16)
+    for image in images[7:]:
+        resumed.append(image, 0)
+    assert resumed.channel_stats() == whole.channel_stats()
+    resumed.close()
+    stored = np.fromfile(tmp_path / "cut" / "images.u16", np.uint16).reshape(images.shape)
+    assert (stored == images).all()
