@@ -111,3 +111,24 @@ def test_a_five_band_tiff_dataset_trains_and_classifies(tmp_path: Path):
                                       "--json"], env=env)
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["results"][0]["predictions"][0][0] == "field"
+
+
+def test_the_server_answers_an_uploaded_16bit_tiff_and_png_alike(trained_job: Path, tmp_path: Path):
+    """The REST path (uploaded bytes, inference/responses.py) reads full depth too, TIFF or PNG."""
+    from PIL import Image
+
+    from trainyard.inference.loader import load_model
+    from trainyard.inference.responses import answer
+
+    loaded = load_model(trained_job / "checkpoints" / checkpoint_name(4))
+    rng = np.random.default_rng(42)
+    uploads = []
+    for name, level in LEVELS.items():
+        pixels = (level + rng.integers(-28, 29, (16, 16))).astype(np.uint16)
+        tiff, png = tmp_path / f"{name}.tif", tmp_path / f"{name}.png"
+        tifffile.imwrite(tiff, pixels)
+        Image.fromarray(pixels).save(png)
+        uploads += [(f"{name}.tif", tiff.read_bytes()), (f"{name}.png", png.read_bytes())]
+    results = answer(loaded, uploads, top=2)["results"]
+    assert [r["predictions"][0][0] for r in results] == ["dim", "dim", "bright", "bright"]
+    assert results[0]["predictions"] == results[1]["predictions"]  # the same pixels, either format
