@@ -162,3 +162,30 @@ def test_a_resumed_16bit_split_keeps_its_channel_statistics(tmp_path: Path):
     resumed.close()
     stored = np.fromfile(tmp_path / "cut" / "images.u16", np.uint16).reshape(images.shape)
     assert (stored == images).all()
+
+
+def rgb16_png(path: Path, rgb: tuple[int, int, int], alpha: int | None = None, size: int = 10) -> Path:
+    """A 16-bit colour PNG (RGB, or RGBA with ``alpha``), which Pillow would read as 8 bits."""
+    import png
+
+    planes = list(rgb) + ([alpha] if alpha is not None else [])
+    pixels = np.tile(np.array(planes, np.uint16), (size, size, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        png.Writer(size, size, greyscale=False, alpha=alpha is not None, bitdepth=16).write(
+            f, pixels.reshape(size, -1).tolist())
+    return path
+
+
+def test_16bit_rgb_png_folder_builds_at_16_bits(tmp_path: Path):
+    for i in range(3):
+        rgb16_png(tmp_path / "images" / "teal" / f"{i}.png", (300, 40000 + i, 50000))
+        rgb16_png(tmp_path / "images" / "plum" / f"{i}.png", (40000, 300, 41000 + i))
+    half = rgb16_png(tmp_path / "images" / "plum" / "half.png", (0, 0, 0), alpha=32768)
+    info, ds = build(tmp_path, val_percent=0)
+    assert (info["depth"], info["channels"]) == (16, 3) and info["skipped"] == []
+    train = open_split(ds, "train")
+    colours = {tuple(int(v) for v in p[0, 0]) for p in train.read_batch(range(len(train)))}
+    assert (300, 40000, 50000) in colours and (40000, 300, 41002) in colours
+    assert (32767, 32767, 32767) in colours  # black at half alpha over white, at 16 bits
+    assert load_array(half, 3, 16)[0, 0].tolist() == [32767, 32767, 32767]

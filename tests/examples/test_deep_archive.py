@@ -48,3 +48,28 @@ def test_archive_of_a_16bit_5_channel_model_matches_the_server(tmp_path):
     scripts = as_matrix(script_json(["use_archive.py", archive, *names], top), names, classes_of(checkpoint))
     assert list(scripts.argmax(1)) == list(server.argmax(1))
     np.testing.assert_allclose(scripts, server, atol=1e-4, rtol=0)
+
+
+def test_archive_of_a_16bit_rgb_model_reads_png_tiff_and_8bit_files_as_the_server(tmp_path):
+    import png
+    from PIL import Image
+
+    job = make_checkpoint_job(tmp_path / "job", channels=3, size=(26, 30), depth=16, std=STD[:3], resize="crop")
+    archive = export_model(job, None, tmp_path / "model.tar.gz").path
+    top = unpack(archive, tmp_path / "unpacked")
+    rng = np.random.default_rng(4)
+    folder = tmp_path / "images"
+    folder.mkdir()
+    rgba = rng.integers(0, 65535, (21, 33, 4), dtype=np.uint16)
+    with open(folder / "deep.png", "wb") as f:
+        png.Writer(33, 21, greyscale=False, alpha=True, bitdepth=16).write(f, rgba.reshape(21, -1).tolist())
+    tifffile.imwrite(folder / "deep.tif", rng.integers(0, 65535, (40, 19, 3), dtype=np.uint16), photometric="rgb")
+    Image.fromarray(rng.integers(0, 256, (30, 30, 3), dtype=np.uint8)).save(folder / "eight.png")
+    Image.fromarray(rng.integers(0, 65535, (25, 27), dtype=np.uint16)).save(folder / "grey16.png")
+    images = sorted(folder.iterdir())
+    checkpoint = checkpoint_for_epoch(job)
+    server = reference(checkpoint, images)
+    names = [str(p) for p in images]
+    scripts = as_matrix(script_json(["use_archive.py", archive, *names], top), names, classes_of(checkpoint))
+    assert list(scripts.argmax(1)) == list(server.argmax(1))
+    np.testing.assert_allclose(scripts, server, atol=1e-4, rtol=0)

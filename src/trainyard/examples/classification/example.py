@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Classify images with a trainyard model exported to ONNX, the way the trainyard server does.
 
-Needs only numpy, Pillow and onnxruntime (not trainyard, not PyTorch; TIFF input needs tifffile):
+Needs only numpy, Pillow and onnxruntime (not trainyard, not PyTorch; a 16-bit or N-channel model
+reads TIFF with tifffile and 16-bit colour PNG with pypng):
 
     python example.py model.onnx IMAGE... -l labels.txt -m mean.npy [-p preprocess.json]
                       [--batch-size N] [--top 5] [--json] [--cpu]
@@ -97,18 +98,35 @@ def load_array(path: str, channels: int, depth: int) -> np.ndarray:
         pixels = np.transpose(pixels, [axes.index("Y"), axes.index("X")] + [i for i, a in enumerate(axes) if a in "SC"])
     else:
         with Image.open(path, formats=SAFE_FORMATS) as img:
-            deep = img.mode.startswith("I;16") or bool(img.tile and ";16" in str(img.tile[0][3]))
-            if deep and not img.mode.startswith("I;16"):
-                raise ValueError(f"{path}: 16-bit colour PNG cannot be read at full depth; use TIFF")
-            pixels = np.asarray(img).astype(np.uint16) if deep else np.asarray(load_image(path, min(channels, 3)))
+            grey16, deep = img.mode.startswith("I;16"), bool(img.tile and ";16" in str(img.tile[0][3]))
+            grey = np.asarray(img).astype(np.uint16) if grey16 else None
+        if grey is not None:
+            pixels = grey
+        else:
+            pixels = read_png16(path) if deep else np.asarray(load_image(path, min(channels, 3)))
     pixels = pixels.reshape(*pixels.shape[:2], -1)
     if pixels.shape[2] != channels:
         if {pixels.shape[2], channels} != {1, 3}:
             raise ValueError(f"{path}: image has {pixels.shape[2]} channel(s); the model takes {channels}")
-        luma = np.rint(pixels[:, :, :3].astype(np.float64) @ np.array([0.299, 0.587, 0.114]))
-        pixels = np.repeat(pixels, 3, axis=2) if channels == 3 else luma.astype(pixels.dtype)[:, :, None]
+        if channels == 3:
+            pixels = np.repeat(pixels, 3, axis=2)
+        else:  # ITU-R 601 luma, as Pillow's RGB -> L
+            luma = np.rint(pixels[:, :, :3].astype(np.float64) @ np.array([0.299, 0.587, 0.114]))
+            pixels = luma.astype(pixels.dtype)[:, :, None]
     dtype = np.dtype(np.uint16 if depth == 16 else np.uint8)
     return pixels if pixels.dtype == dtype else pixels.astype(dtype) * np.asarray(257, dtype)
+
+
+def read_png16(path: str) -> np.ndarray:
+    """A 16-bit colour PNG (Pillow reads it as 8 bits) with pypng, alpha composited on white."""
+    import png  # pip install pypng
+
+    width, height, rows, info = png.Reader(filename=path).asDirect()
+    pixels = np.vstack([np.asarray(row, np.uint16) for row in rows]).reshape(height, width, info["planes"])
+    if not info["alpha"]:
+        return pixels
+    alpha = pixels[:, :, -1:].astype(np.float64) / 65535.0
+    return np.rint(pixels[:, :, :-1] * alpha + 65535.0 * (1.0 - alpha)).astype(np.uint16)
 
 
 def resize_array(pixels: np.ndarray, width: int, height: int, mode: str, noise_seed: int) -> np.ndarray:
