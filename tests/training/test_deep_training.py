@@ -132,3 +132,17 @@ def test_the_server_answers_an_uploaded_16bit_tiff_and_png_alike(trained_job: Pa
     results = answer(loaded, uploads, top=2)["results"]
     assert [r["predictions"][0][0] for r in results] == ["dim", "dim", "bright", "bright"]
     assert results[0]["predictions"] == results[1]["predictions"]  # the same pixels, either format
+
+
+def test_training_input_of_16bit_images_is_inference_input_to_the_bit():
+    """The batch loader widens 16-bit samples to int32 for the device; the network must still get
+    exactly what classify's numpy preprocessing gives (artifact/inputs.py)."""
+    from trainyard.artifact.inputs import prepare_pixels
+    from trainyard.artifact.normalize import normalize_batch, std_tensor
+
+    batch = np.random.default_rng(0).integers(0, 65535, (3, 10, 10, 2), dtype=np.uint16)
+    mean = torch.full((1, 2, 1, 1), 0.3)
+    std = std_tensor([0.05, 0.2])
+    trained = normalize_batch(torch.from_numpy(batch.astype(np.int32)), mean, 8, std=std).numpy()
+    served = prepare_pixels(batch, 8, mean.numpy(), std.numpy()).inputs
+    assert np.array_equal(trained, served)

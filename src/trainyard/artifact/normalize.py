@@ -27,8 +27,9 @@ from trainyard.artifact.inputs import center_window, prepare_images
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.vocabulary import MEAN_MODES
 
-# The value of a full-intensity sample of each stored dtype (datasets/deep.py's DTYPES).
-FULL_SCALE = {torch.uint8: 255.0, torch.uint16: 65535.0}
+# The value of a full-intensity sample of each stored dtype (datasets/deep.py's DTYPES); int32
+# holds 16-bit samples widened for the device (training/data.py), uint16 those that were not.
+FULL_SCALE = {torch.uint8: 255.0, torch.uint16: 65535.0, torch.int32: 65535.0}
 
 __all__ = ["FULL_SCALE", "center_crop_batch", "input_arrays", "input_mean", "input_std", "mean_image", "mean_tensor",
            "normalize_batch", "preprocess_images", "std_tensor"]
