@@ -189,3 +189,22 @@ def test_16bit_rgb_png_folder_builds_at_16_bits(tmp_path: Path):
     assert (300, 40000, 50000) in colours and (40000, 300, 41002) in colours
     assert (32767, 32767, 32767) in colours  # black at half alpha over white, at 16 bits
     assert load_array(half, 3, 16)[0, 0].tolist() == [32767, 32767, 32767]
+
+
+def test_appending_to_a_16bit_dataset_keeps_16_bits(tmp_path: Path):
+    for i in range(3):
+        gray16(tmp_path / "images" / "low" / f"{i}.png", 1000, seed=i)
+        gray16(tmp_path / "images" / "high" / f"{i}.png", 3000, seed=10 + i)
+    parent, ds = build(tmp_path, val_percent=0)
+    (tmp_path / "job").rename(tmp_path / "v1")
+    for i in range(2):
+        gray16(tmp_path / "more" / "mid" / f"{i}.png", 2000, seed=20 + i)
+    spec = DatasetSpec(name="v2", width=8, height=8, val_percent=0, train_folder=str(tmp_path / "more"),
+                       parent_dir=str(tmp_path / "v1" / "dataset"))
+    with EventWriter(tmp_path / "v2") as events:
+        child = build_dataset(spec, tmp_path / "v2", events, workers=1)
+    assert (child["depth"], child["channels"], child["classes"]) == (16, 1, ["high", "low", "mid"])
+    train = open_split(tmp_path / "v2" / "dataset", "train")
+    pixels = train.read_batch(range(len(train)))
+    assert pixels.dtype == np.uint16 and 1900 < pixels[train.labels == 2].mean() < 2100
+    assert len(child["channel_std"]) == 1
