@@ -10,7 +10,7 @@ from trainyard.datasets.spec import DatasetSpec, parse_size
 
 def test_defaults_and_round_trip():
     spec = DatasetSpec(name="flowers", train_folder="/data/flowers")
-    assert (spec.version, spec.kind, spec.width, spec.height, spec.channels) == (1, "dataset", 256, 256, 3)
+    assert (spec.version, spec.kind, spec.width, spec.height, spec.image_channels) == (1, "dataset", 256, 256, 3)
     assert (spec.resize, spec.val_percent, spec.test_percent, spec.encoding) == ("squash", 25, 0, "none")
     assert DatasetSpec.model_validate_json(spec.model_dump_json()) == spec
 

@@ -208,3 +208,4 @@ def test_appending_to_a_16bit_dataset_keeps_16_bits(tmp_path: Path):
     pixels = train.read_batch(range(len(train)))
     assert pixels.dtype == np.uint16 and 1900 < pixels[train.labels == 2].mean() < 2100
     assert len(child["channel_std"]) == 1
+

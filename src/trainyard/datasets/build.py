@@ -99,7 +99,7 @@ def _geometry(spec, plan: BuildPlan, events: EventWriter) -> Geometry:
         if geo.depth != 8:
             events.log(f"images stored at {geo.depth} bits, {geo.channels} channel(s)")
         return geo
-    geo = Geometry(spec.width, spec.height, spec.channels, spec.resize, spec.encoding, spec.depth or 8)
+    geo = Geometry(spec.width, spec.height, spec.image_channels, spec.resize, spec.encoding, spec.depth or 8)
     p = plan.parent.info
     if p.width is None or p.height is None or p.channels is None or p.resize is None:
         raise DatasetError(f"the parent dataset's info.json in {plan.parent.dir} does not say its image size")

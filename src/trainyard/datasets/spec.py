@@ -59,9 +59,9 @@ class DatasetSpec(SpecModel):
 
     width: int = Field(256, ge=1, le=MAX_SIZE)
     height: int = Field(256, ge=1, le=MAX_SIZE)
-    # 1, 3, or any count up to MAX_CHANNELS (TIFF). Not given: 3, or what the files say when
-    # they are 16-bit or N-channel (datasets/told.py).
-    channels: int = Field(3, ge=1, le=MAX_CHANNELS)
+    # 1, 3, or any count up to MAX_CHANNELS (TIFF). None (not given): 3, or what the files say
+    # when they are 16-bit or N-channel (datasets/told.py); `image_channels` is the former.
+    channels: int | None = Field(None, ge=1, le=MAX_CHANNELS)
     depth: Literal[8, 16] | None = None  # bits per sample; None: told by the files
     resize: str = "squash"
     val_percent: float = Field(25, ge=0, le=100)
@@ -99,7 +99,7 @@ class DatasetSpec(SpecModel):
         if is_stored(info):  # it was valid when it was written
             return self
         if task_traits(self.task).boxes:
-            if self.channels not in (1, 3) or self.depth == 16:
+            if self.image_channels not in (1, 3) or self.depth == 16:
                 raise ValueError("detection datasets are 8-bit with 1 or 3 channels")
             check_detection(self)
             return self
@@ -122,6 +122,11 @@ class DatasetSpec(SpecModel):
                              f"got {self.val_percent:g} + {self.test_percent:g}")
         RESIZE.get(self.resize)  # an unknown mode: "did you mean ...", listing the valid ones
         return self
+
+    @property
+    def image_channels(self) -> int:
+        """The channels asked for, or 3 when not given (before the files have their say)."""
+        return self.channels if self.channels is not None else 3
 
     @property
     def has_val_source(self) -> bool:

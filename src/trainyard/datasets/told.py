@@ -29,9 +29,9 @@ class Told(NamedTuple):
 
 def told_by_files(spec, plan: BuildPlan) -> Told:
     """The spec's depth and channels, each completed by the files where the spec is silent."""
-    given_channels = "channels" in spec.model_fields_set
+    given_channels = spec.channels is not None
     if spec.depth is not None and given_channels:
-        return Told(spec.depth, spec.channels, spec.depth == 8)
+        return Told(spec.depth, spec.image_channels, spec.depth == 8)
     probes = []
     for table in plan.splits.values():
         for i in disk_check.spread(len(table), SAMPLE):
@@ -42,7 +42,7 @@ def told_by_files(spec, plan: BuildPlan) -> Told:
     depth = spec.depth or (16 if any(p.depth == 16 for p in probes) else 8)
     counts = Counter(p.channels for p in probes
                      if p.channels is not None and (p.depth == 16 or p.channels not in (1, 3)))
-    channels = spec.channels
+    channels = spec.image_channels
     if not given_channels and counts and (depth == 16 or any(c not in (1, 3) for c in counts)):
         channels = counts.most_common(1)[0][0]
     return Told(depth, channels, spec.depth == 8)
