@@ -4,6 +4,8 @@ and 100 apart (1000 and 1100, the same noise), which an 8-bit read makes one gre
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 from pathlib import Path
 
@@ -146,3 +148,21 @@ def test_training_input_of_16bit_images_is_inference_input_to_the_bit():
     trained = normalize_batch(torch.from_numpy(batch.astype(np.int32)), mean, 8, std=std).numpy()
     served = prepare_pixels(batch, 8, mean.numpy(), std.numpy()).inputs
     assert np.array_equal(trained, served)
+
+
+def test_saliency_of_a_16bit_model_is_drawn_on_its_window(trained_job: Path, tmp_path: Path):
+    """What a person sees next to the answer (the input, its saliency) is 8-bit, not wrapped."""
+    from PIL import Image
+
+    from trainyard.inference.classify import load_for, prepare
+    from trainyard.inference.loader import load_model
+    from trainyard.inference.responses import classify_named
+
+    loaded = load_model(trained_job / "checkpoints" / checkpoint_name(4))
+    write_tiffs(tmp_path / "new", 1, seed=7)
+    image = load_for(sorted((tmp_path / "new").rglob("*.tif"))[0], loaded.preprocess)
+    prepared = prepare(loaded, [image])
+    assert prepared.pixels.dtype == np.uint8 and prepared.pixels.max() == 255
+    [result] = classify_named(loaded, [("x.tif", image)], saliency=True)
+    assert result["saliency"]["image"].startswith("data:image/png;base64,")
+    assert Image.open(io.BytesIO(base64.b64decode(result["saliency"]["image"].split(",", 1)[1]))).mode == "RGB"

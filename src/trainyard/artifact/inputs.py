@@ -23,6 +23,7 @@ from PIL import Image
 from trainyard.artifact.preprocessing import SCALE, Preprocessing
 from trainyard.datasets.deep import resize_array
 from trainyard.datasets.images import to_mode
+from trainyard.datasets.preview import display_pixels
 from trainyard.datasets.resize import resize_image
 
 __all__ = ["INFERENCE_NOISE_SEED", "Prepared", "center_window", "prepare_images",
@@ -39,7 +40,9 @@ class Prepared:
     """A batch ready for the network, and what it looks like to a person."""
 
     inputs: np.ndarray  # (N, C, h, w) float32, mean subtracted
-    pixels: np.ndarray  # (N, h, w, C) uint8: the resized and cropped images, before the mean
+    # (N, h, w, C) uint8: the resized and cropped images, before the mean; a 16-bit image as its
+    # min/max window, an N-channel one by its first channel (datasets/preview.py)
+    pixels: np.ndarray
 
 
 def check_crop(crop: int, h: int, w: int) -> None:
@@ -76,7 +79,9 @@ def prepare_pixels(batch: np.ndarray, crop: int | None, mean: np.ndarray | None,
         x -= mean
     if std is not None:
         x /= std
-    return Prepared(np.ascontiguousarray(x), np.ascontiguousarray(batch))
+    shown = batch if batch.dtype == np.uint8 and batch.shape[3] in (1, 3) else np.stack(
+        [display_pixels(image) for image in batch])
+    return Prepared(np.ascontiguousarray(x), np.ascontiguousarray(shown))
 
 
 def prepare_images(images: Sequence[Image.Image | np.ndarray], prep: Preprocessing, mean: np.ndarray | None,
