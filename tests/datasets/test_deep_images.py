@@ -79,7 +79,8 @@ def test_16bit_rgb_tiff_and_an_8bit_png_among_them(tmp_path: Path):
     train = open_split(ds, "train")
     pixels = train.read_batch(range(len(train)))
     assert pixels.max() > 39000
-    # the 8-bit file is scaled explicitly: 255 -> 65535, 128 -> 128 * 257
+    # the 8-bit file is scaled explicitly, and said: 255 -> 65535, 128 -> 128 * 257
+    assert any("are 8-bit: they are scaled to 16 bits" in w for w in info["warnings"])
     assert any(tuple(p[0, 0]) == (65535, 0, 128 * 257) for p in pixels)
 
 

@@ -98,6 +98,8 @@ def _geometry(spec, plan: BuildPlan, events: EventWriter) -> Geometry:
                                f"use --encoding none")
         if geo.depth != 8:
             events.log(f"images stored at {geo.depth} bits, {geo.channels} channel(s)")
+        if told.note:
+            plan.warnings.append(told.note)  # logged with the others and kept in info.json
         return geo
     geo = Geometry(spec.width, spec.height, spec.image_channels, spec.resize, spec.encoding, spec.depth or 8)
     p = plan.parent.info

@@ -25,6 +25,7 @@ class Told(NamedTuple):
     depth: int
     channels: int
     convert_deep: bool  # the user asked for 8 bits: 16-bit files are scaled down, not skipped
+    note: str | None = None  # what the build should tell: 8-bit files seen in a 16-bit dataset
 
 
 def told_by_files(spec, plan: BuildPlan) -> Told:
@@ -45,4 +46,7 @@ def told_by_files(spec, plan: BuildPlan) -> Told:
     channels = spec.image_channels
     if not given_channels and counts and (depth == 16 or any(c not in (1, 3) for c in counts)):
         channels = counts.most_common(1)[0][0]
-    return Told(depth, channels, spec.depth == 8)
+    eight = sum(p.depth == 8 for p in probes)
+    note = (f"{eight} of the {len(probes)} files sampled are 8-bit: they are scaled to 16 bits "
+            f"(x 257, 255 becomes 65535)") if depth == 16 and eight else None
+    return Told(depth, channels, spec.depth == 8, note)
