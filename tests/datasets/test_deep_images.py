@@ -127,6 +127,10 @@ def test_resize_keeps_values_above_255(tmp_path: Path):
     pixels = np.full((20, 30, 2), 40000, np.uint16)
     out = resize_array(pixels, 10, 10, "squash")
     assert out.dtype == np.uint16 and out.shape == (10, 10, 2) and (out == 40000).all()
+    planes = tmp_path / "planes.tif"  # a band stack saved page by page: (C, H, W)
+    tifffile.imwrite(planes, np.stack([np.full((6, 7), v, np.uint16) for v in (1, 2, 3, 4)]), photometric="minisblack")
+    assert tifffile.TiffFile(planes).series[0].axes == "QYX"
+    assert load_array(planes, 4, 16)[0, 0].tolist() == [1, 2, 3, 4]
     path = tiff(tmp_path / "x.tif", 3000, 1)
     assert load_array(path, 3, 16).shape == (12, 12, 3)
     with pytest.raises(Exception, match="3 channel"):

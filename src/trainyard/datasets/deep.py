@@ -28,8 +28,9 @@ DTYPES: dict[int, type[np.unsignedinteger]] = {8: np.uint8, 16: np.uint16}
 TIFF_SUFFIXES = (".tif", ".tiff")
 # Pillow's raw modes of 16-bit samples: "I;16", "I;16B", ... and a 48/64-bit PNG's "RGB;16B".
 _DEEP_RAW = ";16"
-# Axes tifffile names for samples of one pixel (S) and for channel planes (C).
-_CHANNEL_AXES = ("S", "C")
+# Axes tifffile names for samples of one pixel (S), channel planes (C), and pages of one size
+# (I, or Q when it cannot tell): a band stack saved page by page is one image of N channels.
+_CHANNEL_AXES = ("S", "C", "I", "Q")
 _TIFF_MAGIC = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic and BigTIFF, both byte orders
 
 

@@ -95,7 +95,8 @@ def load_array(path: str, channels: int, depth: int) -> np.ndarray:
 
         with tifffile.TiffFile(path) as tif:
             pixels, axes = tif.series[0].asarray(), tif.series[0].axes
-        pixels = np.transpose(pixels, [axes.index("Y"), axes.index("X")] + [i for i, a in enumerate(axes) if a in "SC"])
+        bands = [i for i, a in enumerate(axes) if a in "SCIQ"]  # samples, channels, pages: channels
+        pixels = np.transpose(pixels, [axes.index("Y"), axes.index("X"), *bands])
     else:
         with Image.open(path, formats=SAFE_FORMATS) as img:
             grey16, deep = img.mode.startswith("I;16"), bool(img.tile and ";16" in str(img.tile[0][3]))
