@@ -14,7 +14,7 @@ from PIL import Image
 
 from trainyard.core.events import EventWriter
 from trainyard.datasets.build import build_dataset
-from trainyard.datasets.deep import load_array, resize_array
+from trainyard.datasets.deep import load_array, probe, resize_array
 from trainyard.datasets.info import read_dataset_info
 from trainyard.datasets.preview import display_pixels, preview_resize
 from trainyard.datasets.spec import DatasetSpec
@@ -194,6 +194,7 @@ def test_16bit_rgb_png_folder_builds_at_16_bits(tmp_path: Path):
     assert (300, 40000, 50000) in colours and (40000, 300, 41002) in colours
     assert (32767, 32767, 32767) in colours  # black at half alpha over white, at 16 bits
     assert load_array(half, 3, 16)[0, 0].tolist() == [32767, 32767, 32767]
+    assert probe(half) == (16, 3)  # its alpha is no channel of the dataset
 
 
 def test_appending_to_a_16bit_dataset_keeps_16_bits(tmp_path: Path):

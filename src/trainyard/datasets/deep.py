@@ -62,7 +62,8 @@ def probe(path: str | os.PathLike | IO[bytes]) -> Probe:
             return _probe_tiff(path)
     try:
         with Image.open(path, formats=SAFE_FORMATS) as img:
-            return Probe(16, len(img.getbands())) if is_deep(img) else Probe(8, None)
+            bands = img.getbands()  # alpha is composited on white, not a channel
+            return Probe(16, len(bands) - ("A" in bands)) if is_deep(img) else Probe(8, None)
     except (OSError, SyntaxError, ValueError, IndexError) as e:
         raise ImageError(f"cannot read the image header: {e}") from None
 
@@ -73,7 +74,9 @@ def _probe_tiff(path: str) -> Probe:
     try:
         with tifffile.TiffFile(path) as tif:
             series = tif.series[0]
-            return Probe(8 * np.dtype(series.dtype).itemsize, _channels_of(series.shape, series.axes))
+            dtype = np.dtype(series.dtype)  # float or signed samples: not a depth (the load says why)
+            depth = 8 * dtype.itemsize if dtype.kind == "u" else 8
+            return Probe(depth, _channels_of(series.shape, series.axes))
     except (OSError, ValueError, IndexError, KeyError, tifffile.TiffFileError) as e:
         raise ImageError(f"cannot read the TIFF: {e}") from None
 
