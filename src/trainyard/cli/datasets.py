@@ -124,7 +124,9 @@ def create(
     val_list: Folder = typer.Option(None), test_list: Folder = typer.Option(None),
     image_root: Folder = typer.Option(None, help="folder that relative list paths start from"),
     size: str = typer.Option("256x256", help="WIDTHxHEIGHT"),
-    channels: int = typer.Option(3, help="1 (grayscale) or 3 (colour)"),
+    channels: int | None = typer.Option(None, help="1 (grayscale), 3 (colour) or N (TIFF); default 3, or "
+                                        "told by 16-bit and N-channel files"),
+    depth: int | None = typer.Option(None, help="8 | 16 bits per sample (default: told by the files)"),
     resize: str | None = typer.Option(None, help=" | ".join(RESIZE_MODES) + " (default squash); detection: "
                                       "pad | squash (default pad)"),
     task: str = typer.Option("classification", help="classification | detection"),
@@ -149,7 +151,7 @@ def create(
     width, height = parse_size(size)
     spec = _spec(name=name, train_folder=train_folder, train_list=train_list, labels_file=labels,
                  val_folder=val_folder, test_folder=test_folder, val_list=val_list, test_list=test_list,
-                 image_root=image_root, width=width, height=height, channels=channels, resize=resize,
+                 image_root=image_root, width=width, height=height, channels=channels, depth=depth, resize=resize,
                  val_percent=val_percent, test_percent=test_percent, min_per_class=min_per_class,
                  max_per_class=max_per_class, encoding=encoding, task=task, train_labels=train_labels,
                  val_labels=val_labels, test_labels=test_labels, labels_format=labels_format, classes=classes)

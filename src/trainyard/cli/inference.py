@@ -102,7 +102,8 @@ BATCH = 64  # images decoded at once: memory stays flat however many images are 
 def _classify_here(model: str, images: list[Path], epoch: float | None, top: int) -> tuple[list[dict], dict]:
     """(results of the readable images, {index: error result}), classified in this process a
     batch at a time, so only BATCH decoded images are held at once (results are a few bytes)."""
-    from trainyard.datasets.images import ImageError, load_image
+    from trainyard.datasets.images import ImageError
+    from trainyard.inference.classify import load_for
     from trainyard.inference.responses import classify_named
 
     if not _is_checkpoint_file(model) and _recorded_custom(model):
@@ -114,7 +115,7 @@ def _classify_here(model: str, images: list[Path], epoch: float | None, top: int
         named = []
         for i, path in enumerate(images[start:start + BATCH], start):
             try:
-                named.append((str(path), load_image(path, loaded.preprocess.channels)))
+                named.append((str(path), load_for(path, loaded.preprocess)))
             except ImageError as exc:
                 problems[i] = {"image": str(path), "predictions": [], "error": str(exc)}
                 err.print(f"[red]error:[/red] {path}: {exc}")

@@ -64,3 +64,6 @@ def best_score(best: dict | None) -> float | None:
 # lease indices); unset for a CPU job and for fake GPUs (TRAINYARD_FAKE_GPUS). A job that finds
 # it set and CUDA unusable fails at once rather than train on the CPU while holding the GPUs.
 LEASED_GPUS = "TRAINYARD_LEASED_GPUS"
+
+# The most channels an image of a dataset or model may have (N-channel TIFF, datasets/deep.py).
+MAX_CHANNELS = 16

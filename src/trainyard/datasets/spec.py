@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_v
 from trainyard.core.errors import InvalidInput
 from trainyard.core.stored import SpecModel, is_stored, read_stored
 from trainyard.core.tasks import task_traits
-from trainyard.core.vocabulary import DEFAULT_TASK, Task
+from trainyard.core.vocabulary import DEFAULT_TASK, MAX_CHANNELS, Task
 from trainyard.datasets.detection.spec_rules import DETECTION_FIELDS, check_detection, default_resize
 from trainyard.datasets.resize_plans import RESIZE
 
@@ -59,7 +59,10 @@ class DatasetSpec(SpecModel):
 
     width: int = Field(256, ge=1, le=MAX_SIZE)
     height: int = Field(256, ge=1, le=MAX_SIZE)
-    channels: Literal[1, 3] = 3
+    # 1, 3, or any count up to MAX_CHANNELS (TIFF). None (not given): 3, or what the files say
+    # when they are 16-bit or N-channel (datasets/told.py); `image_channels` is the former.
+    channels: int | None = Field(None, ge=1, le=MAX_CHANNELS)
+    depth: Literal[8, 16] | None = None  # bits per sample; None: told by the files
     resize: str = "squash"
     val_percent: float = Field(25, ge=0, le=100)
     test_percent: float = Field(0, ge=0, le=100)
@@ -96,6 +99,8 @@ class DatasetSpec(SpecModel):
         if is_stored(info):  # it was valid when it was written
             return self
         if task_traits(self.task).boxes:
+            if self.image_channels not in (1, 3) or self.depth == 16:
+                raise ValueError("detection datasets are 8-bit with 1 or 3 channels")
             check_detection(self)
             return self
         given = [name for name in DETECTION_FIELDS if getattr(self, name) is not None]
@@ -117,6 +122,11 @@ class DatasetSpec(SpecModel):
                              f"got {self.val_percent:g} + {self.test_percent:g}")
         RESIZE.get(self.resize)  # an unknown mode: "did you mean ...", listing the valid ones
         return self
+
+    @property
+    def image_channels(self) -> int:
+        """The channels asked for, or 3 when not given (before the files have their say)."""
+        return self.channels if self.channels is not None else 3
 
     @property
     def has_val_source(self) -> bool:

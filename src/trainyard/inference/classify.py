@@ -8,6 +8,7 @@ on a CPU the forward pass is ONNX Runtime's, and no torch is imported.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,23 +16,37 @@ from PIL import Image
 
 from trainyard.artifact import inputs
 from trainyard.artifact.inputs import Prepared
-from trainyard.datasets.images import ImageError, load_image_bytes
+from trainyard.artifact.preprocessing import Preprocessing
+from trainyard.datasets.deep import load_array, load_array_bytes
+from trainyard.datasets.images import ImageError, load_image, load_image_bytes
 from trainyard.inference.loader import InferenceError, LoadedModel
 
-__all__ = ["Prepared", "classify", "decode", "prepare", "prepare_pixels"]
+__all__ = ["Prepared", "classify", "decode", "load_for", "prepare", "prepare_pixels"]
 
 MAX_TOP = 100
 
 
-def decode(data: bytes, loaded: LoadedModel) -> Image.Image:
-    """An uploaded file as a Pillow image in the model's channel mode; InferenceError if unusable."""
+def decode(data: bytes, loaded: LoadedModel) -> Image.Image | np.ndarray:
+    """An uploaded file as a Pillow image in the model's channel mode, or for a 16-bit or
+    N-channel model an array at its depth (datasets/deep.py); InferenceError if unusable."""
+    prep = loaded.preprocess
     try:
-        return load_image_bytes(data, loaded.preprocess.channels)
+        if prep.full_depth:
+            return load_array_bytes(data, prep.channels, prep.depth)
+        return load_image_bytes(data, prep.channels)
     except ImageError as exc:
         raise InferenceError(f"not a usable image: {exc}") from None
 
 
-def prepare(loaded: LoadedModel, images: Sequence[Image.Image]) -> Prepared:
+def load_for(path: str | os.PathLike, prep: Preprocessing) -> Image.Image | np.ndarray:
+    """A file as `decode` gives an upload: what the model with preprocessing ``prep`` reads;
+    ImageError if unusable."""
+    if prep.full_depth:
+        return load_array(path, prep.channels, prep.depth)
+    return load_image(path, prep.channels)
+
+
+def prepare(loaded: LoadedModel, images: Sequence[Image.Image | np.ndarray]) -> Prepared:
     """Images -> network input, as validation prepared them."""
     return inputs.prepare_images(images, loaded.preprocess, loaded.mean, loaded.std)
 

@@ -92,6 +92,7 @@ class DatasetDetail(JobDetail):
     warnings: list[str] | None = where_given()
     image_size: list[int | None] | None
     channels: int | None
+    depth: int | None = where_given()  # bits per sample, given when not 8 (a 16-bit dataset's 16)
     resize: str | None
     encoding: str | None
     # detection only (datasets/detection/stats.py): boxes per class, images with none, what each

@@ -155,7 +155,7 @@ def describe_dataset(job: Job, folder: JobFolder, common: JobDetail) -> DatasetD
         not_images=info.not_images, ignored=info.ignored,
         image_size=[info.width, info.height] if info.has_geometry else None,
         channels=info.channels, resize=info.resize, encoding=info.encoding,
-        task=info.task or _spec_task(job, folder), **detection)
+        depth=info.depth if info.depth != 8 else None, task=info.task or _spec_task(job, folder), **detection)
 
 
 def _spec_task(job: Job, folder: JobFolder) -> str:

@@ -17,7 +17,7 @@ from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.datasets.detection.explore import image_page, is_detection_split
 from trainyard.datasets.images import ImageError, png_bytes
-from trainyard.datasets.preview import preview_resize
+from trainyard.datasets.preview import display_pixels, preview_resize
 from trainyard.datasets.sources import iter_images
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import SPLITS, SplitReader, open_split
@@ -166,7 +166,7 @@ def image_png(ctx: Ctx, dataset_id: str, split: str, index: int):
     reader = _open(_built_dataset(ctx, dataset_id), split)
     if not 0 <= index < len(reader):
         raise NotFound(f"{split} has {len(reader)} images; no image {index}")
-    pixels = reader.read(index)
+    pixels = display_pixels(reader.read(index))  # a 16-bit image: a min/max window, not clipped
     return Response(png_bytes(pixels), media_type="image/png",
                     headers={"Cache-Control": "max-age=86400"})  # a version never changes
 
