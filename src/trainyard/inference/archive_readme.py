@@ -53,4 +53,4 @@ browser), then train with `--pretrained JOB`.
 """
 
 # The archive's README by the model's task (core/tasks.py).
-READMES = {"classification": README, "detection": DETECTION_README}
+READMES = {"classification": README, "detection": DETECTION_README, "multilabel": README}

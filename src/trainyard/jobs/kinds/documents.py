@@ -108,6 +108,7 @@ class Best(Document):
     epoch: Number
     val_accuracy: Number | None = None  # a classifier's (percent)
     val_map50: Number | None = None  # a detector's (0..1)
+    val_micro_f1: Number | None = None  # a multi-label classifier's (0..1)
 
 
 class StoredModelSpec(ModelSpec):

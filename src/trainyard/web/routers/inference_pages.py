@@ -26,7 +26,7 @@ from trainyard.web.routers.inference_results import job_folder
 
 router = APIRouter(include_in_schema=False)
 # The page that uses a model, by its task (core/tasks.py): a class per image, or boxes.
-PAGES = {"classification": "classify.html", "detection": "detect.html"}
+PAGES = {"classification": "classify.html", "detection": "detect.html", "multilabel": "classify.html"}
 templates = Jinja2Templates(directory=Path(__file__).parent.parent / "templates")
 formatting.install(templates.env)
 

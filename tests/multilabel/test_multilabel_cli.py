@@ -1,0 +1,78 @@
+"""The interface issue 45's checks use, end to end on the CPU: ``dataset create --task multilabel``
+from a CSV, ``train`` with a standard classifier, ``classify --json`` answering several labels
+for an image that has them, ``evaluate --json`` answering micro F1 above a trivial predictor's."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from tests.multilabel_data import LABELS, draw, make_multilabel_set
+from trainyard.cli.main import app
+
+pytestmark = pytest.mark.slow  # a dataset, 8 epochs and two inference jobs: about 25 s on one core
+
+
+def run(home, *args: str):
+    result = CliRunner().invoke(app, list(args), env=home.env)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> SimpleNamespace:
+    tmp = tmp_path_factory.mktemp("multilabel")
+    data = tmp / "data"
+    train, _ = make_multilabel_set(data, n=160, seed=0)
+    val, truth = make_multilabel_set(data, n=60, seed=1, name="val.csv")
+    env = {"TRAINYARD_HOME": str(tmp / "home"), "TRAINYARD_DATA_ROOTS": str(data), "TRAINYARD_AUTH_TOKEN": ""}
+    return SimpleNamespace(tmp=tmp, data=data, train=train, val=val, val_truth=truth, env=env)
+
+
+@pytest.fixture(scope="module")
+def model(home) -> SimpleNamespace:
+    dataset = run(home, "dataset", "create", "--name", "shapes", "--task", "multilabel", "--train-list",
+                  str(home.train), "--val-list", str(home.val), "--image-root", str(home.data),
+                  "--size", "32x32", "--json")
+    torch.manual_seed(0)
+    trained = run(home, "train", "--dataset", dataset["id"], "--network", "lenet", "--epochs", "8",
+                  "--batch-size", "16", "--lr", "0.01", "--solver", "adam", "--seed", "1", "--json")
+    (job,) = trained["jobs"]
+    assert job["status"] == "done", job["error"]
+    return SimpleNamespace(dataset=dataset, id=job["id"], job=job)
+
+
+def test_the_dataset_reports_labels_and_per_label_counts(home, model):
+    assert model.dataset["status"] == "done" and model.dataset["summary"]["classes"] == list(LABELS)
+    val_counts = model.dataset["summary"]["counts"]["val"]
+    assert val_counts == {name: sum(name in t for t in home.val_truth) for name in LABELS}
+
+
+def test_evaluate_answers_micro_f1_well_above_a_trivial_predictor(home, model):
+    doc = run(home, "evaluate", model.id, "--json")
+    positives = sum(len(t) for t in home.val_truth) / (len(home.val_truth) * len(LABELS))
+    every_label = 2 * positives / (1 + positives)  # micro F1 of answering every label for every image
+    assert doc["task"] == "multilabel" and doc["images"] == 60
+    assert doc["micro_f1"] >= max(0.85, every_label + 0.2), doc
+    assert {"macro_f1", "map", "per_label"} <= set(doc) and doc["map"] > 0.85
+    assert [row["label"] for row in doc["per_label"]] == list(LABELS)
+    assert all(0 < row["threshold"] < 1 and 0 <= row["precision"] <= 1 for row in doc["per_label"])
+
+
+def test_classify_answers_every_label_over_its_threshold(home, model):
+    rng = np.random.default_rng(7)
+    images = {"all": set(LABELS), "two": {"red_square", "green_bar"}, "none": set()}
+    for name, labels in images.items():
+        draw(labels, rng).save(home.tmp / f"{name}.png")
+    doc = run(home, "classify", model.id, *(str(home.tmp / f"{name}.png") for name in images), "--json")
+    found = {r["image"].rsplit("/", 1)[-1][:-4]: r["labels"] for r in doc["results"]}
+    assert {x["label"] for x in found["all"]} == set(LABELS)
+    assert {x["label"] for x in found["two"]} == images["two"]
+    assert found["none"] == []
+    scores = [x["score"] for x in found["all"]]
+    assert scores == sorted(scores, reverse=True) and all(0 < s <= 1 for s in scores)
