@@ -76,3 +76,27 @@ def test_classify_answers_every_label_over_its_threshold(home, model):
     assert found["none"] == []
     scores = [x["score"] for x in found["all"]]
     assert scores == sorted(scores, reverse=True) and all(0 < s <= 1 for s in scores)
+
+
+def test_the_archive_answers_the_labels_as_the_server_and_imports_as_multilabel(home, model):
+    import subprocess
+    import sys
+    import tarfile
+
+    archive = home.tmp / "shapes.tar.gz"
+    CliRunner().invoke(app, ["export", model.id, "-o", str(archive)], env=home.env)
+    image = str(home.tmp / "probe.png")
+    draw({"blue_circle", "green_bar"}, np.random.default_rng(3)).save(image)
+    with tarfile.open(archive) as tar:
+        script = next(m for m in tar.getnames() if m.endswith("use_archive.py"))
+        (home.tmp / "use_archive.py").write_bytes(tar.extractfile(script).read())
+    printed = subprocess.run([sys.executable, str(home.tmp / "use_archive.py"), str(archive), image, "--json"],
+                             capture_output=True, text=True, check=True)
+    from_archive = json.loads(printed.stdout)["results"][0]["labels"]
+    served = run(home, "classify", model.id, image, "--json")["results"][0]["labels"]
+    assert [x["label"] for x in from_archive] == [x["label"] for x in served] and served
+    assert all(abs(a["score"] - b["score"]) < 1e-4 for a, b in zip(from_archive, served))
+    imported = run(home, "import", str(archive), "--json")
+    assert imported["task"] == "multilabel"
+    again = run(home, "classify", imported["id"], image, "--json")["results"][0]["labels"]
+    assert [x["label"] for x in again] == [x["label"] for x in served]

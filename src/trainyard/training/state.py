@@ -177,4 +177,5 @@ def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = No
         "trainable": run.trainable,
         "head": run.head,
         **run.task_state,
+        "task_state_keys": list(run.task_state),  # what a resume takes back into task_state
     }
