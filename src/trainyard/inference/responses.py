@@ -42,7 +42,7 @@ def classify_named(loaded: LoadedModel, images: Sequence[tuple[str, Image.Image]
         prepared = prepare(loaded, [image for _, image in images])
         probs = probabilities(loaded, prepared.inputs)
         predictions = top_predictions(probs, loaded.classes, top)
-        results = [{"image": name, "predictions": p} for (name, _), p in zip(images, predictions)]
+        results: list[dict[str, Any]] = [{"image": name, "predictions": p} for (name, _), p in zip(images, predictions)]
         if loaded.thresholds is not None:  # a multi-label model: every label over its threshold
             for result, labels in zip(results, over_thresholds(probs, loaded.classes, loaded.thresholds)):
                 result["labels"] = labels

@@ -223,11 +223,11 @@ class Classifier:
             probs = self.probabilities([load_image(p, self.prep["channels"]) for p in chunk])
             for path, p in zip(chunk, probs):
                 best = np.argsort(-p, kind="stable")[:top]
-                results.append({"image": path,
-                                "predictions": [[self.labels[i], float(p[i])] for i in best]})
+                result: dict = {"image": path, "predictions": [[self.labels[i], float(p[i])] for i in best]}
                 if self.thresholds is not None:  # every label at or over its own threshold, best first
                     over = [i for i in np.argsort(-p, kind="stable") if p[i] >= self.thresholds[i]]
-                    results[-1]["labels"] = [{"label": self.labels[i], "score": float(p[i])} for i in over]
+                    result["labels"] = [{"label": self.labels[i], "score": float(p[i])} for i in over]
+                results.append(result)
         return results
 
 
