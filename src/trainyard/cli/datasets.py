@@ -86,6 +86,10 @@ def count_lines(detail: dict) -> list[str]:
         counts = detail["counts"].get(split)
         if counts is None:
             continue
+        if detail.get("cooccurrence") is not None:  # multi-label: counts are images that have each label
+            per_label = ", ".join(f"{name} {n}" for name, n in counts.items())
+            lines.append(f"{split}: {detail.get('images', {}).get(split, 0)} images; images per label: {per_label}")
+            continue
         if not task_traits(detail.get("task")).boxes:
             lines.append(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
             continue

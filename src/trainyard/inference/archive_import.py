@@ -109,12 +109,12 @@ def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike,
         imported={k: info.get(k) for k in ("job", "dataset", "versions", "created")})
     return {"format": FORMAT, "model": {name: weights[name] for name in expected}, **header.entries(),
             "preprocess": prep.to_dict(), "optimizer": None, "scheduler": None, "scaler": None, "trainable": None,
-            **_thresholds(_read_json(root, "preprocess.json"), len(classes))}
+            **_thresholds(_read_json(root, "preprocess.json").get("thresholds"), len(classes))}
 
 
-def _thresholds(preprocess: dict, classes: int) -> dict:
-    """A multi-label classifier's thresholds (preprocess.json's, one a label in 0..1), else nothing."""
-    found = preprocess.get("thresholds")
+def _thresholds(found: object, classes: int) -> dict:
+    """A multi-label classifier's thresholds (``found`` in preprocess.json: one a label, in 0..1)
+    as its checkpoint holds them, else nothing."""
     if found is None:
         return {}
     if (not isinstance(found, list) or len(found) != classes

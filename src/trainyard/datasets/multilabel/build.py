@@ -64,7 +64,7 @@ def build_multilabel_into(tmp: Path, spec, job_dir: Path, events: EventWriter, w
     (tmp / resume_state.FILE).unlink()
     info = _info(spec, plan, writers, skipped)
     _report(events, plan, skipped)
-    if not info["images"].get("train"):
+    if "train" not in writers or not len(writers["train"]):
         raise DatasetError("no usable training image: every image was left out (see the skipped list)")
     finish_dataset(tmp, plan.classes, writers["train"].mean(), info)
     return info
