@@ -44,11 +44,12 @@ def test_a_csv_builds_multi_hot_targets_labels_and_counts(tmp_path):
     assert json.loads((dataset / "train" / "meta.json").read_text())["task"] == "multilabel"
 
 
-def test_a_val_list_is_used_as_given(tmp_path):
+def test_val_and_test_lists_are_used_as_given(tmp_path):
     train, _ = make_multilabel_set(tmp_path, n=12, seed=1)
     val, _ = make_multilabel_set(tmp_path, n=5, seed=2, name="val.csv")
-    _, info = build(tmp_path, spec(train, val))
-    assert info["images"] == {"train": 12, "val": 5}
+    test, _ = make_multilabel_set(tmp_path, n=4, seed=3, name="test.csv")
+    _, info = build(tmp_path, spec(train, val, test_list=str(test)))
+    assert info["images"] == {"train": 12, "val": 5, "test": 4}
 
 
 @pytest.mark.parametrize("row, says", [

@@ -122,7 +122,8 @@ def _print_counts(detail: dict) -> None:
 def create(
     name: str = typer.Option(..., "--name", help="dataset name"),
     train_folder: Folder = typer.Option(None, help="folder with one subfolder per class"),
-    train_list: Folder = typer.Option(None, help="text file of 'path label' lines"),
+    train_list: Folder = typer.Option(None, help="text file of 'path label' lines (multilabel: a CSV of "
+                                      "path,label;label rows)"),
     labels: Folder = typer.Option(None, help="labels file, one class name a line (with lists)"),
     val_folder: Folder = typer.Option(None), test_folder: Folder = typer.Option(None),
     val_list: Folder = typer.Option(None), test_list: Folder = typer.Option(None),
@@ -131,7 +132,7 @@ def create(
     channels: int = typer.Option(3, help="1 (grayscale) or 3 (colour)"),
     resize: str | None = typer.Option(None, help=" | ".join(RESIZE_MODES) + " (default squash); detection: "
                                       "pad | squash (default pad)"),
-    task: str = typer.Option("classification", help="classification | detection"),
+    task: str = typer.Option("classification", help="classification | detection | multilabel"),
     train_labels: Folder = typer.Option(None, help="detection: folder of label files, or a COCO .json"),
     val_labels: Folder = typer.Option(None, help="detection: the val folder's labels"),
     test_labels: Folder = typer.Option(None, help="detection: the test folder's labels"),
