@@ -139,3 +139,17 @@ def test_training_reaches_the_micro_f1_of_a_hand_written_bce_loop(home, model):
     ours = run(home, "evaluate", model.id, "--json")["micro_f1"]
     theirs = hand_written_micro_f1(dataset_dir)
     assert ours >= theirs - 0.02, (ours, theirs)
+
+
+def test_the_servers_classify_api_answers_the_labels_too(home, model):
+    from tests.conftest import open_client
+    from trainyard.settings import Settings
+
+    image = home.tmp / "api.png"
+    draw({"red_square", "blue_circle"}, np.random.default_rng(11)).save(image)
+    settings = Settings(home=home.tmp / "home", data_roots=[home.data])
+    with open_client(settings, run_scheduler=False) as client, open(image, "rb") as f:
+        answer = client.post(f"/api/models/{model.id}/classify", files={"images": ("api.png", f, "image/png")})
+    assert answer.status_code == 200, answer.text
+    local = run(home, "classify", model.id, str(image), "--json")["results"][0]["labels"]
+    assert answer.json()["results"][0]["labels"] == local and local
