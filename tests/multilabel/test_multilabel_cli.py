@@ -141,7 +141,7 @@ def test_training_reaches_the_micro_f1_of_a_hand_written_bce_loop(home, model):
     assert ours >= theirs - 0.02, (ours, theirs)
 
 
-def test_the_servers_classify_api_answers_the_labels_too(home, model):
+def test_the_server_answers_the_labels_and_lists_a_labels_images(home, model):
     from tests.conftest import open_client
     from trainyard.settings import Settings
 
@@ -150,6 +150,11 @@ def test_the_servers_classify_api_answers_the_labels_too(home, model):
     settings = Settings(home=home.tmp / "home", data_roots=[home.data])
     with open_client(settings, run_scheduler=False) as client, open(image, "rb") as f:
         answer = client.post(f"/api/models/{model.id}/classify", files={"images": ("api.png", f, "image/png")})
+        page = client.get(f"/api/datasets/{model.dataset['id']}/images?split=val&label=2&limit=100")
     assert answer.status_code == 200, answer.text
     local = run(home, "classify", model.id, str(image), "--json")["results"][0]["labels"]
     assert answer.json()["results"][0]["labels"] == local and local
+    # the dataset's images of label 2 (red_square), each with its labels
+    with_red = [i for i, t in enumerate(home.val_truth) if "red_square" in t]
+    assert [x["index"] for x in page.json()["images"]] == with_red
+    assert all(2 in x["labels"] and x["label"] == len(x["labels"]) for x in page.json()["images"])
