@@ -151,6 +151,8 @@ def test_the_server_answers_the_labels_and_lists_a_labels_images(home, model):
     with open_client(settings, run_scheduler=False) as client, open(image, "rb") as f:
         answer = client.post(f"/api/models/{model.id}/classify", files={"images": ("api.png", f, "image/png")})
         page = client.get(f"/api/datasets/{model.dataset['id']}/images?split=val&label=2&limit=100")
+        shown = client.get(f"/datasets/{model.dataset['id']}").text
+    assert "Labels together" in shown and "train (160 images)" in shown  # the page counts images, not labels
     assert answer.status_code == 200, answer.text
     local = run(home, "classify", model.id, str(image), "--json")["results"][0]["labels"]
     assert answer.json()["results"][0]["labels"] == local and local
