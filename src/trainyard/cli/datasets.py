@@ -86,6 +86,10 @@ def count_lines(detail: dict) -> list[str]:
         counts = detail["counts"].get(split)
         if counts is None:
             continue
+        if detail.get("cooccurrence") is not None:  # multi-label: counts are images that have each label
+            per_label = ", ".join(f"{name} {n}" for name, n in counts.items())
+            lines.append(f"{split}: {detail.get('images', {}).get(split, 0)} images; images per label: {per_label}")
+            continue
         if not task_traits(detail.get("task")).boxes:
             lines.append(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
             continue
@@ -118,7 +122,8 @@ def _print_counts(detail: dict) -> None:
 def create(
     name: str = typer.Option(..., "--name", help="dataset name"),
     train_folder: Folder = typer.Option(None, help="folder with one subfolder per class"),
-    train_list: Folder = typer.Option(None, help="text file of 'path label' lines"),
+    train_list: Folder = typer.Option(None, help="text file of 'path label' lines (multilabel: a CSV of "
+                                      "path,label;label rows)"),
     labels: Folder = typer.Option(None, help="labels file, one class name a line (with lists)"),
     val_folder: Folder = typer.Option(None), test_folder: Folder = typer.Option(None),
     val_list: Folder = typer.Option(None), test_list: Folder = typer.Option(None),
@@ -129,7 +134,7 @@ def create(
     depth: int | None = typer.Option(None, help="8 | 16 bits per sample (default: told by the files)"),
     resize: str | None = typer.Option(None, help=" | ".join(RESIZE_MODES) + " (default squash); detection: "
                                       "pad | squash (default pad)"),
-    task: str = typer.Option("classification", help="classification | detection"),
+    task: str = typer.Option("classification", help="classification | detection | multilabel"),
     train_labels: Folder = typer.Option(None, help="detection: folder of label files, or a COCO .json"),
     val_labels: Folder = typer.Option(None, help="detection: the val folder's labels"),
     test_labels: Folder = typer.Option(None, help="detection: the test folder's labels"),

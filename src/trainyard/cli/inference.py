@@ -72,6 +72,9 @@ def classify(
     else:
         for result in results:
             typer.echo(result["image"])
+            if "labels" in result:  # a multi-label model: the labels over their thresholds
+                typer.echo("  labels: " + (", ".join(f"{x['label']} ({x['score']:.3f})" for x in result["labels"])
+                                           or "none"))
             for label, confidence in result["predictions"]:
                 typer.echo(f"  {100 * confidence:6.2f}%  {label}")
     if problems:
@@ -183,6 +186,9 @@ def _print_evaluation(doc: dict) -> None:
     if task_traits(doc.get("task")).boxes:
         _print_detection(doc)
         return
+    if "micro_f1" in doc:  # a multi-label classifier's figures
+        _print_multilabel(doc)
+        return
     typer.echo(f"{doc['split']} split, epoch {doc['epoch']:g}: {doc['images']} images")
     typer.echo(f"accuracy {100 * doc['accuracy']:.2f}%   top-5 {100 * doc['top5_accuracy']:.2f}%")
     width = max(len(row["class"]) for row in doc["per_class"])
@@ -193,6 +199,16 @@ def _print_evaluation(doc: dict) -> None:
     for pair in doc["most_confused"][:5]:
         typer.echo(f"confused: {pair['count']} x {pair['true']} taken for {pair['predicted']}")
 
+
+
+def _print_multilabel(doc: dict) -> None:
+    typer.echo(f"{doc['split']} split, epoch {doc['epoch']:g}: {doc['images']} images")
+    typer.echo(f"micro F1 {doc['micro_f1']:.3f}   macro F1 {doc['macro_f1']:.3f}   mAP {doc['map']:.3f}")
+    width = max([len(row["label"]) for row in doc["per_label"]] + [5])
+    typer.echo(f"{'label':<{width}}  precision  recall     f1     AP  threshold  images")
+    for row in doc["per_label"]:
+        typer.echo(f"{row['label']:<{width}}  {row['precision']:9.3f}  {row['recall']:6.3f}  {row['f1']:5.3f}  "
+                   f"{row['ap']:5.3f}  {row['threshold']:9.2f}  {row['support']:6d}")
 
 
 def _print_detection(doc: dict) -> None:

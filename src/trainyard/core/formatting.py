@@ -42,6 +42,8 @@ def best_score_text(best: dict | None) -> str:
     detector's COCO mAP@0.5 as "mAP@0.5 0.824" (a weak one's as "mAP@0.5 0.00412"); "–" when it has none yet."""
     if best and best.get("val_map50") is not None:
         return f"mAP@0.5 {float(best['val_map50']):.3g}"  # three significant digits: 0.004, not 0.00
+    if best and best.get("val_micro_f1") is not None:
+        return f"micro F1 {float(best['val_micro_f1']):.3f}"
     if best and best.get("val_accuracy") is not None:
         return f"{float(best['val_accuracy']):.2f}%"
     return "–"

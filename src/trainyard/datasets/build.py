@@ -24,6 +24,7 @@ from trainyard.datasets.collect import BuildPlan, DatasetError, collect
 from trainyard.datasets.decode_worker import Geometry
 from trainyard.datasets.detection.build import build_detection_into
 from trainyard.datasets.leftovers import new_shm_name
+from trainyard.datasets.multilabel.build import build_multilabel_into
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.resume_state import ResumeState
 from trainyard.datasets.sources import Skipped
@@ -211,8 +212,15 @@ def _build_detection(tmp: Path, spec, job_dir: Path, events: EventWriter, worker
     return build_detection_into(tmp, spec, job_dir, events, workers, BuildProgress)
 
 
+def _build_multilabel(tmp: Path, spec, job_dir: Path, events: EventWriter, workers: int,
+                      roots: Iterable[Path | str] | None) -> dict:
+    """CSV lists of images with several labels into ``tmp`` (datasets/multilabel/)."""
+    return build_multilabel_into(tmp, spec, job_dir, events, workers, roots, BuildProgress)
+
+
 # How a dataset of each task builds (core/tasks.py names the tasks): a new task registers its own.
-BUILDS: dict[str, Callable[..., dict]] = {"classification": _build_classification, "detection": _build_detection}
+BUILDS: dict[str, Callable[..., dict]] = {"classification": _build_classification, "detection": _build_detection,
+                                          "multilabel": _build_multilabel}
 
 
 def _check_room(job_dir: Path, plan: BuildPlan, geometry: Geometry, total: int) -> None:

@@ -52,6 +52,9 @@ class DatasetInfo(BaseModel):
     counts_meaning: dict[str, str] | None = None  # what "counts" and "box_counts" count
     box_sizes: dict[str, Any] | None = None
     label_notes: list[dict[str, Any]] | None = None
+    # multi-label's (datasets/multilabel/build.py): train images with labels i and j, labels an image
+    cooccurrence: list[list[int]] | None = None
+    labels_per_image: dict[str, float] | None = None
 
     @field_validator("*", mode="wrap")
     @classmethod

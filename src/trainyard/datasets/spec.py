@@ -17,6 +17,7 @@ from trainyard.core.stored import SpecModel, is_stored, read_stored
 from trainyard.core.tasks import task_traits
 from trainyard.core.vocabulary import DEFAULT_TASK, MAX_CHANNELS, Task
 from trainyard.datasets.detection.spec_rules import DETECTION_FIELDS, check_detection, default_resize
+from trainyard.datasets.multilabel.spec_rules import check_multilabel
 from trainyard.datasets.resize_plans import RESIZE
 
 MAX_SIZE = 4096
@@ -103,6 +104,9 @@ class DatasetSpec(SpecModel):
                 raise ValueError("detection datasets are 8-bit with 1 or 3 channels")
             check_detection(self)
             return self
+        if self.task in OWN_RULES:  # a task whose sources differ from class folders and lists
+            OWN_RULES[self.task](self)
+            return self
         given = [name for name in DETECTION_FIELDS if getattr(self, name) is not None]
         if given:
             raise ValueError(f"{', '.join(given)} need task 'detection'")
@@ -135,6 +139,10 @@ class DatasetSpec(SpecModel):
     @property
     def has_test_source(self) -> bool:
         return self.test_folder is not None or self.test_list is not None
+
+
+# The spec rules of tasks built from their own sources (detection's are checked by its trait).
+OWN_RULES = {"multilabel": check_multilabel}
 
 
 def stored_spec(data: object) -> DatasetSpec:

@@ -52,5 +52,10 @@ To fine-tune in trainyard, import the archive (`trainyard import ARCHIVE`, or "I
 browser), then train with `--pretrained JOB`.
 """
 
+# A multi-label classifier's: the same files, its scores sigmoids held to a threshold per label.
+MULTILABEL_README = README.replace(
+    "image classifier ({classes} classes) exported by trainyard.", "multi-label image classifier ({classes} labels) "
+    "exported by trainyard:\nan image has each label whose sigmoid score reaches its threshold (preprocess.json).")
+
 # The archive's README by the model's task (core/tasks.py).
-READMES = {"classification": README, "detection": DETECTION_README}
+READMES = {"classification": README, "detection": DETECTION_README, "multilabel": MULTILABEL_README}

@@ -63,10 +63,24 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return exp / exp.sum(axis=1, keepdims=True)
 
 
+def sigmoid(logits: np.ndarray) -> np.ndarray:
+    """Element-wise sigmoid in float32 (a multi-label model's score of each label)."""
+    return (1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float32), -80, 80)))).astype(np.float32)
+
+
 def probabilities(loaded: LoadedModel, prepared: np.ndarray) -> np.ndarray:
-    """Softmax class probabilities (N, classes) float32: ONNX Runtime's forward pass on a CPU
-    (see ort_runtime.py), PyTorch's on a GPU or where the export failed."""
-    return softmax(loaded.logits(prepared))
+    """Class probabilities (N, classes) float32: softmax, or a multi-label model's sigmoid (it
+    has thresholds); ONNX Runtime's forward pass on a CPU (see ort_runtime.py), PyTorch's on a
+    GPU or where the export failed."""
+    return (softmax if loaded.thresholds is None else sigmoid)(loaded.logits(prepared))
+
+
+def over_thresholds(scores: np.ndarray, classes: list[str], thresholds: Sequence[float]) -> list[list[dict]]:
+    """Per image the ``{label, score}`` of each label at or over its threshold, best first."""
+    limits = np.asarray(thresholds, np.float32)[None]
+    return [[{"label": classes[i], "score": round(float(row[i]), 6)}
+             for i in sorted(np.flatnonzero(row >= limits[0]).tolist(), key=lambda i: -row[i])]
+            for row in scores]
 
 
 def top_k(probs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -174,7 +174,19 @@ def preprocess_document(checkpoint: dict, prep: Preprocessing) -> dict:
                              "centre-cropped like the image; std per channel, 1 when null)"},
         "output": {"name": onnx_export.OUTPUT_NAME, "shape": ["batch", len(header.classes)],
                    "meaning": "logits: apply a softmax for probabilities"},
+        **_multilabel_output(checkpoint),
     }
+
+
+def _multilabel_output(checkpoint: dict) -> dict:
+    """A multi-label classifier's thresholds (one a label, labels.txt's order) and what its
+    logits mean; nothing for a classifier of one label an image."""
+    thresholds = checkpoint.get("thresholds")
+    if thresholds is None:
+        return {}
+    return {"task": CheckpointHeader.of(checkpoint).task, "thresholds": list(thresholds),
+            "output": {"name": onnx_export.OUTPUT_NAME, "shape": ["batch", len(thresholds)],
+                       "meaning": "logits: apply a sigmoid per label; a label holds at or over its threshold"}}
 
 
 def info_document(checkpoint: dict, prep: Preprocessing, checkpoint_path: Path, check: dict,

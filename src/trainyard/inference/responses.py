@@ -22,6 +22,7 @@ from trainyard.inference.classify import (
     MAX_TOP,
     decode,
     load_for,
+    over_thresholds,
     prepare,
     probabilities,
     top_predictions,
@@ -39,8 +40,13 @@ def classify_named(loaded: LoadedModel, images: Sequence[tuple[str, Image.Image 
         raise InferenceError(f"top must be between 1 and {MAX_TOP}, not {top}")
     if not layers and not saliency:
         prepared = prepare(loaded, [image for _, image in images])
-        predictions = top_predictions(probabilities(loaded, prepared.inputs), loaded.classes, top)
-        return [{"image": name, "predictions": p} for (name, _), p in zip(images, predictions)]
+        probs = probabilities(loaded, prepared.inputs)
+        predictions = top_predictions(probs, loaded.classes, top)
+        results: list[dict[str, Any]] = [{"image": name, "predictions": p} for (name, _), p in zip(images, predictions)]
+        if loaded.thresholds is not None:  # a multi-label model: every label over its threshold
+            for result, labels in zip(results, over_thresholds(probs, loaded.classes, loaded.thresholds)):
+                result["labels"] = labels
+        return results
     return [_inspect(loaded, name, image, top, layers, saliency) for name, image in images]
 
 

@@ -66,7 +66,8 @@ def _check_detector(make, num_classes: int, in_channels: int, size: int, input_s
 
 
 # How a network of each task is checked (core/tasks.py names the tasks): a new task adds its own.
-CHECKS = {"classification": _check_classifier, "detection": _check_detector}
+CHECKS = {"classification": _check_classifier, "detection": _check_detector,
+          "multilabel": _check_classifier}  # a multi-label classifier: one logit a label
 
 
 def main() -> None:

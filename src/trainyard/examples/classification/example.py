@@ -254,6 +254,10 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
+def sigmoid(logits: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -80, 80)))
+
+
 def default_preprocess(session: ort.InferenceSession, mean: np.ndarray) -> dict:
     """Without preprocess.json: the mean's size, squash, image mean, crop to the network input."""
     _, channels, h, w = session.get_inputs()[0].shape
@@ -274,6 +278,8 @@ class Classifier:
         self.prep = prep or default_preprocess(self.session, mean)
         self.mean = mean_input(mean, self.prep)
         self.input_name = self.session.get_inputs()[0].name
+        # a multi-label model's threshold per label (preprocess.json): its scores are sigmoids
+        self.thresholds = self.prep.get("thresholds")
 
     def load(self, path: str):
         if full_depth(self.prep):
@@ -282,7 +288,7 @@ class Classifier:
 
     def probabilities(self, images: list) -> np.ndarray:
         logits = self.session.run(None, {self.input_name: preprocess(images, self.prep, self.mean)})[0]
-        return softmax(logits)
+        return softmax(logits) if self.thresholds is None else sigmoid(logits)
 
     def classify(self, paths: list[str], batch_size: int = 32, top: int = 5) -> list[dict]:
         results = []
@@ -291,8 +297,11 @@ class Classifier:
             probs = self.probabilities([self.load(p) for p in chunk])
             for path, p in zip(chunk, probs):
                 best = np.argsort(-p, kind="stable")[:top]
-                results.append({"image": path,
-                                "predictions": [[self.labels[i], float(p[i])] for i in best]})
+                result: dict = {"image": path, "predictions": [[self.labels[i], float(p[i])] for i in best]}
+                if self.thresholds is not None:  # every label at or over its own threshold, best first
+                    over = [i for i in np.argsort(-p, kind="stable") if p[i] >= self.thresholds[i]]
+                    result["labels"] = [{"label": self.labels[i], "score": float(p[i])} for i in over]
+                results.append(result)
         return results
 
 
@@ -328,6 +337,8 @@ def print_results(results: list[dict], as_json: bool, seconds: float | None = No
         print(f"Classified {len(results)} image(s) in {seconds:.3f} seconds.", file=sys.stderr)
     for result in results:
         print("{:-^80}".format(f" Prediction for {result['image']} "))
+        if "labels" in result:
+            print("labels: " + (", ".join(f"{x['label']} ({x['score']:.4f})" for x in result["labels"]) or "none"))
         for label, p in result["predictions"]:
             print(f"{p:9.4%} - \"{label}\"")
         print()

@@ -103,12 +103,16 @@ class DatasetDetail(JobDetail):
     counts_meaning: dict[str, str] | None = where_given()
     box_sizes: dict[str, Any] | None = where_given()
     label_notes: list[dict[str, Any]] | None = where_given()
+    # multi-label only (datasets/multilabel/build.py): train images with labels i and j, labels an image
+    cooccurrence: list[list[int]] | None = where_given()
+    labels_per_image: dict[str, float] | None = where_given()
 
 
 class Best(Document):
     epoch: Number
     val_accuracy: Number | None = None  # a classifier's (percent)
     val_map50: Number | None = None  # a detector's (0..1)
+    val_micro_f1: Number | None = None  # a multi-label classifier's (0..1)
 
 
 class StoredModelSpec(ModelSpec):

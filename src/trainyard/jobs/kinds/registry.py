@@ -44,7 +44,7 @@ def python_module_command(module: str, folder: JobFolder) -> list[str]:
     return [sys.executable, "-m", module, str(folder.path)]
 # What a detection dataset's info adds to its description (datasets/detection/stats.py).
 DETECTION_INFO = ("labels_format", "box_counts", "empty_images", "counts_meaning", "box_sizes", "images",
-                  "label_notes", "warnings")
+                  "label_notes", "warnings", "cooccurrence", "labels_per_image")  # the last two: multi-label's
 
 
 @dataclass(frozen=True)

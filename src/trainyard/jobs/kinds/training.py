@@ -188,9 +188,10 @@ def refuse_task_mismatch(dataset: Job, task: str, network: str | None) -> None:
     if network is None or not (is_standard(network) or family(network) is not None):
         return  # a custom file, or an unknown name the spec's check names
     network_task = task_of(network)
-    if network_task == task:
+    wanted = task_traits(task).network_task  # a multi-label dataset trains classifiers
+    if network_task == wanted:
         return
-    fitting = [info.name for info in list_networks() if info.task == task]
+    fitting = [info.name for info in list_networks() if info.task == wanted]
     instead = f"or {task_traits(network_task).dataset_hint}"
     raise InvalidSpec(f"dataset {dataset.name!r} ({dataset.id}) is a {task} dataset and {network} is a "
                       f"{network_task} network: pick a {task} network ({', '.join(fitting[:5])}"

@@ -91,7 +91,8 @@ def _sort_keys(c: Any, sort: str) -> list[Any]:
         return [elapsed, c.created_at]
     if sort == "best":
         return [func.coalesce(c.summary["best"]["val_accuracy"].as_float(),
-                              c.summary["best"]["val_map50"].as_float(), -1.0), c.created_at]
+                              c.summary["best"]["val_map50"].as_float(),
+                              c.summary["best"]["val_micro_f1"].as_float(), -1.0), c.created_at]
     return [c.created_at, c.id]
 
 

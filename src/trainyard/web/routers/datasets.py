@@ -155,6 +155,14 @@ def list_images(ctx: Ctx, dataset_id: str, split: str = "train", label: int | No
     if is_detection_split(folder / split):
         return schemas.ImagePage.model_validate(image_page(folder / split, label, offset, limit))
     labels = reader.labels
+    if labels.ndim == 2:  # a multi-label split's targets (datasets/multilabel/store.py): ``label`` picks its images
+        if label is not None and not 0 <= label < labels.shape[1]:
+            raise NotFound(f"no label {label}: this dataset's labels are 0..{labels.shape[1] - 1}")
+        indices = range(len(labels)) if label is None else labels[:, label].nonzero()[0]
+        page = [int(i) for i in indices[offset: offset + limit]]
+        return schemas.ImagePage(split=split, total=len(indices), offset=offset, images=[
+            schemas.ImageRef(index=i, label=int(labels[i].sum()), labels=labels[i].nonzero()[0].tolist())
+            for i in page])
     indices = range(len(labels)) if label is None else (labels == label).nonzero()[0]
     page = [int(i) for i in indices[offset: offset + limit]]
     return schemas.ImagePage(split=split, total=len(indices), offset=offset,

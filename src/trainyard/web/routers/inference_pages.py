@@ -25,7 +25,7 @@ from trainyard.web.routers.pages import templates  # one environment: every page
 
 router = APIRouter(include_in_schema=False)
 # The page that uses a model, by its task (core/tasks.py): a class per image, or boxes.
-PAGES = {"classification": "classify.html", "detection": "detect.html"}
+PAGES = {"classification": "classify.html", "detection": "detect.html", "multilabel": "classify.html"}
 
 
 def _model(ctx: Context, model_id: str) -> dict:

@@ -43,9 +43,16 @@ class LayerViews(Document):
     layers: list[dict[str, Any]]  # one row per layer (inference/visualize.py describe_layer)
 
 
+class LabelScore(Document):
+    label: str
+    score: Number  # the label's sigmoid score, 0..1
+
+
 class ImageResult(Document):
     image: str
     predictions: list[tuple[str, Number]]  # [[label, confidence 0..1], ...], best first
+    # a multi-label model's: every label at or over its threshold, best first (docs/multilabel.md)
+    labels: list[LabelScore] | None = where_given()
     visualization: LayerViews | None = where_given()  # with ?visualize
     saliency: Saliency | None = where_given()  # with ?saliency or ?visualize, where the network has a spatial layer
 
