@@ -59,6 +59,12 @@ class Settings(BaseSettings):
     # Running jobs per user at once, unless the user has a cap of their own (trainyard users
     # set-quota); 0: no cap. Either way the queue is fair between users (jobs/scheduling/fairness.py).
     user_max_jobs: int = Field(0, ge=0)
+    # The other per-user quotas, for users without their own (0: no cap): GPUs leased at once,
+    # CPU training slots at once (a job over either waits), and bytes of the user's dataset and
+    # model job folders (a new dataset or model job past it is refused; jobs/scheduling/quotas.py).
+    user_max_gpus: int = Field(0, ge=0)
+    user_max_cpu_slots: int = Field(0, ge=0)
+    user_max_disk_bytes: int = Field(0, ge=0)
     fake_gpus: int = 0  # FOR TESTS: pretend this many GPUs exist (jobs on them train on the CPU)
 
     @field_validator("data_roots", mode="before")

@@ -57,8 +57,12 @@ def test_the_mean_image_is_the_stored_one_or_zeros():
 def test_an_archive_document_is_checked_and_gives_the_image_size():
     prep, image_size = from_document({"width": 32, "height": 30, "channels": 3, "crop": 28, "mean_mode": "pixel"})
     assert (prep.width, prep.height, prep.crop, prep.mean_mode, image_size) == (32, 30, 28, "pixel", 28)
-    with pytest.raises(ValueError, match=r"channels 2 is not 1 or 3; mean_mode 'mode' is not one of"):
-        from_document({"width": 32, "height": 30, "channels": 2, "mean_mode": "mode"})
+    with pytest.raises(ValueError, match=r"channels 17 is outside 1..16; mean_mode 'mode' is not one of"):
+        from_document({"width": 32, "height": 30, "channels": 17, "mean_mode": "mode"})
+    with pytest.raises(ValueError, match=r"depth 12 is not 8 or 16"):
+        from_document({"width": 32, "height": 30, "channels": 5, "depth": 12})
+    deep, _ = from_document({"width": 32, "height": 30, "channels": 5, "depth": 16})
+    assert (deep.channels, deep.depth, deep.full_depth) == (5, 16, True)
     with pytest.raises(ValueError, match="missing or bad field 'channels'"):
         from_document({"width": 32, "height": 30})
     assert np.isclose(prep.replace(std=(0.5,)).to_dict()["std"][0], 0.5)

@@ -47,3 +47,19 @@ def test_login_acts_as_the_tokens_user_and_logout_as_the_admin(settings, monkeyp
     assert runner.invoke(app, ["logout"]).exit_code == 0
     listed = json.loads(runner.invoke(app, ["jobs", "list", "--json"]).stdout)
     assert {j["id"] for j in listed["jobs"]} == {shared["id"], private["id"]}
+
+
+def test_a_user_past_their_disk_quota_is_refused_a_dataset_with_exit_2(settings, monkeypatch):
+    monkeypatch.setenv("TRAINYARD_HOME", str(settings.home))
+    monkeypatch.setenv("TRAINYARD_DATA_ROOTS", str(settings.data_roots[0]))
+    runner = CliRunner()
+    settings.ensure_dirs()
+    users.add_user(Store(settings.db_url), "admin", "admin")
+    folder = make_image_folder(settings.data_roots[0] / "pets")
+    create = ["dataset", "create", "--name", "pets", "--train-folder", str(folder), "--size", "16x16", "--submit"]
+    made = json.loads(runner.invoke(app, [*create, "--json"]).stdout)
+    Store(settings.db_url).update_job(made["id"], disk_bytes=2 * 2**20)  # as measured when it ended
+    assert runner.invoke(app, ["users", "set-quota", "admin", "--disk", "1M"]).exit_code == 0
+    refused = runner.invoke(app, create)
+    assert refused.exit_code == 2
+    assert "user admin is using 2.0 MiB of a 1.0 MiB disk quota" in refused.output

@@ -145,7 +145,8 @@ def test_missing_folder_is_a_usage_error(home):
     ([], ["exactly one training source"]),
     (["--resize", "stretch"], ["stretch", "squash"]),
     (["--val-percent", "120"], ["--val-percent:", "100"]),
-    (["--channels", "2"], ["--channels:", "1 or 3"]),
+    (["--channels", "17"], ["--channels:", "16"]),
+    (["--depth", "12"], ["--depth:", "8", "16"]),
     (["--encoding", "gif"], ["--encoding:", "'png'"]),
 ])
 def test_invalid_options_are_usage_errors(home, args, words):

@@ -96,3 +96,25 @@ def test_a_wrong_hash_is_said_before_torch_is_imported(cli_env, tmp_path, monkey
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "has SHA-256" in result.stderr, result.stderr
     assert "torch loaded: False" in result.stderr
+
+
+def test_visibility_is_set_at_import_and_changed_by_the_owner_and_audited(cli_env, tmp_path, settings):
+    from trainyard.jobs.accounts import audit, users
+    from trainyard.jobs.store.store import Store
+
+    settings.ensure_dirs()
+    store = Store(settings.db_url)
+    users.add_user(store, "admin", "admin")  # the home's first admin: commands run as it
+    path = tmp_path / "w.safetensors"
+    path.write_bytes(safetensors_bytes("timm:test_resnet", num_classes=3))
+    made = run(cli_env, "import", "ours", str(path), "--network", "timm:test_resnet", "--visibility", "team",
+               "--json")
+    assert made.exit_code == 0, made.output
+    assert (json.loads(made.stdout)["owner"], json.loads(made.stdout)["visibility"]) == ("admin", "team")
+    private = run(cli_env, "visibility", "ours", "private", "--json")
+    assert private.exit_code == 0 and json.loads(private.stdout)["visibility"] == "private"
+    wrong = run(cli_env, "visibility", "ours", "public")
+    assert wrong.exit_code == 2 and "visibility should be one of private, team" in wrong.output
+    actions = [(e.user, e.action, e.target) for e in audit.entries(store).entries]
+    assert ("admin", "weights visibility", "ours:private") in actions
+    assert ("admin", "import weights", "ours") in actions

@@ -10,7 +10,7 @@ from trainyard.datasets.spec import DatasetSpec, parse_size
 
 def test_defaults_and_round_trip():
     spec = DatasetSpec(name="flowers", train_folder="/data/flowers")
-    assert (spec.version, spec.kind, spec.width, spec.height, spec.channels) == (1, "dataset", 256, 256, 3)
+    assert (spec.version, spec.kind, spec.width, spec.height, spec.image_channels) == (1, "dataset", 256, 256, 3)
     assert (spec.resize, spec.val_percent, spec.test_percent, spec.encoding) == ("squash", 25, 0, "none")
     assert DatasetSpec.model_validate_json(spec.model_dump_json()) == spec
 
@@ -27,7 +27,7 @@ def test_defaults_and_round_trip():
         ({"train_folder": "a", "resize": "stretch"}, "squash, crop, fill, half_crop"),
         ({"train_folder": "a", "width": 0}, "greater than or equal to 1"),
         ({"train_folder": "a", "height": 5000}, "less than or equal to 4096"),
-        ({"train_folder": "a", "channels": 2}, "channels"),
+        ({"train_folder": "a", "channels": 17}, "channels"),
         ({"train_folder": "a", "encoding": "gif"}, "encoding"),
         ({"train_folder": "a", "val_pecrent": 10}, "Extra inputs are not permitted"),
     ],

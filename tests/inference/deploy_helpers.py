@@ -34,7 +34,8 @@ PACKAGED_SCRIPTS = REPO / "src" / "trainyard" / "examples" / "classification"
 REPO_SCRIPTS = REPO / "examples" / "classification"
 def make_checkpoint_job(job_dir: Path, *, resize: str = "squash", channels: int = 3, size=(28, 28),
                         crop: int | None = None, mean_mode: str = "image", epoch: int = 1,
-                        name: str = "made", seed: int = 0) -> Path:
+                        name: str = "made", seed: int = 0, depth: int = 8,
+                        std: tuple[float, ...] | None = None) -> Path:
     """A model job folder with one checkpoint of a random (but confident) lenet: no training.
 
     The last layer is scaled up so probabilities are far from uniform and any preprocessing
@@ -53,7 +54,8 @@ def make_checkpoint_job(job_dir: Path, *, resize: str = "squash", channels: int 
         "classes": ["w", "x", "y z", "ünï"], "image_size": image_size,
         "preprocess": {"width": width, "height": height, "channels": channels, "resize": resize,
                        "mean_mode": mean_mode, "crop": crop, "scale": "0..1",
-                       "mean": None if mean_mode == "none" else mean},
+                       "mean": None if mean_mode == "none" else mean, "std": list(std) if std else None,
+                       **({"depth": depth} if depth != 8 else {})},
         "epoch": epoch, "metrics": {"val_accuracy": [[epoch, 50.0]]}, "best": None,
         "spec": {"id": job_dir.name, "name": name, "dataset_id": "none"},
     }

@@ -145,6 +145,15 @@ def test_download_exports_a_custom_network_outside_the_server(server, tmp_path):
     assert response.status_code == 200, response.text
 
 
+def test_the_export_route_builds_a_custom_network_outside_the_server_and_as_onnx_only(server):
+    model = custom_model(server, guarded_payload())
+    response = server.post(f"/api/models/{model}/export", json={"format": "onnx"})
+    assert response.status_code == 200, response.text
+    assert server.get(response.json()["download"]).status_code == 200
+    refused = server.post(f"/api/models/{model}/export", json={"format": "torchscript"})
+    assert refused.status_code == 422 and "onnx only" in refused.json()["detail"]
+
+
 def model_archive(source: str) -> bytes:
     """A downloaded-model archive, made by hand, whose network.py is ``source``."""
     mean = io.BytesIO()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from trainyard.core.status import Status
 from trainyard.jobs.accounts import users
-from trainyard.jobs.accounts.actor import Actor, acting
 from trainyard.jobs.scheduling.fairness import fair_order, over_quota
+from trainyard.jobs.store.actor import Actor, acting
 from trainyard.jobs.store.store import Job
 
 

@@ -16,7 +16,7 @@ from trainyard.jobs.scheduling.resources import Pools
 from trainyard.web.app import create_app
 
 
-def test_trials_draw_log_uniform_rates_and_whole_batch_sizes_the_same_way_each_time():
+def test_trials_draw_log_uniform_rates_and_power_of_two_batch_sizes_the_same_way_each_time():
     drawn = list(combinations(["d"], ["lenet"], [], [], lr_range=(1e-4, 1e-1), batch_size_range=(16, 128),
                               trials=200, seed=3))
     assert len(drawn) == 200
@@ -26,10 +26,16 @@ def test_trials_draw_log_uniform_rates_and_whole_batch_sizes_the_same_way_each_t
     # draw would put 97 % above it.
     below = sum(lr < math.sqrt(1e-4 * 1e-1) for lr in lrs)
     assert 70 <= below <= 130
-    assert len(set(batches)) > 30
+    assert set(batches) == {16, 32, 64, 128}  # powers of two, each drawn
     again = list(combinations(["d"], ["lenet"], [], [], lr_range=(1e-4, 1e-1), batch_size_range=(16, 128),
                               trials=200, seed=3))
     assert again == drawn
+
+
+def test_a_batch_range_without_two_powers_of_two_is_drawn_log_uniformly():
+    drawn = [c[3] for c in combinations(["d"], ["lenet"], [0.01], [], batch_size_range=(33, 60), trials=200, seed=1)]
+    assert all(33 <= b <= 60 for b in drawn) and len(set(drawn)) > 15
+    assert 60 <= sum(b < math.sqrt(33 * 60) for b in drawn) <= 140  # log-uniform: balanced around ~44.5
 
 
 def test_a_list_beside_a_range_is_a_choice_and_lists_alone_a_grid():

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from trainyard.core.status import Status
 from trainyard.jobs.accounts import users
-from trainyard.jobs.accounts.actor import Actor, acting
+from trainyard.jobs.store.actor import Actor, acting
 from trainyard.jobs.store.store import Job
 
 

@@ -21,7 +21,9 @@ import numpy as np
 from PIL import Image
 
 from trainyard.artifact.preprocessing import SCALE, Preprocessing
+from trainyard.datasets.deep import resize_array
 from trainyard.datasets.images import to_mode
+from trainyard.datasets.preview import display_pixels
 from trainyard.datasets.resize import resize_image
 
 __all__ = ["INFERENCE_NOISE_SEED", "Prepared", "center_window", "prepare_images",
@@ -29,7 +31,8 @@ __all__ = ["INFERENCE_NOISE_SEED", "Prepared", "center_window", "prepare_images"
 
 # Noise seed for fill/half_crop padding at inference, so an image always classifies the same.
 INFERENCE_NOISE_SEED = 0
-_TO_UNIT = np.float32(1.0 / 255.0)  # what torch multiplies by for ``mul_(1.0 / 255.0)`` on float32
+# What torch multiplies by for ``mul_(1.0 / 255.0)`` (``/ 65535.0`` at 16 bits) on float32.
+_TO_UNIT = {np.dtype(np.uint8): np.float32(1.0 / 255.0), np.dtype(np.uint16): np.float32(1.0 / 65535.0)}
 
 
 @dataclass
@@ -37,7 +40,9 @@ class Prepared:
     """A batch ready for the network, and what it looks like to a person."""
 
     inputs: np.ndarray  # (N, C, h, w) float32, mean subtracted
-    pixels: np.ndarray  # (N, h, w, C) uint8: the resized and cropped images, before the mean
+    # (N, h, w, C) uint8: the resized and cropped images, before the mean; a 16-bit image as its
+    # min/max window, an N-channel one by its first channel (datasets/preview.py)
+    pixels: np.ndarray
 
 
 def check_crop(crop: int, h: int, w: int) -> None:
@@ -52,12 +57,15 @@ def center_window(h: int, w: int, crop: int) -> tuple[slice, slice]:
     return slice(top, top + crop), slice(left, left + crop)
 
 
-def resize_for_input(image: Image.Image, prep: Preprocessing) -> np.ndarray:
+def resize_for_input(image: Image.Image | np.ndarray, prep: Preprocessing) -> np.ndarray:
     """An image at the dataset's stored size, (H, W, C) uint8, converted and resized as the
-    dataset build did (an image already at that size is used as is)."""
+    dataset build did (an image already at that size is used as is). A full-depth model's
+    image is an (H, W, C) array of its dtype (datasets/deep.py's `load_array`), resized so."""
     # A fresh noise generator per image: an image gets the same input in any batch.
-    return resize_image(to_mode(image, prep.channels), prep.width, prep.height, prep.resize,
-                        np.random.default_rng(INFERENCE_NOISE_SEED))
+    rng = np.random.default_rng(INFERENCE_NOISE_SEED)
+    if isinstance(image, np.ndarray):
+        return resize_array(image, prep.width, prep.height, prep.resize, rng)
+    return resize_image(to_mode(image, prep.channels), prep.width, prep.height, prep.resize, rng)
 
 
 def prepare_pixels(batch: np.ndarray, crop: int | None, mean: np.ndarray | None,
@@ -66,15 +74,17 @@ def prepare_pixels(batch: np.ndarray, crop: int | None, mean: np.ndarray | None,
     if crop:
         rows, cols = center_window(batch.shape[1], batch.shape[2], crop)
         batch = batch[:, rows, cols, :]
-    x = batch.transpose(0, 3, 1, 2).astype(np.float32) * _TO_UNIT
+    x = batch.transpose(0, 3, 1, 2).astype(np.float32) * _TO_UNIT[batch.dtype]
     if mean is not None:
         x -= mean
     if std is not None:
         x /= std
-    return Prepared(np.ascontiguousarray(x), np.ascontiguousarray(batch))
+    shown = batch if batch.dtype == np.uint8 and batch.shape[3] in (1, 3) else np.stack(
+        [display_pixels(image) for image in batch])
+    return Prepared(np.ascontiguousarray(x), np.ascontiguousarray(shown))
 
 
-def prepare_images(images: Sequence[Image.Image], prep: Preprocessing, mean: np.ndarray | None,
+def prepare_images(images: Sequence[Image.Image | np.ndarray], prep: Preprocessing, mean: np.ndarray | None,
                    std: np.ndarray | None = None) -> Prepared:
     """PIL images -> the network input a checkpoint expects, plus the pixels it shows.
 

@@ -27,7 +27,11 @@ from trainyard.artifact.inputs import center_window, prepare_images
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.vocabulary import MEAN_MODES
 
-__all__ = ["center_crop_batch", "input_arrays", "input_mean", "input_std", "mean_image", "mean_tensor",
+# The value of a full-intensity sample of each stored dtype (datasets/deep.py's DTYPES); int32
+# holds 16-bit samples widened for the device (training/data.py), uint16 those that were not.
+FULL_SCALE = {torch.uint8: 255.0, torch.uint16: 65535.0, torch.int32: 65535.0}
+
+__all__ = ["FULL_SCALE", "center_crop_batch", "input_arrays", "input_mean", "input_std", "mean_image", "mean_tensor",
            "normalize_batch", "preprocess_images", "std_tensor"]
 
 
@@ -93,7 +97,8 @@ def normalize_batch(
     # plain NCHW ones. With one channel a permuted NHWC view passes as NCHW-contiguous, yet a
     # convolution answers it channels_last, which `x.view(n, -1)` after it cannot flatten.
     layout = torch.channels_last if channels_last else torch.contiguous_format
-    x = x.to(torch.float32, memory_format=layout).mul_(1.0 / 255.0)
+    # 0..1 of the full scale: 255 for uint8, 65535 for a 16-bit dataset's uint16 (inputs.py's too).
+    x = x.to(torch.float32, memory_format=layout).mul_(1.0 / FULL_SCALE[images.dtype])
     if augment is not None:
         x = augment(x)
     # x is this call's own float copy: subtract and divide in place. A new 4-d tensor for each

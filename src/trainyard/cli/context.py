@@ -32,7 +32,7 @@ def _act(ctx: Context) -> None:
     home's first admin (whoever runs commands on the home directly holds its store)."""
     from trainyard.cli.login import logged_in
     from trainyard.jobs.accounts import users
-    from trainyard.jobs.accounts.actor import act_as
+    from trainyard.jobs.store.actor import act_as
 
     act_as(logged_in(ctx) or users.actor_of(users.first_admin(ctx.store)))
 

@@ -86,6 +86,10 @@ def count_lines(detail: dict) -> list[str]:
         counts = detail["counts"].get(split)
         if counts is None:
             continue
+        if detail.get("cooccurrence") is not None:  # multi-label: counts are images that have each label
+            per_label = ", ".join(f"{name} {n}" for name, n in counts.items())
+            lines.append(f"{split}: {detail.get('images', {}).get(split, 0)} images; images per label: {per_label}")
+            continue
         if not task_traits(detail.get("task")).boxes:
             lines.append(f"{split}: {sum(counts.values())} images in {len(counts)} classes")
             continue
@@ -118,16 +122,19 @@ def _print_counts(detail: dict) -> None:
 def create(
     name: str = typer.Option(..., "--name", help="dataset name"),
     train_folder: Folder = typer.Option(None, help="folder with one subfolder per class"),
-    train_list: Folder = typer.Option(None, help="text file of 'path label' lines"),
+    train_list: Folder = typer.Option(None, help="text file of 'path label' lines (multilabel: a CSV of "
+                                      "path,label;label rows)"),
     labels: Folder = typer.Option(None, help="labels file, one class name a line (with lists)"),
     val_folder: Folder = typer.Option(None), test_folder: Folder = typer.Option(None),
     val_list: Folder = typer.Option(None), test_list: Folder = typer.Option(None),
     image_root: Folder = typer.Option(None, help="folder that relative list paths start from"),
     size: str = typer.Option("256x256", help="WIDTHxHEIGHT"),
-    channels: int = typer.Option(3, help="1 (grayscale) or 3 (colour)"),
+    channels: int | None = typer.Option(None, help="1 (grayscale), 3 (colour) or N (TIFF); default 3, or "
+                                        "told by 16-bit and N-channel files"),
+    depth: int | None = typer.Option(None, help="8 | 16 bits per sample (default: told by the files)"),
     resize: str | None = typer.Option(None, help=" | ".join(RESIZE_MODES) + " (default squash); detection: "
                                       "pad | squash (default pad)"),
-    task: str = typer.Option("classification", help="classification | detection | segmentation"),
+    task: str = typer.Option("classification", help="classification | detection | multilabel | segmentation"),
     train_labels: Folder = typer.Option(None, help="detection: folder of label files, or a COCO .json; "
                                         "segmentation: folder of index-PNG masks named by their image's stem"),
     val_labels: Folder = typer.Option(None, help="detection, segmentation: the val folder's labels or masks"),
@@ -152,11 +159,11 @@ def create(
     width, height = parse_size(size)
     spec = _spec(name=name, train_folder=train_folder, train_list=train_list, labels_file=labels,
                  val_folder=val_folder, test_folder=test_folder, val_list=val_list, test_list=test_list,
-                 image_root=image_root, width=width, height=height, channels=channels, resize=resize,
+                 image_root=image_root, width=width, height=height, channels=channels, depth=depth, resize=resize,
                  val_percent=val_percent, test_percent=test_percent, min_per_class=min_per_class,
                  max_per_class=max_per_class, encoding=encoding, task=task, train_labels=train_labels,
                  val_labels=val_labels, test_labels=test_labels, labels_format=labels_format, classes=classes)
-    from trainyard.jobs.accounts.actor import creating_with
+    from trainyard.jobs.store.actor import creating_with
 
     ctx = cli_context()
     with creating_with(visibility):

@@ -72,6 +72,9 @@ def classify(
     else:
         for result in results:
             typer.echo(result["image"])
+            if "labels" in result:  # a multi-label model: the labels over their thresholds
+                typer.echo("  labels: " + (", ".join(f"{x['label']} ({x['score']:.3f})" for x in result["labels"])
+                                           or "none"))
             for label, confidence in result["predictions"]:
                 typer.echo(f"  {100 * confidence:6.2f}%  {label}")
     if problems:
@@ -102,7 +105,8 @@ BATCH = 64  # images decoded at once: memory stays flat however many images are 
 def _classify_here(model: str, images: list[Path], epoch: float | None, top: int) -> tuple[list[dict], dict]:
     """(results of the readable images, {index: error result}), classified in this process a
     batch at a time, so only BATCH decoded images are held at once (results are a few bytes)."""
-    from trainyard.datasets.images import ImageError, load_image
+    from trainyard.datasets.images import ImageError
+    from trainyard.inference.classify import load_for
     from trainyard.inference.responses import classify_named
 
     if not _is_checkpoint_file(model) and _recorded_custom(model):
@@ -114,7 +118,7 @@ def _classify_here(model: str, images: list[Path], epoch: float | None, top: int
         named = []
         for i, path in enumerate(images[start:start + BATCH], start):
             try:
-                named.append((str(path), load_image(path, loaded.preprocess.channels)))
+                named.append((str(path), load_for(path, loaded.preprocess)))
             except ImageError as exc:
                 problems[i] = {"image": str(path), "predictions": [], "error": str(exc)}
                 err.print(f"[red]error:[/red] {path}: {exc}")
@@ -195,6 +199,16 @@ def _print_classification(doc: dict) -> None:
 
 
 
+def _print_multilabel(doc: dict) -> None:
+    typer.echo(f"{doc['split']} split, epoch {doc['epoch']:g}: {doc['images']} images")
+    typer.echo(f"micro F1 {doc['micro_f1']:.3f}   macro F1 {doc['macro_f1']:.3f}   mAP {doc['map']:.3f}")
+    width = max([len(row["label"]) for row in doc["per_label"]] + [5])
+    typer.echo(f"{'label':<{width}}  precision  recall     f1     AP  threshold  images")
+    for row in doc["per_label"]:
+        typer.echo(f"{row['label']:<{width}}  {row['precision']:9.3f}  {row['recall']:6.3f}  {row['f1']:5.3f}  "
+                   f"{row['ap']:5.3f}  {row['threshold']:9.2f}  {row['support']:6d}")
+
+
 def _print_detection(doc: dict) -> None:
     typer.echo(f"{doc['split']} split, epoch {doc['epoch']:g}: {doc['images']} images")
     typer.echo(f"mAP@0.5 {doc['map50']:.3f}   mAP@0.5:0.95 {doc['map']:.3f}")
@@ -220,4 +234,4 @@ def _print_segmentation(doc: dict) -> None:
 
 # How an evaluation reads on the terminal, by its model's task (core/tasks.py names the tasks).
 EVALUATION_PRINTERS = {"classification": _print_classification, "detection": _print_detection,
-                       "segmentation": _print_segmentation}
+                       "multilabel": _print_multilabel, "segmentation": _print_segmentation}

@@ -35,7 +35,8 @@ class TrainyardGroup(LazyGroup):
                          "Evaluate a model on its dataset's validation or test split (a detector: mAP; a "
                          "segmenter: mIoU)."),
         "export": Lazy("trainyard.cli.export", "export",
-                       "Write one archive that runs the model anywhere: ONNX, safetensors, labels, mean, scripts."),
+                       "Write one archive that runs the model anywhere: its network in one format (ONNX by "
+                       "default, checked against PyTorch), safetensors, labels, mean, scripts."),
         "import": Lazy("trainyard.cli.export", "import_archive",
                        "Import an exported archive as a model, to classify with or fine-tune from (--pretrained)."),
         "weights": Lazy("trainyard.cli.weights", "app",

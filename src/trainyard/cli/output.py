@@ -84,6 +84,8 @@ class JobProgress:
             parts.append(f"loss {m['train_loss']:.4f}")
         if "val_accuracy" in m:
             parts.append(f"acc {m['val_accuracy']:.1f}%")
+        if "val_micro_f1" in m:
+            parts.append(f"micro F1 {m['val_micro_f1']:.3f}")
         if "images_per_second" in m:
             parts.append(f"{m['images_per_second']:.0f} img/s")
         return "  ".join(p for p in parts if p)

@@ -82,7 +82,7 @@ def train(
     mosaic: float | None = typer.Option(None, help="augment, detectors: the chance an image becomes a 2x2 mosaic "
                                         "of four (0..1), boxes moved alike"),
     mosaic_off: float | None = typer.Option(None, help="augment, detectors: train the last PERCENT without mosaic"),
-    ema: float | None = typer.Option(None, help=help_of("ema")),
+    ema: float | None = recipe_option("ema"),
     gpus: int | None = typer.Option(None, help="use the next N free GPUs"),
     gpu_ids: str | None = typer.Option(None, help="use exactly these GPUs, e.g. 0,1"),
     processes: int = setting_option("processes"),
@@ -125,8 +125,8 @@ def train(
     from trainyard.jobs.scheduling.deployment import follow_deployment
 
     source = _read_network_file(network_file) if network_file else None
-    lr_fields: dict[str, Any] = {k: v for k, v in (("policy", lr_policy), ("step_percent", lr_step), ("warmup_percent", warmup))
-                 if v is not None}
+    lr_given = (("policy", lr_policy), ("step_percent", lr_step), ("warmup_percent", warmup))
+    lr_fields: dict[str, Any] = {k: v for k, v in lr_given if v is not None}
     if lr_steps:
         lr_fields["steps_percent"] = _numbers(lr_steps, what="--lr-steps")
     for key, value in (("gamma", lr_gamma), ("power", lr_power)):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from trainyard.cli.output import emit_json, err
+from trainyard.core.errors import InvalidInput
 
 app = typer.Typer(help="Accounts: add, list, disable, set-role, token, revoke.", no_args_is_help=True,
                   rich_markup_mode=None)
@@ -54,13 +55,15 @@ def add(name: str, role: str = typer.Option("member", help=ROLE_HELP),
 
 
 @app.command("list")
-def list_(as_json: bool = typer.Option(False, "--json")) -> None:
+def list_(as_json: bool = typer.Option(False, "--json", help="with each user's quotas and usage")) -> None:
     """Every user, oldest first."""
-    from trainyard.jobs.accounts.users import list_users, user_document
+    from trainyard.jobs.accounts.users import list_users, usage_of, user_document
+    from trainyard.settings import get_settings
 
-    rows = list_users(_store())
+    store = _store()
+    rows = list_users(store)
     if as_json:
-        emit_json([user_document(row) for row in rows])
+        emit_json([user_document(row, usage=usage_of(store, row.name, get_settings())) for row in rows])
         return
     for row in rows:
         err.print(f"{row.name:20} {row.role:8} {'disabled' if row.disabled else 'active'}")
@@ -90,16 +93,43 @@ def set_role(name: str, role: str = typer.Argument(..., help=ROLE_HELP),
 
 
 @app.command("set-quota")
-def set_quota(name: str, max_jobs: int = typer.Argument(..., help="running jobs at once; 0: no cap; "
-                                                         "-1: the server's default (TRAINYARD_USER_MAX_JOBS)"),
+def set_quota(name: str,
+              max_jobs: int | None = typer.Argument(None, help="running jobs at once; 0: no cap; "
+                                                    "-1: the server's default (TRAINYARD_USER_MAX_JOBS)"),
+              gpus: int | None = typer.Option(None, "--gpus", help="GPUs at once; 0: no cap; -1: the default"),
+              cpu_slots: int | None = typer.Option(None, "--cpu-slots",
+                                                   help="CPU training slots at once; 0: no cap; -1: the default"),
+              disk: str | None = typer.Option(None, "--disk", help="disk of their datasets and models, in bytes "
+                                              "or with K, M, G, T (binary); 0: no cap; -1: the default"),
               as_json: bool = typer.Option(False, "--json")) -> None:
-    """Cap the jobs a user runs at once (the others wait, saying why)."""
+    """Set a user's quotas (those not given stay): jobs and GPUs or CPU slots over one wait,
+    saying why; a new dataset or model over the disk quota is refused."""
     from trainyard.jobs.accounts import audit, users
 
+    given = {"max_jobs": max_jobs, "max_gpus": gpus, "max_cpu_slots": cpu_slots,
+             "max_disk_bytes": None if disk is None else _bytes(disk)}
+    changes = {field: None if value == -1 else value for field, value in given.items() if value is not None}
+    if not changes:
+        raise InvalidInput("name a quota to set: MAX_JOBS, --gpus, --cpu-slots or --disk")
     store = _store()
-    row = users.set_quota(store, name, None if max_jobs == -1 else max_jobs)
-    audit.record(store, None, "user.set-quota", f"{name}:{max_jobs}")
+    row = users.set_quota(store, name, **changes)
+    audit.record(store, None, "user.set-quota",
+                 f"{name}:" + ",".join(f"{field}={given[field]}" for field in changes))
     _show(row, None, as_json)
+
+
+UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def _bytes(text: str) -> int:
+    """``50G`` -> 53687091200; ``-1`` stays -1 (the default)."""
+    value = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = value[-1] if value and value[-1] in "KMGT" else ""
+    try:
+        number = float(value[: len(value) - len(unit)])
+    except ValueError:
+        raise InvalidInput(f"--disk {text!r}: give bytes, or a number with K, M, G or T (50G)") from None
+    return -1 if number == -1 else int(number * UNITS[unit])
 
 
 @app.command()

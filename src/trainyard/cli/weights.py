@@ -1,4 +1,7 @@
-"""``trainyard weights list | pull | import | remove``: the pretrained weights store.
+"""``trainyard weights list | pull | import | remove | visibility``: the pretrained weights store.
+
+Each entry is its importer's or puller's (the logged-in user, else the home's first admin),
+private unless ``--visibility team``; another user's private entry reads as absent.
 
 A UserError from the store (a hash mismatch, weights for another network, ...) ends the command
 with exit code 2 and its one line, in cli/errors.py like every command's."""
@@ -23,11 +26,30 @@ def get_settings():
 
 
 def _store():
+    return _stores()[0]
+
+
+def _stores():
+    """The weights store, acting as the logged-in user (else the home's first admin), and the
+    job store (its audit log)."""
+    from trainyard.cli.context import cli_context
+    from trainyard.jobs.accounts.weights_access import ActorAccess
     from trainyard.weights.store import (
         WeightsStore,  # only these commands need it
     )
 
-    return WeightsStore.from_settings(get_settings())
+    ctx = cli_context()
+    return WeightsStore.from_settings(ctx.settings, ActorAccess(ctx.store)), ctx.store
+
+
+def _audit(stores, action: str, target: str) -> None:
+    """The audit log's line of a change made here, as the acting user."""
+    from trainyard.jobs.accounts import audit
+
+    audit.record(stores[1], stores[0].access.who(), action, target)
+
+
+VISIBILITY_HELP = "private (yours alone; the default) or team (every user sees it)"
 
 
 @app.command("list")
@@ -81,15 +103,23 @@ def _line(row: dict) -> str:
 
 @app.command()
 def pull(name: str = typer.Argument(..., help="e.g. resnet18.imagenet or timm:resnet10t.c3_in1k"),
+         visibility: str | None = typer.Option(None, help=VISIBILITY_HELP),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """Download published weights (resumes a partial download, checks the published hash)."""
     # Here, not at the top: every other command would pay for importing rich.progress.
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
+    from trainyard.weights.access import checked_visibility
+
+    checked_visibility(visibility)
+    stores = _stores()
+    store = stores[0]
     columns = (TextColumn(name), BarColumn(), DownloadColumn(), TransferSpeedColumn())
     with Progress(*columns, console=err, disable=as_json) as bar:
         task = bar.add_task(name, total=None)
-        row = _store().pull(name, lambda done, total: bar.update(task, completed=done, total=total))
+        row = store.pull(name, lambda done, total: bar.update(task, completed=done, total=total),
+                         visibility=visibility)
+    _audit(stores, "pull weights", row["name"])
     _report(row, as_json, "pulled")
 
 
@@ -100,19 +130,36 @@ def import_(name: str = typer.Argument(..., help="a published entry, or a new na
             mean: str | None = typer.Option(None, help="your weights' input mean per channel, 0..1 "
                                             "scale, e.g. 0.485,0.456,0.406 (one value: all channels)"),
             std: str | None = typer.Option(None, help="their input std per channel, 0..1 scale"),
+            visibility: str | None = typer.Option(None, help=VISIBILITY_HELP),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Add a file copied by hand: a published entry's (hash-checked), or your own weights.
 
     Fine-tuning feeds the weights ``(x - mean) / std`` (x in 0..1) as they were trained on; a
     trainyard checkpoint brings its own. Without either, the fine-tune recomputes the
     network's BatchNorm statistics on its data before the first epoch."""
-    _report(_store().import_file(name, file, network, mean, std), as_json, "imported")
+    stores = _stores()
+    row = stores[0].import_file(name, file, network, mean, std, visibility)
+    _audit(stores, "import weights", row["name"])
+    _report(row, as_json, "imported")
 
 
 @app.command()
 def remove(name: str, as_json: bool = typer.Option(False, "--json")) -> None:
-    """Delete weights from the store."""
-    _report(_store().remove(name), as_json, "removed")
+    """Delete weights from the store (yours, or any as an admin)."""
+    stores = _stores()
+    row = stores[0].remove(name)
+    _audit(stores, "remove weights", row["name"])
+    _report(row, as_json, "removed")
+
+
+@app.command()
+def visibility(name: str, value: str = typer.Argument(..., metavar="private|team", help=VISIBILITY_HELP),
+               as_json: bool = typer.Option(False, "--json")) -> None:
+    """Make your stored weights private or the team's."""
+    stores = _stores()
+    row = stores[0].set_visibility(name, value)
+    _audit(stores, "weights visibility", f"{row['name']}:{value}")
+    _report(row, as_json, f"made {value}:")
 
 
 def _report(row: dict, as_json: bool, verb: str) -> None:

@@ -44,6 +44,8 @@ def best_score_text(best: dict | None) -> str:
         return f"mAP@0.5 {float(best['val_map50']):.3g}"  # three significant digits: 0.004, not 0.00
     if best and best.get("val_miou") is not None:
         return f"mIoU {float(best['val_miou']):.3f}"
+    if best and best.get("val_micro_f1") is not None:
+        return f"micro F1 {float(best['val_micro_f1']):.3f}"
     if best and best.get("val_accuracy") is not None:
         return f"{float(best['val_accuracy']):.2f}%"
     return "–"

@@ -30,6 +30,12 @@ class TaskTraits:
     boxes: bool = False  # answers, labels and previews are boxes per image, not one class per image
     appendable: bool = True  # a built dataset takes more images (a new version) without a rebuild
     dataset_hint: str = ""  # how to build a dataset of the task, for a network of it on another's
+    networks_of: str = ""  # the task whose networks train it (a multi-label one: classifiers); "": its own
+
+    @property
+    def network_task(self) -> str:
+        """The task of the networks (networks/table.py's ``task``) that train this task."""
+        return self.networks_of or self.name
 
 
 TASK_TRAITS: Registry[TaskTraits] = Registry("task", plural="tasks")
@@ -48,6 +54,11 @@ TASK_TRAITS.register("segmentation", TaskTraits(
     metrics=("val_miou", "val_loss", "train_loss", "val_pixel_accuracy"), verb="segment", noun="segmenter",
     best_label="Best val. mIoU", appendable=False,
     dataset_hint="build a segmentation dataset (--task segmentation) from index-PNG masks"))
+TASK_TRAITS.register("multilabel", TaskTraits(
+    name="multilabel", best_metric=BEST_METRIC["multilabel"],
+    metrics=("val_micro_f1", "val_map", "val_macro_f1", "val_loss", "train_loss"), verb="classify",
+    noun="multi-label classifier", best_label="Best val. micro F1", appendable=False, networks_of="classification",
+    dataset_hint="build a multi-label dataset (--task multilabel) from a CSV of path,label;label rows"))
 
 
 def task_traits(task: str | None) -> TaskTraits:

@@ -11,7 +11,7 @@ from typing import Literal, get_args
 
 # What a dataset, a network and a model are for. Spelled here once; what varies by task lives in
 # the task registries (core/tasks.py and one per layer: docs/architecture.md, "Tasks").
-Task = Literal["classification", "detection", "segmentation"]
+Task = Literal["classification", "detection", "multilabel", "segmentation"]
 TASKS: tuple[str, ...] = get_args(Task)
 DEFAULT_TASK: Task = "classification"  # what a spec, a checkpoint or an older job without one means
 
@@ -49,9 +49,10 @@ def gpu_index(resource: str, *, shares: bool = True) -> int | None:
 
 
 # The validation metric that ranks a model's epochs ("best"), by task: a classifier's top-1
-# accuracy (percent), a detector's COCO mAP@0.5 (0..1), a segmenter's mean IoU over the classes
-# (0..1). Higher is better for all.
-BEST_METRIC = {"classification": "val_accuracy", "detection": "val_map50", "segmentation": "val_miou"}
+# accuracy (percent), a detector's COCO mAP@0.5 (0..1), a multi-label classifier's micro F1
+# (0..1), a segmenter's mean IoU over the classes (0..1). Higher is better for all.
+BEST_METRIC = {"classification": "val_accuracy", "detection": "val_map50", "multilabel": "val_micro_f1",
+               "segmentation": "val_miou"}
 
 
 def best_score(best: dict | None) -> float | None:
@@ -65,3 +66,6 @@ def best_score(best: dict | None) -> float | None:
 # lease indices); unset for a CPU job and for fake GPUs (TRAINYARD_FAKE_GPUS). A job that finds
 # it set and CUDA unusable fails at once rather than train on the CPU while holding the GPUs.
 LEASED_GPUS = "TRAINYARD_LEASED_GPUS"
+
+# The most channels an image of a dataset or model may have (N-channel TIFF, datasets/deep.py).
+MAX_CHANNELS = 16

@@ -24,11 +24,13 @@ from trainyard.datasets.collect import BuildPlan, DatasetError, collect
 from trainyard.datasets.decode_worker import Geometry
 from trainyard.datasets.detection.build import build_detection_into
 from trainyard.datasets.leftovers import new_shm_name
+from trainyard.datasets.multilabel.build import build_multilabel_into
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.resume_state import ResumeState
 from trainyard.datasets.segmentation.build import build_segmentation_into
 from trainyard.datasets.sources import Skipped
 from trainyard.datasets.storage import SPLITS, SplitWriter, finish_dataset, open_split
+from trainyard.datasets.told import told_by_files
 
 __all__ = ["DatasetError", "build_dataset"]
 
@@ -81,21 +83,31 @@ def _open_writers(plan: BuildPlan, folder: Path, geometry: Geometry,
             continue
         mean, classes = split == "train", len(plan.classes)
         writers[split] = (SplitWriter.resume(folder / split, g.height, g.width, g.channels, g.encoding,
-                                             resume.writers[split], mean=mean, classes=classes) if resume
-                          else SplitWriter(folder / split, g.height, g.width, g.channels, g.encoding,
-                                           mean=mean, classes=classes))
+                                             resume.writers[split], mean=mean, classes=classes, depth=g.depth)
+                          if resume else SplitWriter(folder / split, g.height, g.width, g.channels, g.encoding,
+                                                     mean=mean, classes=classes, depth=g.depth))
     return writers
 
 
 def _geometry(spec, plan: BuildPlan, events: EventWriter) -> Geometry:
     """The spec's geometry, or the parent's when appending (stored images cannot change size)."""
-    geo = Geometry(spec.width, spec.height, spec.channels, spec.resize, spec.encoding)
     if plan.parent is None:
+        told = told_by_files(spec, plan)
+        geo = Geometry(spec.width, spec.height, told.channels, spec.resize, spec.encoding, told.depth,
+                       told.convert_deep)
+        if geo.full_depth and geo.encoding != "none":
+            raise DatasetError(f"{geo.depth}-bit images with {geo.channels} channel(s) are stored raw: "
+                               f"use --encoding none")
+        if geo.depth != 8:
+            events.log(f"images stored at {geo.depth} bits, {geo.channels} channel(s)")
+        if told.note:
+            plan.warnings.append(told.note)  # logged with the others and kept in info.json
         return geo
+    geo = Geometry(spec.width, spec.height, spec.image_channels, spec.resize, spec.encoding, spec.depth or 8)
     p = plan.parent.info
     if p.width is None or p.height is None or p.channels is None or p.resize is None:
         raise DatasetError(f"the parent dataset's info.json in {plan.parent.dir} does not say its image size")
-    parent_geo = Geometry(p.width, p.height, p.channels, p.resize, spec.encoding)
+    parent_geo = Geometry(p.width, p.height, p.channels, p.resize, spec.encoding, p.depth)
     if parent_geo != geo:
         events.log(f"appending keeps the parent's {p.width}x{p.height}, {p.channels} "
                    f"channel(s), resize {p.resize!r}", "warning")
@@ -109,15 +121,19 @@ def _class_counts(classes: list[str], writers: dict[str, SplitWriter]) -> dict[s
 
 def _info(spec, plan: BuildPlan, geometry: Geometry, writers: dict[str, SplitWriter]) -> dict:
     counts = _class_counts(plan.classes, writers)
-    return {
+    info = {
         "version": 1, "name": spec.name, "classes": plan.classes, "counts": counts,
         "images": {split: len(w) for split, w in writers.items()},
         "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped], "not_images": plan.not_images,
         "ignored": plan.ignored,
         "warnings": plan.warnings, "width": geometry.width, "height": geometry.height,
         "channels": geometry.channels, "resize": geometry.resize, "encoding": geometry.encoding,
-        "parent": str(plan.parent.dir) if plan.parent else None, "seed": spec.seed,
+        "parent": str(plan.parent.dir) if plan.parent else None, "seed": spec.seed, "depth": geometry.depth,
     }
+    stats = writers["train"].channel_stats()  # a full-depth dataset's, which training divides by
+    if stats is not None:
+        info["channel_mean"], info["channel_std"] = stats
+    return info
 
 
 def _check_usable(info: dict) -> None:
@@ -203,9 +219,15 @@ def _build_segmentation(tmp: Path, spec, job_dir: Path, events: EventWriter, wor
     return build_segmentation_into(tmp, spec, job_dir, events, workers, BuildProgress)
 
 
+def _build_multilabel(tmp: Path, spec, job_dir: Path, events: EventWriter, workers: int,
+                      roots: Iterable[Path | str] | None) -> dict:
+    """CSV lists of images with several labels into ``tmp`` (datasets/multilabel/)."""
+    return build_multilabel_into(tmp, spec, job_dir, events, workers, roots, BuildProgress)
+
+
 # How a dataset of each task builds (core/tasks.py names the tasks): a new task registers its own.
 BUILDS: dict[str, Callable[..., dict]] = {"classification": _build_classification, "detection": _build_detection,
-                                          "segmentation": _build_segmentation}
+                                          "multilabel": _build_multilabel, "segmentation": _build_segmentation}
 
 
 def _check_room(job_dir: Path, plan: BuildPlan, geometry: Geometry, total: int) -> None:

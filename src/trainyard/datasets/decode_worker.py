@@ -16,6 +16,7 @@ import numpy as np
 from PIL import Image
 
 from trainyard.core.environment import die_with_parent
+from trainyard.datasets.deep import DTYPES, is_deep, load_array, resize_array
 from trainyard.datasets.detection.geometry import fit_image
 from trainyard.datasets.images import ImageError, load_image
 from trainyard.datasets.memring import attach
@@ -31,10 +32,23 @@ class Geometry:
     channels: int
     resize: str
     encoding: str
+    depth: int = 8  # bits per sample (datasets/deep.py's DTYPES)
+    # An 8-bit dataset told so by its user: 16-bit files are scaled down. Otherwise (the depth
+    # was told by the first files) a 16-bit file is skipped rather than silently cut to 8 bits.
+    convert_deep: bool = False
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(DTYPES[self.depth])
+
+    @property
+    def full_depth(self) -> bool:
+        """Whether images go through datasets/deep.py (arrays) instead of the 8-bit Pillow path."""
+        return self.depth != 8 or self.channels not in (1, 3)
 
     @property
     def image_bytes(self) -> int:
-        return self.width * self.height * self.channels
+        return self.width * self.height * self.channels * self.dtype.itemsize
 
 
 # Per image: (pixels, encoded bytes or None, None) or (None, None, reason). pixels is None
@@ -67,15 +81,7 @@ def process_chunk(geometry: Geometry, items: Sequence[tuple[str, tuple[int, ...]
     out: list[Outcome] = []
     for j, (path, seed) in enumerate(items):
         try:
-            if geometry.resize == "pad":  # detection's letterbox, geometry its boxes share
-                pixels = fit_image(load_image(path, geometry.channels), geometry.width, geometry.height,
-                                   geometry.resize)
-            else:
-                # Only fill and half_crop draw noise; a generator costs more to make than a
-                # small image does to decode, so the other modes never make one.
-                rng = np.random.default_rng(seed) if geometry.resize in NOISY_MODES else None
-                pixels = load_resized(path, geometry.channels, geometry.width, geometry.height,
-                                      geometry.resize, rng)
+            pixels = _load(geometry, path, seed)
         except ImageError as e:
             out.append((None, None, str(e)))
             continue
@@ -91,6 +97,26 @@ def process_chunk(geometry: Geometry, items: Sequence[tuple[str, tuple[int, ...]
     return out
 
 
+def _load(geometry: Geometry, path: str, seed: tuple[int, ...]) -> np.ndarray:
+    g = geometry
+    if g.resize == "pad":  # detection's letterbox, geometry its boxes share
+        return fit_image(load_image(path, g.channels), g.width, g.height, g.resize)
+    # Only fill and half_crop draw noise; a generator costs more to make than a small image
+    # does to decode, so the other modes never make one.
+    rng = np.random.default_rng(seed) if g.resize in NOISY_MODES else None
+    if g.full_depth:
+        return resize_array(load_array(path, g.channels, g.depth), g.width, g.height, g.resize, rng)
+    return load_resized(path, g.channels, g.width, g.height, g.resize, rng,
+                        before=None if g.convert_deep else _refuse_deep)
+
+
+def _refuse_deep(img: Image.Image) -> None:
+    """An 8-bit dataset whose depth the first files told: a 16-bit file would lose its depth."""
+    if is_deep(img):
+        raise ImageError("16-bit image in a dataset built at 8 bits (its first files were 8-bit): "
+                         "build with --depth 16 to keep the depth, or --depth 8 to convert")
+
+
 def _ring(geometry: Geometry, n: int, shm_name: str, offset: int) -> np.ndarray | None:
     """The ring's slot, or None where this worker cannot reach the ring (its pixels then go
     back pickled, which the pipeline takes as well)."""
@@ -99,7 +125,7 @@ def _ring(geometry: Geometry, n: int, shm_name: str, offset: int) -> np.ndarray 
             _attached[shm_name] = attach(shm_name) if shm_name.startswith("memfd:") else _named(shm_name)
         except OSError:
             return None
-    return np.ndarray((n, geometry.height, geometry.width, geometry.channels), np.uint8,
+    return np.ndarray((n, geometry.height, geometry.width, geometry.channels), geometry.dtype,
                       buffer=_attached[shm_name], offset=offset)
 
 

@@ -39,6 +39,10 @@ class DatasetInfo(BaseModel):
     channels: int | None = None
     resize: str | None = None
     encoding: str | None = None
+    depth: int = 8  # bits per sample: 8, or 16 (an older build's says none: 8)
+    # a 16-bit or N-channel dataset's per-channel mean and std over the train split, 0..1 units
+    channel_mean: list[float] | None = None
+    channel_std: list[float] | None = None
     parent: str | None = None  # the dataset this one appended to
     seed: int | None = None
     # detection's box statistics and notes (datasets/detection/stats.py), absent otherwise
@@ -50,6 +54,9 @@ class DatasetInfo(BaseModel):
     label_notes: list[dict[str, Any]] | None = None
     # segmentation's (datasets/segmentation/): split -> class -> share of the labelled pixels
     pixel_shares: dict[str, dict[str, float]] | None = None
+    # multi-label's (datasets/multilabel/build.py): train images with labels i and j, labels an image
+    cooccurrence: list[list[int]] | None = None
+    labels_per_image: dict[str, float] | None = None
 
     @field_validator("*", mode="wrap")
     @classmethod

@@ -114,7 +114,7 @@ class DecodePipeline:
     def _collect(self, future: Future, slot: int) -> Iterator[Outcome]:
         g = self.geometry
         outcomes = future.result()
-        ring = np.ndarray((self.size, g.height, g.width, g.channels), np.uint8,
+        ring = np.ndarray((self.size, g.height, g.width, g.channels), g.dtype,
                           buffer=self._block().buf, offset=self._offset(slot))
         for j, (pixels, encoded, reason) in enumerate(outcomes):
             # pixels: sent back pickled by a worker that could not reach the ring

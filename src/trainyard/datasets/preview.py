@@ -1,10 +1,15 @@
-"""Live preview of a resize mode for the dataset form: image bytes in, PNG bytes out."""
+"""What a person sees of images: the live resize preview of the dataset form (image bytes in,
+PNG bytes out), and a stored image as an 8-bit picture (`display_pixels`: a 16-bit image is
+stretched from its own minimum to its maximum, a window, rather than clipped or left dark)."""
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 
-from trainyard.datasets.images import load_image_bytes, png_bytes
+from trainyard.datasets.deep import load_array_bytes, probe, resize_array
+from trainyard.datasets.images import ImageError, load_image_bytes, png_bytes
 from trainyard.datasets.resize import resize_image
 
 
@@ -14,6 +19,29 @@ def preview_resize(image_bytes: bytes, width: int, height: int, channels: int, m
     Raises ImageError for unreadable images and ValueError for an unknown mode. The noise is
     seeded, so the same request always gives the same picture.
     """
+    if _is_deep(image_bytes):
+        deep = load_array_bytes(image_bytes, channels, 16)
+        return png_bytes(display_pixels(resize_array(deep, width, height, mode, np.random.default_rng(0))))
     image = load_image_bytes(image_bytes, channels)
     pixels = resize_image(image, width, height, mode, np.random.default_rng(0))
     return png_bytes(pixels)
+
+
+def _is_deep(image_bytes: bytes) -> bool:
+    try:
+        return probe(io.BytesIO(image_bytes)).depth == 16
+    except ImageError:
+        return False  # the 8-bit path says why it cannot be read
+
+
+def display_pixels(pixels: np.ndarray) -> np.ndarray:
+    """A stored (H, W, C) image as uint8 (H, W, 1 or 3) to show: 8-bit grey or RGB as it is; a
+    16-bit one stretched linearly from its minimum to its maximum (over all channels, so colours
+    keep their balance); an N-channel one by its first channel."""
+    if pixels.shape[2] not in (1, 3):
+        pixels = pixels[:, :, :1]
+    if pixels.dtype == np.uint8:
+        return pixels
+    lo, hi = float(pixels.min()), float(pixels.max())
+    scaled = (pixels.astype(np.float32) - lo) * (255.0 / (hi - lo if hi > lo else 1.0))
+    return np.clip(np.rint(scaled), 0, 255).astype(np.uint8)

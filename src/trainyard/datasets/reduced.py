@@ -13,6 +13,7 @@ decode in full and give exactly the pixels they always did.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import numpy as np
 from PIL import Image
@@ -25,12 +26,16 @@ _SWAPS_SIDES = {5, 6, 7, 8}  # EXIF orientations that turn the image a quarter
 
 
 def load_resized(path: str | os.PathLike, channels: int, width: int, height: int, mode: str,
-                 rng: np.random.Generator | None = None, reduce: bool = True) -> np.ndarray:
-    """``resize_image(load_image(path, channels), ...)``, decoding a JPEG reduced when it can."""
+                 rng: np.random.Generator | None = None, reduce: bool = True,
+                 before: Callable[[Image.Image], None] | None = None) -> np.ndarray:
+    """``resize_image(load_image(path, channels), ...)``, decoding a JPEG reduced when it can.
+    ``before`` sees the opened image first (load_image's ``before_load``)."""
     seen: dict[str, tuple[tuple[int, int], int]] = {}
 
     def draft(img: Image.Image) -> None:
-        if img.format != "JPEG":
+        if before is not None:
+            before(img)
+        if not reduce or img.format != "JPEG":
             return
         swapped = img.getexif().get(EXIF_ORIENTATION, 1) in _SWAPS_SIDES
         w, h = img.size  # as stored, before the EXIF turn
@@ -42,5 +47,5 @@ def load_resized(path: str | os.PathLike, channels: int, width: int, height: int
             if answer is not None and img.size != (w, h):
                 seen["source"] = (upright, round(w / answer[1][2]))
 
-    image = load_image(path, channels, before_load=draft if reduce else None)
+    image = load_image(path, channels, before_load=draft)
     return resize_image(image, width, height, mode, rng, source=seen.get("source"))

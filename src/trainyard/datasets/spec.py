@@ -15,8 +15,9 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_v
 
 from trainyard.core.errors import InvalidInput
 from trainyard.core.stored import SpecModel, is_stored, read_stored
-from trainyard.core.vocabulary import DEFAULT_TASK, Task
+from trainyard.core.vocabulary import DEFAULT_TASK, MAX_CHANNELS, Task
 from trainyard.datasets.detection.spec_rules import DETECTION_FIELDS, check_detection, default_resize
+from trainyard.datasets.multilabel.spec_rules import check_multilabel
 from trainyard.datasets.resize_plans import RESIZE
 from trainyard.datasets.segmentation.spec_rules import check_segmentation
 
@@ -60,7 +61,10 @@ class DatasetSpec(SpecModel):
 
     width: int = Field(256, ge=1, le=MAX_SIZE)
     height: int = Field(256, ge=1, le=MAX_SIZE)
-    channels: Literal[1, 3] = 3
+    # 1, 3, or any count up to MAX_CHANNELS (TIFF). None (not given): 3, or what the files say
+    # when they are 16-bit or N-channel (datasets/told.py); `image_channels` is the former.
+    channels: int | None = Field(None, ge=1, le=MAX_CHANNELS)
+    depth: Literal[8, 16] | None = None  # bits per sample; None: told by the files
     resize: str = "squash"
     val_percent: float = Field(25, ge=0, le=100)
     test_percent: float = Field(0, ge=0, le=100)
@@ -100,6 +104,11 @@ class DatasetSpec(SpecModel):
         return self
 
     @property
+    def image_channels(self) -> int:
+        """The channels asked for, or 3 when not given (before the files have their say)."""
+        return self.channels if self.channels is not None else 3
+
+    @property
     def has_val_source(self) -> bool:
         return any(s is not None for s in (self.val_folder, self.val_list, self.val_archive))
 
@@ -130,9 +139,22 @@ def _check_classification(spec: DatasetSpec) -> None:
     RESIZE.get(spec.resize)  # an unknown mode: "did you mean ...", listing the valid ones
 
 
+def _eight_bit(rules: Callable[[DatasetSpec], None]) -> Callable[[DatasetSpec], None]:
+    """A task's rules behind the 8-bit, 1- or 3-channel images its readers take (16-bit and
+    N-channel images are read for single-label classification only, datasets/deep.py)."""
+
+    def check(spec: DatasetSpec) -> None:
+        if spec.image_channels not in (1, 3) or spec.depth == 16:
+            raise ValueError(f"{spec.task} datasets are 8-bit with 1 or 3 channels")
+        rules(spec)
+
+    return check
+
+
 # What a spec of each task must hold (core/tasks.py names the tasks): a new task registers its rules.
 TASK_RULES: dict[str, Callable[[DatasetSpec], None]] = {
-    "classification": _check_classification, "detection": check_detection, "segmentation": check_segmentation}
+    "classification": _check_classification, "detection": _eight_bit(check_detection),
+    "multilabel": _eight_bit(check_multilabel), "segmentation": _eight_bit(check_segmentation)}
 
 
 def stored_spec(data: object) -> DatasetSpec:

@@ -108,7 +108,19 @@ def read_model_archive(archive: str | os.PathLike, workdir: str | os.PathLike,
         metrics=_history(info.get("history")), best=best if isinstance(best, dict) else None,
         imported={k: info.get(k) for k in ("job", "dataset", "versions", "created")})
     return {"format": FORMAT, "model": {name: weights[name] for name in expected}, **header.entries(),
-            "preprocess": prep.to_dict(), "optimizer": None, "scheduler": None, "scaler": None, "trainable": None}
+            "preprocess": prep.to_dict(), "optimizer": None, "scheduler": None, "scaler": None, "trainable": None,
+            **_thresholds(_read_json(root, "preprocess.json").get("thresholds"), len(classes))}
+
+
+def _thresholds(found: object, classes: int) -> dict:
+    """A multi-label classifier's thresholds (``found`` in preprocess.json: one a label, in 0..1)
+    as its checkpoint holds them, else nothing."""
+    if found is None:
+        return {}
+    if (not isinstance(found, list) or len(found) != classes
+            or not all(isinstance(t, (int, float)) and 0 <= t <= 1 for t in found)):
+        raise ArchiveImportError(f"preprocess.json's thresholds must be {classes} numbers in 0..1, one a label")
+    return {"thresholds": [float(t) for t in found]}
 
 
 def check_kind(names: list[str]) -> None:

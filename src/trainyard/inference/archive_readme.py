@@ -69,5 +69,11 @@ preprocess.json (size, channels), labels.txt, weights.safetensors + network.py (
 info.json (origin, metrics, versions, checksums).
 """
 
+# A multi-label classifier's: the same files, its scores sigmoids held to a threshold per label.
+MULTILABEL_README = README.replace(
+    "image classifier ({classes} classes) exported by trainyard.", "multi-label image classifier ({classes} labels) "
+    "exported by trainyard:\nan image has each label whose sigmoid score reaches its threshold (preprocess.json).")
+
 # The archive's README by the model's task (core/tasks.py).
-READMES = {"classification": README, "detection": DETECTION_README, "segmentation": SEGMENTATION_README}
+READMES = {"classification": README, "detection": DETECTION_README, "multilabel": MULTILABEL_README,
+           "segmentation": SEGMENTATION_README}

@@ -8,6 +8,7 @@ on a CPU the forward pass is ONNX Runtime's, and no torch is imported.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,23 +16,37 @@ from PIL import Image
 
 from trainyard.artifact import inputs
 from trainyard.artifact.inputs import Prepared
-from trainyard.datasets.images import ImageError, load_image_bytes
+from trainyard.artifact.preprocessing import Preprocessing
+from trainyard.datasets.deep import load_array, load_array_bytes
+from trainyard.datasets.images import ImageError, load_image, load_image_bytes
 from trainyard.inference.loader import InferenceError, LoadedModel
 
-__all__ = ["Prepared", "classify", "decode", "prepare", "prepare_pixels"]
+__all__ = ["Prepared", "classify", "decode", "load_for", "prepare", "prepare_pixels"]
 
 MAX_TOP = 100
 
 
-def decode(data: bytes, loaded: LoadedModel) -> Image.Image:
-    """An uploaded file as a Pillow image in the model's channel mode; InferenceError if unusable."""
+def decode(data: bytes, loaded: LoadedModel) -> Image.Image | np.ndarray:
+    """An uploaded file as a Pillow image in the model's channel mode, or for a 16-bit or
+    N-channel model an array at its depth (datasets/deep.py); InferenceError if unusable."""
+    prep = loaded.preprocess
     try:
-        return load_image_bytes(data, loaded.preprocess.channels)
+        if prep.full_depth:
+            return load_array_bytes(data, prep.channels, prep.depth)
+        return load_image_bytes(data, prep.channels)
     except ImageError as exc:
         raise InferenceError(f"not a usable image: {exc}") from None
 
 
-def prepare(loaded: LoadedModel, images: Sequence[Image.Image]) -> Prepared:
+def load_for(path: str | os.PathLike, prep: Preprocessing) -> Image.Image | np.ndarray:
+    """A file as `decode` gives an upload: what the model with preprocessing ``prep`` reads;
+    ImageError if unusable."""
+    if prep.full_depth:
+        return load_array(path, prep.channels, prep.depth)
+    return load_image(path, prep.channels)
+
+
+def prepare(loaded: LoadedModel, images: Sequence[Image.Image | np.ndarray]) -> Prepared:
     """Images -> network input, as validation prepared them."""
     return inputs.prepare_images(images, loaded.preprocess, loaded.mean, loaded.std)
 
@@ -48,10 +63,24 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return exp / exp.sum(axis=1, keepdims=True)
 
 
+def sigmoid(logits: np.ndarray) -> np.ndarray:
+    """Element-wise sigmoid in float32 (a multi-label model's score of each label)."""
+    return (1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float32), -80, 80)))).astype(np.float32)
+
+
 def probabilities(loaded: LoadedModel, prepared: np.ndarray) -> np.ndarray:
-    """Softmax class probabilities (N, classes) float32: ONNX Runtime's forward pass on a CPU
-    (see ort_runtime.py), PyTorch's on a GPU or where the export failed."""
-    return softmax(loaded.logits(prepared))
+    """Class probabilities (N, classes) float32: softmax, or a multi-label model's sigmoid (it
+    has thresholds); ONNX Runtime's forward pass on a CPU (see ort_runtime.py), PyTorch's on a
+    GPU or where the export failed."""
+    return (softmax if loaded.thresholds is None else sigmoid)(loaded.logits(prepared))
+
+
+def over_thresholds(scores: np.ndarray, classes: list[str], thresholds: Sequence[float]) -> list[list[dict]]:
+    """Per image the ``{label, score}`` of each label at or over its threshold, best first."""
+    limits = np.asarray(thresholds, np.float32)[None]
+    return [[{"label": classes[i], "score": round(float(row[i]), 6)}
+             for i in sorted(np.flatnonzero(row >= limits[0]).tolist(), key=lambda i: -row[i])]
+            for row in scores]
 
 
 def top_k(probs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -166,7 +166,7 @@ def preprocess_document(checkpoint: dict, prep: Preprocessing) -> dict:
     return {
         "format": PREPROCESS_FORMAT,
         "width": prep.width, "height": prep.height, "channels": channels,
-        "channel_order": "RGB" if channels == 3 else "L",
+        "channel_order": {1: "L", 3: "RGB"}.get(channels, "as stored"), "depth": prep.depth,
         "resize": prep.resize, "interpolation": "bilinear",
         "noise_seed": INFERENCE_NOISE_SEED,
         "noise": "fill/half_crop padding: numpy.random.default_rng(noise_seed).integers(0, 255, "
@@ -176,11 +176,23 @@ def preprocess_document(checkpoint: dict, prep: Preprocessing) -> dict:
         "image_size": header.image_size,
         "input": {"name": onnx_export.INPUT_NAME, "layout": "NCHW", "dtype": "float32",
                   "shape": ["batch", channels, h, w],
-                  "formula": "(pixel / 255 - mean / 255) / std (mean per mean_mode, centre-cropped "
-                             "like the image; std per channel, 1 when null)"},
+                  "formula": f"(pixel / {2 ** prep.depth - 1} - mean / 255) / std (mean per mean_mode, "
+                             "centre-cropped like the image; std per channel, 1 when null)"},
         "output": {"name": onnx_export.OUTPUT_NAME, "shape": ["batch", len(header.classes)],
                    "meaning": "logits: apply a softmax for probabilities"},
+        **_multilabel_output(checkpoint),
     }
+
+
+def _multilabel_output(checkpoint: dict) -> dict:
+    """A multi-label classifier's thresholds (one a label, labels.txt's order) and what its
+    logits mean; nothing for a classifier of one label an image."""
+    thresholds = checkpoint.get("thresholds")
+    if thresholds is None:
+        return {}
+    return {"task": CheckpointHeader.of(checkpoint).task, "thresholds": list(thresholds),
+            "output": {"name": onnx_export.OUTPUT_NAME, "shape": ["batch", len(thresholds)],
+                       "meaning": "logits: apply a sigmoid per label; a label holds at or over its threshold"}}
 
 
 def info_document(checkpoint: dict, prep: Preprocessing, checkpoint_path: Path, check: dict,
@@ -284,4 +296,6 @@ def _npy(array: np.ndarray) -> bytes:
 
 
 def _png(mean: np.ndarray) -> bytes:
-    return png_bytes(np.clip(np.rint(mean), 0, 255).astype(np.uint8))
+    """mean.png: the mean image to look at (an N-channel model's: its first channel)."""
+    shown = mean if mean.shape[2] in (1, 3) else mean[:, :, :1]
+    return png_bytes(np.clip(np.rint(shown), 0, 255).astype(np.uint8))

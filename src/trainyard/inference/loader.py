@@ -62,6 +62,8 @@ class LoadedModel:
     mean: np.ndarray | None  # (1, C, h, w) or (1, C, 1, 1) float32 in 0..1 units (artifact/inputs.py)
     std: np.ndarray | None = None  # (1, C, 1, 1): the pretrained weights' scaling, if any
     spec: dict = field(default_factory=dict)
+    # a multi-label classifier's threshold of each label (its scores are sigmoids); None: softmax
+    thresholds: list[float] | None = None
     sha: str = ""  # the checkpoint's SHA-256, its key in the trust ledger
     named: Path | None = None  # the path as the caller named it (says which ledger, trust.py)
     user_code: bool = True  # False: this process never builds a custom network
@@ -104,7 +106,7 @@ class LoadedModel:
     def inputs(self) -> ort_runtime.Inputs:
         """What an export of this model caches beside it, so a later load needs no checkpoint."""
         about = {"classes": self.classes, "epoch": self.epoch, "network": self.network, "spec": self.spec,
-                 "preprocess": self.preprocess.to_dict(with_mean=False)}
+                 "preprocess": self.preprocess.to_dict(with_mean=False), "thresholds": self.thresholds}
         return ort_runtime.Inputs(about, self.mean, self.std)
 
     def logits(self, inputs: np.ndarray) -> np.ndarray:
@@ -171,7 +173,8 @@ def _load(named: Path, path: Path, device: str, user_code: bool) -> LoadedModel:
     header = CheckpointHeader.of(checkpoint)
     about: dict[str, Any] = {"classes": list(header.classes), "epoch": header.epoch,
              "network": header.network_name, "spec": header.spec or {},
-             "preprocess": Preprocessing.of_checkpoint(checkpoint).to_dict(with_mean=False)}
+             "preprocess": Preprocessing.of_checkpoint(checkpoint).to_dict(with_mean=False),
+             "thresholds": checkpoint.get("thresholds")}
     if record.get("network") != about["network"]:
         trust.remember(named, sha, network=about["network"])
     loaded = _loaded(named, path, device, ort_runtime.Inputs(about, *constants(checkpoint)), sha, user_code)
@@ -186,4 +189,5 @@ def _loaded(named: Path, path: Path, device: str, inputs: ort_runtime.Inputs, sh
     preprocess = Preprocessing.from_dict(about["preprocess"]) if about["preprocess"] else NEVER_FED
     return LoadedModel(path=path, classes=list(about["classes"]), preprocess=preprocess,
                        epoch=about["epoch"], network=about["network"], device=device, mean=inputs.mean,
-                       std=inputs.std, spec=about.get("spec") or {}, sha=sha, named=named, user_code=user_code)
+                       std=inputs.std, spec=about.get("spec") or {}, thresholds=about.get("thresholds"), sha=sha,
+                       named=named, user_code=user_code)

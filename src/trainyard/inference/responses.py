@@ -13,13 +13,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from PIL import Image
 
 from trainyard.artifact.inputs import resize_for_input
-from trainyard.datasets.images import ImageError, load_image, to_pil
+from trainyard.datasets.images import ImageError, to_pil
 from trainyard.inference.classify import (
     MAX_TOP,
     decode,
+    load_for,
+    over_thresholds,
     prepare,
     probabilities,
     top_predictions,
@@ -27,24 +30,28 @@ from trainyard.inference.classify import (
 from trainyard.inference.loader import InferenceError, LoadedModel
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from trainyard.inference.gradcam import Saliency
 
 
-def classify_named(loaded: LoadedModel, images: Sequence[tuple[str, Image.Image]], *, top: int = 5,
-                   layers: bool = False, saliency: bool = False) -> list[dict]:
+def classify_named(loaded: LoadedModel, images: Sequence[tuple[str, Image.Image | np.ndarray]], *,
+                   top: int = 5, layers: bool = False, saliency: bool = False) -> list[dict]:
     """One result per ``(name, image)``, in order."""
     if not 1 <= top <= MAX_TOP:
         raise InferenceError(f"top must be between 1 and {MAX_TOP}, not {top}")
     if not layers and not saliency:
         prepared = prepare(loaded, [image for _, image in images])
-        predictions = top_predictions(probabilities(loaded, prepared.inputs), loaded.classes, top)
-        return [{"image": name, "predictions": p} for (name, _), p in zip(images, predictions)]
+        probs = probabilities(loaded, prepared.inputs)
+        predictions = top_predictions(probs, loaded.classes, top)
+        results: list[dict[str, Any]] = [{"image": name, "predictions": p} for (name, _), p in zip(images, predictions)]
+        if loaded.thresholds is not None:  # a multi-label model: every label over its threshold
+            for result, labels in zip(results, over_thresholds(probs, loaded.classes, loaded.thresholds)):
+                result["labels"] = labels
+        return results
     return [_inspect(loaded, name, image, top, layers, saliency) for name, image in images]
 
 
-def _inspect(loaded: LoadedModel, name: str, image: Image.Image, top: int, layers: bool, saliency: bool) -> dict:
+def _inspect(loaded: LoadedModel, name: str, image: Image.Image | np.ndarray, top: int, layers: bool,
+             saliency: bool) -> dict:
     # The views hook PyTorch modules: torch is imported for them alone, not for predictions.
     from trainyard.inference.gradcam import gradcam
     from trainyard.inference.visualize import visualize
@@ -90,18 +97,21 @@ def answer(loaded: LoadedModel, sources: Sequence[tuple[str, bytes | Path]], *, 
                                                            saliency=saliency)}
 
 
-def _pil(loaded: LoadedModel, name: str, source: bytes | Path) -> Image.Image:
-    """The image at the model's stored size. Each is shrunk as soon as it is decoded, so a
+def _pil(loaded: LoadedModel, name: str, source: bytes | Path) -> Image.Image | np.ndarray:
+    """The image at the model's stored size (a full-depth model's: an array at its depth). Each
+    is shrunk as soon as it is decoded, so a
     request of 64 large images holds one full-size image at a time, not 64 (+84 MiB each for a
     5,000-pixel PNG); resizing an image already at that size again leaves it as it is."""
     try:
         if isinstance(source, bytes):
             image = decode(source, loaded)
         else:
-            image = load_image(source, loaded.preprocess.channels)
+            image = load_for(source, loaded.preprocess)
     except (InferenceError, ImageError) as exc:
         reason = str(exc).removeprefix("not a usable image: ")
         raise InferenceError(f"{name} is not a usable image: {reason}") from None
+    if isinstance(image, np.ndarray):
+        return resize_for_input(image, loaded.preprocess)
     with image:
         pixels = resize_for_input(image, loaded.preprocess)
     return to_pil(pixels)

@@ -90,7 +90,7 @@ def parse_segmentation_row(fields: list[str]) -> dict:
 
 # How a job's rows read back, by the task of its model (core/tasks.py).
 ROW_PARSERS: dict[str, Callable[[list[str]], dict]] = {"classification": parse_row, "detection": parse_detection_row,
-                                                       "segmentation": parse_segmentation_row}
+                                                       "multilabel": parse_row, "segmentation": parse_segmentation_row}
 
 
 def row_parser(task: str | None) -> Callable[[list[str]], dict]:

@@ -20,7 +20,8 @@ from trainyard.core.paths import JobFolder
 from trainyard.core.vocabulary import BEST_METRIC
 
 BEST, LAST = "best", "last"
-METRIC_WORDS = {"val_accuracy": "validation accuracy", "val_map50": "validation mAP@0.5"}
+METRIC_WORDS = {"val_accuracy": "validation accuracy", "val_map50": "validation mAP@0.5",
+                "val_micro_f1": "validation micro F1"}
 
 
 class InferenceError(InvalidInput):

@@ -144,6 +144,21 @@ def _evaluate_detector(spec: InferenceSpec, job_dir: Path, events: EventWriter, 
     return {key: doc.get(key) for key in ("images", "map50", "map")}
 
 
+def _evaluate_multilabel(spec: InferenceSpec, job_dir: Path, events: EventWriter, progress: Callable,
+                         should_stop: Callable[[], bool]) -> dict:
+    from trainyard.inference.multilabel import evaluate_multilabel_split
+
+    loaded = _load(spec, events)
+    assert spec.dataset_dir and spec.split  # the spec's validator requires both for an evaluation
+    doc = evaluate_multilabel_split(loaded, Path(spec.dataset_dir), spec.split, batch_size=spec.batch_size,
+                                    progress=progress(events, f"evaluating {spec.split}"), should_stop=should_stop)
+    doc.update(model_id=spec.model_id, dataset_id=spec.dataset_id, epoch=spec.epoch)
+    write_json_atomic(job_dir / EVALUATION, doc)
+    events.log(f"{spec.split} micro F1 {doc['micro_f1']:.3f}, macro F1 {doc['macro_f1']:.3f}, "
+               f"mAP {doc['map']:.3f} over {doc['images']} images")
+    return {key: doc.get(key) for key in ("images", "micro_f1", "macro_f1", "map")}
+
+
 def _load(spec: InferenceSpec, events: EventWriter) -> LoadedModel:
     device = job_device()
     events.log(f"loading {Path(spec.checkpoint).name} (epoch {spec.epoch:g}) on {device}")
@@ -185,7 +200,8 @@ def _evaluate_segmenter(spec: InferenceSpec, job_dir: Path, events: EventWriter,
 
 # What a classify-many and an evaluate job run, by the model's task (core/tasks.py names the
 # tasks): each task's runners beside each other; a new task registers its own two.
+# A multi-label model classifies many as a classifier does (its predictions: label scores).
 MANY: dict[str, Callable[..., dict]] = {"classification": _classify_many, "detection": _detect_many,
-                                        "segmentation": _segment_many}
+                                        "multilabel": _classify_many, "segmentation": _segment_many}
 EVALUATE: dict[str, Callable[..., dict]] = {"classification": _evaluate_classifier, "detection": _evaluate_detector,
-                                            "segmentation": _evaluate_segmenter}
+                                            "multilabel": _evaluate_multilabel, "segmentation": _evaluate_segmenter}

@@ -74,7 +74,9 @@ def _check_segmenter(make, num_classes: int, in_channels: int, size: int, input_
 
 
 # How a network of each task is checked (core/tasks.py names the tasks): a new task adds its own.
-CHECKS = {"classification": _check_classifier, "detection": _check_detector, "segmentation": _check_segmenter}
+CHECKS = {"classification": _check_classifier, "detection": _check_detector,
+          "multilabel": _check_classifier,  # a multi-label classifier: one logit a label
+          "segmentation": _check_segmenter}
 
 
 def main() -> None:

@@ -15,16 +15,20 @@ from dataclasses import dataclass
 from torch import nn
 
 
+def _pair(values: tuple[int, ...]) -> tuple[int, int]:
+    return values[0], values[1]
+
+
 def replace_first_conv(model: nn.Module, path: str, in_channels: int) -> None:
     """Swap the Conv2d at `path` (e.g. "features.0.0") for one taking `in_channels` inputs."""
     old = model.get_submodule(path)
     assert isinstance(old, nn.Conv2d), f"{path} is a {type(old).__name__}, not a Conv2d"
     # torch's stubs type _ConvNd's kernel_size/stride/padding as tuple[int, ...] for every
     # dimension, while Conv2d's constructor wants 2-tuples: a Conv2d's are 2-tuples.
-    new = nn.Conv2d(
-        in_channels, old.out_channels, old.kernel_size,  # type: ignore[arg-type]
-        stride=old.stride, padding=old.padding, bias=old.bias is not None,  # type: ignore[arg-type]
-    )
+    kernel, stride = _pair(old.kernel_size), _pair(old.stride)
+    padding = old.padding if isinstance(old.padding, str) else _pair(old.padding)
+    new = nn.Conv2d(in_channels, old.out_channels, kernel, stride=stride, padding=padding,
+                    bias=old.bias is not None)
     parent, _, attr = path.rpartition(".")
     setattr(model.get_submodule(parent), attr, new)
 

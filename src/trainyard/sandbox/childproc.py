@@ -214,8 +214,9 @@ class Child:
             elif self._zygote is not None:
                 self._zygote.exit_code(self.pid, wait_s=1)  # reaped: no zombie left behind
             self.pid = -self.pid
-        if getattr(self, "group", None) is not None:
-            self.group.remove()  # type: ignore[union-attr]
+        group = getattr(self, "group", None)
+        if group is not None:
+            group.remove()
             self.group = None
         self._close_fds()
         shutil.rmtree(self.scratch, ignore_errors=True)

@@ -112,7 +112,7 @@ class Zygote:
         finally:
             self._lock.release()
 
-    def _ask(self, message: dict, fds: list[int] = (), sock: socket.socket | None = None) -> dict:  # type: ignore[assignment]
+    def _ask(self, message: dict, fds: tuple[int, ...] | list[int] = (), sock: socket.socket | None = None) -> dict:
         sock = sock or self._sock
         if sock is None:
             raise OSError("no zygote")

@@ -202,6 +202,7 @@ def _classification_data(spec: ModelSpec, ckpt: dict | None, info: DatasetInfo, 
                                                        BatchLoader | None]:
     """(train loader, val loader, preprocessing, BatchNorm refresh loader) of images with labels."""
     mean, mean_mode, std = transfer.input_normalisation(spec, ckpt, mean, train_split.shape, events)
+    std = std or transfer.dataset_std(info, events)
     mean_t = mean_tensor(mean, mean_mode, spec.crop, device)
     loader_args: dict[str, Any] = dict(mean=mean_t, crop=spec.crop, seed=seed, channels_last=channels_last,
                        rank=d.rank, world_size=d.world_size, std=std_tensor(std, device))
@@ -214,7 +215,7 @@ def _classification_data(spec: ModelSpec, ckpt: dict | None, info: DatasetInfo, 
             transfer.recalibrate(net, statistics_loader, events, known=std is not None)
         refresh = transfer.refresh_loader(net, statistics_loader, events)
     height, width, channels = train_split.shape
-    preprocess = Preprocessing(width=width, height=height, channels=channels,
+    preprocess = Preprocessing(width=width, height=height, channels=channels, depth=train_split.depth,
                                resize=info.resize or DEFAULT_RESIZE, mean_mode=mean_mode, crop=spec.crop,
                                std=tuple(std) if std else None,
                                mean=torch.from_numpy(mean.astype(np.float32)) if mean is not None else None)

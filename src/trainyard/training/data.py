@@ -178,7 +178,10 @@ class BatchLoader:
         on_device = self._device_decode(indices)
         if on_device is not None:
             return on_device, labels.pin_memory() if self.pin else labels
-        images = torch.from_numpy(self.reader.read_batch(indices))
+        batch = self.reader.read_batch(indices)
+        # A 16-bit split's samples travel as int32 (exact): CUDA has few uint16 kernels (the
+        # crop's indexing, flips), and normalize_batch scales int32 by 1 / 65535 (FULL_SCALE).
+        images = torch.from_numpy(batch.astype(np.int32) if batch.dtype == np.uint16 else batch)
         if self.pin:
             images, labels = images.pin_memory(), labels.pin_memory()
         return images, labels

@@ -36,6 +36,9 @@ class EpochLog:
             parts.append(f"val loss {val_loss:.4f},")
         if val_accuracy is not None:
             parts.append(f"val accuracy {val_accuracy:.2f} %,")
+        micro_f1 = _latest(run.metrics, "val_micro_f1", epoch)  # a multi-label classifier's
+        if micro_f1 is not None:
+            parts.append(f"val micro F1 {micro_f1:.3f},")
         map50, map_ = (_latest(run.metrics, name, epoch) for name in ("val_map50", "val_map"))
         if map50 is not None and map_ is not None:
             parts.append(f"val mAP@0.5 {map50:.3f}, mAP@0.5:0.95 {map_:.3f},")
@@ -53,6 +56,8 @@ class EpochLog:
             text += f"; best validation mAP@0.5 {best['val_map50']:.3f} at epoch {best['epoch']:g}"
         elif best and "val_miou" in best:
             text += f"; best validation mIoU {best['val_miou']:.3f} at epoch {best['epoch']:g}"
+        elif best and "val_micro_f1" in best:
+            text += f"; best validation micro F1 {best['val_micro_f1']:.3f} at epoch {best['epoch']:g}"
         elif best:
             text += f"; best validation accuracy {best['val_accuracy']:.2f} % at epoch {best['epoch']:g}"
         self.run.events.log(text)

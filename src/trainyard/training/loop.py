@@ -74,7 +74,7 @@ class Reporter:
         self.run = run
         self.events: EventWriter = run.events
         self.should_stop = should_stop
-        self.task = TASKS[run.spec.task]
+        self.task = TASKS[run.spec.task].for_run(run)
         self.meter = LossMeter(run.device, run.dist)
         self.checkpoints = CheckpointWriter(run.events)  # writes off the training thread
         self.started = self.mark = time.perf_counter()

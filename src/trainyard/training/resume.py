@@ -74,6 +74,7 @@ def resume_run(run: Run, ckpt: dict) -> None:
     header = CheckpointHeader.of(ckpt)
     run.metrics = {k: [list(p) for p in v] for k, v in header.metrics.items()}
     run.best = header.best
+    run.task_state.update({key: ckpt[key] for key in ckpt.get("task_state_keys") or () if key in ckpt})
 
 
 def keeps_big_last_batch(ckpt: dict | None) -> bool:

@@ -187,9 +187,12 @@ def defers_to_launcher(error: Exception, message: str, folder: JobFolder) -> boo
     as the job's end while it went on."""
     if not os.environ.get(FENCE_ENV) or int(os.environ.get("WORLD_SIZE", "1")) < 2:
         return False
+    from trainyard.core.stored import read_stored
+    from trainyard.training.spec import ModelSpec
+
     try:
-        elastic = bool(folder.read_spec().get("min_workers"))
-    except (OSError, ValueError, AttributeError):
+        elastic = bool(read_stored(ModelSpec, folder.read_spec()).min_workers)
+    except (OSError, ValueError):  # InvalidInput is a ValueError
         return False
     from trainyard.training.rank_failures import is_peer_failure
 

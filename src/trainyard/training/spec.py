@@ -17,6 +17,7 @@ from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.files import read_json
 from trainyard.core.limits import MAX_NAME
 from trainyard.core.stored import SpecModel, is_stored, read_stored
+from trainyard.core.tasks import task_traits
 from trainyard.core.vocabulary import DEFAULT_TASK, Task
 from trainyard.networks import get_network
 from trainyard.training.train_settings import TrainSettings
@@ -119,9 +120,10 @@ class ModelSpec(TrainSettings, ModelSource):
             raise ValueError("backbone_lr_mult needs pretrained weights (set pretrained)")
         if self.pretrained_entry and not (self.pretrained and self.network):
             raise ValueError("pretrained_entry needs pretrained (its file) and a standard or timm network")
-        if self.network and get_network(self.network).task != self.task:
+        wanted = task_traits(self.task).network_task  # a multi-label dataset trains classifiers
+        if self.network and get_network(self.network).task != wanted:
             raise ValueError(f"network {self.network} is a {get_network(self.network).task} network and "
-                             f"this dataset is for {self.task}: choose a {self.task} network")
+                             f"this dataset is for {self.task}: choose a {wanted} network")
         if self.solver == "nesterov" and self.momentum <= 0:
             raise ValueError("the nesterov solver needs a momentum above 0")
         if self.node_rank >= self.nnodes:

@@ -104,6 +104,8 @@ class Run:
     # a fine-tune's training images, on which its BatchNorm statistics are recomputed before each
     # validation and checkpoint (training/transfer.py); None: the running averages stay as they are
     batchnorm_refresh: BatchLoader | None = None
+    # what the task's validation keeps for the checkpoints (a multi-label classifier's thresholds)
+    task_state: dict = field(default_factory=dict)
 
     @property
     def global_batch(self) -> int:
@@ -174,4 +176,6 @@ def checkpoint_state(run: Run, epoch: float, batches: int, rng: dict | None = No
         "base_lr": run.base_lr,
         "trainable": run.trainable,
         "head": run.head,
+        **run.task_state,
+        "task_state_keys": list(run.task_state),  # what a resume takes back into task_state
     }

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -22,6 +23,9 @@ from trainyard.training import distributed
 from trainyard.training.data import BatchLoader
 from trainyard.training.detection.steps import detection_loss, evaluate_detection
 from trainyard.training.distributed import SINGLE, Dist
+from trainyard.training.multilabel import BEST as MULTILABEL_BEST
+from trainyard.training.multilabel import bind as bind_multilabel
+from trainyard.training.multilabel import evaluate_multilabel, multilabel_loss
 from trainyard.training.segmentation.steps import evaluate_segmentation, segmentation_loss
 
 # step_loss(model, images, labels) -> (loss, {metric name: loss part} or None)
@@ -115,10 +119,20 @@ class TaskSteps:
     step_loss: StepLoss
     evaluate: Callable[..., dict[str, float]]  # evaluate(model, loader, autocast, should_stop, d)
     best: str  # the validation metric that picks the best epoch (higher is better)
+    # (step loss, evaluate) made for one run from its data (a multi-label loss's pos_weight); None: as above
+    bind: Callable[[Any], tuple[StepLoss, Callable[..., dict[str, float]]]] | None = None
+
+    def for_run(self, run: Any) -> TaskSteps:
+        """These steps as ``run`` uses them (bound to its data where the task binds)."""
+        if self.bind is None:
+            return self
+        step_loss, evaluate = self.bind(run)
+        return replace(self, step_loss=step_loss, evaluate=evaluate, bind=None)
 
 
 TASKS = {"classification": TaskSteps(classification_loss, evaluate, "val_accuracy"),
          "detection": TaskSteps(detection_loss, evaluate_detection, "val_map50"),
+         "multilabel": TaskSteps(multilabel_loss, evaluate_multilabel, MULTILABEL_BEST, bind=bind_multilabel),
          "segmentation": TaskSteps(segmentation_loss, evaluate_segmentation, "val_miou")}
 
 

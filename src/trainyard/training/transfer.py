@@ -39,10 +39,12 @@ from torch import nn
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.artifact.recorded import RecordedInput
 from trainyard.core.events import EventWriter
+from trainyard.datasets.info import DatasetInfo
 from trainyard.training.data import BatchLoader
 from trainyard.training.spec import ModelSpec
 from trainyard.weights import finetune, normalisation
 
+MIN_STD = 1e-4  # a flat channel (std 0) is divided by this instead: no infinities
 MAX_RECALIBRATION_IMAGES = 4096  # enough for stable statistics; a big dataset's first epoch is not rerun
 
 
@@ -128,8 +130,8 @@ def input_normalisation(spec: ModelSpec, ckpt: dict | None, dataset_mean: np.nda
     Otherwise the dataset's mean, as the spec says. A resumed run takes its checkpoint's.
     """
     prep = Preprocessing.of_checkpoint(ckpt) if ckpt else None
-    if prep and prep.std:  # normalised as its starting weights expected: keep it
-        return np.asarray(prep.mean, np.float32), "pixel", list(prep.std)
+    if prep and prep.std:  # normalised as its starting weights (or its dataset) expected: keep it
+        return np.asarray(prep.mean, np.float32), prep.mean_mode, list(prep.std)
     norm = None if ckpt else pretrained_normalisation(spec)
     if norm is None:
         if dataset_mean is None and spec.mean != "none":
@@ -141,6 +143,17 @@ def input_normalisation(spec: ModelSpec, ckpt: dict | None, dataset_mean: np.nda
     image[:] = np.asarray(means, np.float32) * np.float32(255.0)
     events.log(f"input normalised as the pretrained weights expect: mean {[round(v, 4) for v in means]}, std {std}")
     return image, "pixel", std
+
+
+def dataset_std(info: DatasetInfo, events: EventWriter) -> list[float] | None:
+    """A 16-bit or N-channel dataset's per-channel std (0..1 units), which its input is divided by
+    after the mean: its values may fill a small part of the full scale (a 12-bit camera, a sensor
+    band), and the network should see them at unit spread. None for 8-bit RGB or grey datasets."""
+    if not info.channel_std:
+        return None
+    std = [max(float(s), MIN_STD) for s in info.channel_std]
+    events.log(f"input divided by the dataset's per-channel std {[round(s, 5) for s in std]}")
+    return std
 
 
 def pretrained_normalisation(spec: ModelSpec) -> normalisation.Normalisation | None:

@@ -29,6 +29,7 @@ from trainyard.web.routers import (
     datasets,
     docs,
     export,
+    export_formats,
     inference,
     inference_pages,
     jobs,
@@ -48,7 +49,7 @@ from trainyard.web.uploads import RequestSizeLimit
 
 STATIC = Path(__file__).parent / "static"
 ROUTERS = [jobs.router, datasets.router, models.router, networks.router, network_search.router,
-           system.router, inference.router, export.router, pages.router, inference_pages.router,
+           system.router, inference.router, export.router, export_formats.router, pages.router, inference_pages.router,
            weights.router, weights_pages.router, docs.router, audit_router,
            sign_in.router, audit_page.router]
 ROUTERS[:0] = [compare.router, labels.router]  # before jobs: /api/jobs/compare is not a job's id

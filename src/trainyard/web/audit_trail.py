@@ -15,8 +15,8 @@ from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoin
 from starlette.responses import Response
 
 from trainyard.core.errors import Forbidden
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.accounts import audit
+from trainyard.jobs.store import actor as accounts
 from trainyard.web.deps import Ctx
 
 # (method, path pattern with the target as its first group, action)
@@ -28,7 +28,9 @@ AUDITED = [
     ("GET", re.compile(r"/api/models/([^/]+)/download"), "download"),
     ("GET", re.compile(r"/api/models/[^/]+/classify-many/([^/]+)\.csv"), "download"),
     ("POST", re.compile(r"/api/weights()"), "import weights"),
+    ("POST", re.compile(r"/api/weights/(.+)/pull"), "pull weights"),
     ("DELETE", re.compile(r"/api/weights/(.+)"), "remove weights"),
+    ("PATCH", re.compile(r"/api/weights/(.+)"), "weights visibility"),
 ]
 
 

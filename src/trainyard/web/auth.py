@@ -6,7 +6,7 @@ session cookie (sessions.py; the cookie never holds the token) that the login fo
 a page opened with ``?token=`` gets (the URL ``serve`` prints: one step, as Jupyter's), the token
 then dropped from the address at once by a redirect.
 Each credential names a user (web/identity.py), who acts for the rest of the request
-(jobs/accounts/actor.py): the server's token is the first admin's.
+(jobs/store/actor.py): the server's token is the first admin's.
 Wrong bearer tokens count against the same limiter as wrong sign-ins (per client address and,
 on this machine, per local account: peers.py). The limiter slows the failing source, never the
 right credential: the right token is always let in, and a wrong one from a source over the limit
@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp
 
-from trainyard.jobs.accounts.actor import Actor, acting
+from trainyard.jobs.store.actor import Actor, acting
 from trainyard.web.identity import Identities
 from trainyard.web.peers import client_key
 from trainyard.web.sessions import COOKIE, MAX_AGE_S, LoginLimiter, new_session, valid_session

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.lookup import job_of_kind
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store.store import Job
 from trainyard.jobs.views.hardware import Hardware
 
@@ -33,7 +33,7 @@ Hw = Annotated[Hardware, Depends(get_hardware)]
 
 def get_job_of_kind(ctx: Context, job_id: str, kind: str | None = None) -> Job:
     """The job of that kind, or a 404 (jobs/kinds/lookup.py): another user's private job is
-    a 404 too (jobs/accounts/actor.py)."""
+    a 404 too (jobs/store/actor.py)."""
     return job_of_kind(ctx.store, job_id, kind)
 
 

@@ -150,6 +150,8 @@ def _best_cell(best: dict, classes: int | None = None) -> Markup | str:
             grade, title = accuracy_grade(best["val_accuracy"], classes)
     elif best.get("val_map50") is not None:
         value = f"mAP@0.5 {best['val_map50']:.3f}"
+    elif best.get("val_micro_f1") is not None:
+        value = f"micro F1 {best['val_micro_f1']:.3f}"
     else:
         return ""
     return Markup(f'<strong class="{grade}" title="{title}">{value}</strong> '

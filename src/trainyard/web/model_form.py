@@ -24,7 +24,7 @@ from trainyard.training.solvers import list_solvers
 if TYPE_CHECKING:
     from trainyard.training.spec import ModelSpec
 
-PLAIN_FIELDS = ("epochs", "batch_size", "accumulation", "solver", "momentum", "weight_decay",
+PLAIN_FIELDS = ("epochs", "batch_size", "accumulation", "solver", "momentum", "weight_decay", "ema",
                 "snapshot_interval", "val_interval", "seed", "crop", "mean", "precision", "backbone_lr_mult")
 
 
@@ -145,7 +145,8 @@ def choices(ctx: Context, briefs: list[dict]) -> dict:
     leases = ctx.store.leases()
     return {
         "datasets": dataset_choices(briefs),
-        "networks": [asdict(n) for n in list_networks()],
+        "networks": [{**asdict(n), "recipe": n.recipe_settings(), "recipe_note": recipe_note(n.recipe_settings())}
+                     for n in list_networks()],
         "previous": previous_models(briefs),
         "gpus": [{"index": g.index, "label": g.label, "job": leases.get(g.resource)}
                  for g in ctx.pools.gpus],
@@ -155,3 +156,26 @@ def choices(ctx: Context, briefs: list[dict]) -> dict:
         "means": list(MEAN_MODES),
         "precisions": ["auto", "fp32", "bf16", "fp16"],
     }
+
+
+def recipe_note(recipe: dict) -> str:
+    """A network's training recipe in a few words, beside the fields it fills ("" for none)."""
+    if not recipe:
+        return ""
+    lr, augment = recipe.get("lr", {}), recipe.get("augment", {})
+    parts = [str(recipe.get("solver", "")).upper()]
+    if lr.get("policy"):
+        warm = f" after a {lr['warmup_percent']:g}% warm-up" if lr.get("warmup_percent") else ""
+        parts.append(f"{lr['policy']} LR from {lr.get('base_lr', '')}{warm}")
+    if recipe.get("ema"):
+        parts.append(f"EMA {recipe['ema']:g}")
+    if augment.get("mosaic"):
+        off = augment.get("mosaic_off_percent")
+        parts.append(f"mosaic{f' (off for the last {off:g}%)' if off else ''}")
+    if any(augment.get(k) for k in ("hue_shift", "saturation_shift", "value_shift")):
+        parts.append("HSV")
+    if augment.get("scale_jitter"):
+        parts.append(f"scale ±{augment['scale_jitter']:g}")
+    if augment.get("flip", "none") != "none":
+        parts.append("flips")
+    return ", ".join(p for p in parts if p)

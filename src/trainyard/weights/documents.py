@@ -47,4 +47,6 @@ class WeightsRow(Document):
     verified: bool | None = where_given()  # False: its source gave no hash to check
     origin: str | None = where_given()  # the user's own: where it came from
     dropped: Dropped | None = where_given()  # the user's own: tensors left out of the store
+    owner: str | None = None  # who imported or pulled it; None: not in the store
+    visibility: str | None = None  # private | team; None: not in the store
     pull: PullState | None = None

@@ -30,30 +30,38 @@ class Pulls:
     def __init__(self, store: WeightsStore):
         self.store = store
         self._states: dict[str, PullState] = {}
+        self._later: dict[str, list[str | None]] = {}  # who asked for a pull already running
         self._lock = threading.Lock()
 
-    def start(self, name: str) -> dict | None:
-        """Start pulling ``name`` (its canonical name) unless a pull of it is running."""
+    def start(self, name: str, visibility: str | None = None) -> dict | None:
+        """Start pulling ``name`` (its canonical name) unless a pull of it is running, as the
+        acting user's (named here: the pull's thread does not know who asked)."""
+        self.store.access.check_create()
+        owner = self.store.access.who()
         with self._lock:
             current = self._states.get(name)
             if current is None or current.state != "running":
                 self._states[name] = PullState(started=time.time())
-                threading.Thread(target=self._run, args=(name,), daemon=True,
+                threading.Thread(target=self._run, args=(name, owner, visibility), daemon=True,
                                  name=f"pull {name}").start()
+            else:  # the running pull stores it for its own user: this one is a user of it too
+                self._later[name] = [*self._later.get(name, []), owner]
         return self.status(name)
 
     def status(self, name: str) -> dict | None:
         state = self._states.get(name)
         return asdict(state) if state else None
 
-    def _run(self, name: str) -> None:
+    def _run(self, name: str, owner: str | None, visibility: str | None) -> None:
         state = self._states[name]
 
         def progress(done: int, total: int | None) -> None:
             state.done, state.total = done, total
 
         try:
-            self.store.pull(name, progress)
+            self.store.pull(name, progress, owner, visibility)
+            for later in self._later.pop(name, []):
+                self.store.pull(name, owner=later)  # present now: makes them a user of it
             state.state = "done"
         except UserError as exc:
             state.state, state.error = "failed", str(exc)

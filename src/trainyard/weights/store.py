@@ -3,6 +3,8 @@
 A folder holds the weights file (under its published name, or ``weights.safetensors`` for a
 user's own) and ``entry.json``, written last: an entry is present exactly when its entry.json
 is. Published entries come from the catalogue; a user's own entries name the network they fit.
+Each records its owner and visibility; what the acting user may see and change is its
+``access``'s to say (weights/access.py): another user's private entry reads as absent.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from pathlib import Path
 from trainyard.artifact.recorded import RecordedInput
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
 from trainyard.core.files import read_json, write_json_atomic
-from trainyard.weights import catalogue, normalisation
+from trainyard.weights import catalogue, normalisation, owners
+from trainyard.weights.access import Access, Everyone, checked_visibility
 from trainyard.weights.catalogue import WeightsEntry
 from trainyard.weights.download import Progress, check_hash, download
 
@@ -32,13 +35,14 @@ _OWN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 class WeightsStore:
     """Published and own weights under one folder; every method takes entry names."""
 
-    def __init__(self, folder: str | Path, mirror: str = ""):
+    def __init__(self, folder: str | Path, mirror: str = "", access: Access | None = None):
         self.folder = Path(folder)
         self.mirror = mirror  # TRAINYARD_WEIGHTS_URL: where torchvision's files are fetched
+        self.access: Access = access or Everyone()
 
     @classmethod
-    def from_settings(cls, settings) -> WeightsStore:
-        return cls(settings.weights_dir, settings.weights_url)
+    def from_settings(cls, settings, access: Access | None = None) -> WeightsStore:
+        return cls(settings.weights_dir, settings.weights_url, access)
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -46,14 +50,20 @@ class WeightsStore:
         return self.folder / name.replace(":", "+")  # ':' is not portable in file names
 
     def record(self, name: str) -> dict | None:
-        """The stored entry.json of ``name`` (its canonical name, not an alias), or None."""
+        """The stored entry.json of ``name`` (its canonical name, not an alias), or None (also
+        where the acting user may not see it)."""
+        stored = self.stored(name)
+        return stored if stored is not None and self.access.sees(stored) else None
+
+    def stored(self, name: str) -> dict | None:
+        """The stored entry.json of ``name`` whoever may see it (the store's own checks)."""
         path = self.folder_of(name) / ENTRY_FILE
         return read_json(path) if path.is_file() else None
 
     def own_entries(self) -> list[dict]:
-        """Stored entries that are not in the catalogue (the user's own weights)."""
+        """Stored entries that are not in the catalogue (the user's own weights) that the acting user sees."""
         found = [read_json(p) for p in sorted(self.folder.glob(f"*/{ENTRY_FILE}"))]
-        return [r for r in found if r.get("source") == "user"]
+        return [r for r in found if r.get("source") == "user" and self.access.sees(r)]
 
     def describe(self, entry: WeightsEntry | dict, stored_folders: set[str] | None = None) -> dict:
         """An entry as the API and CLI show it: catalogue fields plus ``present`` and ``path``.
@@ -62,6 +72,7 @@ class WeightsStore:
         # A shallow copy: dataclasses.asdict deep-copies every tuple, a second for the catalogue
         data = {f.name: getattr(entry, f.name) for f in fields(entry)} if isinstance(entry, WeightsEntry) \
             else dict(entry)
+        data.pop("users", None)  # who else pulled it is not for every reader
         known_absent = stored_folders is not None and data["name"].replace(":", "+") not in stored_folders
         stored = None if known_absent else self.record(data["name"])
         # A library's missing figure is NaN: not a percentage to show, nor valid JSON.
@@ -75,6 +86,8 @@ class WeightsStore:
             data["verified"] = stored.get("verified", True)  # False: its source gave no hash to check
             if stored.get("origin"):  # the download's address or the imported file's name
                 data["origin"] = stored["origin"]
+            data["owner"] = self.access.owner_of(stored)
+            data["visibility"] = stored.get("visibility") or "private"
         return data
 
     def list(self, search: str = "", source: str | None = None, present: bool = False) -> list[dict]:
@@ -115,28 +128,38 @@ class WeightsStore:
 
     # ---- changing ------------------------------------------------------------------------
 
-    def pull(self, name: str, on_progress: Progress | None = None) -> dict:
-        """Download a published entry (resuming a partial file), check it, and store it."""
+    def pull(self, name: str, on_progress: Progress | None = None, owner: str | None = None,
+             visibility: str | None = None) -> dict:
+        """Download a published entry (resuming a partial file), check it, and store it as
+        ``owner``'s (default: the acting user's; a background pull names them)."""
+        self.access.check_create()
         entry = self._published(name)
         url = catalogue.download_url(entry, self.mirror)
         if url is None:
             raise InvalidInput(f"{entry.name} has no download address; import the file instead")
-        if self.record(entry.name) is not None:
-            return self.describe(entry)  # already here and checked when it came
+        owner = owner or self.access.who()
+        if self.stored(entry.name) is not None:  # already here and checked when it came
+            owners.hold(self, entry.name, owner)
+            return self.describe(entry)
         folder = self.folder_of(entry.name)
         with self._lock(entry.name):
             path = folder / entry.filename
             fetched = download(url, path, sha256=entry.sha256, max_bytes=catalogue.max_bytes(entry),
                                on_progress=on_progress)
             self._check_or_remove(path, entry)  # verified: False where no published hash was checked
-            return self._finish({**entry.to_dict(), "verified": fetched.verified}, path, fetched.sha256,
-                                origin=url)
+            stamp = owners.stamp(self, entry.name, visibility, owner)
+            record = {**entry.to_dict(), "verified": fetched.verified, **stamp}
+            return self._finish(record, path, fetched.sha256, origin=url)
 
     def import_file(self, name: str, file: str | Path, network: str | None = None,
-                    mean: str | Sequence[float] | None = None, std: str | Sequence[float] | None = None) -> dict:
+                    mean: str | Sequence[float] | None = None, std: str | Sequence[float] | None = None,
+                    visibility: str | None = None) -> dict:
         """Store a file copied by hand: a published entry's (hash-checked), or the user's own
         weights for ``network`` under a new name, with the input normalisation they were trained
-        with (``mean``/``std`` per channel on 0..1; a trainyard checkpoint brings its own)."""
+        with (``mean``/``std`` per channel on 0..1; a trainyard checkpoint brings its own).
+        The acting user's, ``visibility`` private unless said."""
+        self.access.check_create()
+        checked_visibility(visibility)
         file = Path(file)
         norm = normalisation.given(mean, std)  # a typo is refused before the file is read
         if not file.is_file():
@@ -146,18 +169,27 @@ class WeightsStore:
             if norm is not None:
                 raise InvalidInput(f"{entry.name} is a published entry: its normalisation is the "
                                    f"library's (mean {list(entry.mean)}, std {list(entry.std)})")
-            return self._import_published(entry, file, network)
-        return self._import_own(name, file, network, norm)
+            return self._import_published(entry, file, network, visibility)
+        return self._import_own(name, file, network, norm, visibility)
 
     def remove(self, name: str) -> dict:
-        """Delete a stored entry's files; the catalogue keeps listing a published one."""
+        """Delete a stored entry's files; the catalogue keeps listing a published one. One of a
+        published entry's later ``users`` only lets go of it; its owner hands it to the next."""
         described = self.resolve(name)
-        folder = self.folder_of(described["name"])
-        if not folder.is_dir():
-            raise NotFound(f"the weights {described['name']} are not in the store")
+        gone = {**described, "present": False, "path": None, "owner": None, "visibility": None}
+        if owners.let_go(self, described["name"]):
+            return gone
         with self._lock(described["name"]):
-            shutil.rmtree(folder)
-        return {**described, "present": False, "path": None}
+            shutil.rmtree(self.folder_of(described["name"]))
+        return gone
+
+    def set_visibility(self, name: str, visibility: str) -> dict:
+        """Make a stored entry private or the team's (its owner or an admin)."""
+        checked_visibility(visibility)
+        described = self.resolve(name)
+        stored = owners.changeable(self, described["name"])
+        self.write_record(described["name"], {**stored, "visibility": visibility})
+        return self.resolve(described["name"])
 
     # ---- helpers -------------------------------------------------------------------------
 
@@ -170,29 +202,37 @@ class WeightsStore:
             raise NotFound(f"no published weights called {name!r}; see `trainyard weights list`")
         return entry
 
-    def _import_published(self, entry: WeightsEntry, file: Path, network: str | None) -> dict:
+    def _import_published(self, entry: WeightsEntry, file: Path, network: str | None, visibility: str | None) -> dict:
         if network and network != entry.network:
             raise InvalidInput(f"{entry.name} holds weights for {entry.network}, not {network}")
         sha = check_hash(file, entry.sha256, file.name)
         self._check(file, entry.to_dict())
+        stored = self.stored(entry.name)
+        if stored is not None and not self.access.changes(stored):  # the same file: one more user of it
+            owners.hold(self, entry.name, self.access.who())
+            return self.describe(entry)
         folder = self.folder_of(entry.name)
         with self._lock(entry.name):
             path = folder / entry.filename
             _copy_atomic(file, path)
-            return self._finish(entry.to_dict(), path, sha, origin=f"import of {file.name}")
+            return self._finish({**entry.to_dict(), **owners.stamp(self, entry.name, visibility)}, path, sha,
+                                origin=f"import of {file.name}")
 
     def _import_own(self, name: str, file: Path, network: str | None,
-                    norm: normalisation.Normalisation | None) -> dict:
+                    norm: normalisation.Normalisation | None, visibility: str | None) -> dict:
         if not _OWN_NAME.match(name):
             raise InvalidInput(f"{name!r} is not a published entry; a name for your own weights "
                                "uses letters, digits, '.', '_' and '-' (no ':')")
+        stored = self.stored(name)
+        if stored is not None and not self.access.changes(stored):  # names are one namespace for all
+            raise Conflict(f"the name {name} is taken in the weights store; choose another")
         if not network:
             raise InvalidInput(f"{name} is not a published entry: say which network the weights "
                                "are for (--network NET)")
         info = _network_info(network)
         record = {"name": name, "network": info.name, "source": "user", "filename": OWN_FILENAME,
                   "url": None, "accuracy": {}, "num_classes": 0, "aliases": [],
-                  "input_size": [3, info.image_size, info.image_size]}
+                  "input_size": [3, info.image_size, info.image_size], **owners.stamp(self, name, visibility)}
         recorded = RecordedInput.of_file(file)  # a plain weights file records nothing: only the user can say
         if recorded.input_size:  # a trainyard checkpoint's own input size, not the network's default
             record["input_size"] = list(recorded.input_size)
@@ -233,6 +273,9 @@ class WeightsStore:
         write_json_atomic(path.parent / ENTRY_FILE, {**record, "sha256": sha, "size_mb": size_mb,
                                                      "origin": origin})
         return self.describe(record)
+
+    def write_record(self, name: str, record: dict) -> None:
+        write_json_atomic(self.folder_of(name) / ENTRY_FILE, record)
 
     @contextmanager
     def _lock(self, name: str):

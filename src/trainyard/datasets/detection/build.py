@@ -39,7 +39,7 @@ def build_detection_into(tmp: Path, spec, job_dir: Path, events: EventWriter, wo
     """Build into ``tmp`` (resuming the checkpoint of a killed build of the same plan there);
     return the info dict (also written as tmp/info.json)."""
     plan = collect_detection(spec, job_dir)
-    geometry = Geometry(spec.width, spec.height, spec.channels, spec.resize, spec.encoding)
+    geometry = Geometry(spec.width, spec.height, spec.image_channels, spec.resize, spec.encoding)
     total = sum(len(v) for v in plan.splits.values())
     plan_hash = resume_state.fingerprint(spec.model_dump_json(), geometry,
                                          {split: _digest(samples) for split, samples in plan.splits.items()})
@@ -91,7 +91,7 @@ def _writers(tmp: Path, spec, plan: DetectionPlan, resume: ResumeState | None) -
     if resume is None:
         shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True, exist_ok=True)
-    args = (spec.height, spec.width, spec.channels, spec.encoding)
+    args = (spec.height, spec.width, spec.image_channels, spec.encoding)
     return {split: (DetectionSplitWriter.resume(tmp / split, *args, resume.writers[split], mean=split == "train",
                                                 resize=spec.resize) if resume
                     else DetectionSplitWriter(tmp / split, *args, mean=split == "train", resize=spec.resize))
@@ -136,7 +136,7 @@ def _info(spec, plan: DetectionPlan, writers: dict[str, DetectionSplitWriter]) -
         "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
         "label_notes": [{"path": s.path, "reason": s.reason} for s in plan.notes],
         "not_images": plan.not_images, "ignored": plan.ignored, "warnings": plan.warnings,
-        "width": spec.width, "height": spec.height, "channels": spec.channels, "resize": spec.resize,
+        "width": spec.width, "height": spec.height, "channels": spec.image_channels, "resize": spec.resize,
         "encoding": spec.encoding, "parent": None, "seed": spec.seed,
     }
 

@@ -20,7 +20,7 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring as defused_fromstring
 
 from trainyard.datasets.detection.formats_text import MAX_LABEL_BYTES, label_files
-from trainyard.datasets.detection.labels import Labels, RawBox, image_key
+from trainyard.datasets.detection.labels import Labels, RawBox, corners, image_key
 from trainyard.datasets.sources import Skipped
 
 MAX_COCO_BYTES = 2 << 30
@@ -68,7 +68,7 @@ def _voc_objects(path: Path) -> list[RawBox]:
             raise LabelFileError(f"object {number}: needs a <name> and <bndbox> with numeric "
                                  "xmin, ymin, xmax, ymax")
         _bounded(name, f"object {number}")
-        boxes.append(RawBox(name, values, f"{path} object {number}"))  # type: ignore[arg-type]
+        boxes.append(RawBox(name, corners(values), f"{path} object {number}"))
     return boxes
 
 
@@ -146,7 +146,9 @@ def _annotation(ann: object, files: dict[int, str], names: dict[int, str], file:
 
 def _image_of(ann: object, files: dict[int, str]) -> str | None:
     """The image key an annotation names, if it names a known image at all."""
+    if not isinstance(ann, dict):
+        return None
     try:
-        return files.get(int(ann["image_id"]))  # type: ignore[index]
+        return files.get(int(ann["image_id"]))
     except (KeyError, TypeError, ValueError):
         return None

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from trainyard.datasets.detection.labels import Labels, RawBox, image_key
+from trainyard.datasets.detection.labels import Labels, RawBox, corners, image_key
 from trainyard.datasets.sources import Skipped
 
 DONT_CARE = "dontcare"
@@ -100,7 +100,7 @@ def parse_kitti(folder: Path) -> Labels:
         if fields[0].lower() == DONT_CARE:
             dont_care += 1
             continue
-        out.boxes[key].append(RawBox(fields[0], values, f"{path} line {number}"))  # type: ignore[arg-type]
+        out.boxes[key].append(RawBox(fields[0], corners(values), f"{path} line {number}"))
     if dont_care:
         out.notes.append(f"{dont_care} DontCare region{'s' * (dont_care != 1)} dropped (KITTI's "
                          "'ignore this area', not an object)")

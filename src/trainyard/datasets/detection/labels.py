@@ -42,6 +42,12 @@ class RawBox:
     unknown: str | None = None
 
 
+def corners(values: tuple[float, ...]) -> tuple[float, float, float, float]:
+    """x1, y1, x2, y2 of four numbers a reader checked (ValueError for any other count)."""
+    x1, y1, x2, y2 = values
+    return x1, y1, x2, y2
+
+
 @dataclass
 class Labels:
     """The boxes of each image key, and what could not be read."""

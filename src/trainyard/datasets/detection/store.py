@@ -76,7 +76,7 @@ class DetectionSplitWriter:
         cuts = np.cumsum(counts)[:-1]  # n pieces (np.split makes one of nothing: hence the guard)
         self._boxes = np.split(self._part("boxes.part", m).copy(), cuts) if n else []
         self._labels = np.split(self._part("box_labels.part", m)[:, 0].copy(), cuts) if n else []
-        self._geometry = [tuple(row) for row in self._part("geometry.part", n).tolist()]  # type: ignore[misc]
+        self._geometry = [_geometry_row(row) for row in self._part("geometry.part", n)]
         self._logged, self._logged_boxes = n, m
 
     def __len__(self) -> int:
@@ -93,8 +93,7 @@ class DetectionSplitWriter:
         self.images.append(image, len(boxes), encoded)
         self._boxes.append(boxes)
         self._labels.append(labels)
-        g = tuple(float(v) for v in np.asarray(geometry, np.float64).reshape(5))
-        self._geometry.append(g)  # type: ignore[arg-type]
+        self._geometry.append(_geometry_row(np.asarray(geometry, np.float64).reshape(5)))
 
     def checkpoint(self) -> dict:
         """Make everything appended so far durable (the images' checkpoint, then the boxes')."""
@@ -214,3 +213,9 @@ class DetectionSplit:
         out[:, 0::2] = (out[:, 0::2] - pad_x) / sx
         out[:, 1::2] = (out[:, 1::2] - pad_y) / sy
         return out.astype(np.float32)
+
+
+def _geometry_row(row: np.ndarray) -> tuple[float, float, float, float, float]:
+    """One image's geometry (scale, pad_x, pad_y, original width and height) as plain floats."""
+    a, b, c, d, e = (float(v) for v in row)
+    return a, b, c, d, e

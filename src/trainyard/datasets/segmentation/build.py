@@ -51,14 +51,14 @@ def build_segmentation_into(tmp: Path, spec, job_dir: Path, events: EventWriter,
                f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    writers = {split: SegmentationSplitWriter(tmp / split, spec.height, spec.width, spec.channels, spec.encoding,
+    writers = {split: SegmentationSplitWriter(tmp / split, spec.height, spec.width, spec.image_channels, spec.encoding,
                                               mean=split == "train")
                for split in SPLITS if plan.splits.get(split)}
     progress = progress_class(events, total)
     for split, writer in writers.items():
         for done, sample in enumerate(plan.splits[split], 1):
             try:
-                writer.append(*fit_pair(sample, spec.width, spec.height, spec.channels))
+                writer.append(*fit_pair(sample, spec.width, spec.height, spec.image_channels))
             except ImageError as e:
                 plan.skipped.append(Skipped(str(sample.image), str(e)))
             progress.update(split, done, len(plan.splits[split]))
@@ -66,11 +66,11 @@ def build_segmentation_into(tmp: Path, spec, job_dir: Path, events: EventWriter,
     for writer in writers.values():
         writer.close()
     _report(events, plan)
-    info = _info(spec, plan, writers)
-    if not info["images"].get("train"):
+    built = _info(spec, plan, writers)
+    if not built["images"].get("train"):
         raise DatasetError("no usable training image: every pair was left out (see the skipped list)")
-    finish_dataset(tmp, plan.classes, writers["train"].mean(), info)
-    return info
+    finish_dataset(tmp, plan.classes, writers["train"].mean(), built)
+    return built
 
 
 def _info(spec, plan: SegmentationPlan, writers: dict[str, SegmentationSplitWriter]) -> dict:
@@ -85,7 +85,7 @@ def _info(spec, plan: SegmentationPlan, writers: dict[str, SegmentationSplitWrit
         "images": {split: len(w) for split, w in writers.items()},
         "skipped": [{"path": s.path, "reason": s.reason} for s in plan.skipped],
         "not_images": plan.not_images, "ignored": plan.ignored, "warnings": plan.warnings,
-        "width": spec.width, "height": spec.height, "channels": spec.channels, "resize": spec.resize,
+        "width": spec.width, "height": spec.height, "channels": spec.image_channels, "resize": spec.resize,
         "encoding": spec.encoding, "parent": None, "seed": spec.seed,
     }
 

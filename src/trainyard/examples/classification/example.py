@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Classify images with a trainyard model exported to ONNX, the way the trainyard server does.
 
-Needs only numpy, Pillow and onnxruntime (not trainyard, not PyTorch):
+Needs only numpy, Pillow and onnxruntime (not trainyard, not PyTorch; a 16-bit or N-channel model
+reads TIFF with tifffile and 16-bit colour PNG with pypng):
 
     python example.py model.onnx IMAGE... -l labels.txt -m mean.npy [-p preprocess.json]
                       [--batch-size N] [--top 5] [--json] [--cpu]
@@ -12,7 +13,9 @@ loaded as 8-bit "L" or "RGB" (EXIF orientation applied, transparency composited 
 fill or half_crop; the padding noise of fill and half_crop comes from a fixed seed, so an
 image always gets the same input), centre-cropped, scaled to 0..1 and minus the mean in 0..1
 (then divided by the per-channel std of the pretrained weights the model was fine-tuned from,
-when preprocess.json has one).
+when preprocess.json has one). A model trained on 16-bit or N-channel images ("depth": 16 or
+more than 3 channels in preprocess.json) reads them at full depth instead (16-bit PNG, TIFF),
+scales by 1/65535 at 16 bits, and divides by the dataset's per-channel std.
 The network's logits go through a softmax; the top predictions are printed per image, or as
 one JSON document with --json: {"results": [{"image": ..., "predictions": [[label, p], ...]}]}.
 """
@@ -78,6 +81,71 @@ def _wide_to_8bit(img: Image.Image) -> Image.Image:
 def _stretch(arr: np.ndarray, lo: float, hi: float) -> np.ndarray:
     span = hi - lo if hi > lo else 1.0
     return np.clip(np.rint((arr - lo) * (255.0 / span)), 0, 255).astype(np.uint8)
+
+
+# -- full depth: 16-bit and N-channel images, like trainyard.datasets.deep -------------------
+def full_depth(prep: dict) -> bool:
+    return prep.get("depth", 8) != 8 or prep["channels"] not in (1, 3)
+
+
+def load_array(path: str, channels: int, depth: int) -> np.ndarray:
+    """(H, W, channels) uint8 or uint16 at the model's depth; an 8-bit file at 16 bits is x 257."""
+    if path.lower().endswith((".tif", ".tiff")):
+        import tifffile  # pip install tifffile
+
+        with tifffile.TiffFile(path) as tif:
+            pixels, axes = tif.series[0].asarray(), tif.series[0].axes
+        bands = [i for i, a in enumerate(axes) if a in "SCIQ"]  # samples, channels, pages: channels
+        pixels = np.transpose(pixels, [axes.index("Y"), axes.index("X"), *bands])
+    else:
+        with Image.open(path, formats=SAFE_FORMATS) as img:
+            grey16, deep = img.mode.startswith("I;16"), bool(img.tile and ";16" in str(img.tile[0][3]))
+            grey = np.asarray(img).astype(np.uint16) if grey16 else None
+        if grey is not None:
+            pixels = grey
+        else:
+            pixels = read_png16(path) if deep else np.asarray(load_image(path, min(channels, 3)))
+    pixels = pixels.reshape(*pixels.shape[:2], -1)
+    if pixels.shape[2] != channels:
+        if {pixels.shape[2], channels} != {1, 3}:
+            raise ValueError(f"{path}: image has {pixels.shape[2]} channel(s); the model takes {channels}")
+        if channels == 3:
+            pixels = np.repeat(pixels, 3, axis=2)
+        else:  # ITU-R 601 luma, as Pillow's RGB -> L
+            luma = np.rint(pixels[:, :, :3].astype(np.float64) @ np.array([0.299, 0.587, 0.114]))
+            pixels = luma.astype(pixels.dtype)[:, :, None]
+    dtype = np.dtype(np.uint16 if depth == 16 else np.uint8)
+    return pixels if pixels.dtype == dtype else pixels.astype(dtype) * np.asarray(257, dtype)
+
+
+def read_png16(path: str) -> np.ndarray:
+    """A 16-bit colour PNG (Pillow reads it as 8 bits) with pypng, alpha composited on white."""
+    import png  # pip install pypng
+
+    width, height, rows, info = png.Reader(filename=path).asDirect()
+    pixels = np.vstack([np.asarray(row, np.uint16) for row in rows]).reshape(height, width, info["planes"])
+    if not info["alpha"]:
+        return pixels
+    alpha = pixels[:, :, -1:].astype(np.float64) / 65535.0
+    return np.rint(pixels[:, :, :-1] * alpha + 65535.0 * (1.0 - alpha)).astype(np.uint16)
+
+
+def resize_array(pixels: np.ndarray, width: int, height: int, mode: str, noise_seed: int) -> np.ndarray:
+    """resize_image for any dtype and channel count: each channel resampled in float, rounded."""
+    h, w, c = pixels.shape
+    resized, (x0, y0, x1, y1), (ox, oy) = plan_resize(w, h, width, height, mode)
+    top = np.iinfo(pixels.dtype).max
+    kept = pixels
+    if (w, h) != (x1 - x0, y1 - y0) or resized != (w, h):
+        box = (x0 * w / resized[0], y0 * h / resized[1], x1 * w / resized[0], y1 * h / resized[1])
+        planes = [np.asarray(Image.fromarray(pixels[:, :, k].astype(np.float32), "F")
+                             .resize((x1 - x0, y1 - y0), RESAMPLE, box=box)) for k in range(c)]
+        kept = np.clip(np.rint(np.stack(planes, axis=2)), 0, top).astype(pixels.dtype)
+    if kept.shape[:2] == (height, width):
+        return np.ascontiguousarray(kept)
+    out = np.random.default_rng(noise_seed).integers(0, int(top), size=(height, width, c), dtype=pixels.dtype)
+    out[oy:oy + kept.shape[0], ox:ox + kept.shape[1]] = kept
+    return out
 
 
 # -- resizing: DIGITS's geometry, like trainyard.datasets.resize ------------------------------
@@ -164,14 +232,15 @@ def center_crop(x: np.ndarray, crop: int) -> np.ndarray:
     return x[..., top:top + crop, left:left + crop]
 
 
-def preprocess(images: list[Image.Image], prep: dict, mean: np.ndarray | None) -> np.ndarray:
+def preprocess(images: list, prep: dict, mean: np.ndarray | None) -> np.ndarray:
     """Images -> float32 (N, C, h, w) network input; ``mean`` comes from mean_input."""
-    arrays = [resize_image(to_mode(img, prep["channels"]), prep["width"], prep["height"],
-                           prep["resize"], prep.get("noise_seed", 0)) for img in images]
-    x = np.stack(arrays).transpose(0, 3, 1, 2)  # N, C, H, W uint8
+    size = (prep["width"], prep["height"], prep["resize"], prep.get("noise_seed", 0))
+    arrays = [resize_array(img, *size) if isinstance(img, np.ndarray) else
+              resize_image(to_mode(img, prep["channels"]), *size) for img in images]
+    x = np.stack(arrays).transpose(0, 3, 1, 2)  # N, C, H, W uint8 (uint16 at 16 bits)
     if prep.get("crop"):
         x = center_crop(x, prep["crop"])
-    x = x.astype(np.float32) * np.float32(1.0 / 255.0)
+    x = x.astype(np.float32) * np.float32(1.0 / np.iinfo(x.dtype).max)
     if mean is not None:
         x = x - mean
     if prep.get("std"):  # weights fine-tuned from published ones expect their scaling too
@@ -183,6 +252,10 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     z = logits.astype(np.float64) - logits.max(axis=1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=1, keepdims=True)
+
+
+def sigmoid(logits: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -80, 80)))
 
 
 def default_preprocess(session: ort.InferenceSession, mean: np.ndarray) -> dict:
@@ -205,20 +278,30 @@ class Classifier:
         self.prep = prep or default_preprocess(self.session, mean)
         self.mean = mean_input(mean, self.prep)
         self.input_name = self.session.get_inputs()[0].name
+        # a multi-label model's threshold per label (preprocess.json): its scores are sigmoids
+        self.thresholds = self.prep.get("thresholds")
 
-    def probabilities(self, images: list[Image.Image]) -> np.ndarray:
+    def load(self, path: str):
+        if full_depth(self.prep):
+            return load_array(path, self.prep["channels"], self.prep.get("depth", 8))
+        return load_image(path, self.prep["channels"])
+
+    def probabilities(self, images: list) -> np.ndarray:
         logits = self.session.run(None, {self.input_name: preprocess(images, self.prep, self.mean)})[0]
-        return softmax(logits)
+        return softmax(logits) if self.thresholds is None else sigmoid(logits)
 
     def classify(self, paths: list[str], batch_size: int = 32, top: int = 5) -> list[dict]:
         results = []
         for start in range(0, len(paths), batch_size):
             chunk = paths[start:start + batch_size]
-            probs = self.probabilities([load_image(p, self.prep["channels"]) for p in chunk])
+            probs = self.probabilities([self.load(p) for p in chunk])
             for path, p in zip(chunk, probs):
                 best = np.argsort(-p, kind="stable")[:top]
-                results.append({"image": path,
-                                "predictions": [[self.labels[i], float(p[i])] for i in best]})
+                result: dict = {"image": path, "predictions": [[self.labels[i], float(p[i])] for i in best]}
+                if self.thresholds is not None:  # every label at or over its own threshold, best first
+                    over = [i for i in np.argsort(-p, kind="stable") if p[i] >= self.thresholds[i]]
+                    result["labels"] = [{"label": self.labels[i], "score": float(p[i])} for i in over]
+                results.append(result)
         return results
 
 
@@ -254,6 +337,8 @@ def print_results(results: list[dict], as_json: bool, seconds: float | None = No
         print(f"Classified {len(results)} image(s) in {seconds:.3f} seconds.", file=sys.stderr)
     for result in results:
         print("{:-^80}".format(f" Prediction for {result['image']} "))
+        if "labels" in result:
+            print("labels: " + (", ".join(f"{x['label']} ({x['score']:.4f})" for x in result["labels"]) or "none"))
         for label, p in result["predictions"]:
             print(f"{p:9.4%} - \"{label}\"")
         print()

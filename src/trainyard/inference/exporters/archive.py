@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from trainyard.artifact.checkpoint import (
     CheckpointHeader,
     build_model_from_checkpoint,
@@ -74,7 +76,7 @@ def export_format(job_dir: str | os.PathLike, epoch: float | None, chosen: Expor
                         [f"{top}/{name}" for name, _, _ in final], check, manifest)
 
 
-def measure_classifier(checkpoint: dict, model, reference: bytes, converted: Converted) -> dict:
+def measure_classifier(checkpoint: dict, model: torch.nn.Module, reference: bytes, converted: Converted) -> dict:
     """The classification figures (figures.py) of the copy, and both latencies."""
     x, labels, source = figures.check_inputs(checkpoint)
     expected = figures.logits(figures.torch_runner(model), x)
@@ -84,7 +86,7 @@ def measure_classifier(checkpoint: dict, model, reference: bytes, converted: Con
     return doc
 
 
-MEASURES: dict[str, Callable[[dict, object, bytes, Converted], dict]] = {"classification": measure_classifier}
+MEASURES: dict[str, Callable[[dict, torch.nn.Module, bytes, Converted], dict]] = {"classification": measure_classifier}
 
 
 def _with_copy(members: list[tuple[str, bytes, int]], converted: Converted,
@@ -100,12 +102,12 @@ def _with_copy(members: list[tuple[str, bytes, int]], converted: Converted,
         elif name == "README.md":
             data += _format_section(manifest).encode()
         elif name == "info.json":
-            info = json.loads(data)
-            info["sha256"].pop("model.onnx", None)
-            info["sha256"].update({converted.name: _sha256(converted.data),
-                                   **{n: _sha256(d) for n, d in converted.replaces.items()}})
-            info["export"] = manifest
-            data = export._json(info)
+            described = json.loads(data)  # the archive's own info.json: its files' hashes
+            described["sha256"].pop("model.onnx", None)
+            described["sha256"].update({converted.name: _sha256(converted.data),
+                                        **{n: _sha256(d) for n, d in converted.replaces.items()}})
+            described["export"] = manifest
+            data = export._json(described)
         out.append((name, data, mode))
     added = [(name, data, 0o644) for name, data in converted.replaces.items() if name not in {m[0] for m in out}]
     return [*out, *added, (MANIFEST, export._json(manifest), 0o644)]

@@ -59,7 +59,8 @@ def convert_int8(conversion: Conversion) -> Converted:
 
 
 ONNX = Exporter("onnx", "ONNX fp32 for ONNX Runtime (any platform)", ("onnx", "onnxruntime"),
-                "pip install onnx onnxruntime", convert_fp32, tasks=("classification", "detection", "segmentation"))
+                "pip install onnx onnxruntime", convert_fp32, tasks=("classification", "detection", "multilabel",
+                                                                         "segmentation"))
 ONNX_INT8 = Exporter("onnx-int8", "ONNX int8 (static, per-channel, QOperator) for ONNX Runtime on x86/ARM CPUs",
                      ("onnx", "onnxruntime"), "pip install onnx onnxruntime", convert_int8, int8=True)
 

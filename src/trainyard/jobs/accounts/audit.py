@@ -12,7 +12,7 @@ import time
 from sqlalchemy import select
 
 from trainyard.core.document import Document
-from trainyard.jobs.accounts.tables import AuditRow
+from trainyard.jobs.store.account_tables import AuditRow
 
 MAX_TARGET = 200  # a target is an id or a name: a longer one is cut, never refused
 

@@ -15,14 +15,18 @@ import hmac
 import re
 import secrets
 import time
+from types import EllipsisType
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from trainyard.core.document import Document
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
-from trainyard.jobs.accounts.actor import ROLES, Actor
-from trainyard.jobs.accounts.tables import TokenRow, UserRow
+from trainyard.core.status import Status
+from trainyard.jobs.scheduling import quotas
+from trainyard.jobs.store.account_tables import TokenRow, UserRow
+from trainyard.jobs.store.actor import ROLES, Actor
 from trainyard.jobs.store.store import Job, Store
+from trainyard.settings import Settings
 
 NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 FIRST_ADMIN = "admin"
@@ -38,6 +42,13 @@ def checked_role(role: str) -> str:
     return role
 
 
+class QuotaUse(Document):
+    """How much of one quota a user uses, and the quota that applies (its own or the default; 0: none)."""
+
+    used: int
+    quota: int
+
+
 class UserDocument(Document):
     """A user as the CLI's --json and the API show it (never a secret; ``token`` only when one
     was just made, shown that once)."""
@@ -47,13 +58,39 @@ class UserDocument(Document):
     disabled: bool
     created_at: float
     has_password: bool
-    max_jobs: int | None = None  # running jobs at once; None: the server's default
+    # The user's own quotas (jobs/scheduling/quotas.py); None: the server's default.
+    max_jobs: int | None = None  # running jobs at once
+    max_gpus: int | None = None  # GPUs leased at once
+    max_cpu_slots: int | None = None  # CPU training slots at once
+    max_disk_bytes: int | None = None  # bytes of their dataset and model job folders
+    usage: dict[str, QuotaUse] | None = None  # jobs, gpus, cpu_slots, disk_bytes: where asked for
     token: str | None = None
 
 
-def user_document(row: UserRow, token: str | None = None) -> UserDocument:
+# The quota columns of a user, and what each counts (for messages).
+QUOTA_FIELDS = {"max_jobs": "jobs", "max_gpus": "GPUs", "max_cpu_slots": "CPU slots",
+                "max_disk_bytes": "bytes of disk"}
+
+
+def user_document(row: UserRow, token: str | None = None,
+                  usage: dict[str, QuotaUse] | None = None) -> UserDocument:
     return UserDocument(name=row.name, role=row.role, disabled=row.disabled, created_at=row.created_at,
-                        has_password=row.password_hash is not None, max_jobs=row.max_jobs, token=token)
+                        has_password=row.password_hash is not None, token=token, usage=usage,
+                        **{field: getattr(row, field) for field in QUOTA_FIELDS})
+
+
+def usage_of(store: Store, name: str, settings: Settings) -> dict[str, QuotaUse]:
+    """Each quota of user ``name`` with what they use of it now."""
+    limits = quotas.quotas_of(store, name, settings)
+    used = quotas.usage_of(store, name, settings.jobs_dir)
+    with store.session() as s:
+        own = s.get(UserRow, name)
+        running = s.execute(select(func.count()).select_from(Job).where(
+            Job.owner == name, Job.status == Status.RUNNING)).scalar_one()
+    max_jobs = own.max_jobs if own is not None and own.max_jobs is not None else settings.user_max_jobs
+    return {"jobs": QuotaUse(used=running, quota=max_jobs),
+            **{field: QuotaUse(used=getattr(used, field), quota=getattr(limits, field))
+               for field in ("gpus", "cpu_slots", "disk_bytes")}}
 
 
 def get_user(store: Store, name: str) -> UserRow:
@@ -101,11 +138,16 @@ def set_role(store: Store, name: str, role: str) -> UserRow:
     return _change(store, name, role=checked_role(role))
 
 
-def set_quota(store: Store, name: str, max_jobs: int | None) -> UserRow:
-    """The user's cap on running jobs at once (None: the server's default; 0: no cap)."""
-    if max_jobs is not None and max_jobs < 0:
-        raise InvalidInput(f"a quota of {max_jobs} jobs: give 0 (no cap) or more")
-    return _change(store, name, max_jobs=max_jobs)
+def set_quota(store: Store, name: str, max_jobs: int | None | EllipsisType = ..., **others: int | None) -> UserRow:
+    """Set the user's quotas named (``max_jobs`` and QUOTA_FIELDS' others; None: the server's
+    default; 0: no cap); those not named stay as they are."""
+    changes = dict(others) if max_jobs is ... else {"max_jobs": max_jobs, **others}
+    for field, value in changes.items():
+        if field not in QUOTA_FIELDS:
+            raise TypeError(f"no quota {field!r}")
+        if value is not None and value < 0:
+            raise InvalidInput(f"a quota of {value} {QUOTA_FIELDS[field]}: give 0 (no cap) or more")
+    return _change(store, name, **changes)
 
 
 def set_password(store: Store, name: str, password: str) -> UserRow:

@@ -54,7 +54,7 @@ class JobBrief(Document):
     needs: dict[str, Any] | None
     summary: dict[str, Any] | None
     resources: list[str]
-    owner: str | None = None  # the user who made it (jobs/accounts/actor.py)
+    owner: str | None = None  # the user who made it (jobs/store/actor.py)
     visibility: str = "private"  # private | team
 
 
@@ -92,6 +92,7 @@ class DatasetDetail(JobDetail):
     warnings: list[str] | None = where_given()
     image_size: list[int | None] | None
     channels: int | None
+    depth: int | None = where_given()  # bits per sample, given when not 8 (a 16-bit dataset's 16)
     resize: str | None
     encoding: str | None
     # detection only (datasets/detection/stats.py): boxes per class, images with none, what each
@@ -104,6 +105,9 @@ class DatasetDetail(JobDetail):
     label_notes: list[dict[str, Any]] | None = where_given()
     # segmentation only (datasets/segmentation/store.py): split -> class -> share of labelled pixels
     pixel_shares: dict[str, dict[str, float]] | None = where_given()
+    # multi-label only (datasets/multilabel/build.py): train images with labels i and j, labels an image
+    cooccurrence: list[list[int]] | None = where_given()
+    labels_per_image: dict[str, float] | None = where_given()
 
 
 class Best(Document):
@@ -111,6 +115,7 @@ class Best(Document):
     val_accuracy: Number | None = None  # a classifier's (percent)
     val_map50: Number | None = None  # a detector's (0..1)
     val_miou: Number | None = None  # a segmenter's mean IoU (0..1)
+    val_micro_f1: Number | None = None  # a multi-label classifier's (0..1)
 
 
 class StoredModelSpec(ModelSpec):

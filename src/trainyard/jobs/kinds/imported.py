@@ -26,6 +26,7 @@ from trainyard.core.paths import JobFolder, checkpoint_name
 from trainyard.core.status import Status
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.errors import JobError
+from trainyard.jobs.scheduling.quotas import folder_bytes
 from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job
 
@@ -37,6 +38,7 @@ def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | N
     from trainyard.jobs.kinds.precheck import cache_for
 
     archive = Path(archive)
+    ctx.manager.check_disk("model")  # a user at their disk quota imports nothing
     job_id = _free_job_id(ctx)
     folder = ctx.manager.folder(job_id)
     folder.create()
@@ -61,6 +63,7 @@ def import_model_archive(ctx: Context, archive: str | os.PathLike, name: str | N
                                                         "imported": archive.name})
     # Someone else's custom network is user code: recorded so, whatever the folder says later.
     confinement_record.record(ctx.store, job_id, confinement_record.facts_of("model", spec))
+    job.disk_bytes = folder_bytes(folder.path)  # done already: its size for the owner's disk quota
     return ctx.store.add_job(job)
 
 

@@ -6,8 +6,8 @@ not name a job of the kind asked for. The message of a wrong kind says what the 
 
 from __future__ import annotations
 
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.errors import JobNotFound
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store.store import Job, Store
 
 

@@ -49,7 +49,7 @@ def dataset_geometry(ctx: Context, spec: ModelSpec) -> DatasetGeometry:
     if asked is None:
         return DatasetGeometry(None, 3, 256, 256)
     # a detection spec may list the classes to keep (NAME or NAME=NEW): as many as it lists
-    return DatasetGeometry(len(asked.classes or []) or None, asked.channels, asked.height, asked.width)
+    return DatasetGeometry(len(asked.classes or []) or None, asked.image_channels, asked.height, asked.width)
 
 
 def input_size(spec: ModelSpec, geometry: DatasetGeometry) -> tuple[int, int]:

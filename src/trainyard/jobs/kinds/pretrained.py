@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from trainyard.artifact.checkpoint import CheckpointError, checkpoint_for_epoch
-from trainyard.core.paths import resolve_inside
-from trainyard.jobs.accounts import actor as accounts
+from trainyard.core.errors import NotFound
+from trainyard.core.paths import PathNotAllowed, resolve_inside
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.errors import JobError
 from trainyard.jobs.kinds.registry import MODEL
+from trainyard.jobs.store import actor as accounts
 
 if TYPE_CHECKING:
     from trainyard.weights.store import WeightsStore
@@ -79,15 +80,23 @@ def resolve_pretrained(ctx: Context, value: str | None) -> Pretrained | None:
             raise JobError(f"model {job_id}: {exc}") from exc
         spec = MODEL.spec_of(folder)
         return Pretrained(value, "job", str(path), spec.network, spec.network_source)
+    from trainyard.jobs.accounts.weights_access import ActorAccess
     from trainyard.weights import finetune
     from trainyard.weights.catalogue import IMAGENET_TAG
     from trainyard.weights.store import WeightsStore
 
-    store = WeightsStore.from_settings(ctx.settings)
+    store = WeightsStore.from_settings(ctx.settings, ActorAccess(ctx.store))  # another's private entry: as if none
     if finetune.is_store_name(store, value):
         network = None if value == IMAGENET_TAG else store.resolve(value)["network"]
         return Pretrained(value, "store", network=network, store=store)
-    path = Path(resolve_inside(value, ctx.settings.allowed_roots))
+    try:
+        path = Path(resolve_inside(value, ctx.settings.allowed_roots))
+    except PathNotAllowed:
+        if "/" in value or value.startswith("~"):
+            raise
+        # A bare name is what a job or a store entry is called: another user's private one reads
+        # as one that does not exist (404), never as a file outside the data roots.
+        raise NotFound(f"--pretrained {value}: no model job, weights entry or file of that name") from None
     if not path.is_file():
         raise JobError(f"pretrained weights {value} is not a file")
     return Pretrained(value, "file", str(path))

@@ -44,7 +44,8 @@ def python_module_command(module: str, folder: JobFolder) -> list[str]:
     return [sys.executable, "-m", module, str(folder.path)]
 # What a detection dataset's info adds to its description (datasets/detection/stats.py).
 DETECTION_INFO = ("labels_format", "box_counts", "empty_images", "counts_meaning", "box_sizes", "images",
-                  "label_notes", "warnings", "pixel_shares")  # and a segmentation dataset's pixel shares
+                  "label_notes", "warnings", "cooccurrence", "labels_per_image",  # multi-label's
+                  "pixel_shares")  # a segmentation dataset's pixel shares
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def describe_dataset(job: Job, folder: JobFolder, common: JobDetail) -> DatasetD
         not_images=info.not_images, ignored=info.ignored,
         image_size=[info.width, info.height] if info.has_geometry else None,
         channels=info.channels, resize=info.resize, encoding=info.encoding,
-        task=info.task or _spec_task(job, folder), **detection)
+        depth=info.depth if info.depth != 8 else None, task=info.task or _spec_task(job, folder), **detection)
 
 
 def _spec_task(job: Job, folder: JobFolder) -> str:

@@ -23,7 +23,6 @@ from trainyard.core.limits import MAX_NAME
 from trainyard.core.tasks import task_traits
 from trainyard.core.vocabulary import DEFAULT_TASK
 from trainyard.datasets.info import DatasetInfo, read_dataset_info
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.errors import JobConflict, JobError
 from trainyard.jobs.kinds.lookup import job_of_kind
@@ -39,6 +38,7 @@ from trainyard.jobs.kinds.sweeps import (
     sweep_size,
 )
 from trainyard.jobs.scheduling.limits import check_processes
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job
 from trainyard.training.train_settings import BatchSize, TrainSettings
@@ -72,7 +72,7 @@ class TrainRequest(BaseModel):
     early_stop: bool = False  # stop runs among the worst at a validation point (jobs/runs/early_stop.py)
     early_stop_min_epochs: float = DEFAULT_MIN_EPOCHS  # epochs every run trains before it is judged
     settings: TrainSettings = Field(default_factory=TrainSettings)  # how each job trains: epochs, solver, lr, ...
-    # Who else sees the jobs: only their owner (and admins), or the whole team (jobs/accounts/actor.py).
+    # Who else sees the jobs: only their owner (and admins), or the whole team (jobs/store/actor.py).
     visibility: Literal["private", "team"] = "private"
 
 
@@ -141,9 +141,9 @@ def with_recipe(network: str | None, fields: dict) -> dict:
     the recipe's other fields: ``--lr 0.01`` on a YOLO still warms up and decays by cosine."""
     from trainyard.networks.table import get_network, is_standard
 
-    if not is_standard(network):
+    if network is None or not is_standard(network):
         return fields
-    merged = get_network(network).recipe_settings()  # type: ignore[arg-type]
+    merged = get_network(network).recipe_settings()
     for key, value in fields.items():
         below = merged.get(key)
         merged[key] = {**below, **value} if isinstance(below, dict) and isinstance(value, dict) else value
@@ -188,9 +188,10 @@ def refuse_task_mismatch(dataset: Job, task: str, network: str | None) -> None:
     if network is None or not (is_standard(network) or family(network) is not None):
         return  # a custom file, or an unknown name the spec's check names
     network_task = task_of(network)
-    if network_task == task:
+    wanted = task_traits(task).network_task  # a multi-label dataset trains classifiers
+    if network_task == wanted:
         return
-    fitting = [info.name for info in list_networks() if info.task == task]
+    fitting = [info.name for info in list_networks() if info.task == wanted]
     instead = f"or {task_traits(network_task).dataset_hint}"
     raise InvalidSpec(f"dataset {dataset.name!r} ({dataset.id}) is a {task} dataset and {network} is a "
                       f"{network_task} network: pick a {task} network ({', '.join(fitting[:5])}"

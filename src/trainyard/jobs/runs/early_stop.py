@@ -103,7 +103,7 @@ class EarlyStopper:
             return
         folder = self.folder(job.id)
         tail = self._tails.setdefault(job.id, EventTail(folder.events))
-        if not any(e["type"] == "metric" and e.get("name") == "val_accuracy" for _, e in tail.read_new()):
+        if not any(e["type"] == "metric" and e.get("name") in BEST_METRIC.values() for _, e in tail.read_new()):
             return  # no new validation since the last look: nothing to judge (and no file read)
         own = validation_points(folder.events)
         if not own or _is_last(folder, own[-1][1]):

@@ -28,7 +28,6 @@ from trainyard.core.files import write_json_atomic
 from trainyard.core.ids import new_job_id
 from trainyard.core.paths import JobFolder
 from trainyard.core.status import ACTIVE_STATUSES, Status
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.runs import actions, foreground
 from trainyard.jobs.runs.children import Children
@@ -37,9 +36,11 @@ from trainyard.jobs.runs.errors import JobConflict, JobError, JobNotFound, launc
 from trainyard.jobs.runs.ownership import Ownership
 from trainyard.jobs.runs.starting import Starting
 from trainyard.jobs.runs.watching import Watching
+from trainyard.jobs.scheduling import quotas
 from trainyard.jobs.scheduling.fairness import fair_order
 from trainyard.jobs.scheduling.leases import reclaim_stale_leases
 from trainyard.jobs.scheduling.resources import Pools
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job, Store
 from trainyard.settings import Settings
@@ -77,6 +78,7 @@ class JobManager(Ownership):
                group: str | None = None, foreground: bool = False) -> Job:
         """Write the job's folder and spec, and queue it (for the server, or for this process)."""
         self.pools.check(needs)
+        self.check_disk(kind)
         job_id = new_job_id()
         while self.store.get_job(job_id) is not None:
             job_id = new_job_id()
@@ -95,6 +97,19 @@ class JobManager(Ownership):
             return self.store.add_job(job)
         except BaseException:  # refused (a full disk, a read-only database): no folder without a job
             shutil.rmtree(folder.path, ignore_errors=True)
+            raise
+
+    def check_disk(self, kind: str) -> None:
+        """Refuse a new dataset or model job of a user at their disk quota (jobs/scheduling/quotas.py),
+        recording the refusal in the audit log."""
+        from trainyard.jobs.accounts import audit
+
+        actor = accounts.current()
+        try:
+            quotas.check_disk(self.store, actor.name if actor else None, kind, self.settings)
+        except quotas.OverQuota as exc:
+            audit.record(self.store, actor.name if actor else None, "quota.refuse", f"{kind}: {exc}",
+                         actor.source if actor else None)
             raise
 
     def get(self, job_id: str) -> Job:
@@ -152,6 +167,8 @@ class JobManager(Ownership):
             return False
         self.children.forget(job.id)
         self.store.release(job.id)
+        if job.kind in quotas.STORED_KINDS:  # its size, once, for its owner's disk quota
+            quotas.record_size_soon(self.store, self.folder(job.id).path, job.id)
         on_end = get_kind(job.kind).on_end
         if on_end is not None:
             on_end(self.folder(job.id), self.settings.uploads_dir)
@@ -168,7 +185,7 @@ class JobManager(Ownership):
                 self.watching.watch(self.get(job.id))
 
     # -- user actions --------------------------------------------------------------------------
-    # Each of these needs the job's owner or an admin (jobs/accounts/actor.py), whoever asks.
+    # Each of these needs the job's owner or an admin (jobs/store/actor.py), whoever asks.
     def abort(self, job_id: str) -> Job:
         accounts.check_change(self.get(job_id))
         return actions.abort(self, job_id)

@@ -19,6 +19,7 @@ from trainyard.jobs.runs.children import Children
 from trainyard.jobs.runs.ownership import Ownership
 from trainyard.jobs.scheduling import readiness
 from trainyard.jobs.scheduling.fairness import over_quota
+from trainyard.jobs.scheduling.quotas import over_resource_quota
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.jobs.scheduling.waiting import waiting_message
 from trainyard.jobs.store import confinement as confinement_record
@@ -38,7 +39,8 @@ class Starting:
 
     def try_start(self, job: Job, foreground: bool = False) -> None:
         """Start ``job`` if its inputs are ready and its resources free; else say what it waits for."""
-        blocked = readiness.missing_input(self.store, job) or over_quota(self.store, job, self.settings.user_max_jobs)
+        blocked = (readiness.missing_input(self.store, job) or over_quota(self.store, job, self.settings.user_max_jobs)
+                   or over_resource_quota(self.store, job, self.settings))  # GPUs, CPU slots
         if blocked is None:
             resources = self.pools.acquire(self.store, job.id, job.needs, holder=self._owner.holder)
             if resources is not None:

@@ -16,10 +16,9 @@ from collections import Counter, defaultdict
 from sqlalchemy import func, select
 
 from trainyard.core.status import Status
-from trainyard.jobs.accounts.tables import UserRow
-from trainyard.jobs.runs.errors import launched
 from trainyard.jobs.scheduling.readiness import Blocked
-from trainyard.jobs.store.store import Job, Store
+from trainyard.jobs.store.account_tables import UserRow
+from trainyard.jobs.store.store import Job, Store, launched
 
 
 def fair_order(jobs: list[Job]) -> list[Job]:

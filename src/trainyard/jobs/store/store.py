@@ -14,6 +14,7 @@ from typing import cast
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Float,
     ForeignKey,
     Index,
@@ -33,8 +34,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column, sessionmaker, validates
 
 from trainyard.core.status import Status
-from trainyard.jobs.accounts import actor as accounts
-from trainyard.jobs.accounts.tables import AuditRow, TokenRow, UserRow  # noqa: F401 (tables of the store)
+from trainyard.jobs.store import actor as accounts
+from trainyard.jobs.store.account_tables import AuditRow, TokenRow, UserRow  # noqa: F401 (tables of the store)
 from trainyard.jobs.store.confinement import ConfinementRow
 from trainyard.jobs.store.database import create_tables, open_engine
 from trainyard.jobs.store.liveness_tables import DeploymentSetting, Holder  # noqa: F401 (tables of the store)
@@ -83,15 +84,24 @@ class Job(Base):
     finished_at: Mapped[float | None] = mapped_column(Float, default=None)
     # Set on every write: listings refresh only what changed since their last look.
     updated_at: Mapped[float | None] = mapped_column(Float, default=time.time, index=True)
-    # The user who made it, and who else sees it ("private" | "team"; jobs/accounts/actor.py).
+    # The user who made it, and who else sees it ("private" | "team"; jobs/store/actor.py).
     # None in rows from before accounts: the first admin's, private (jobs/accounts/users.py).
     owner: Mapped[str | None] = mapped_column(String(40), default=None, index=True)
     visibility: Mapped[str | None] = mapped_column(String(10), default=None)
+    # Bytes of its folder, measured once when it ended (a user's disk quota sums these,
+    # jobs/scheduling/quotas.py); None: not measured yet.
+    disk_bytes: Mapped[int | None] = mapped_column(BigInteger, default=None)
 
     @validates("status")
     def _typed_status(self, key: str, value: Status | str) -> Status:
         # Events files carry plain strings; a Job holds a Status however it was set.
         return Status(value)
+
+
+def launched(job: Job) -> bool:
+    """Has the job's process started? A cluster job's launcher runs while the job waits for
+    the cluster (status waiting, with its pid), so ``waiting`` alone does not tell."""
+    return job.status == Status.RUNNING or (job.status == Status.WAITING and job.pid is not None)
 
 
 class StatusChange(Base):
@@ -195,7 +205,7 @@ class Store:
         if kind:
             query = query.where(Job.kind == kind)
         visible = accounts.visible_condition(Job)
-        if visible is not None:  # another user's private jobs are not listed (jobs/accounts/actor.py)
+        if visible is not None:  # another user's private jobs are not listed (jobs/store/actor.py)
             query = query.where(visible)
         if statuses is not None:
             # An unknown name matches no job (as it did when statuses were plain strings).

@@ -11,15 +11,15 @@ from __future__ import annotations
 import hashlib
 
 from trainyard.core.vocabulary import BEST_METRIC, DEFAULT_TASK, best_score
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.registry import MODEL, model_metrics
 from trainyard.jobs.runs.manager import JobError, JobManager, JobNotFound
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store.labels import Labels, labels_of
 from trainyard.jobs.store.store import Job
 from trainyard.jobs.views.run_documents import ComparedRun, Comparison
 
 MAX_RUNS = 20  # more curves than this on one chart are not readable, and each costs a file read
-SERIES = ("train_loss", "val_loss", "val_accuracy", "val_map50", "val_map", "lr")
+SERIES = ("train_loss", "val_loss", "val_accuracy", "val_map50", "val_map", "val_micro_f1", "lr")
 # Spec fields that say where things are or who the job is, not how it trained.
 NOT_SETTINGS = frozenset({"id", "name", "dataset_dir", "pretrained", "cluster"})
 
@@ -107,7 +107,8 @@ def text_table(doc: Comparison) -> list[str]:
         best, final = run.best or {}, run.final or {}
         rows.append([run.id, *(_cell(run.settings.get(n)) for n in doc.differs), run.status.value,
                      _cell(best_score(best)), _cell(best.get("epoch")),
-                     _cell(final.get("val_accuracy", final.get("val_map50"))), _cell(final.get("train_loss")),
+                     _cell(final.get("val_accuracy", final.get("val_map50", final.get("val_micro_f1")))),
+                     _cell(final.get("train_loss")),
                      *([_clipped(run.notes)] if with_notes else [])])
     widths = [max(len(str(c)) for c in col) for col in zip(columns, *rows)]
     return ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [columns, *rows]]

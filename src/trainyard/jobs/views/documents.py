@@ -7,10 +7,10 @@ import time
 from sqlalchemy import Row, select
 
 from trainyard.core.status import Status
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.documents import HistoryEntry, JobBrief, JobDetail
 from trainyard.jobs.kinds.registry import get_kind
 from trainyard.jobs.runs.manager import JobManager
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store.labels import labels_of
 from trainyard.jobs.store.store import Job, Store
 

@@ -16,8 +16,8 @@ from sqlalchemy import and_, func, or_, select
 
 from trainyard.core.errors import InvalidInput
 from trainyard.core.status import Status
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.documents import JobPage
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store.store import STATUS_VALUES, Job, Store
 from trainyard.jobs.views.documents import job_brief
 

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, case, func, or_, select
 
 from trainyard.core.status import ACTIVE_STATUSES, FINAL_STATUSES, Status
-from trainyard.jobs.accounts import actor as accounts
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store.labels import has_tag
 from trainyard.jobs.store.store import Deletion, Job, Store
 from trainyard.jobs.views.documents import job_brief
@@ -91,7 +91,8 @@ def _sort_keys(c: Any, sort: str) -> list[Any]:
         return [elapsed, c.created_at]
     if sort == "best":
         return [func.coalesce(c.summary["best"]["val_accuracy"].as_float(),
-                              c.summary["best"]["val_map50"].as_float(), -1.0), c.created_at]
+                              c.summary["best"]["val_map50"].as_float(),
+                              c.summary["best"]["val_micro_f1"].as_float(), -1.0), c.created_at]
     return [c.created_at, c.id]
 
 

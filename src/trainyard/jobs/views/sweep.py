@@ -10,9 +10,9 @@ from sqlalchemy import select
 
 from trainyard.core.status import ACTIVE_STATUSES, Status
 from trainyard.core.vocabulary import best_score
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.kinds.registry import MODEL
 from trainyard.jobs.runs.manager import JobManager, JobNotFound
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store.labels import Labels, labels_of
 from trainyard.jobs.store.store import Job, Store
 from trainyard.jobs.views.compare import MAX_RUNS

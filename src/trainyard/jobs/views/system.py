@@ -9,8 +9,8 @@ import shutil
 from importlib import metadata
 
 from trainyard import __version__
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.views.hardware import Hardware
 from trainyard.jobs.views.system_documents import Holder, Slot, SystemGPU, SystemReport
 from trainyard.sandbox import policy as sandbox
@@ -74,7 +74,7 @@ def _disk(home) -> dict:
 
 def _visible(ctx: Context, leases: dict[str, str]) -> dict[str, str]:
     """The leases, another user's private job named only as PRIVATE_HOLDER (the slot is busy,
-    and nothing says by what: jobs/accounts/actor.py)."""
+    and nothing says by what: jobs/store/actor.py)."""
     jobs = {i: ctx.store.get_job(i) for i in set(leases.values())}
     shown = {i for i, job in jobs.items() if job is None or accounts.may_see(job)}
     return {r: (i if i in shown else PRIVATE_HOLDER) for r, i in leases.items()}

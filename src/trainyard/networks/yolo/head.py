@@ -37,9 +37,9 @@ class Head(nn.Module):
         """Start with every class improbable (a prior of 1 %, as focal-loss detectors do), so the
         first steps are not spent pushing down thousands of background cells."""
         for branch in self.cls:
-            nn.init.constant_(branch[-1].bias, -math.log((1 - 0.01) / 0.01))  # type: ignore[index]
+            nn.init.constant_(_output_bias(branch), -math.log((1 - 0.01) / 0.01))
         for branch in self.box:
-            nn.init.constant_(branch[-1].bias, 1.0)  # type: ignore[index]
+            nn.init.constant_(_output_bias(branch), 1.0)
 
     def forward(self, features: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         boxes, classes = [], []
@@ -73,3 +73,10 @@ def to_boxes(ltrb: torch.Tensor, centres: torch.Tensor, strides: torch.Tensor) -
     """Distances in strides (N, A, 4) around the cell centres -> x1, y1, x2, y2 in pixels."""
     ltrb = ltrb * strides
     return torch.cat([centres - ltrb[..., :2], centres + ltrb[..., 2:]], -1)
+
+
+def _output_bias(branch: nn.Module) -> torch.Tensor:
+    """The bias of a head branch's output convolution (the last of its Sequential)."""
+    last = list(branch.children())[-1]
+    assert isinstance(last, nn.Conv2d) and last.bias is not None
+    return last.bias

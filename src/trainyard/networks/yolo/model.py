@@ -64,7 +64,7 @@ def _batch(images: torch.Tensor | list[torch.Tensor]) -> tuple[torch.Tensor, lis
         h, w = max(s[0] for s in sizes), max(s[1] for s in sizes)
         batch = torch.stack([F.pad(im, (0, w - im.shape[-1], 0, h - im.shape[-2])) for im in images])
     step = STRIDES[-1]
-    return F.pad(batch, (0, (-w) % step, 0, (-h) % step)), sizes  # type: ignore[arg-type]
+    return F.pad(batch, (0, -int(w) % step, 0, -int(h) % step)), sizes
 
 
 def _detections(boxes: torch.Tensor, scores: torch.Tensor, size: tuple[int, int]) -> dict[str, torch.Tensor]:

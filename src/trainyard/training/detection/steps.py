@@ -36,8 +36,8 @@ def loss_name(name: str) -> str:
 def detection_loss(model: nn.Module, images: torch.Tensor, targets: Targets
                    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """(the summed loss, each loss by its metric name) of one training batch."""
-    losses = model(images, targets)
-    return sum(losses.values()), {loss_name(k): v for k, v in losses.items()}  # type: ignore[return-value]
+    losses: dict[str, torch.Tensor] = model(images, targets)
+    return torch.stack(list(losses.values())).sum(), {loss_name(k): v for k, v in losses.items()}
 
 
 def evaluate_detection(model: nn.Module, loader: DetectionBatchLoader,

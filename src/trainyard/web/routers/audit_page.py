@@ -6,8 +6,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from trainyard.core.errors import Forbidden
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.accounts import audit
+from trainyard.jobs.store import actor as accounts
 from trainyard.web.deps import Ctx
 from trainyard.web.routers.pages import render
 

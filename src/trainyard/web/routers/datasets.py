@@ -17,14 +17,14 @@ from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.datasets.detection.explore import image_page, is_detection_split
 from trainyard.datasets.images import ImageError, png_bytes
-from trainyard.datasets.preview import preview_resize
+from trainyard.datasets.preview import display_pixels, preview_resize
 from trainyard.datasets.sources import iter_images
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import SPLITS, SplitReader, open_split
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.dataset import append_dataset_job, create_dataset_job
 from trainyard.jobs.kinds.documents import JobDetail
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store.store import Job
 from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.web import media
@@ -42,7 +42,7 @@ def _spec(fields: dict) -> DatasetSpec:
 
 
 def _create(ctx: Context, make_job: Callable[[], Job], visibility: str | None = None) -> JobDetail:
-    """The new job's document; made ``visibility`` (private unless "team": jobs/accounts/actor.py)."""
+    """The new job's document; made ``visibility`` (private unless "team": jobs/store/actor.py)."""
     with accounts.creating_with(visibility):
         return job_detail(ctx.manager, make_job())
 
@@ -155,6 +155,14 @@ def list_images(ctx: Ctx, dataset_id: str, split: str = "train", label: int | No
     if is_detection_split(folder / split):
         return schemas.ImagePage.model_validate(image_page(folder / split, label, offset, limit))
     labels = reader.labels
+    if labels.ndim == 2:  # a multi-label split's targets (datasets/multilabel/store.py): ``label`` picks its images
+        if label is not None and not 0 <= label < labels.shape[1]:
+            raise NotFound(f"no label {label}: this dataset's labels are 0..{labels.shape[1] - 1}")
+        indices = range(len(labels)) if label is None else labels[:, label].nonzero()[0]
+        page = [int(i) for i in indices[offset: offset + limit]]
+        return schemas.ImagePage(split=split, total=len(indices), offset=offset, images=[
+            schemas.ImageRef(index=i, label=int(labels[i].sum()), labels=labels[i].nonzero()[0].tolist())
+            for i in page])
     indices = range(len(labels)) if label is None else (labels == label).nonzero()[0]
     page = [int(i) for i in indices[offset: offset + limit]]
     return schemas.ImagePage(split=split, total=len(indices), offset=offset,
@@ -166,7 +174,7 @@ def image_png(ctx: Ctx, dataset_id: str, split: str, index: int):
     reader = _open(_built_dataset(ctx, dataset_id), split)
     if not 0 <= index < len(reader):
         raise NotFound(f"{split} has {len(reader)} images; no image {index}")
-    pixels = reader.read(index)
+    pixels = display_pixels(reader.read(index))  # a 16-bit image: a min/max window, not clipped
     return Response(png_bytes(pixels), media_type="image/png",
                     headers={"Cache-Control": "max-age=86400"})  # a version never changes
 

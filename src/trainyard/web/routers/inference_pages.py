@@ -11,10 +11,8 @@ from pathlib import Path
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from fastapi.templating import Jinja2Templates
 
 from trainyard.artifact.checkpoint import checkpoint_epochs
-from trainyard.core import formatting
 from trainyard.core.vocabulary import DEFAULT_TASK
 from trainyard.datasets.storage import split_names
 from trainyard.jobs.context import Context
@@ -23,12 +21,12 @@ from trainyard.jobs.kinds.registry import MODEL
 from trainyard.jobs.views.documents import job_brief, job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind
 from trainyard.web.routers.inference_results import job_folder
+from trainyard.web.routers.pages import templates  # one environment: every page's filters and globals
 
 router = APIRouter(include_in_schema=False)
 # The page that uses a model, by its task (core/tasks.py): a class per image, or boxes.
-PAGES = {"classification": "classify.html", "detection": "detect.html", "segmentation": "segment.html"}
-templates = Jinja2Templates(directory=Path(__file__).parent.parent / "templates")
-formatting.install(templates.env)
+PAGES = {"classification": "classify.html", "detection": "detect.html", "multilabel": "classify.html",
+         "segmentation": "segment.html"}
 
 
 def _model(ctx: Context, model_id: str) -> dict:

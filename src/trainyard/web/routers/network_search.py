@@ -7,7 +7,6 @@ names here and asks for one network's details (parameters, input size) when it i
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict
 from typing import Literal
 
 from fastapi import APIRouter, Query
@@ -43,4 +42,4 @@ async def network_details(ctx: Ctx, name: str) -> more.Network:
 
     info = await asyncio.to_thread(get_network, name)  # UnknownNetwork: a 404
     params = await asyncio.to_thread(cache_for(ctx).parameter_count, info.name)
-    return more.Network(**asdict(info), params=params)
+    return more.Network.of(info, params)

@@ -6,7 +6,6 @@ network's source and an inspection load torch (in the handlers, so the server st
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
@@ -40,7 +39,7 @@ def list_networks(ctx: Ctx, num_classes: Annotated[int, Query(ge=1, le=100_000)]
 
     counts = cache_for(ctx)
     return more.NetworkList(
-        networks=[more.Network(**asdict(info), params=counts.parameter_count(info.name, num_classes, in_channels))
+        networks=[more.Network.of(info, counts.parameter_count(info.name, num_classes, in_channels))
                   for info in networks.list_networks()],
         num_classes=num_classes, in_channels=in_channels)
 

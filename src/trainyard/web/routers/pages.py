@@ -17,10 +17,10 @@ from fastapi.templating import Jinja2Templates
 from trainyard.core import formatting
 from trainyard.core.vocabulary import RESIZE_MODES
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
-from trainyard.jobs.accounts import actor as accounts
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.dataset import version_name
 from trainyard.jobs.kinds.registry import DATASET, MODEL, spec_as_written
+from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store import labels
 from trainyard.jobs.views import listing_query
 from trainyard.jobs.views.documents import job_detail, list_briefs

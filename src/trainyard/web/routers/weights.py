@@ -1,14 +1,17 @@
-"""/api/weights: the pretrained weights store (list, pull with live progress, import, remove)."""
+"""/api/weights: the pretrained weights store (list, pull with live progress, import, remove,
+visibility). Each entry is its importer's or puller's, private unless "team"; another user's
+private entry reads as absent (jobs/accounts/weights_access.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import shutil
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 
+from trainyard.core.document import Document
 from trainyard.core.errors import InvalidInput
 from trainyard.web.schemas.runs import WeightsPage, WeightsRow
 from trainyard.web.uploads import save_upload
@@ -24,12 +27,14 @@ SOURCES = ("torchvision", "timm", "mine", "user")  # "user": what "mine" was cal
 def pulls(request: Request) -> Pulls:
     """The app's store and its background pulls, made on first use."""
     # The store's catalogue reads the network registry, which imports torch: loaded on first use.
+    from trainyard.jobs.accounts.weights_access import ActorAccess
     from trainyard.weights.pulls import Pulls
     from trainyard.weights.store import WeightsStore
 
     state = request.app.state
     if getattr(state, "weight_pulls", None) is None:
-        state.weight_pulls = Pulls(WeightsStore.from_settings(state.ctx.settings))
+        access = ActorAccess(state.ctx.store)  # asks each request's acting user
+        state.weight_pulls = Pulls(WeightsStore.from_settings(state.ctx.settings, access))
     return state.weight_pulls
 
 
@@ -62,18 +67,21 @@ async def get_weights(request: Request, name: str) -> WeightsRow:
 
 
 @router.post("/{name}/pull", status_code=202, response_model=WeightsRow)
-async def pull_weights(request: Request, name: str) -> WeightsRow:
-    """Start downloading a published entry; GET /api/weights/{name} shows its progress."""
+async def pull_weights(request: Request, name: str,
+                       visibility: Literal["private", "team"] | None = None) -> WeightsRow:
+    """Start downloading a published entry (yours, private unless ``visibility`` is team);
+    GET /api/weights/{name} shows its progress."""
     p = pulls(request)
     row = await _call(p.store.resolve, name)
     if row["source"] == "user":
         raise InvalidInput(f"{row['name']} is your own entry: it has nothing to pull")
-    return WeightsRow(**row, pull=p.start(row["name"]))
+    return WeightsRow(**row, pull=p.start(row["name"], visibility))
 
 
 @router.post("", status_code=201, response_model=WeightsRow)
 async def import_weights(request: Request, name: str = Form(...), network: str | None = Form(None),
                          mean: str | None = Form(None), std: str | None = Form(None),
+                         visibility: Literal["private", "team"] | None = Form(None),
                          file: UploadFile = File(...)) -> WeightsRow:
     """Add an uploaded file: a published entry's (hash-checked) or your own for ``network``,
     with its input normalisation (``mean``/``std`` per channel on 0..1, comma-separated)."""
@@ -81,10 +89,21 @@ async def import_weights(request: Request, name: str = Form(...), network: str |
     # save_upload: the file name made harmless, the size limit, an empty file refused
     path = await save_upload(file, settings.uploads_dir, settings.max_upload_mb * 2**20)
     try:
-        row = await _call(pulls(request).store.import_file, name, path, network or None, mean or None, std or None)
+        row = await _call(pulls(request).store.import_file, name, path, network or None, mean or None, std or None,
+                          visibility)
         return WeightsRow(**row)
     finally:
         shutil.rmtree(path.parent, ignore_errors=True)  # the upload's own folder
+
+
+class WeightsPatch(Document):
+    visibility: Literal["private", "team"]
+
+
+@router.patch("/{name}", response_model=WeightsRow)
+async def patch_weights(request: Request, name: str, body: WeightsPatch) -> WeightsRow:
+    """Make a stored entry private or the team's (its owner or an admin)."""
+    return WeightsRow(**await _call(pulls(request).store.set_visibility, name, body.visibility))
 
 
 @router.delete("/{name}", response_model=WeightsRow)

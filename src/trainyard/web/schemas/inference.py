@@ -8,6 +8,7 @@ cluster's nodes) are named fields typed ``dict[str, Any]``, described where they
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from pydantic import Field
@@ -42,9 +43,16 @@ class LayerViews(Document):
     layers: list[dict[str, Any]]  # one row per layer (inference/visualize.py describe_layer)
 
 
+class LabelScore(Document):
+    label: str
+    score: Number  # the label's sigmoid score, 0..1
+
+
 class ImageResult(Document):
     image: str
     predictions: list[tuple[str, Number]]  # [[label, confidence 0..1], ...], best first
+    # a multi-label model's: every label at or over its threshold, best first (docs/multilabel.md)
+    labels: list[LabelScore] | None = where_given()
     visualization: LayerViews | None = where_given()  # with ?visualize
     saliency: Saliency | None = where_given()  # with ?saliency or ?visualize, where the network has a spatial layer
 
@@ -151,6 +159,14 @@ class Network(Document):
     min_image_size: int
     task: str  # "classification" or "detection"
     params: int | None
+    # How it trains where the user sets nothing else (TrainSettings fields, its panels as
+    # objects; {}: the defaults): the new-model form fills its fields with it.
+    recipe: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, info: Any, params: int | None) -> Network:
+        """The document of a NetworkInfo, its recipe as an object."""
+        return cls(**{**asdict(info), "recipe": info.recipe_settings()}, params=params)
 
 
 class NetworkList(Document):

@@ -57,8 +57,9 @@ class BoxRef(Document):
 
 class ImageRef(Document):
     index: int
-    label: int  # the class; for a detection split, the number of boxes
+    label: int  # the class; for a detection split, the number of boxes; multi-label: the number of labels
     boxes: list[BoxRef] | None = None  # detection only
+    labels: list[int] | None = where_given()  # multi-label only: the image's labels (indices into labels.txt)
 
 
 class ImagePage(Document):

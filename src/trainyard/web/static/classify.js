@@ -34,7 +34,11 @@ import { view } from "./classify_view.js";
   function show(doc, ms, file) {
     const result = doc.results[0];
     $("one-result").hidden = false;
+    // A multi-label model's answer first: every label over its threshold (or none), then the scores.
+    const labels = result.labels ? [`<tr><td colspan="3"><strong>Labels:</strong> ${result.labels.length
+      ? result.labels.map((x) => `${ty.escape(x.label)} (${x.score.toFixed(3)})`).join(", ") : "none"}</td></tr>`] : [];
     view.predictions($("one-predictions"), result.predictions);
+    $("one-predictions").insertAdjacentHTML("afterbegin", labels.join(""));
     $("one-timing").textContent = `epoch ${doc.epoch} · ${Math.round(ms)} ms`;
     const layers = result.visualization ? result.visualization.layers : null;
     if (layers) $("one-input").src = layers[0].activation_image;

@@ -38,8 +38,25 @@ import { Status } from "./status.js";
       ${lines.join("")}${legend.join("")}</svg>`;
   }
 
+  // A multi-label classifier's evaluation: F1 micro and macro, mAP, and per label its figures at
+  // the threshold its checkpoint saved (no confusion matrix: an image has several labels).
+  function showMultilabel(e) {
+    $("eval-result").hidden = false;
+    $("eval-metrics").innerHTML = [
+      view.metric("Micro F1", e.micro_f1.toFixed(3)), view.metric("Macro F1", e.macro_f1.toFixed(3)),
+      view.metric("mAP", e.map.toFixed(3)), view.metric("Images", e.images)].join("");
+    const body = e.per_label.map((r) => `<tr><td>${ty.escape(r.label)}</td><td class="num">${view.pct(r.precision)}</td>
+      <td class="num">${view.pct(r.recall)}</td><td class="num">${r.f1.toFixed(3)}</td><td class="num">${r.ap.toFixed(3)}</td>
+      <td class="num">${r.threshold.toFixed(2)}</td><td class="num">${r.support}</td></tr>`).join("");
+    $("per-class").innerHTML = `<thead><tr><th>Label</th><th>Precision</th><th>Recall</th><th>F1</th><th>AP</th>
+      <th>Threshold</th><th>Images</th></tr></thead><tbody>${body}</tbody>`;
+    $("confusion").innerHTML = "";
+    $("pairs").innerHTML = "";
+  }
+
   function show(e) {
     if (e.task === "detection") { showDetection(e); return; }
+    if (e.micro_f1 !== undefined) { showMultilabel(e); return; }
     $("eval-result").hidden = false;
     $("eval-metrics").innerHTML = [
       view.metric("Accuracy", view.pct(e.accuracy)),

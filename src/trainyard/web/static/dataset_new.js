@@ -20,7 +20,9 @@ import { ty } from "./app.js";
     if (!preview) return;
     const request = ++previewRequest;
     const data = new FormData();
-    for (const name of ["width", "height", "channels", "resize"]) data.append(name, form.elements[name].value);
+    for (const name of ["width", "height", "channels", "resize"]) {
+      if (form.elements[name].value !== "") data.append(name, form.elements[name].value);
+    }
     if (previewFile && previewFile.files.length) data.append("image", previewFile.files[0]);
     else if (form.elements.train_folder.value) data.append("folder", form.elements.train_folder.value);
     else { preview.hidden = true; document.getElementById("preview-note").textContent = ""; return; }
@@ -48,7 +50,7 @@ import { ty } from "./app.js";
 
   function specFromForm() {
     const spec = {};
-    const fields = ["name", "width", "height", "channels", "resize", "encoding", "val_percent",
+    const fields = ["name", "width", "height", "channels", "depth", "resize", "encoding", "val_percent",
       "test_percent", "min_per_class", "max_per_class"];
     const sources = {
       folder: ["train_folder", "val_folder", "test_folder"],
@@ -60,7 +62,7 @@ import { ty } from "./app.js";
     for (const name of fields.concat(sources[activeTab])) {
       const input = form.elements[name];
       if (!input || input.value === "") continue;
-      spec[name] = input.type === "number" || name === "channels" ? Number(input.value) : input.value;
+      spec[name] = input.type === "number" || name === "channels" || name === "depth" ? Number(input.value) : input.value;
     }
     if (activeTab === "detection") {
       // The detection panel's fields are the spec's, prefixed so they do not clash with the folder tab's.
@@ -68,7 +70,7 @@ import { ty } from "./app.js";
         if (key.startsWith("det_")) { spec[key.slice(4)] = spec[key]; delete spec[key]; }
       }
       spec.task = "detection";
-      for (const key of ["min_per_class", "max_per_class"]) delete spec[key];
+      for (const key of ["min_per_class", "max_per_class", "depth"]) delete spec[key];
     }
     return spec;
   }

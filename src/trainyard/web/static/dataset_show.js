@@ -111,9 +111,11 @@ import { JobPage } from "./job_page.js";
       const img = document.createElement("img");
       img.loading = "lazy";
       img.src = src;
-      img.setAttribute("alt", classes[image.label]);
+      // a multi-label image names each of its labels; a classification image its class
+      const names = image.labels ? image.labels.map((i) => classes[i]).join(", ") || "no label" : classes[image.label];
+      img.setAttribute("alt", names);
       const caption = document.createElement("figcaption");
-      caption.textContent = classes[image.label];
+      caption.textContent = names;
       figure.append(img, caption);
       return figure;
     }));

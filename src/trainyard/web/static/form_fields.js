@@ -40,11 +40,31 @@ export function formFields(f) {
     const out = { flip: f.flip.value, quarter_turns: f.quarter_turns.checked };
     for (const [name, label] of [["rotate_degrees", "Rotation"], ["scale_jitter", "Scale"], ["noise_std", "Noise"],
                                  ["contrast", "Contrast"], ["hue_shift", "Hue"], ["saturation_shift", "Saturation"],
-                                 ["value_shift", "Value"]]) {
+                                 ["value_shift", "Value"], ["mosaic", "Mosaic"], ["mosaic_off_percent", "Mosaic off"]]) {
       out[name] = number(name, label);
     }
     return out;
   }
 
-  return { number, numbers, lrSettings, augment };
+  // The request's ``settings``: every field as the form shows it (a network's recipe, where the
+  // form filled it in, is sent as the values shown: model_recipe.js).
+  function trainSettings() {
+    const settings = {
+      epochs: number("epochs", "Training epochs"), accumulation: number("accumulation", "Batch accumulation", { integer: true }),
+      solver: f.solver.value, lr: lrSettings(), momentum: number("momentum", "Momentum"),
+      weight_decay: number("weight_decay", "Weight decay"), ema: number("ema", "Weight average (EMA)"),
+      snapshot_interval: number("snapshot_interval", "Snapshot interval"),
+      val_interval: number("val_interval", "Validation interval"), mean: f.mean.value, precision: f.precision.value,
+      augment: augment(), freeze_backbone: f.freeze_backbone.checked,
+      backbone_lr_mult: number("backbone_lr_mult", "Backbone learning rate"),
+    };
+    if (f.scale_lr && f.scale_lr.checked) settings.scale_lr = true;
+    const seed = number("seed", "Random seed", { integer: true, optional: true });
+    const crop = number("crop", "Crop size", { integer: true, optional: true });
+    if (seed !== undefined) settings.seed = seed;
+    if (crop !== undefined) settings.crop = crop;
+    return settings;
+  }
+
+  return { number, numbers, lrSettings, augment, trainSettings };
 }

@@ -4,6 +4,7 @@ import { ty } from "./app.js";
 import { formErrors } from "./form_errors.js";
 import { formFields } from "./form_fields.js";
 import { lrPreview } from "./lr_preview.js";
+import { modelRecipe } from "./model_recipe.js";
 import { netViz } from "./netviz.js";
 import { networkTable } from "./network_table.js";
 import { sweepForm } from "./sweep_form.js";
@@ -75,6 +76,8 @@ def build(num_classes, in_channels, image_size):
   }
 
   networkTable.watch(form, () => geometry());
+  networkTable.followRecommended(form);
+  modelRecipe.watch(form);  // before the preview's listeners: they draw what it fills in
   exampleForTask();
 
   // -- visualize ---------------------------------------------------------------------------------
@@ -135,7 +138,7 @@ def build(num_classes, in_channels, image_size):
   $("network-view-close").addEventListener("click", () => { $("network-view").hidden = true; });
 
   // -- reading the form --------------------------------------------------------------------------
-  const { number, numbers, lrSettings, augment } = formFields(f);
+  const { number, numbers, lrSettings, trainSettings } = formFields(f);
 
   function pretrained() {
     if (f.pretrained_job.value) {
@@ -160,19 +163,7 @@ def build(num_classes, in_channels, image_size):
   function request() {
     const mode = f.network_mode.value;
     const custom = mode === "custom";
-    const settings = {
-      epochs: number("epochs", "Training epochs"), accumulation: number("accumulation", "Batch accumulation", { integer: true }),
-      solver: f.solver.value, lr: lrSettings(), momentum: number("momentum", "Momentum"),
-      weight_decay: number("weight_decay", "Weight decay"), snapshot_interval: number("snapshot_interval", "Snapshot interval"),
-      val_interval: number("val_interval", "Validation interval"), mean: f.mean.value, precision: f.precision.value,
-      augment: augment(), freeze_backbone: f.freeze_backbone.checked,
-      backbone_lr_mult: number("backbone_lr_mult", "Backbone learning rate"),
-    };
-    if (f.scale_lr && f.scale_lr.checked) settings.scale_lr = true;
-    const seed = number("seed", "Random seed", { integer: true, optional: true });
-    const crop = number("crop", "Crop size", { integer: true, optional: true });
-    if (seed !== undefined) settings.seed = seed;
-    if (crop !== undefined) settings.crop = crop;
+    const settings = trainSettings();
     const body = {
       name: f.name.value.trim(), datasets: checked("dataset").map((b) => b.value),
       networks: mode === "standard" ? checked("network").map((b) => b.value) : [],

@@ -28,6 +28,30 @@ export const networkTable = {
     refresh();
   },
 
+  // A form whose ticked network is the dataset's recommended one follows the dataset: choosing a
+  // detection dataset ticks its detector (networks/recommend.py), not a classifier Create would
+  // refuse. A network the user ticked by hand stays.
+  followRecommended(form) {
+    const recommendedOf = () => {
+      const box = form.querySelector('input[name="dataset"]:checked');
+      return box ? box.dataset.recommended || "" : "";
+    };
+    let recommended = recommendedOf();
+    form.addEventListener("change", (e) => {
+      if (e.target.name !== "dataset") return;
+      const next = recommendedOf();
+      const boxes = [...form.querySelectorAll('#network-table input[name="network"]')];
+      const ticked = boxes.filter((b) => b.checked).map((b) => b.value);
+      const target = boxes.find((b) => b.value === next);
+      const untouched = !ticked.length || (ticked.length === 1 && ticked[0] === recommended);
+      if (target && next !== recommended && untouched) {
+        for (const box of boxes) box.checked = box === target;
+        target.dispatchEvent(new Event("change", { bubbles: true }));  // the recipe and the sweep count follow
+      }
+      recommended = next;
+    });
+  },
+
   // A network trained far from its intended size works poorly (or not at all: Create refuses
   // sizes below the minimum); say so beside the network before anyone waits for a job.
   warnSizes(form, size) {

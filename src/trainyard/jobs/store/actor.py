@@ -130,7 +130,7 @@ def stamp(job: Any) -> None:
 
 def creation_entry(job: Any) -> Any:
     """The audit entry of a new job (an imported model's says so)."""
-    from trainyard.jobs.accounts.tables import AuditRow
+    from trainyard.jobs.store.account_tables import AuditRow
 
     actor = current()
     action = "import" if (job.summary or {}).get("imported") else "create"

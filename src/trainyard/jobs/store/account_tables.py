@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import Boolean, Float, Integer, String, Text
+from sqlalchemy import BigInteger, Boolean, Float, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from trainyard.jobs.store.orm import Base
@@ -24,6 +24,10 @@ class UserRow(Base):
     disabled: Mapped[bool] = mapped_column(Boolean, default=False)
     password_hash: Mapped[str | None] = mapped_column(Text, default=None)  # argon2; None: tokens only
     max_jobs: Mapped[int | None] = mapped_column(Integer, default=None)  # None: TRAINYARD_USER_MAX_JOBS
+    # The other quotas (jobs/scheduling/quotas.py); None: the server's TRAINYARD_USER_MAX_* default.
+    max_gpus: Mapped[int | None] = mapped_column(Integer, default=None)
+    max_cpu_slots: Mapped[int | None] = mapped_column(Integer, default=None)
+    max_disk_bytes: Mapped[int | None] = mapped_column(BigInteger, default=None)
     created_at: Mapped[float] = mapped_column(Float, default=time.time)
 
 

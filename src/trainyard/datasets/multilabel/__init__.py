@@ -1,0 +1,1 @@
+"""Multi-label classification datasets: CSV lists of images with several labels each."""
