@@ -49,16 +49,16 @@ TASK_TRAITS.register("detection", TaskTraits(
     metrics=("val_map50", "val_loss", "train_loss", "val_map"), verb="detect", noun="detector",
     best_label="Best val. mAP@0.5", boxes=True, appendable=False,
     dataset_hint="build a detection dataset (--task detection) from box labels"))
-TASK_TRAITS.register("segmentation", TaskTraits(
-    name="segmentation", best_metric=BEST_METRIC["segmentation"],
-    metrics=("val_miou", "val_loss", "train_loss", "val_pixel_accuracy"), verb="segment", noun="segmenter",
-    best_label="Best val. mIoU", appendable=False,
-    dataset_hint="build a segmentation dataset (--task segmentation) from index-PNG masks"))
 TASK_TRAITS.register("multilabel", TaskTraits(
     name="multilabel", best_metric=BEST_METRIC["multilabel"],
     metrics=("val_micro_f1", "val_map", "val_macro_f1", "val_loss", "train_loss"), verb="classify",
     noun="multi-label classifier", best_label="Best val. micro F1", appendable=False, networks_of="classification",
     dataset_hint="build a multi-label dataset (--task multilabel) from a CSV of path,label;label rows"))
+TASK_TRAITS.register("segmentation", TaskTraits(
+    name="segmentation", best_metric=BEST_METRIC["segmentation"],
+    metrics=("val_miou", "val_loss", "train_loss", "val_pixel_accuracy"), verb="segment", noun="segmenter",
+    best_label="Best val. mIoU", appendable=False,
+    dataset_hint="build a segmentation dataset (--task segmentation) from index-PNG masks"))
 
 
 def task_traits(task: str | None) -> TaskTraits:
