@@ -35,7 +35,8 @@ def id_routes(dataset: str, model: str) -> list[tuple[str, str]]:
             ("GET", f"/api/models/{model}"), ("GET", f"/api/jobs/{model}"),
             ("GET", f"/api/models/{model}/download"), ("POST", f"/api/models/{model}/export"),
             ("GET", f"/api/models/{model}/export/onnx"), ("POST", f"/api/models/{model}/classify"),
-            ("POST", f"/api/models/{model}/detect"), ("POST", f"/api/models/{model}/evaluate"),
+            ("POST", f"/api/models/{model}/detect"), ("POST", f"/api/models/{model}/segment"),
+            ("POST", f"/api/models/{model}/evaluate"),
             ("POST", f"/api/models/{model}/classify-many"), ("GET", f"/api/models/{model}/inference"),
             ("GET", f"/api/jobs/compare?ids={model}"), ("GET", f"/models/{model}"),
             ("GET", f"/models/{model}/classify"), ("DELETE", f"/api/jobs/{model}")]

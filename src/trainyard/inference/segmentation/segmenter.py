@@ -5,10 +5,17 @@ networks are not run here, since their code would run unconfined) in eval mode. 
 as the dataset build reads it (upright, 1 or 3 channels), squashed to the stored size, fed as
 pixels / 255 (as training fed it), and the arg-max mask is resized back to the image's own size
 by nearest neighbour: one class index per pixel of the original image.
+
+``trainyard segment`` and ``POST /api/models/{id}/segment`` both call `LoadedSegmenter.mask` and
+`mask_png`, so a mask's PNG is the same bytes from either. The server keeps the last few
+segmenters loaded (`cached_segmenter`), keyed by the file's path, modification time and size.
 """
 
 from __future__ import annotations
 
+import io
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,13 +25,16 @@ from PIL import Image
 
 from trainyard.artifact.checkpoint import CheckpointHeader, build_model_from_checkpoint, load_checkpoint
 from trainyard.artifact.preprocessing import Preprocessing
-from trainyard.datasets.images import load_image
+from trainyard.datasets.images import load_image, load_image_bytes
 from trainyard.inference.snapshots import InferenceError
 
 if TYPE_CHECKING:
     from torch import nn
 
 TASK = "segmentation"
+CACHE_SIZE = 2  # the server keeps the two segmenters last used
+_cache: OrderedDict[tuple[str, int, int, str], LoadedSegmenter] = OrderedDict()
+_lock = threading.Lock()
 
 
 @dataclass
@@ -34,6 +44,7 @@ class LoadedSegmenter:
     classes: list[str]
     preprocess: Preprocessing
     device: str = "cpu"
+    network: str | None = None  # the standard network's name
 
     def logits(self, batch: np.ndarray) -> np.ndarray:
         """(N, H, W, C) uint8 stored-size images -> (N, H, W) uint8 class indices."""
@@ -44,10 +55,12 @@ class LoadedSegmenter:
             out = self.model(x.to(self.device))
         return out.argmax(1).to(torch.uint8).cpu().numpy()
 
-    def mask(self, path: Path) -> np.ndarray:
-        """The (h, w) uint8 class indices of the image at ``path``, at its own size."""
+    def mask(self, source: Path | bytes) -> np.ndarray:
+        """The (h, w) uint8 class indices of the image at ``source`` (a path, or an upload's
+        bytes), at its own size; ImageError when it is not a usable image."""
         p = self.preprocess
-        with load_image(path, p.channels) as img:
+        image = load_image_bytes(source, p.channels) if isinstance(source, bytes) else load_image(source, p.channels)
+        with image as img:
             size = img.size
             fitted = np.asarray(img.resize((p.width, p.height), Image.Resampling.BILINEAR), np.uint8)
         found = self.logits(fitted.reshape(1, p.height, p.width, p.channels))[0]
@@ -63,12 +76,40 @@ def load_segmenter(path: str | Path, device: str = "cpu") -> LoadedSegmenter:
     if header.network_source:
         raise InferenceError("custom segmentation networks cannot be run for inference yet; train a standard one")
     model = build_model_from_checkpoint(checkpoint).to(device)
-    return LoadedSegmenter(Path(path), model, list(header.classes), Preprocessing.of_checkpoint(checkpoint), device)
+    return LoadedSegmenter(Path(path), model, list(header.classes), Preprocessing.of_checkpoint(checkpoint), device,
+                           header.network)
+
+
+def cached_segmenter(path: Path, device: str = "cpu") -> LoadedSegmenter:
+    """`load_segmenter`'s answer, from the cache while the file is unchanged (the server's: a
+    request must not read the checkpoint again)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        raise InferenceError(f"checkpoint {path.name} not found") from None
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, device)
+    with _lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    loaded = load_segmenter(path, device)
+    with _lock:
+        _cache[key] = loaded
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return loaded
+
+
+def mask_png(mask: np.ndarray) -> bytes:
+    """``mask`` as an 8-bit index PNG (each pixel's value its class index)."""
+    out = io.BytesIO()
+    Image.fromarray(mask, mode="L").save(out, format="PNG")
+    return out.getvalue()
 
 
 def save_mask(mask: np.ndarray, path: Path) -> None:
-    """``mask`` as an 8-bit index PNG (each pixel's value its class index)."""
-    Image.fromarray(mask, mode="L").save(path)
+    """``mask`` written as `mask_png`'s bytes: the file the REST answer's PNG equals."""
+    path.write_bytes(mask_png(mask))
 
 
 def areas(mask: np.ndarray, classes: list[str]) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""/api/models/{id}/...: classify images (top-k, layer views, Grad-CAM), classify many,
+"""/api/models/{id}/...: classify images (top-k, layer views, Grad-CAM), detect and segment them, classify many,
 top-N per class and evaluate, with their results.
 
 Single images are answered in the request, from a cached loaded model (see inference/loader.py),
@@ -105,6 +105,21 @@ async def detect(ctx: Ctx, request: Request, model_id: str, epoch: float | None 
     from trainyard.web.detect_work import detect_sources  # torch: on first use, not at start-up
 
     work = partial(detect_sources, ctx, model_id, epoch, sources, threshold=threshold, visualize=visualize)
+    return await asyncio.get_running_loop().run_in_executor(INFERENCE, work)
+
+
+@router.post("/{model_id}/segment", openapi_extra=CLASSIFY_BODY, response_model=more.Segmented)
+async def segment(ctx: Ctx, request: Request, model_id: str, epoch: float | None = None) -> more.Segmented:
+    """Masks of a segmentation model for uploaded images (multipart ``images``) or files inside
+    the data roots (JSON ``{"paths": [...]}``): per image each class's share of its pixels and
+    its mask, a PNG data URI of the 8-bit index PNG ``trainyard segment`` writes (the same bytes),
+    at the image's own size, each pixel its class's index."""
+    get_job_of_kind(ctx, model_id, "model")
+    sources = await _images_of(ctx, request)
+
+    from trainyard.web.segment_work import segment_sources  # torch: on first use, not at start-up
+
+    work = partial(segment_sources, ctx, model_id, epoch, sources)
     return await asyncio.get_running_loop().run_in_executor(INFERENCE, work)
 
 

@@ -92,6 +92,25 @@ class Detected(Document):
     results: list[DetectResult]
 
 
+class SegmentResult(Document):
+    image: str
+    areas: dict[str, Number]  # class -> share of the image's pixels, 0..1
+    # A PNG data URI: the 8-bit index mask at the image's own size, each pixel its class's index,
+    # the very bytes `trainyard segment` writes for the image.
+    mask: str
+
+
+class Segmented(Document):
+    """POST /api/models/{id}/segment: the segmenter that answered and one result per image."""
+
+    model: str
+    epoch: Number | None
+    network: str | None
+    classes: list[str]
+    input: ModelInput
+    results: list[SegmentResult]
+
+
 # --- classify-many and evaluate jobs -----------------------------------------------------
 
 
