@@ -55,3 +55,12 @@ def test_the_check_names_a_segmenter_that_answers_one_class_per_image():
     good = run_check({"network": "unet_resnet18", "num_classes": 3, "in_channels": 1, "image_size": 32,
                       "task": "segmentation"})
     assert good["ok"] and good["output_shape"] == [2, 3, 32, 32]
+
+
+def test_segmenters_train_by_their_recipe_unless_told_otherwise():
+    from trainyard.jobs.kinds.training import with_recipe
+
+    given = with_recipe("unet_resnet18", {})
+    assert given["solver"] == "adam" and given["lr"] == {"policy": "fixed", "base_lr": 0.001}
+    told = with_recipe("lraspp_mobilenet_v3_large", {"lr": {"base_lr": 0.01}})
+    assert told["solver"] == "adam" and told["lr"] == {"policy": "fixed", "base_lr": 0.01}
