@@ -61,6 +61,6 @@ def test_segmenters_train_by_their_recipe_unless_told_otherwise():
     from trainyard.jobs.kinds.training import with_recipe
 
     given = with_recipe("unet_resnet18", {})
-    assert given["solver"] == "adam" and given["lr"] == {"policy": "fixed", "base_lr": 0.001}
+    assert given["solver"] == "adam" and given["lr"] == {"policy": "cosine", "base_lr": 0.001}
     told = with_recipe("lraspp_mobilenet_v3_large", {"lr": {"base_lr": 0.01}})
-    assert told["solver"] == "adam" and told["lr"] == {"policy": "fixed", "base_lr": 0.01}
+    assert told["solver"] == "adam" and told["lr"] == {"policy": "cosine", "base_lr": 0.01}
