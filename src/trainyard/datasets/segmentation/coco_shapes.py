@@ -1,0 +1,102 @@
+"""One COCO ``segmentation`` checked, then rasterised by pycocotools.
+
+A segmentation is a list of polygons (``[[x1, y1, x2, y2, ...], ...]``), an uncompressed RLE
+(``{"counts": [n, ...], "size": [h, w]}``) or a compressed one (``counts`` a string). pycocotools'
+C code trusts its input: a run-length total past ``h * w`` writes past the mask, a polygon of
+four numbers is taken for a box, a coordinate of 1e30 asks for an unbounded buffer. So each shape
+is checked here first, and one that fails is a ``MalformedShape`` for the report.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pycocotools import mask as coco_mask
+
+MAX_DIGITS = 13  # 5-bit digits of one compressed count: 65 bits, past any count of an image
+
+
+class MalformedShape(ValueError):
+    """A segmentation that cannot be rasterised safely, and why."""
+
+
+Shape = list[list[float]] | dict[str, object]  # polygons, or an RLE with its counts checked
+
+
+def checked_shape(segmentation: object, height: int, width: int) -> Shape:
+    """``segmentation`` made safe to rasterise at ``height`` x ``width``; MalformedShape if not."""
+    if isinstance(segmentation, list):
+        return _polygons(segmentation, height, width)
+    if isinstance(segmentation, dict):
+        return _rle(segmentation, height, width)
+    raise MalformedShape(f"segmentation is neither polygons nor an RLE: {str(segmentation)[:60]!r}")
+
+
+def rasterise(shape: Shape, height: int, width: int) -> np.ndarray:
+    """The (h, w) bool mask of a shape ``checked_shape`` returned."""
+    if isinstance(shape, list):
+        rle = coco_mask.merge(coco_mask.frPyObjects(shape, height, width))
+    elif isinstance(shape["counts"], list):
+        rle = coco_mask.frPyObjects(shape, height, width)  # uncompressed -> compressed
+    else:
+        rle = shape
+    return np.asarray(coco_mask.decode(rle), bool)
+
+
+def _polygons(polygons: list, height: int, width: int) -> list[list[float]]:
+    if not polygons:
+        raise MalformedShape("segmentation is an empty list of polygons")
+    out = []
+    for number, polygon in enumerate(polygons, 1):
+        if not isinstance(polygon, list) or len(polygon) < 6 or len(polygon) % 2:
+            raise MalformedShape(f"polygon {number} is not a list of at least 3 x, y points")
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in polygon):
+            raise MalformedShape(f"polygon {number} holds a value that is not a finite number")
+        # A point well outside the image is no slip of a pixel: refused, so the rasteriser's
+        # buffer (the outline's length in pixels) stays the image's order of size.
+        xs, ys = polygon[0::2], polygon[1::2]
+        if min(xs) < -width or max(xs) > 2 * width or min(ys) < -height or max(ys) > 2 * height:
+            raise MalformedShape(f"polygon {number} reaches far outside the {width}x{height} image")
+        out.append([float(v) for v in polygon])
+    return out
+
+
+def _rle(rle: dict, height: int, width: int) -> dict[str, object]:
+    size, counts = rle.get("size"), rle.get("counts")
+    if size != [height, width]:
+        raise MalformedShape(f"RLE size {str(size)[:40]} is not the image's [{height}, {width}]")
+    if isinstance(counts, str):
+        runs = _compressed_counts(counts)
+    elif isinstance(counts, list) and all(type(n) is int for n in counts):
+        runs = counts
+    else:
+        raise MalformedShape("RLE counts are neither a string nor a list of whole numbers")
+    if any(n < 0 for n in runs) or sum(runs) != height * width:
+        raise MalformedShape(f"RLE runs cover {sum(runs)} pixels, the image {height * width}")
+    return {"size": [height, width], "counts": counts}
+
+
+def _compressed_counts(text: str) -> list[int]:
+    """The runs of a compressed RLE string (pycocotools' rleFrString, without its trust)."""
+    runs: list[int] = []
+    p = 0
+    while p < len(text):
+        value = digits = 0
+        more = True
+        while more:
+            if p >= len(text) or digits >= MAX_DIGITS:
+                raise MalformedShape("RLE counts string ends inside a number")
+            c = ord(text[p]) - 48
+            if not 0 <= c < 64:
+                raise MalformedShape(f"RLE counts string holds {text[p]!r}")
+            value |= (c & 0x1F) << (5 * digits)
+            more = bool(c & 0x20)
+            p += 1
+            digits += 1
+            if not more and c & 0x10:
+                value |= -1 << (5 * digits)  # a negative delta
+        if len(runs) > 2:
+            value += runs[-2]  # runs past the second are stored as deltas from the one two back
+        runs.append(value)
+    return runs
