@@ -134,6 +134,10 @@ def _pairs(file: _File, images: dict[str, Path], found: Found) -> list[Candidate
     pairs = []
     listed = set()
     for image_id, image in sorted(file.images.items(), key=lambda item: item[1].key):
+        if image.key in listed:  # a second entry for one file: which annotations are its own?
+            found.skipped.append(Skipped(f"{file.path}: {image.key}", f"listed twice in {file.path.name}: "
+                                         "the second entry is left out"))
+            continue
         listed.add(image.key)
         if image.key not in images:
             found.skipped.append(Skipped(f"{file.path}: {image.key}", "listed in the COCO file, but no such "

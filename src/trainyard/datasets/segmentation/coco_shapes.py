@@ -10,6 +10,7 @@ is checked here first, and one that fails is a ``MalformedShape`` for the report
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from pycocotools import mask as coco_mask
@@ -21,7 +22,21 @@ class MalformedShape(ValueError):
     """A segmentation that cannot be rasterised safely, and why."""
 
 
-Shape = list[list[float]] | dict[str, object]  # polygons, or an RLE with its counts checked
+@dataclass(frozen=True)
+class Rle:
+    """A run-length encoding whose runs were checked to cover its image exactly."""
+
+    counts: list[int] | str  # uncompressed runs, or pycocotools' compressed string of them
+    height: int
+    width: int
+
+    def pycocotools(self) -> object:
+        """The RLE as pycocotools takes it (a compressed one, however it came)."""
+        rle = {"size": [self.height, self.width], "counts": self.counts}
+        return coco_mask.frPyObjects(rle, self.height, self.width) if isinstance(self.counts, list) else rle
+
+
+Shape = list[list[float]] | Rle  # polygons, or an RLE with its counts checked
 
 
 def checked_shape(segmentation: object, height: int, width: int) -> Shape:
@@ -35,12 +50,8 @@ def checked_shape(segmentation: object, height: int, width: int) -> Shape:
 
 def rasterise(shape: Shape, height: int, width: int) -> np.ndarray:
     """The (h, w) bool mask of a shape ``checked_shape`` returned."""
-    if isinstance(shape, list):
-        rle = coco_mask.merge(coco_mask.frPyObjects(shape, height, width))
-    elif isinstance(shape["counts"], list):
-        rle = coco_mask.frPyObjects(shape, height, width)  # uncompressed -> compressed
-    else:
-        rle = shape
+    rle = shape.pycocotools() if isinstance(shape, Rle) else coco_mask.merge(
+        coco_mask.frPyObjects(shape, height, width))
     return np.asarray(coco_mask.decode(rle), bool)
 
 
@@ -62,19 +73,20 @@ def _polygons(polygons: list, height: int, width: int) -> list[list[float]]:
     return out
 
 
-def _rle(rle: dict, height: int, width: int) -> dict[str, object]:
-    size, counts = rle.get("size"), rle.get("counts")
+def _rle(rle: dict, height: int, width: int) -> Rle:
+    size, raw = rle.get("size"), rle.get("counts")
     if size != [height, width]:
         raise MalformedShape(f"RLE size {str(size)[:40]} is not the image's [{height}, {width}]")
-    if isinstance(counts, str):
-        runs = _compressed_counts(counts)
-    elif isinstance(counts, list) and all(type(n) is int for n in counts):
-        runs = counts
+    counts: list[int] | str
+    if isinstance(raw, str):
+        counts, runs = raw, _compressed_counts(raw)
+    elif isinstance(raw, list) and all(type(n) is int for n in raw):
+        counts = runs = list(raw)
     else:
         raise MalformedShape("RLE counts are neither a string nor a list of whole numbers")
     if any(n < 0 for n in runs) or sum(runs) != height * width:
         raise MalformedShape(f"RLE runs cover {sum(runs)} pixels, the image {height * width}")
-    return {"size": [height, width], "counts": counts}
+    return Rle(counts, height, width)
 
 
 def _compressed_counts(text: str) -> list[int]:
