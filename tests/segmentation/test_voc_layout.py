@@ -59,3 +59,14 @@ def test_a_voc_root_takes_no_val_folder():
     with pytest.raises(ValidationError, match="val_folder"):  # VOC's splits come from its lists
         DatasetSpec.model_validate({"name": "x", "task": "segmentation", "train_folder": "voc",
                                     "labels_format": "voc", "val_folder": "v", "val_labels": "m"})
+
+
+def test_without_a_train_list_every_mask_val_does_not_list_is_a_training_pair(tmp_path):
+    root = tmp_path / "data" / "VOC2012"
+    masks = _voc_root(root, ["a", "b", "c"])
+    (root / "ImageSets" / "Segmentation" / "val.txt").write_text("b\n")
+    doc, folder = create_dataset(tmp_path / "home", tmp_path / "data", "--train-folder", str(root),
+                                 "--labels-format", "voc", "--classes", ",".join(VOC_CLASSES[:16]),
+                                 "--size", "32x32")
+    assert doc["images"] == {"train": 2, "val": 1} and doc["classes"] == VOC_CLASSES[:16]
+    assert np.array_equal(stored_masks(folder, "train"), np.stack([masks["a"], masks["c"]]))

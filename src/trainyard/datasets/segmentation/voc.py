@@ -3,9 +3,10 @@
 ``JPEGImages/`` holds the images, ``SegmentationClass/`` their palette PNGs (read as indices: 0
 background, 1..20 the classes, 255 the objects' borders, ignored), and
 ``ImageSets/Segmentation/{train,val}.txt`` the ids of each split. Without ``train.txt`` every
-mask is a training pair; without ``val.txt`` val is drawn from train by ``val_percent``. (VOC's
-``test.txt`` images have no masks, so test is drawn by ``test_percent`` too.) Ids are matched
-against the files found below the root, so an id such as ``../x`` names nothing.
+mask that ``val.txt`` does not list is a training pair; without ``val.txt`` val is drawn from
+train by ``val_percent``. (VOC's ``test.txt`` images have no masks, so test is drawn by
+``test_percent`` too.) Ids are matched against the files found below the root, so an id such
+as ``../x`` names nothing.
 """
 
 from __future__ import annotations
@@ -33,9 +34,14 @@ def read_voc(spec: Any, job_dir: Path) -> Found:
     images = by_key(root / "JPEGImages", found.walked, "VOC JPEGImages")
     masks = by_key(root / "SegmentationClass", None, "VOC SegmentationClass")
     lists = root / "ImageSets" / "Segmentation"
-    ids = {split: _ids(lists / f"{split}.txt") for split in ("train", "val") if (lists / f"{split}.txt").is_file()}
-    for split, listed in (ids or {"train": sorted(masks)}).items():
-        found.splits[split] = _pairs(listed, images, masks, found, f"{split}.txt" if ids else "SegmentationClass")
+    where = {split: f"{split}.txt" for split in ("train", "val") if (lists / f"{split}.txt").is_file()}
+    ids = {split: _ids(lists / name) for split, name in where.items()}
+    if "train" not in ids:  # no list of its own: every mask that val does not list
+        val = set(ids.get("val", []))
+        ids["train"] = [key for key in sorted(masks) if key not in val]
+    for split in ("train", "val"):
+        if split in ids:
+            found.splits[split] = _pairs(ids[split], images, masks, found, where.get(split, "SegmentationClass"))
     return found
 
 
