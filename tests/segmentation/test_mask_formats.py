@@ -58,3 +58,16 @@ def test_rest_takes_the_colour_table_inside_the_data_roots_only(settings, client
         outside = client.post("/api/datasets", json={**fields, "mask_colors": str(tmp_path / "elsewhere.txt")})
     assert inside.status_code == 201, inside.text
     assert outside.status_code in (400, 403, 422) and "outside the data roots" in outside.text
+
+
+def test_a_colour_table_name_past_the_bound_fails_the_build(tmp_path):
+    from trainyard.datasets.collect import DatasetError
+    from trainyard.datasets.segmentation.colours import read_colour_table
+
+    table = tmp_path / "colours.txt"
+    table.write_text(f"0,0,0 background\n1,2,3 {'x' * 300}\n")
+    with pytest.raises(DatasetError, match="over 200 characters"):
+        read_colour_table(table, None)
+    table.write_text("0,0,0 background\n1,2 cat\n")
+    with pytest.raises(DatasetError, match="line 2: expected 'R,G,B name'"):
+        read_colour_table(table, None)

@@ -121,7 +121,7 @@ def _pairs(file: _File, images: dict[str, Path], found: Found) -> list[Candidate
     regions: dict[int, list[tuple[int, Shape]]] = {image_id: [] for image_id in file.images}
     broken: dict[int, str] = {}  # image id -> why its mask cannot be made
     for number, ann in enumerate(file.annotations, 1):
-        name = f"annotation {ann.get('id', number) if isinstance(ann, dict) else number}"
+        name = f"annotation {str(ann.get('id', number))[:40] if isinstance(ann, dict) else number}"
         try:
             image_id, region = _region(ann, file, index)
         except _Unplaced as e:

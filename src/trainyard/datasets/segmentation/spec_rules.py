@@ -21,6 +21,7 @@ SEGMENTATION_FIELDS = ("mask_colors",)  # fields no other task takes
 _NOT_FOR_SEGMENTATION = ("train_list", "val_list", "test_list", "labels_file", "train_archive", "val_archive",
                          "parent_dir")
 MAX_CLASSES = 255  # index 255 means "ignore" in a mask
+MAX_NAME = 200  # characters: a class name is a label on pages, and a table or COCO file gives it
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ def check_class_names(names: list[str]) -> None:
         raise ValueError(f"a segmentation dataset needs at least two classes, got {len(names)}")
     if any(not n or "=" in n for n in names) or len(set(names)) != len(names):
         raise ValueError("segmentation classes must be distinct, non-empty names (no NAME=NEW)")
+    if any(len(n) > MAX_NAME for n in names):
+        raise ValueError(f"a class name of over {MAX_NAME} characters refused")
     if len(names) > MAX_CLASSES:
         raise ValueError(f"at most {MAX_CLASSES} segmentation classes (mask index 255 means ignore)")
 
