@@ -109,3 +109,40 @@ def test_classes_that_are_not_the_files_categories_fail_the_build(tmp_path):
                                       "--train-folder", str(images), "--train-labels", str(labels),
                                       "--classes", "background,cat", "--json"], env=env)
     assert result.exit_code == 1 and "background, dog" in json.loads(result.stdout)["error"]
+
+
+def _coco_split(folder, n: int, categories: list[dict]) -> tuple:
+    """(images folder, instances .json) of ``n`` images, each with the square as category 1."""
+    images = folder / "images"
+    images.mkdir(parents=True)
+    for i in range(n):
+        Image.new("RGB", (W, H)).save(images / f"{i}.png")
+    labels = folder / "instances.json"
+    labels.write_text(json.dumps({
+        "images": [{"id": i, "file_name": f"{i}.png", "width": W, "height": H} for i in range(n)],
+        "categories": categories,
+        "annotations": [{"id": i, "image_id": i, "category_id": 1, "segmentation": [SQUARE]} for i in range(n)]}))
+    return images, labels
+
+
+def test_a_val_file_gives_the_val_split_and_must_name_the_same_categories(tmp_path):
+    data = tmp_path / "data"
+    train = _coco_split(data / "train", 3, [{"id": 1, "name": "box"}])
+    val = _coco_split(data / "val", 2, [{"id": 1, "name": "box"}])
+    doc, folder = create_dataset(tmp_path / "home", data, "--train-folder", str(train[0]), "--train-labels",
+                                 str(train[1]), "--val-folder", str(val[0]), "--val-labels", str(val[1]),
+                                 "--size", f"{W}x{H}")
+    assert doc["images"] == {"train": 3, "val": 2} and doc["classes"] == ["background", "box"]
+    assert np.array_equal(stored_masks(folder, "val"), np.stack([_polygon_mask(SQUARE)] * 2).astype(np.uint8))
+
+    from typer.testing import CliRunner
+
+    from trainyard.cli.main import app
+
+    other = _coco_split(data / "other", 1, [{"id": 1, "name": "crate"}])
+    env = {"TRAINYARD_HOME": str(tmp_path / "home"), "TRAINYARD_DATA_ROOTS": str(data), "TRAINYARD_AUTH_TOKEN": ""}
+    result = CliRunner().invoke(app, ["dataset", "create", "--name", "x", "--task", "segmentation",
+                                      "--train-folder", str(train[0]), "--train-labels", str(train[1]),
+                                      "--val-folder", str(other[0]), "--val-labels", str(other[1]), "--json"],
+                                env=env)
+    assert result.exit_code == 1 and "other categories" in json.loads(result.stdout)["error"]
