@@ -73,8 +73,10 @@ def converter(precision: str):
         data = _zipped(package)
         script = (resources.files("trainyard") / "examples" / "coreml" / "use_archive.py").read_bytes()
         details = {"precision": precision, "runtime": f"coremltools {ct.__version__}", "batch": 1,
-                   "package": "model.mlpackage (ML Program), zipped", "check_compute_units": "CPU_ONLY"}
+                   "package": "model.mlpackage (ML Program), zipped"}
         checked = runs_here()
+        if checked:
+            details["check_compute_units"] = "CPU_ONLY"
         return Converted(MEMBER, data, runner(data) if checked else None, details, {"use_archive.py": script},
                          not_checked_because="" if checked else NOT_HERE)
     return convert
