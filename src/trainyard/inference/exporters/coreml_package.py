@@ -21,6 +21,7 @@ import warnings
 import zipfile
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -28,6 +29,9 @@ import torch
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.inference.exporters.base import Conversion, Converted, Exporter, FormatRefused, Runner
 from trainyard.inference.onnx_export import _Logits, sample_inputs
+
+if TYPE_CHECKING:  # an optional extra: imported when a conversion runs
+    from coremltools.models import MLModel
 
 INSTALL = "pip install 'trainyard[coreml]' (coremltools converts anywhere; the package runs on Apple machines only)"
 NOT_HERE = "Core ML runs models only on Apple machines (macOS); this machine can convert but not run it"
@@ -82,7 +86,7 @@ def converter(precision: str):
     return convert
 
 
-def _zipped(package) -> bytes:
+def _zipped(package: MLModel) -> bytes:
     """The saved .mlpackage folder as a stored zip whose members are model.mlpackage/...."""
     buffer = io.BytesIO()
     with tempfile.TemporaryDirectory(prefix="trainyard-coreml-") as tmp:
