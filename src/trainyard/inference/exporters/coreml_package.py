@@ -39,8 +39,10 @@ MEMBER = "model.mlpackage.zip"
 
 
 def runs_here() -> bool:
-    """Whether coremltools can run a package here: macOS, with its compiled Core ML bridge."""
-    return sys.platform == "darwin" and importlib.util.find_spec("coremltools.libcoremlpython") is not None
+    """Whether coremltools can run a package here: macOS, with its compiled Core ML bridge (the
+    package is looked for first: finding a submodule imports its parent, which fails without it)."""
+    return (sys.platform == "darwin" and importlib.util.find_spec("coremltools") is not None
+            and importlib.util.find_spec("coremltools.libcoremlpython") is not None)
 
 
 def _coremltools():
