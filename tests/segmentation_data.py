@@ -52,3 +52,35 @@ def make_segmentation_set(folder: Path, n: int, size: int = 64, seed: int = 0) -
         Image.fromarray(image).save(images / f"{i:03d}.png")
         save_mask(masks / f"{i:03d}.png", mask, palette=i % 10 == 9)
     return images, masks
+
+
+def create_dataset(home: Path, data: Path, *options: str) -> tuple[dict, Path]:
+    """(the JSON document, the dataset folder) of ``trainyard dataset create --task segmentation``
+    with ``options``, run in-process with ``home`` and the data root ``data``; fails the test when
+    the command fails."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from trainyard.cli.main import app
+    from trainyard.core.paths import JobFolder
+
+    env = {"TRAINYARD_HOME": str(home), "TRAINYARD_DATA_ROOTS": str(data), "TRAINYARD_AUTH_TOKEN": ""}
+    result = CliRunner().invoke(app, ["dataset", "create", "--name", "formats", "--task", "segmentation",
+                                      *options, "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    return doc, JobFolder(home / "jobs" / doc["id"]).dataset
+
+
+def stored_masks(dataset: Path, split: str) -> np.ndarray:
+    """The (N, H, W) uint8 masks a built dataset stored for ``split``, in stored order."""
+    from trainyard.datasets.segmentation.store import SegmentationSplit
+
+    stored = SegmentationSplit(dataset / split)
+    return stored.mask_batch(np.arange(len(stored)))
+
+
+def reasons(doc: dict) -> dict[str, str]:
+    """The dataset's report: each skipped path's last part -> its reason."""
+    return {Path(s["path"]).name: s["reason"] for s in doc["skipped"]}

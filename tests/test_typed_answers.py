@@ -25,8 +25,10 @@ ROUTE_METHODS = {"get", "post", "put", "patch", "delete"}
 # standalone archive scripts' member tables); the weights owners added 7 (an entry of the weights
 # index, a JSON file, is a dict read and written whole; a user's usage is a table of quota names);
 # multi-label and segmentation added 25, the same parts each task registers: its build's info
-# summary, its inference and evaluation job JSON, its epoch's metrics, its archive's members.
-MOST_DICT_RETURNS = 230
+# summary, its inference and evaluation job JSON, its epoch's metrics, its archive's members;
+# the executorch and coreml formats added 2, their archive scripts' member tables (each script
+# stands alone, so shares no reader).
+MOST_DICT_RETURNS = 232
 
 
 def _returns_dict(annotation: ast.expr | None) -> bool:

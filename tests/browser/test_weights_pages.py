@@ -56,6 +56,8 @@ def test_form_finds_timm_networks_and_fine_tunes_from_the_store(live_server, dat
     page.fill("#timm-search", "test_resnet")
     row = page.locator("#timm-results tr[data-network='timm:test_resnet']")
     row.wait_for()
+    for ticked in page.locator("input[name=network]:checked").all():  # the dataset's recommended network
+        ticked.uncheck()
     row.locator("input[type=checkbox]").check()
     row.locator("td.params").filter(has_text=re.compile(r"\d{3},\d{3}")).wait_for()  # counted on demand
     page.locator("#sweep-count").filter(has_text="Creates 1 job").wait_for()

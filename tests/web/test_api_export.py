@@ -8,6 +8,7 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def test_unknown_formats_missing_runtimes_and_custom_networks_are_clear_422s(cli
     unknown = client.post(url, json={"format": "nope"})
     assert unknown.status_code == 422 and "unknown export format 'nope'" in unknown.json()["detail"]
     assert "onnx-int8" in unknown.json()["detail"] and "torchscript" in unknown.json()["detail"]
-    assert "Apple" in client.post(url, json={"format": "coreml"}).json()["detail"]
+    assert "NVIDIA GPU" in client.post(url, json={"format": "tensorrt"}).json()["detail"]
     from trainyard.inference.exporters import base
 
     monkeypatch.setattr(base.importlib.util, "find_spec", lambda name: None)  # nothing installed
@@ -78,7 +79,10 @@ def test_unknown_formats_missing_runtimes_and_custom_networks_are_clear_422s(cli
 def test_the_formats_are_listed_with_what_runs_here(client):
     formats = {f["name"]: f for f in client.get("/api/export-formats").json()["formats"]}
     assert formats["onnx"]["available"] and formats["onnx-int8"]["available"]
-    assert not formats["coreml"]["available"] and "Apple" in formats["coreml"]["install"]
+    assert not formats["tensorrt"]["available"] and "NVIDIA GPU" in formats["tensorrt"]["install"]
+    assert "trainyard[coreml]" in formats["coreml"]["install"] and "Apple" in formats["coreml"]["install"]
+    assert formats["onnx"]["checked_here"]
+    assert formats["coreml"]["checked_here"] == (sys.platform == "darwin" and formats["coreml"]["available"])
 
 
 def test_the_model_page_has_an_export_panel_whose_figures_read_as_the_answer(client, trained):
@@ -97,3 +101,25 @@ def test_the_model_page_has_an_export_panel_whose_figures_read_as_the_answer(cli
     assert rows["Format"].startswith("onnx") and rows["Snapshot"].startswith("epoch 3")
     assert rows["Top-1 agreement with PyTorch"].startswith("100.0%")  # fp32: the same answers
     assert "MiB (fp32" in rows["Size"] and "ms/image" in rows["Latency, 1 thread"]
+
+
+def test_a_coreml_export_off_apple_machines_answers_that_it_was_not_checked(client, trained):
+    pytest.importorskip("coremltools")
+    from trainyard.inference.exporters import coreml_package
+
+    if coreml_package.runs_here():
+        pytest.skip("a Mac checks Core ML as the other formats")
+    doc = client.post(f"/api/models/{trained.model_id}/export", json={"format": "coreml"}).json()
+    assert doc["checked"] is False and "Apple" in doc["not_checked_because"], doc
+    assert doc.get("top1_agreement") is None and doc.get("latency_ms") is None and doc["size_bytes"] > 0
+    assert doc["manifest"]["checked"] is False
+    if shutil.which("node") is None:
+        pytest.skip("node runs the panel's module")
+    script = ("import { exportFigures } from './export_figures.js';"
+              f"console.log(JSON.stringify(exportFigures({json.dumps(doc)})));")
+    out = subprocess.run(["node", "--input-type=module", "-e", script], cwd=STATIC, capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    rows = dict(json.loads(out.stdout))
+    assert rows["Checked against PyTorch"].startswith("no: Core ML runs models only on Apple machines")
+    assert "Top-1 agreement with PyTorch" not in rows and "MiB (fp32" in rows["Size"]

@@ -136,11 +136,16 @@ def create(
                                       "pad | squash (default pad)"),
     task: str = typer.Option("classification", help="classification | detection | multilabel | segmentation"),
     train_labels: Folder = typer.Option(None, help="detection: folder of label files, or a COCO .json; "
-                                        "segmentation: folder of index-PNG masks named by their image's stem"),
+                                        "segmentation: folder of index-PNG masks named by their image's stem "
+                                        "(RGB masks with --mask-colors), or a COCO .json of polygons and RLE"),
     val_labels: Folder = typer.Option(None, help="detection, segmentation: the val folder's labels or masks"),
     test_labels: Folder = typer.Option(None, help="detection, segmentation: the test folder's labels or masks"),
     labels_format: str | None = typer.Option(None, help="detection: kitti | yolo | coco | voc (default: told "
-                                             "by the files)"),
+                                             "by the files); segmentation: voc (--train-folder is a VOC root) | "
+                                             "coco (default: told by --train-labels)"),
+    mask_colors: Folder = typer.Option(None, help="segmentation: colour masks (RGB PNGs) with this colour -> "
+                                       "class table: 'R,G,B name' lines, or a JSON {name: [r, g, b]}; the "
+                                       "name 'ignore' maps a colour to 255"),
     classes: str | None = typer.Option(None, help="detection: classes to keep, NAME or NAME=NEW, comma-separated; "
                                        "segmentation: every class in mask index order (background,a,b)"),
     val_percent: float = typer.Option(25.0), test_percent: float = typer.Option(0.0),
@@ -152,7 +157,8 @@ def create(
 ) -> None:
     """Build a dataset from a folder of class folders, or from text lists; or, with --task detection,
     from a folder of images and their box labels (--train-labels); or, with --task segmentation, from a
-    folder of images and a folder of their index-PNG masks (--train-labels, --classes)."""
+    folder of images and a folder of their index-PNG masks (--train-labels, --classes), colour masks
+    (--mask-colors), a Pascal VOC root (--labels-format voc) or a COCO .json (--train-labels)."""
     from trainyard.datasets.spec import parse_size
     from trainyard.jobs.kinds.dataset import create_dataset_job
 
@@ -162,7 +168,8 @@ def create(
                  image_root=image_root, width=width, height=height, channels=channels, depth=depth, resize=resize,
                  val_percent=val_percent, test_percent=test_percent, min_per_class=min_per_class,
                  max_per_class=max_per_class, encoding=encoding, task=task, train_labels=train_labels,
-                 val_labels=val_labels, test_labels=test_labels, labels_format=labels_format, classes=classes)
+                 val_labels=val_labels, test_labels=test_labels, labels_format=labels_format, classes=classes,
+                 mask_colors=mask_colors)
     from trainyard.jobs.store.actor import creating_with
 
     ctx = cli_context()

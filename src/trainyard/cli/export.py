@@ -21,8 +21,9 @@ def export(
     output: Path = typer.Option(..., "--output", "-o", help="the .tar.gz to write"),
     epoch: str | None = epoch_option(),
     as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
-    fmt: str = typer.Option("onnx", "--format", "-f", help="onnx, onnx-int8, openvino, torchscript, tflite, "
-                            "executorch, coreml or tensorrt (those not installed are refused, naming what to install)"),
+    fmt: str = typer.Option("onnx", "--format", "-f", help="onnx, onnx-int8, openvino, torchscript, executorch, "
+                            "coreml, coreml-fp16, tflite or tensorrt (those not installed are refused, naming what "
+                            "to install)"),
     calibration_images: int = typer.Option(200, "--calibration-images", min=1,
                                            help="training images an int8 export calibrates on"),
     force: bool = typer.Option(False, "--force", help="ship a copy beyond tolerance (an int8 accuracy drop, a "

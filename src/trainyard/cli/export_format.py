@@ -28,6 +28,8 @@ def export_chosen(job_dir: Path, epoch: float | None, output: Path, fmt: str, *,
 def figures_line(manifest: dict) -> str:
     """The check's figures in one line: agreement, accuracy, size and latency beside fp32's."""
     parts = [manifest["export_format"]]
+    if manifest.get("checked") is False:  # a copy this machine cannot run: no figure claimed
+        parts.append(f"NOT checked against PyTorch: {manifest['not_checked_because']}")
     if manifest.get("top1_agreement") is not None:
         parts.append(f"top-1 agreement with PyTorch {manifest['top1_agreement']:.3f} on {manifest['images']} "
                      f"{manifest['check_data']} images, largest logit difference {manifest['max_logit_diff']:.2g}")

@@ -161,7 +161,8 @@ def evaluate(
     epoch: str | None = epoch_option(),
     as_json: bool = typer.Option(False, "--json", help="print the evaluation on stdout"),
 ) -> None:
-    """Evaluate a model on its dataset's validation or test split (a detector: mAP)."""
+    """Evaluate a model on its dataset's validation or test split (a detector: mAP; a segmenter:
+    mIoU)."""
     refuse_unknown(model, f"no model with id {model!r}")  # before the store and torch load
     from trainyard.inference.results import read_evaluation
     from trainyard.jobs.kinds.inference import create_inference_job

@@ -32,8 +32,11 @@ def _as_json(value: Any) -> Any:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    """``error: message`` on stderr, on one line however narrow the terminal, then exit ``code``."""
-    err.print(f"[red]error:[/red] {message}", soft_wrap=True)
+    """``error: message`` on stderr, on one line however narrow the terminal, then exit ``code``.
+    The message is plain text: brackets in it (``pip install 'trainyard[coreml]'``) are not markup."""
+    from rich.markup import escape
+
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterable
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +22,7 @@ from trainyard.datasets import build_stream, disk_check, resume_state
 from trainyard.datasets.collect import BuildPlan, DatasetError, collect
 from trainyard.datasets.decode_worker import Geometry
 from trainyard.datasets.detection.build import build_detection_into
-from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.multilabel.build import build_multilabel_into
-from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.resume_state import ResumeState
 from trainyard.datasets.segmentation.build import build_segmentation_into
 from trainyard.datasets.sources import Skipped
@@ -256,15 +253,10 @@ def _build_into(tmp: Path, spec, plan: BuildPlan, geometry: Geometry, events: Ev
     if resume is None:
         for split, writer in writers.items():
             _copy_parent(plan, split, writer, progress)
-        resume = ResumeState(0, {}, [])
-        build_stream.checkpoint(tmp, plan_hash, 0, writers, [])
+    resume = build_stream.started(tmp, plan_hash, resume, writers)
     progress.finished = build_stream.finished_before(plan.splits, resume.position)
-    try:
-        with DecodePipeline(geometry, workers, shm_name=new_shm_name(tmp.parent),
-                            count=total - resume.position) as pipeline:
-            skipped = build_stream.write_new(plan, writers, pipeline, spec.seed, progress, tmp, plan_hash, resume)
-    except BrokenProcessPool:
-        raise DatasetError("an image worker process died unexpectedly (out of memory, or killed)") from None
+    skipped = build_stream.decode_all(geometry, workers, tmp, total - resume.position, lambda pipeline: (
+        build_stream.write_new(plan, writers, pipeline, spec.seed, progress, tmp, plan_hash, resume)))
     plan.skipped += [Skipped(s["path"], s["reason"]) for s in skipped]
     for writer in writers.values():
         writer.close()

@@ -13,11 +13,16 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sized
-from typing import Any
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
-from trainyard.datasets.collect import BuildPlan
+from trainyard.core.events import EventWriter
+from trainyard.datasets.collect import BuildPlan, DatasetError
+from trainyard.datasets.decode_worker import Geometry
+from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.resume_state import ResumeState, save
 from trainyard.datasets.storage import SPLITS, SplitWriter
@@ -27,6 +32,7 @@ CHECKPOINT_EVERY = 1024  # images, also: a small build gets a checkpoint too
 # Tests only: SIGKILL this process right after the stream's image N is written (after the last
 # checkpoint, so a resume has written bytes to cut off), to check resume against a real kill.
 KILL_AT_ENV = "TRAINYARD_TEST_KILL_BUILD_AT"
+Writers = TypeVar("Writers")
 
 
 def positions(plan: BuildPlan, start: int = 0) -> Iterator[tuple[str, int, str, int]]:
@@ -56,6 +62,36 @@ def checkpoint(tmp, plan_hash: str, position: int, writers: dict[str, Any], skip
     save(tmp, plan_hash, ResumeState(position, states, skipped))
     for split, w in writers.items():
         w.prune(states[split])  # the previous checkpoint's mean sums are no longer named
+
+
+def open_writers(resume: ResumeState | None, events: EventWriter,
+                 opener: Callable[[ResumeState | None], Writers]) -> tuple[ResumeState | None, Writers]:
+    """A task build's split writers, resumed from ``resume`` (its checkpoint), or opened anew
+    (``opener(None)``) when the checkpoint's files were damaged or removed."""
+    try:
+        return resume, opener(resume)
+    except (OSError, ValueError, KeyError) as e:
+        events.log(f"cannot resume ({e}); building from the start", "warning")
+        return None, opener(None)
+
+
+def started(tmp: Path, plan_hash: str, resume: ResumeState | None, writers: dict[str, Any]) -> ResumeState:
+    """Where the stream starts: the checkpoint's position, or 0 with a first checkpoint written."""
+    if resume is not None:
+        return resume
+    checkpoint(tmp, plan_hash, 0, writers, [])
+    return ResumeState(0, {}, [])
+
+
+def decode_all(geometry: Geometry, workers: int, tmp: Path, count: int,
+               write: Callable[[DecodePipeline], list[dict]]) -> list[dict]:
+    """``write`` ``count`` images through a decode pipeline of ``workers`` processes, its shared
+    memory named beside ``tmp``; its skipped list. DatasetError when a worker process dies."""
+    try:
+        with DecodePipeline(geometry, workers, shm_name=new_shm_name(tmp.parent), count=count) as pipeline:
+            return write(pipeline)
+    except BrokenProcessPool:
+        raise DatasetError("an image worker process died unexpectedly (out of memory, or killed)") from None
 
 
 def write_new(plan: BuildPlan, writers: dict[str, SplitWriter], pipeline: DecodePipeline, seed: int,

@@ -19,7 +19,7 @@ from trainyard.core.vocabulary import DEFAULT_TASK, MAX_CHANNELS, Task
 from trainyard.datasets.detection.spec_rules import DETECTION_FIELDS, check_detection, default_resize
 from trainyard.datasets.multilabel.spec_rules import check_multilabel
 from trainyard.datasets.resize_plans import RESIZE
-from trainyard.datasets.segmentation.spec_rules import check_segmentation
+from trainyard.datasets.segmentation.spec_rules import SEGMENTATION_FIELDS, check_segmentation
 
 MAX_SIZE = 4096
 MAX_SEED = 2**32 - 1  # what numpy's generators take without surprise
@@ -79,6 +79,9 @@ class DatasetSpec(SpecModel):
     test_labels: str | None = None
     labels_format: Literal["kitti", "yolo", "coco", "voc"] | None = None  # None: told by the files
     classes: list[str] | None = None  # NAME or NAME=NEW entries (datasets/detection/labels.py)
+    # Segmentation's colour masks: a file of "R,G,B name" lines or a JSON {name: [r, g, b]}
+    # (datasets/segmentation/colours.py); masks are then RGB PNGs.
+    mask_colors: str | None = None
     # Append: the parent version's dataset folder, copied first.
     parent_dir: str | None = None
     dataset_version: int = Field(1, ge=1)  # 1, then +1 with each append
@@ -122,6 +125,9 @@ def _check_classification(spec: DatasetSpec) -> None:
     given = [name for name in DETECTION_FIELDS if getattr(spec, name) is not None]
     if given:
         raise ValueError(f"{', '.join(given)} need task 'detection' or 'segmentation'")
+    given = [name for name in SEGMENTATION_FIELDS if getattr(spec, name) is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} need task 'segmentation'")
     train_sources = [spec.train_folder, spec.train_list, spec.train_archive]
     if sum(s is not None for s in train_sources) != 1:
         raise ValueError("give exactly one training source: train_folder, train_list "

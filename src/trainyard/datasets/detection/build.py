@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,6 @@ from trainyard.datasets.detection.collect import DetectionPlan, DetectionSample,
 from trainyard.datasets.detection.geometry import plan_fit
 from trainyard.datasets.detection.stats import COUNTS_MEANING, box_sizes, class_counts
 from trainyard.datasets.detection.store import TASK, DetectionSplitWriter
-from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.resume_state import ResumeState
 from trainyard.datasets.sources import Skipped
@@ -48,23 +46,12 @@ def build_detection_into(tmp: Path, spec, job_dir: Path, events: EventWriter, wo
     events.log(f"{plan.format} labels, {len(plan.classes)} classes, {total} images to process "
                f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})"
                + (f"; resuming after image {resume.position}" if resume else ""))
-    try:
-        writers = _writers(tmp, spec, plan, resume)
-    except (OSError, ValueError, KeyError) as e:  # a checkpoint whose files were damaged or removed
-        events.log(f"cannot resume ({e}); building from the start", "warning")
-        resume = None
-        writers = _writers(tmp, spec, plan, None)
+    resume, writers = build_stream.open_writers(resume, events, lambda r: _writers(tmp, spec, plan, r))
     progress = progress_class(events, total, counts=lambda: _counts(plan.classes, writers)[0])
-    if resume is None:
-        resume = ResumeState(0, {}, [])
-        build_stream.checkpoint(tmp, plan_hash, 0, writers, [])
+    resume = build_stream.started(tmp, plan_hash, resume, writers)
     progress.finished = build_stream.finished_before(plan.splits, resume.position)
-    try:
-        with DecodePipeline(geometry, workers, shm_name=new_shm_name(tmp.parent),
-                            count=total - resume.position) as pipeline:
-            skipped = _write(plan, writers, pipeline, spec, progress, (tmp, plan_hash, resume))
-    except BrokenProcessPool:
-        raise DatasetError("an image worker process died unexpectedly (out of memory, or killed)") from None
+    skipped = build_stream.decode_all(geometry, workers, tmp, total - resume.position, lambda pipeline: _write(
+        plan, writers, pipeline, spec, progress, (tmp, plan_hash, resume)))
     plan.skipped += [Skipped(s["path"], s["reason"]) for s in skipped]
     for writer in writers.values():
         writer.close()

@@ -16,7 +16,7 @@ DETECTION_RESIZE = ("pad", "squash")
 DEFAULT_RESIZE = "pad"
 DETECTION_FIELDS = ("train_labels", "val_labels", "test_labels", "labels_format", "classes")
 _NOT_FOR_DETECTION = ("train_list", "val_list", "test_list", "labels_file", "train_archive", "val_archive",
-                      "parent_dir")
+                      "parent_dir", "mask_colors")
 
 
 def default_resize(data: object) -> object:

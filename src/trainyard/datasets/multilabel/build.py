@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,6 @@ from trainyard.core.events import EventWriter
 from trainyard.datasets import build_stream, resume_state
 from trainyard.datasets.collect import DatasetError
 from trainyard.datasets.decode_worker import Geometry
-from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.multilabel.collect import MultiLabelPlan, collect_multilabel
 from trainyard.datasets.multilabel.store import TASK, MultiLabelSplitWriter
 from trainyard.datasets.pipeline import DecodePipeline
@@ -42,23 +40,12 @@ def build_multilabel_into(tmp: Path, spec, job_dir: Path, events: EventWriter, w
     events.log(f"{len(plan.classes)} labels, {total} images to process "
                f"({', '.join(f'{k} {len(v)}' for k, v in plan.splits.items() if v)})"
                + (f"; resuming after image {resume.position}" if resume else ""))
-    try:
-        writers = _writers(tmp, spec, plan, resume)
-    except (OSError, ValueError, KeyError) as e:  # a checkpoint whose files were damaged or removed
-        events.log(f"cannot resume ({e}); building from the start", "warning")
-        resume = None
-        writers = _writers(tmp, spec, plan, None)
+    resume, writers = build_stream.open_writers(resume, events, lambda r: _writers(tmp, spec, plan, r))
     progress = progress_class(events, total, counts=lambda: label_counts(plan.classes, writers))
-    if resume is None:
-        resume = ResumeState(0, {}, [])
-        build_stream.checkpoint(tmp, plan_hash, 0, writers, [])
+    resume = build_stream.started(tmp, plan_hash, resume, writers)
     progress.finished = build_stream.finished_before(plan.splits, resume.position)
-    try:
-        with DecodePipeline(geometry, workers, shm_name=new_shm_name(tmp.parent),
-                            count=total - resume.position) as pipeline:
-            skipped = _write(plan, writers, pipeline, spec.seed, progress, (tmp, plan_hash, resume))
-    except BrokenProcessPool:
-        raise DatasetError("an image worker process died unexpectedly (out of memory, or killed)") from None
+    skipped = build_stream.decode_all(geometry, workers, tmp, total - resume.position, lambda pipeline: _write(
+        plan, writers, pipeline, spec.seed, progress, (tmp, plan_hash, resume)))
     for writer in writers.values():
         writer.close()
     (tmp / resume_state.FILE).unlink()

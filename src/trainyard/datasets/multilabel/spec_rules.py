@@ -10,7 +10,7 @@ from trainyard.datasets.resize_plans import RESIZE
 
 _NOT_FOR_MULTILABEL = ("train_folder", "val_folder", "test_folder", "labels_file", "train_archive",
                        "val_archive", "parent_dir", "train_labels", "val_labels", "test_labels",
-                       "labels_format", "classes")
+                       "labels_format", "classes", "mask_colors")
 
 
 def check_multilabel(spec: Any) -> None:

@@ -1,2 +1,3 @@
-"""Semantic segmentation datasets: images with index-PNG masks (issue 43), stored as a
-classification split plus one mask per image."""
+"""Semantic segmentation datasets (issue 43): images with masks (index PNGs, colour PNGs with a
+colour table, a Pascal VOC root, COCO polygons and RLE), stored as a classification split plus one
+mask per image."""

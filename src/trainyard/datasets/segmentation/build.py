@@ -2,10 +2,11 @@
 
 Called by datasets/build.py's ``build_dataset`` for a spec whose task is segmentation, inside
 its ``dataset.tmp`` -> ``dataset`` rename, so a failed or aborted build leaves nothing behind.
-The image is fitted to the dataset's size by squashing (bilinear), its mask by the same squash
-with nearest neighbour, so every stored mask pixel is a class index of the original mask and
-the two stay aligned. Pairs are decoded in this process: masks are read whole anyway (their
-values were checked when collected), and a build that is killed starts again.
+The pairs come from any mask format (collect.py). The image is fitted to the dataset's size by
+squashing (bilinear), its mask by the same squash with nearest neighbour, so every stored mask
+pixel is a class index of the original mask and the two stay aligned. Pairs are decoded in this
+process: masks are read whole anyway (their values were checked when collected), and a build
+that is killed starts again.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from trainyard.datasets.segmentation.collect import (
     SegmentationPlan,
     SegmentationSample,
     collect_segmentation,
-    read_mask,
 )
 from trainyard.datasets.segmentation.store import TASK, SegmentationSplitWriter, pixel_shares
 from trainyard.datasets.sources import Skipped
@@ -37,7 +37,7 @@ def fit_pair(sample: SegmentationSample, width: int, height: int, channels: int)
     """The stored image (H, W, C) uint8 and its mask (H, W) uint8 of one pair."""
     with load_image(sample.image, channels) as img:
         pixels = np.asarray(img.resize((width, height), Image.Resampling.BILINEAR), np.uint8)
-    mask = Image.fromarray(read_mask(sample.mask)).resize((width, height), Image.Resampling.NEAREST)
+    mask = Image.fromarray(sample.mask.read()).resize((width, height), Image.Resampling.NEAREST)
     return pixels.reshape(height, width, channels), np.asarray(mask, np.uint8)
 
 
@@ -79,7 +79,7 @@ def _info(spec, plan: SegmentationPlan, writers: dict[str, SegmentationSplitWrit
         shares[split], counts[split] = pixel_shares(plan.classes, writer.masks())
     return {
         "version": 1, "task": TASK, "name": spec.name, "classes": plan.classes, "counts": counts,
-        "pixel_shares": shares, "ignore_index": IGNORE,
+        "pixel_shares": shares, "ignore_index": IGNORE, "labels_format": plan.labels_format,
         "counts_meaning": {"counts": "images holding at least one pixel of the class",
                            "pixel_shares": "the class's share of the split's labelled pixels"},
         "images": {split: len(w) for split, w in writers.items()},

@@ -69,10 +69,12 @@ def classifier(files: dict[str, bytes], example: types.ModuleType):
             self.labels = example.parse_labels(files["labels.txt"].decode("utf-8"))
             self.prep = json.loads(files["preprocess.json"])
             self.mean = example.mean_input(np.load(io.BytesIO(files["mean.npy"]), allow_pickle=False), self.prep)
+            self.thresholds = self.prep.get("thresholds")  # example.Classifier.classify reads it
 
         def probabilities(self, images):
             x = example.preprocess(images, self.prep, self.mean)
-            return example.softmax(np.array(self.request.infer([x])[0]))
+            logits = np.array(self.request.infer([x])[0])
+            return example.softmax(logits) if self.thresholds is None else example.sigmoid(logits)
     return OpenVinoClassifier()
 
 

@@ -65,11 +65,13 @@ def classifier(files: dict[str, bytes], example: types.ModuleType):
             self.labels = example.parse_labels(files["labels.txt"].decode("utf-8"))
             self.prep = json.loads(files["preprocess.json"])
             self.mean = example.mean_input(np.load(io.BytesIO(files["mean.npy"]), allow_pickle=False), self.prep)
+            self.thresholds = self.prep.get("thresholds")  # example.Classifier.classify reads it
 
         def probabilities(self, images):
             x = torch.from_numpy(example.preprocess(images, self.prep, self.mean))
             with torch.no_grad():
-                return example.softmax(self.model(x).numpy())
+                logits = self.model(x).numpy()
+            return example.softmax(logits) if self.thresholds is None else example.sigmoid(logits)
     return TorchScriptClassifier()
 
 

@@ -11,12 +11,14 @@ A format is one module (onnx_formats.py ...) and one entry in FORMATS.
 from __future__ import annotations
 
 from trainyard.inference.exporters.base import Exporter, FormatRefused
+from trainyard.inference.exporters.coreml_package import COREML, COREML_FP16
+from trainyard.inference.exporters.executorch_pte import EXECUTORCH
 from trainyard.inference.exporters.onnx_formats import ONNX, ONNX_INT8
 from trainyard.inference.exporters.openvino_ir import OPENVINO
 from trainyard.inference.exporters.torchscript import TORCHSCRIPT
 from trainyard.inference.exporters.unavailable import UNAVAILABLE
 
-BUILT = (ONNX, ONNX_INT8, TORCHSCRIPT, OPENVINO)
+BUILT = (ONNX, ONNX_INT8, TORCHSCRIPT, OPENVINO, EXECUTORCH, COREML, COREML_FP16)
 # The refusals after: a format built here is listed once, as built.
 FORMATS: dict[str, Exporter] = {e.name: e for e in (*BUILT, *(u for u in UNAVAILABLE
                                                                if u.name not in {b.name for b in BUILT}))}

@@ -77,11 +77,14 @@ def export_format(job_dir: str | os.PathLike, epoch: float | None, chosen: Expor
 
 
 def measure_classifier(checkpoint: dict, model: torch.nn.Module, reference: bytes, converted: Converted) -> dict:
-    """The classification figures (figures.py) of the copy, and both latencies."""
+    """The classification figures (figures.py) of the copy, and both latencies; where this machine
+    cannot run the copy, ``checked: false`` and why, and no figure that was not measured."""
+    if converted.run is None:
+        return {"checked": False, "not_checked_because": converted.not_checked_because}
     x, labels, source = figures.check_inputs(checkpoint)
     expected = figures.logits(figures.torch_runner(model), x)
     doc = figures.compare(expected, figures.logits(converted.run, x), labels)
-    doc.update(check_data=source, latency_ms=figures.latency_ms(converted.run, x),
+    doc.update(checked=True, check_data=source, latency_ms=figures.latency_ms(converted.run, x),
                reference_latency_ms=figures.latency_ms(ort_runner(reference), x), threads=1)
     return doc
 
@@ -118,8 +121,10 @@ def _format_section(manifest: dict) -> str:
     agreement = manifest.get("top1_agreement")
     measured = (f"top-1 agreement {agreement:.3f} and largest logit difference {manifest['max_logit_diff']:.3g} "
                 f"on {manifest['images']} {manifest['check_data']} images; " if agreement is not None else "")
+    checked = ("Checked against PyTorch when it was exported: " if manifest.get("checked", True) else
+               f"NOT checked against PyTorch ({manifest['not_checked_because']}): ")
     return (f"\n## This copy: {manifest['export_format']} ({manifest['precision']})\n\n"
-            f"Checked against PyTorch when it was exported: {measured}{manifest['size_bytes']} bytes beside the "
+            f"{checked}{measured}{manifest['size_bytes']} bytes beside the "
             f"fp32 graph's {manifest['reference_size_bytes']}. Every figure, latency at one thread included, is in "
             f"{MANIFEST}. The scripts above run it unchanged.\n")
 

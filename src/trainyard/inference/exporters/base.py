@@ -3,7 +3,8 @@
 An `Exporter` takes the `Conversion` (the checkpoint, its PyTorch network, the fp32 ONNX graph
 and the data to calibrate on) and gives a `Converted`: the archive member that replaces
 model.onnx, and a runner that answers logits for prepared inputs on one thread, which the
-export-time check (figures.py) compares with PyTorch's.
+export-time check (figures.py) compares with PyTorch's. A copy this machine cannot run (Core ML
+off Apple machines) has no runner and says why: its manifest claims no agreement.
 """
 
 from __future__ import annotations
@@ -44,9 +45,10 @@ class Converted:
 
     name: str
     data: bytes
-    run: Runner
+    run: Runner | None  # None: this machine cannot run the copy, and not_checked_because says why
     details: dict = field(default_factory=dict)  # layout, quantization: what the manifest says of it
     replaces: dict[str, bytes] = field(default_factory=dict)  # archive members of its own (a script)
+    not_checked_because: str = ""
 
     @property
     def size_bytes(self) -> int:
@@ -65,6 +67,7 @@ class Exporter:
     convert: Callable[[Conversion], Converted]
     tasks: tuple[str, ...] = ("classification",)
     int8: bool = False  # held to the int8 tolerances (figures.py)
+    runs_here: Callable[[], bool] = lambda: True  # whether this machine can run the copy (and so check it)
 
     def require_runtime(self) -> None:
         missing = [name for name in self.runtime if importlib.util.find_spec(name) is None]

@@ -1,6 +1,6 @@
 """The formats not yet built here, each a clear refusal naming what it needs (issue 44 plans them).
 
-An `Exporter` whose converter refuses: the registry lists them, so `--format coreml` says what a
+An `Exporter` whose converter refuses: the registry lists them, so `--format tensorrt` says what a
 user would have to install or where to run it instead of "no such format".
 """
 
@@ -18,7 +18,5 @@ def _refuse(name: str, needs: str) -> Exporter:
 
 UNAVAILABLE = (
     _refuse("tflite", "LiteRT (litert-torch to convert, in an environment of its own; ai-edge-litert to run)"),
-    _refuse("executorch", "ExecuTorch with its XNNPACK backend (pip install executorch)"),
-    _refuse("coreml", "coremltools to convert, and an Apple machine (macOS or iOS) to run the mlpackage"),
     _refuse("tensorrt", "an NVIDIA GPU with TensorRT on the machine that builds and runs the engine"),
 )

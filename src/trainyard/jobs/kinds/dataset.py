@@ -17,7 +17,7 @@ from trainyard.jobs.store.store import Job
 
 PATH_FIELDS = ("train_folder", "val_folder", "test_folder", "train_list", "val_list", "test_list",
                "labels_file", "image_root", "train_archive", "val_archive", "train_labels", "val_labels",
-               "test_labels")
+               "test_labels", "mask_colors")
 
 
 def check_paths(ctx: Context, spec: DatasetSpec) -> DatasetSpec:

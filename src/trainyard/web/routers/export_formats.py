@@ -45,7 +45,7 @@ def _formats() -> ExportFormats:
     from trainyard.inference.exporters import DEFAULT_FORMAT, FORMATS
 
     return ExportFormats(default=DEFAULT_FORMAT, formats=[
-        ExportFormat(name=e.name, summary=e.summary, tasks=list(e.tasks), install=e.install,
+        ExportFormat(name=e.name, summary=e.summary, tasks=list(e.tasks), install=e.install, checked_here=e.runs_here(),
                      available=bool(e.runtime) and all(importlib.util.find_spec(m) for m in e.runtime))
         for e in FORMATS.values()])
 

@@ -34,6 +34,8 @@ class ModelExport(Document):
     size_bytes: int | None = where_given()  # the copy of the network beside the fp32 graph's
     reference_size_bytes: int | None = where_given()
     precision: str | None = where_given()
+    checked: bool | None = where_given()  # false: this machine cannot run the copy (Core ML off Apple machines)
+    not_checked_because: str | None = where_given()
     top1_agreement: float | None = where_given()  # a classifier's, 0..1
     max_logit_diff: float | None = where_given()
     accuracy: float | None = where_given()
@@ -49,6 +51,7 @@ class ExportFormat(Document):
     summary: str
     tasks: list[str]
     available: bool  # its runtime is installed here
+    checked_here: bool  # this machine can run the copy, so an export is checked against PyTorch here
     install: str  # what brings it where it is not
 
 

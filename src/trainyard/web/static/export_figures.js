@@ -10,6 +10,7 @@ export function exportFigures(doc) {
   const rows = [["Format", doc.precision ? `${doc.export_format} (${doc.precision})` : doc.export_format],
                 ["Snapshot", `epoch ${doc.epoch}${doc.snapshot ? `, ${doc.snapshot}` : ""}`]];
   const m = doc.manifest || {};
+  if (doc.checked === false) rows.push(["Checked against PyTorch", `no: ${doc.not_checked_because}`]);
   if (doc.top1_agreement != null) {
     rows.push(["Top-1 agreement with PyTorch",
                `${(doc.top1_agreement * 100).toFixed(1)}%${m.images ? ` of ${m.images} ${m.check_data || ""} images` : ""}`]);
