@@ -45,8 +45,8 @@ def test_a_weights_entry_prints_as_the_api_answers(settings, cli_env, tmp_path, 
     path = tmp_path / "w.safetensors"
     path.write_bytes(safetensors_bytes("timm:test_resnet", num_classes=3))
     assert _printed(cli_env, "weights", "import", "mine", str(path), "--network", "timm:test_resnet")["pull"] is None
-    listed = _printed(cli_env, "weights", "list", "--source", "mine")["weights"]
-    with client_for(settings, run_scheduler=False) as client:
-        answered = client.get("/api/weights/mine").json()
+    with client_for(settings, run_scheduler=False) as client:  # its start makes the first admin,
+        answered = client.get("/api/weights/mine").json()     # the owner of an entry made before
+        listed = _printed(cli_env, "weights", "list", "--source", "mine")["weights"]
     assert listed == [answered] and list(listed[0]) == list(answered)
     assert answered["source"] == "user" and answered["pull"] is None  # the API's field: no pull runs

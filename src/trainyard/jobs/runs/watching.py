@@ -76,17 +76,26 @@ class Watching:
         ended (it finished while its server was killed: a server that took over marked it
         failed, for good), else interrupted (heartbeat.silent_end). The folder is shared."""
         reported = runner.reported_end(self._folder(job.id), job.started_at)
-        if reported is not None:
-            return reported
-        return heartbeat.silent_end(job, heartbeat.silent_for(self.store, job))
+        if reported is None:
+            return heartbeat.silent_end(job, heartbeat.silent_for(self.store, job))
+        status, error = reported
+        # A failure its holder reported just before going silent is mostly that silence seen from
+        # the other side (a cut host's launcher: "lost the Ray cluster"): its checkpoint remains.
+        return status, _interrupted(job, error) if status == Status.FAILED else error
 
     def _record_end(self, job: Job, returncode: int | None, seen: bool) -> None:
         """The job's process has gone (``seen``: this manager saw it exit, with ``returncode``)."""
         fresh = self.store.get_job(job.id)
         status, error = runner.final_status(self._folder(job.id), returncode, bool(fresh and fresh.abort_requested),
                                             job.started_at)
-        if not seen and status == Status.FAILED and job.kind in RESUME_COMMANDS:
-            # Nobody saw it end (its command or the server was killed): a checkpoint may remain.
-            command = RESUME_COMMANDS[job.kind].format(job.id)
-            error = f"interrupted: {error}; `{command}` continues it from its last checkpoint"
+        if not seen and status == Status.FAILED:
+            error = _interrupted(job, error)  # nobody saw it end (its command or the server was killed)
         self._finish(job, status, error)
+
+
+def _interrupted(job: Job, error: str | None) -> str | None:
+    """A failure nobody here saw happen, said as an interruption with the command that continues
+    the job from its last checkpoint (a resumable kind's); other kinds' errors as they are."""
+    if job.kind not in RESUME_COMMANDS:
+        return error
+    return f"interrupted: {error}; `{RESUME_COMMANDS[job.kind].format(job.id)}` continues it from its last checkpoint"
