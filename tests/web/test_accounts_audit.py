@@ -12,6 +12,7 @@ from tests.web.accounts_helpers import make_team
 from tests.web.test_accounts_ownership import new_dataset
 from trainyard.cli.main import app as cli_app
 from trainyard.jobs.accounts import users
+from trainyard.web.audit_trail import audited
 
 
 @pytest.fixture
@@ -79,3 +80,10 @@ def test_the_audit_page_is_for_admins_and_pages_name_the_user(team, settings):
     home = team.alice.get("/")
     assert "alice (member)" in home.text and 'action="/logout"' in home.text and 'href="/audit"' not in home.text
     assert 'href="/audit"' in team.admin.get("/").text
+
+
+def test_each_way_a_model_leaves_the_server_is_audited_and_reads_are_not():
+    assert audited("GET", "/api/models/m1/download") == ("download", "m1")
+    assert audited("POST", "/api/models/m1/export") == ("export", "m1")
+    assert audited("GET", "/api/models/m1/export/onnx-int8") == ("download", "m1")
+    assert audited("GET", "/api/models/m1") is None and audited("POST", "/api/models/m1/classify") is None

@@ -26,6 +26,8 @@ AUDITED = [
     ("DELETE", re.compile(r"/api/jobs/([^/]+)"), "delete"),
     ("PATCH", re.compile(r"/api/jobs/([^/]+)"), "patch"),
     ("GET", re.compile(r"/api/models/([^/]+)/download"), "download"),
+    ("POST", re.compile(r"/api/models/([^/]+)/export"), "export"),
+    ("GET", re.compile(r"/api/models/([^/]+)/export/[^/]+"), "download"),
     ("GET", re.compile(r"/api/models/[^/]+/classify-many/([^/]+)\.csv"), "download"),
     ("POST", re.compile(r"/api/weights()"), "import weights"),
     ("POST", re.compile(r"/api/weights/(.+)/pull"), "pull weights"),
