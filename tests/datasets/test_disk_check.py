@@ -45,7 +45,7 @@ def test_a_build_too_big_for_the_disk_is_refused_before_writing(tmp_path, monkey
         build_dataset(spec, tmp_path / "job", events, workers=1)
     message = str(refused.value)
     assert "\n" not in message and f"--encoding {encoding}" in message and "use --encoding jpeg (about" in message
-    assert "1000 bytes" not in message and "free" in message
+    assert "has 1000 bytes free" in message and "KiB)" in message  # sizes in words, each in its unit
     assert not (tmp_path / "job" / "dataset.tmp").exists() and not (tmp_path / "job" / "dataset").exists()
 
 

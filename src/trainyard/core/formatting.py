@@ -33,6 +33,14 @@ def gib(n_bytes: int | None) -> str:
     return "" if n_bytes is None else f"{n_bytes / 2**30:.1f} GiB"
 
 
+def byte_size(count: int) -> str:
+    """A size in words: "1.5 GiB", "12.0 MiB", "3.2 KiB", "512 bytes"."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
+
+
 def clock(timestamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp)) if timestamp else ""
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from trainyard.core.errors import UserError
+from trainyard.core.formatting import byte_size
 from trainyard.datasets.decode_worker import Geometry, process_chunk
 
 SAMPLE = 16  # images encoded to estimate an encoded build's size
@@ -60,15 +61,11 @@ def check_room(dest: Path, images: int, geometry: Geometry, sample_paths: list[s
         advice = "free some space, or choose a smaller --size"
     else:
         jpeg = estimate(images, geometry, sample, "jpeg")
-        advice = f"use --encoding jpeg (about {_size(jpeg)}) or free some space"
+        advice = f"use --encoding jpeg (about {byte_size(jpeg)}) or free some space"
     raise DiskFull(f"{images} images at {geometry.width}x{geometry.height} with --encoding {geometry.encoding} "
-                   f"need about {_size(need)} but {dest} has {_size(room)} free; {advice}")
+                   f"need about {byte_size(need)} but {dest} has {byte_size(room)} free; {advice}")
 
 
 def spread(count: int, k: int = SAMPLE) -> np.ndarray:
     """``k`` indices spread evenly over ``range(count)``."""
     return np.unique(np.linspace(0, max(0, count - 1), num=min(k, count)).astype(np.int64))
-
-
-def _size(n: int) -> str:
-    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"

@@ -19,6 +19,7 @@ from pathlib import Path
 from sqlalchemy import func, select
 
 from trainyard.core.errors import Forbidden
+from trainyard.core.formatting import byte_size
 from trainyard.core.status import ACTIVE_STATUSES
 from trainyard.jobs.scheduling.readiness import Blocked
 from trainyard.jobs.store.account_tables import UserRow
@@ -155,12 +156,6 @@ def check_disk(store: Store, user: str | None, kind: str, settings: Settings) ->
         return
     used = disk_used(store, user, settings.jobs_dir)
     if used >= cap:
-        raise OverQuota(f"user {user} is using {_size(used)} of a {_size(cap)} disk quota on datasets and "
+        raise OverQuota(f"user {user} is using {byte_size(used)} of a {byte_size(cap)} disk quota on datasets and "
                         f"models: delete some, or ask an admin to raise it (trainyard users set-quota)")
 
-
-def _size(count: int) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if count >= scale:
-            return f"{count / scale:.1f} {unit}"
-    return f"{count} bytes"
