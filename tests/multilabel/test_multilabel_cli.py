@@ -13,7 +13,9 @@ import torch
 from typer.testing import CliRunner
 
 from tests.multilabel_data import LABELS, draw, make_multilabel_set
+from trainyard.artifact.checkpoint import checkpoint_name, load_checkpoint
 from trainyard.cli.main import app
+from trainyard.core.paths import JobFolder
 
 pytestmark = pytest.mark.slow  # a dataset, 8 epochs and two inference jobs: about 25 s on one core
 
@@ -61,7 +63,10 @@ def test_evaluate_answers_micro_f1_well_above_a_trivial_predictor(home, model):
     assert doc["micro_f1"] >= max(0.85, every_label + 0.2), doc
     assert {"macro_f1", "map", "per_label"} <= set(doc) and doc["map"] > 0.85
     assert [row["label"] for row in doc["per_label"]] == list(LABELS)
-    assert all(0 < row["threshold"] < 1 and 0 <= row["precision"] <= 1 for row in doc["per_label"])
+    # The thresholds tuned in training and saved with the snapshot, not a default
+    folder = JobFolder(home.tmp / "home" / "jobs" / model.id).checkpoints
+    saved = load_checkpoint(folder / checkpoint_name(doc["epoch"]))["thresholds"]
+    assert [row["threshold"] for row in doc["per_label"]] == pytest.approx(saved, abs=1e-6)
 
 
 def test_classify_answers_every_label_over_its_threshold(home, model):

@@ -53,12 +53,12 @@ def evaluate_multilabel_split(loaded: LoadedModel, dataset_dir: Path, split: str
     """The evaluation document of a split (see the module docstring)."""
     import torch
 
-    from trainyard.artifact.multilabel_metrics import DEFAULT_THRESHOLD, multilabel_metrics
+    from trainyard.artifact.multilabel_metrics import multilabel_metrics
 
     if loaded.thresholds is None:
         raise InferenceError("the model is not a multi-label classifier (its checkpoint has no thresholds)")
     targets, scores = score_split(loaded, dataset_dir, split, **options)
-    thresholds = torch.as_tensor(loaded.thresholds or [DEFAULT_THRESHOLD] * len(loaded.classes))
+    thresholds = torch.as_tensor(loaded.thresholds)
     doc = multilabel_metrics(torch.from_numpy(scores), torch.from_numpy(targets), thresholds, loaded.classes)
     doc.update(task=TASK, split=split, epoch=loaded.epoch, images=len(targets), classes=loaded.classes,
                labels_per_image=round(float(targets.sum(axis=1).mean()), 3))

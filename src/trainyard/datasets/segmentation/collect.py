@@ -18,13 +18,11 @@ import numpy as np
 from trainyard.datasets.detection.sizes import image_size
 from trainyard.datasets.images import ImageError
 from trainyard.datasets.segmentation.formats import MASK_READERS
-from trainyard.datasets.segmentation.masks import IGNORE, Candidate, MaskSource, read_index_png
+from trainyard.datasets.segmentation.masks import IGNORE, Candidate, MaskSource
 from trainyard.datasets.segmentation.spec_rules import mask_format
 from trainyard.datasets.sources import MAX_IGNORED_LISTED, Skipped, set_ignored_apart
 
-__all__ = ["IGNORE", "SegmentationPlan", "SegmentationSample", "collect_segmentation", "read_mask"]
-
-read_mask = read_index_png  # the index-PNG reader under its first name
+__all__ = ["IGNORE", "SegmentationPlan", "SegmentationSample", "collect_segmentation"]
 
 
 @dataclass
