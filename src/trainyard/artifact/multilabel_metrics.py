@@ -23,9 +23,9 @@ def tune_thresholds(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
     """(L,) the threshold of each label that maximises its F1 on these scores."""
     scores, targets = scores.float(), targets.bool()
     candidates = CANDIDATES.to(scores.device)
-    predicted = scores[None] >= candidates[:, None, None]  # (T, N, L)
-    tp = (predicted & targets[None]).sum(1).float()
-    fp = (predicted & ~targets[None]).sum(1).float()
+    # One candidate at a time: (T, L) counts, never a (T, N, L) mask (gigabytes on a large split).
+    tp = torch.stack([((scores >= c) & targets).sum(0) for c in candidates]).float()
+    fp = torch.stack([((scores >= c) & ~targets).sum(0) for c in candidates]).float()
     fn = targets.sum(0).float()[None] - tp
     f1 = 2 * tp / (2 * tp + fp + fn).clamp(min=1)
     # best F1, and among equals the candidate nearest 0.5 (a tiny penalty for the distance)
@@ -51,26 +51,20 @@ def multilabel_metrics(scores: torch.Tensor, targets: torch.Tensor, thresholds: 
     out: dict[str, Any] = {
         "micro_f1": float(multilabel_f1_score(predicted, targets, average="micro", **args)),
         "macro_f1": float(multilabel_f1_score(predicted, targets, average="macro", **args)),
-        "map": _mean_ap(scores, targets),
+        "map": 0.0,
     }
+    # AP once a label (torchmetrics), averaged over the labels with a positive image: undefined for the others
+    ap_by_label = multilabel_average_precision(scores, targets, num_labels=n, average="none").nan_to_num(0.0)
+    present = targets.any(0)
+    if bool(present.any()):
+        out["map"] = float(ap_by_label[present].mean())
     if labels is not None:
         per = {name: metric(predicted, targets, average="none", **args).tolist() for name, metric in
                (("precision", multilabel_precision), ("recall", multilabel_recall), ("f1", multilabel_f1_score))}
-        ap = multilabel_average_precision(scores, targets, num_labels=n, average="none").nan_to_num(0.0).tolist()
+        ap = ap_by_label.tolist()
         support = targets.sum(0).tolist()
         out["per_label"] = [{"label": label, "precision": per["precision"][i], "recall": per["recall"][i],
                              "f1": per["f1"][i], "ap": ap[i], "support": int(support[i]),
                              "threshold": round(float(thresholds[i]), 4)} for i, label in enumerate(labels)]
     return out
 
-
-def _mean_ap(scores: torch.Tensor, targets: torch.Tensor) -> float:
-    """The mean AP of the labels that have a positive image (AP is undefined for the others)."""
-    from torchmetrics.functional.classification import multilabel_average_precision
-
-    present = targets.any(0)
-    if not bool(present.any()):
-        return 0.0
-    ap = multilabel_average_precision(scores[:, present], targets[:, present], num_labels=int(present.sum()),
-                                      average="none")
-    return float(ap.nan_to_num(0.0).mean())

@@ -96,8 +96,7 @@ def _write(plan: MultiLabelPlan, writers: dict[str, MultiLabelSplitWriter], pipe
 
 def label_counts(classes: list[str], writers: dict[str, MultiLabelSplitWriter]) -> dict[str, dict[str, int]]:
     """{split: {label: images that have it}}."""
-    return {split: dict(zip(classes, w.targets().sum(axis=0, dtype=np.int64).tolist()))
-            for split, w in writers.items()}
+    return {split: dict(zip(classes, w.label_counts.tolist())) for split, w in writers.items()}
 
 
 def _info(spec, plan: MultiLabelPlan, writers: dict[str, MultiLabelSplitWriter], skipped: list[dict]) -> dict:

@@ -25,8 +25,9 @@ class MultiLabelSplitWriter:
 
     def __init__(self, folder: Path, height: int, width: int, channels: int, encoding: str, labels: int,
                  mean: bool = False, _resume: dict | None = None):
-        self.width = labels
+        self.labels = labels  # L, the dataset's label count
         self._targets: list[np.ndarray] = []
+        self.label_counts = np.zeros(labels, np.int64)  # images holding each label: read by each progress report
         self._logged = 0
         if _resume is None:
             self.images = SplitWriter(Path(folder), height, width, channels, encoding, mean=mean)
@@ -39,6 +40,7 @@ class MultiLabelSplitWriter:
             if len(data) != n * labels:
                 raise ValueError(f"the resume file {TARGETS_PART} of {folder} is shorter than its checkpoint")
             self._targets = list(np.frombuffer(data, np.uint8).reshape(n, labels).copy())
+            self.label_counts += np.frombuffer(data, np.uint8).reshape(n, labels).sum(axis=0, dtype=np.int64)
             self._logged = n
 
     @classmethod
@@ -53,17 +55,18 @@ class MultiLabelSplitWriter:
     def append(self, image: np.ndarray, target: np.ndarray, encoded: bytes | None = None) -> None:
         self.images.append(image, int(target.sum()), encoded)
         self._targets.append(np.asarray(target, np.uint8))
+        self.label_counts += self._targets[-1]
 
     def targets(self) -> np.ndarray:
         """uint8 (N, L) of the images appended so far."""
-        return np.stack(self._targets) if self._targets else np.zeros((0, self.width), np.uint8)
+        return np.stack(self._targets) if self._targets else np.zeros((0, self.labels), np.uint8)
 
     def mean(self) -> np.ndarray | None:
         return self.images.mean()
 
     def checkpoint(self) -> dict:
         with open(self.images.folder / TARGETS_PART, "ab") as log:
-            log.truncate(self._logged * self.width)
+            log.truncate(self._logged * self.labels)
             for row in self._targets[self._logged:]:
                 log.write(row.tobytes())
         self._logged = len(self._targets)
@@ -78,4 +81,4 @@ class MultiLabelSplitWriter:
         np.save(self.images.folder / "labels.npy", self.targets())
         meta_path = self.images.folder / "meta.json"
         meta = json.loads(meta_path.read_text())
-        meta_path.write_text(json.dumps({**meta, "task": TASK, "labels": self.width}, indent=2))
+        meta_path.write_text(json.dumps({**meta, "task": TASK, "labels": self.labels}, indent=2))
