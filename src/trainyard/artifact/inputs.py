@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from PIL import Image
@@ -40,9 +41,16 @@ class Prepared:
     """A batch ready for the network, and what it looks like to a person."""
 
     inputs: np.ndarray  # (N, C, h, w) float32, mean subtracted
-    # (N, h, w, C) uint8: the resized and cropped images, before the mean; a 16-bit image as its
-    # min/max window, an N-channel one by its first channel (datasets/preview.py)
-    pixels: np.ndarray
+    stored: np.ndarray  # (N, h, w, C) in the dataset's dtype: resized and cropped, before the mean
+
+    @cached_property
+    def pixels(self) -> np.ndarray:
+        """(N, h, w, C) uint8, what the images look like: a 16-bit image as its min/max window,
+        an N-channel one by its first channel (datasets/preview.py). Made when a page asks (a
+        layer view, saliency), never for every batch of an evaluation."""
+        if self.stored.dtype == np.uint8 and self.stored.shape[3] in (1, 3):
+            return self.stored
+        return np.stack([display_pixels(image) for image in self.stored])
 
 
 def check_crop(crop: int, h: int, w: int) -> None:
@@ -79,9 +87,7 @@ def prepare_pixels(batch: np.ndarray, crop: int | None, mean: np.ndarray | None,
         x -= mean
     if std is not None:
         x /= std
-    shown = batch if batch.dtype == np.uint8 and batch.shape[3] in (1, 3) else np.stack(
-        [display_pixels(image) for image in batch])
-    return Prepared(np.ascontiguousarray(x), np.ascontiguousarray(shown))
+    return Prepared(np.ascontiguousarray(x), np.ascontiguousarray(batch))
 
 
 def prepare_images(images: Sequence[Image.Image | np.ndarray], prep: Preprocessing, mean: np.ndarray | None,

@@ -34,7 +34,7 @@ def with_layer_views(model: nn.Module, pixels: np.ndarray, detect: Callable[[], 
     inputs = torch.from_numpy(np.array(pixels)).permute(2, 0, 1).float().div_(255)
     if inputs.shape[0] == 1:
         inputs = inputs.expand(3, -1, -1)  # what the detector receives (detector.py)
-    row = input_layer(Prepared(inputs=inputs[None].numpy(), pixels=pixels[None]))
+    row = input_layer(Prepared(inputs=inputs[None].numpy(), stored=pixels[None]))
     with LayerRecorder(model, rgb=True, under=feature_extractor(model)) as recorder:
         answer = detect()
     return answer, [row, *recorder.layers]
