@@ -133,19 +133,25 @@ def read_png16(path: str) -> np.ndarray:
 def resize_array(pixels: np.ndarray, width: int, height: int, mode: str, noise_seed: int) -> np.ndarray:
     """resize_image for any dtype and channel count: each channel resampled in float, rounded."""
     h, w, c = pixels.shape
-    resized, (x0, y0, x1, y1), (ox, oy) = plan_resize(w, h, width, height, mode)
-    top = np.iinfo(pixels.dtype).max
+    resized, (x0, y0, x1, y1), offset = plan_resize(w, h, width, height, mode)
     kept = pixels
     if (w, h) != (x1 - x0, y1 - y0) or resized != (w, h):
         box = (x0 * w / resized[0], y0 * h / resized[1], x1 * w / resized[0], y1 * h / resized[1])
         planes = [np.asarray(Image.fromarray(pixels[:, :, k].astype(np.float32), "F")
                              .resize((x1 - x0, y1 - y0), RESAMPLE, box=box)) for k in range(c)]
-        kept = np.clip(np.rint(np.stack(planes, axis=2)), 0, top).astype(pixels.dtype)
+        kept = np.clip(np.rint(np.stack(planes, axis=2)), 0, np.iinfo(pixels.dtype).max).astype(pixels.dtype)
+    return placed(kept, width, height, offset, noise_seed)
+
+
+def placed(kept: np.ndarray, width: int, height: int, offset: tuple[int, int], noise_seed: int) -> np.ndarray:
+    """(H, W, C) ``kept`` at ``offset`` in a (height, width) of noise (fill, half_crop). A fresh
+    generator per image, as on the server: the same image always gets the same noise."""
     if kept.shape[:2] == (height, width):
         return np.ascontiguousarray(kept)
-    out = np.random.default_rng(noise_seed).integers(0, int(top), size=(height, width, c), dtype=pixels.dtype)
-    out[oy:oy + kept.shape[0], ox:ox + kept.shape[1]] = kept
-    return out
+    noise = np.random.default_rng(noise_seed).integers(0, int(np.iinfo(kept.dtype).max),
+                                                       size=(height, width, kept.shape[2]), dtype=kept.dtype)
+    noise[offset[1]:offset[1] + kept.shape[0], offset[0]:offset[0] + kept.shape[1]] = kept
+    return noise
 
 
 # -- resizing: DIGITS's geometry, like trainyard.datasets.resize ------------------------------
@@ -163,36 +169,27 @@ def plan_resize(w: int, h: int, width: int, height: int, mode: str):
     wr, hr = w / width, h / height
     if mode == "squash" or wr == hr:
         return (width, height), (0, 0, width, height), (0, 0)
+    if mode not in ("crop", "fill", "half_crop"):
+        raise ValueError(f"unknown resize mode {mode!r}")
+    if wr < hr:  # taller than the target: the wider case, transposed
+        (rh, rw), (y0, x0, y1, x1), (oy, ox) = plan_resize(h, w, height, width, mode)
+        return (rw, rh), (x0, y0, x1, y1), (ox, oy)
     if mode == "crop":
-        if wr > hr:
-            rw = py2_round(w / hr)
-            start = py2_round((rw - width) / 2.0)
-            return (rw, height), (start, 0, start + width, height), (0, 0)
-        rh = py2_round(h / wr)
-        start = py2_round((rh - height) / 2.0)
-        return (width, rh), (0, start, width, start + height), (0, 0)
+        rw = py2_round(w / hr)
+        start = py2_round((rw - width) / 2.0)
+        return (rw, height), (start, 0, start + width, height), (0, 0)
     if mode == "fill":
-        if wr > hr:
-            rh = _even(max(1, py2_round(h / wr)), height)
-            return (width, rh), (0, 0, width, rh), (0, (height - rh) // 2)
-        rw = _even(max(1, py2_round(w / hr)), width)
-        return (rw, height), (0, 0, rw, height), ((width - rw) // 2, 0)
-    if mode == "half_crop":
-        ratio = (wr + hr) / 2.0
-        rw, rh = max(1, py2_round(w / ratio)), max(1, py2_round(h / ratio))
-        if wr > hr:
-            rh = _even(rh, height)
-            start = py2_round((rw - width) / 2.0)
-            return (rw, rh), (start, 0, start + width, rh), (0, (height - rh) // 2)
-        rw = _even(rw, width)
-        start = py2_round((rh - height) / 2.0)
-        return (rw, rh), (0, start, rw, start + height), ((width - rw) // 2, 0)
-    raise ValueError(f"unknown resize mode {mode!r}")
+        rh = _even(max(1, py2_round(h / wr)), height)
+        return (width, rh), (0, 0, width, rh), (0, (height - rh) // 2)
+    ratio = (wr + hr) / 2.0  # half_crop
+    rw, rh = max(1, py2_round(w / ratio)), _even(max(1, py2_round(h / ratio)), height)
+    start = py2_round((rw - width) / 2.0)
+    return (rw, rh), (start, 0, start + width, rh), (0, (height - rh) // 2)
 
 
 def resize_image(img: Image.Image, width: int, height: int, mode: str, noise_seed: int) -> np.ndarray:
     """An "L"/"RGB" image -> uint8 (height, width, C), padding (fill, half_crop) with noise."""
-    resized, (x0, y0, x1, y1), (ox, oy) = plan_resize(img.size[0], img.size[1], width, height, mode)
+    resized, (x0, y0, x1, y1), offset = plan_resize(img.size[0], img.size[1], width, height, mode)
     if img.size == (x1 - x0, y1 - y0) and resized == img.size:
         kept = img
     else:
@@ -200,15 +197,7 @@ def resize_image(img: Image.Image, width: int, height: int, mode: str, noise_see
         sx, sy = img.size[0] / resized[0], img.size[1] / resized[1]
         kept = img.resize((x1 - x0, y1 - y0), RESAMPLE, box=(x0 * sx, y0 * sy, x1 * sx, y1 * sy))
     pixels = np.asarray(kept, dtype=np.uint8)
-    if pixels.ndim == 2:
-        pixels = pixels[:, :, None]
-    if pixels.shape[:2] == (height, width):
-        return np.ascontiguousarray(pixels)
-    # A fresh generator per image, as on the server: the same image always gets the same noise.
-    rng = np.random.default_rng(noise_seed)
-    out = rng.integers(0, 255, size=(height, width, pixels.shape[2]), dtype=np.uint8)
-    out[oy:oy + pixels.shape[0], ox:ox + pixels.shape[1]] = pixels
-    return out
+    return placed(pixels if pixels.ndim == 3 else pixels[:, :, None], width, height, offset, noise_seed)
 
 
 # -- the network input ------------------------------------------------------------------------
@@ -296,11 +285,11 @@ class Classifier:
             chunk = paths[start:start + batch_size]
             probs = self.probabilities([self.load(p) for p in chunk])
             for path, p in zip(chunk, probs):
-                best = np.argsort(-p, kind="stable")[:top]
-                result: dict = {"image": path, "predictions": [[self.labels[i], float(p[i])] for i in best]}
+                order = np.argsort(-p, kind="stable")
+                result: dict = {"image": path, "predictions": [[self.labels[i], float(p[i])] for i in order[:top]]}
                 if self.thresholds is not None:  # every label at or over its own threshold, best first
-                    over = [i for i in np.argsort(-p, kind="stable") if p[i] >= self.thresholds[i]]
-                    result["labels"] = [{"label": self.labels[i], "score": float(p[i])} for i in over]
+                    result["labels"] = [{"label": self.labels[i], "score": float(p[i])}
+                                        for i in order if p[i] >= self.thresholds[i]]
                 results.append(result)
         return results
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,12 @@ from torch import nn
 from trainyard.inference.onnx_export import ExportError
 
 Runner = Callable[[np.ndarray], np.ndarray]  # prepared inputs (N, C, h, w) float32 -> logits (N, classes)
+
+
+def runtime_script() -> bytes:
+    """The use_archive.py every non-ONNX classifier archive ships (examples/runtimes): it finds
+    which model file the archive holds and imports that runtime alone."""
+    return (resources.files("trainyard") / "examples" / "runtimes" / "use_archive.py").read_bytes()
 
 
 class FormatRefused(ExportError):

@@ -19,7 +19,6 @@ import sys
 import tempfile
 import warnings
 import zipfile
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,7 +26,7 @@ import numpy as np
 import torch
 
 from trainyard.artifact.preprocessing import Preprocessing
-from trainyard.inference.exporters.base import Conversion, Converted, Exporter, FormatRefused, Runner
+from trainyard.inference.exporters.base import Conversion, Converted, Exporter, FormatRefused, Runner, runtime_script
 from trainyard.inference.onnx_export import _Logits, sample_inputs
 
 if TYPE_CHECKING:  # an optional extra: imported when a conversion runs
@@ -77,7 +76,7 @@ def converter(precision: str):
             raise FormatRefused(f"the network cannot be converted to Core ML: {type(exc).__name__}: "
                                 f"{(str(exc).strip().splitlines() or [''])[0][:300]}") from exc
         data = _zipped(package)
-        script = (resources.files("trainyard") / "examples" / "coreml" / "use_archive.py").read_bytes()
+        script = runtime_script()
         details = {"precision": precision, "runtime": f"coremltools {ct.__version__}", "batch": 1,
                    "package": "model.mlpackage (ML Program), zipped"}
         checked = runs_here()

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import threading
 import warnings
-from importlib import resources
 
 import numpy as np
 import torch
 
 from trainyard.artifact.preprocessing import Preprocessing
-from trainyard.inference.exporters.base import Conversion, Converted, Exporter, FormatRefused, Runner
+from trainyard.inference.exporters.base import Conversion, Converted, Exporter, FormatRefused, Runner, runtime_script
 from trainyard.inference.onnx_export import _Logits, sample_inputs
 
 INSTALL = "pip install 'trainyard[executorch]'"
@@ -47,7 +46,7 @@ def convert(conversion: Conversion) -> Converted:
     except Exception as exc:
         raise FormatRefused(f"the network cannot be lowered to ExecuTorch: {type(exc).__name__}: "
                             f"{(str(exc).strip().splitlines() or [''])[0][:300]}") from exc
-    script = (resources.files("trainyard") / "examples" / "executorch" / "use_archive.py").read_bytes()
+    script = runtime_script()
     return Converted("model.pte", data, runner(data),
                      {"precision": "fp32", "runtime": f"executorch {__version__}", "backend": "XNNPACK", "batch": 1},
                      {"use_archive.py": script})

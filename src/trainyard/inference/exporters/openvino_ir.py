@@ -9,12 +9,11 @@ uncompressed and the check, like the archive's script, compiles it with the f32 
 from __future__ import annotations
 
 import tempfile
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
-from trainyard.inference.exporters.base import Conversion, Converted, Exporter, Runner
+from trainyard.inference.exporters.base import Conversion, Converted, Exporter, Runner, runtime_script
 
 CONFIG = {"INFERENCE_PRECISION_HINT": "f32"}  # what the script compiles with too
 
@@ -27,7 +26,7 @@ def convert(conversion: Conversion) -> Converted:
         source.write_bytes(conversion.onnx_fp32)
         ov.save_model(ov.convert_model(str(source)), str(Path(tmp) / "model.xml"), compress_to_fp16=False)
         xml, weights = (Path(tmp) / "model.xml").read_bytes(), (Path(tmp) / "model.bin").read_bytes()
-    script = (resources.files("trainyard") / "examples" / "openvino" / "use_archive.py").read_bytes()
+    script = runtime_script()
     return Converted("model.xml", xml, runner(xml, weights),
                      {"precision": "fp32", "runtime": f"openvino {ov.__version__}", "inference_precision_hint": "f32",
                       "weights_file": "model.bin", "weights_bytes": len(weights)},

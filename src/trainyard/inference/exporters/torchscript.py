@@ -2,20 +2,19 @@
 
 Traced, not scripted: trainyard's networks (and users') are plain feed-forward modules, and a
 trace records exactly the computation the check compares. The archive's use_archive.py is
-examples/torchscript's (PyTorch, numpy and Pillow; the preprocessing is example.py's).
+examples/runtimes' (PyTorch, numpy and Pillow here; the preprocessing is example.py's).
 """
 
 from __future__ import annotations
 
 import io
 import warnings
-from importlib import resources
 
 import numpy as np
 import torch
 
 from trainyard.artifact.preprocessing import Preprocessing
-from trainyard.inference.exporters.base import Conversion, Converted, Exporter, FormatRefused, Runner
+from trainyard.inference.exporters.base import Conversion, Converted, Exporter, FormatRefused, Runner, runtime_script
 from trainyard.inference.onnx_export import _Logits, sample_inputs
 
 
@@ -31,7 +30,7 @@ def convert(conversion: Conversion) -> Converted:
             raise FormatRefused(f"the network cannot be traced to TorchScript: {type(exc).__name__}: "
                                 f"{(str(exc).strip().splitlines() or [''])[0][:300]}") from exc
     data = buffer.getvalue()
-    script = (resources.files("trainyard") / "examples" / "torchscript" / "use_archive.py").read_bytes()
+    script = runtime_script()
     return Converted("model.pt", data, runner(data), {"precision": "fp32", "runtime": f"torch {torch.__version__}"},
                      {"use_archive.py": script})
 
