@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from trainyard.core.status import Status
+from trainyard.core.tasks import best_of
 
 if TYPE_CHECKING:  # annotations only: --help and refusals never load the job store
     from trainyard.jobs.context import Context
@@ -85,10 +86,9 @@ class JobProgress:
             parts.append(f"epoch {m['epoch']:.2f}")
         if "train_loss" in m:
             parts.append(f"loss {m['train_loss']:.4f}")
-        if "val_accuracy" in m:
-            parts.append(f"acc {m['val_accuracy']:.1f}%")
-        if "val_micro_f1" in m:
-            parts.append(f"micro F1 {m['val_micro_f1']:.3f}")
+        found = best_of(m)  # the task's validation score, in its words
+        if found:
+            parts.append(found[0].score_text.format(found[1]))
         if "images_per_second" in m:
             parts.append(f"{m['images_per_second']:.0f} img/s")
         return "  ".join(p for p in parts if p)

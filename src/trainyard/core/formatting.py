@@ -6,7 +6,7 @@ import signal
 import time
 
 from trainyard.core.status import FINAL_STATUSES, Status, vocabulary
-from trainyard.core.tasks import task_traits
+from trainyard.core.tasks import best_of, task_traits
 
 
 def duration(seconds: float | None) -> str:
@@ -46,17 +46,10 @@ def clock(timestamp: float | None) -> str:
 
 
 def best_score_text(best: dict | None) -> str:
-    """A run's best validation score as its page shows it: a classifier's top-1 as "87.50%", a
-    detector's COCO mAP@0.5 as "mAP@0.5 0.824" (a weak one's as "mAP@0.5 0.00412"); "–" when it has none yet."""
-    if best and best.get("val_map50") is not None:
-        return f"mAP@0.5 {float(best['val_map50']):.3g}"  # three significant digits: 0.004, not 0.00
-    if best and best.get("val_miou") is not None:
-        return f"mIoU {float(best['val_miou']):.3f}"
-    if best and best.get("val_micro_f1") is not None:
-        return f"micro F1 {float(best['val_micro_f1']):.3f}"
-    if best and best.get("val_accuracy") is not None:
-        return f"{float(best['val_accuracy']):.2f}%"
-    return "–"
+    """A run's best validation score as its page shows it, in its task's words (core/tasks.py):
+    a classifier's top-1 as "87.50%", a detector's as "mAP@0.5 0.824"; "–" when it has none yet."""
+    found = best_of(best)
+    return found[0].score_text.format(found[1]) if found else "–"
 
 
 def install(env) -> None:

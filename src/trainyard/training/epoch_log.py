@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from trainyard.core.formatting import duration
+from trainyard.core.tasks import best_of
 
 
 class EpochLog:
@@ -50,16 +51,11 @@ class EpochLog:
         self.mark, self.last_epoch = now, epoch
 
     def done(self, result: dict) -> None:
-        best = result.get("best")
+        best = result.get("best") or {}
         text = f"finished {result['epoch']:g} epochs in {duration(time.perf_counter() - self.started)}"
-        if best and "val_map50" in best:
-            text += f"; best validation mAP@0.5 {best['val_map50']:.3f} at epoch {best['epoch']:g}"
-        elif best and "val_miou" in best:
-            text += f"; best validation mIoU {best['val_miou']:.3f} at epoch {best['epoch']:g}"
-        elif best and "val_micro_f1" in best:
-            text += f"; best validation micro F1 {best['val_micro_f1']:.3f} at epoch {best['epoch']:g}"
-        elif best:
-            text += f"; best validation accuracy {best['val_accuracy']:.2f} % at epoch {best['epoch']:g}"
+        found = best_of(best)
+        if found:
+            text += f"; best validation {found[0].best_words.format(found[1])} at epoch {best['epoch']:g}"
         self.run.events.log(text)
 
 

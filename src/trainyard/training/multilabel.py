@@ -28,7 +28,6 @@ from trainyard.training import distributed
 from trainyard.training.data import BatchLoader
 from trainyard.training.distributed import SINGLE, Dist
 
-BEST = "val_micro_f1"
 MAX_POS_WEIGHT = 50.0  # a label seen once in 10,000 images must not swamp every other label
 
 

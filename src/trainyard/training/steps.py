@@ -18,12 +18,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainyard.core.jobproc import Aborted
+from trainyard.core.vocabulary import BEST_METRIC
 from trainyard.networks import main_output, training_loss
 from trainyard.training import distributed
 from trainyard.training.data import BatchLoader
 from trainyard.training.detection.steps import detection_loss, evaluate_detection
 from trainyard.training.distributed import SINGLE, Dist
-from trainyard.training.multilabel import BEST as MULTILABEL_BEST
 from trainyard.training.multilabel import bind as bind_multilabel
 from trainyard.training.multilabel import evaluate_multilabel, multilabel_loss
 from trainyard.training.segmentation.steps import evaluate_segmentation, segmentation_loss
@@ -130,9 +130,11 @@ class TaskSteps:
         return replace(self, step_loss=step_loss, evaluate=evaluate, bind=None)
 
 
-TASKS = {"classification": TaskSteps(classification_loss, evaluate, "val_accuracy"),
-         "detection": TaskSteps(detection_loss, evaluate_detection, "val_map50"),
-         "multilabel": TaskSteps(multilabel_loss, evaluate_multilabel, MULTILABEL_BEST, bind=bind_multilabel),
-         "segmentation": TaskSteps(segmentation_loss, evaluate_segmentation, "val_miou")}
+# Each task's best metric is its core/vocabulary.BEST_METRIC entry, the one the pages rank by.
+TASKS = {"classification": TaskSteps(classification_loss, evaluate, BEST_METRIC["classification"]),
+         "detection": TaskSteps(detection_loss, evaluate_detection, BEST_METRIC["detection"]),
+         "multilabel": TaskSteps(multilabel_loss, evaluate_multilabel, BEST_METRIC["multilabel"],
+                                 bind=bind_multilabel),
+         "segmentation": TaskSteps(segmentation_loss, evaluate_segmentation, BEST_METRIC["segmentation"])}
 
 
