@@ -15,12 +15,15 @@ so labels stay 0..K-1 in the original order.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
 from trainyard.datasets.sources import Sample
+
+T = TypeVar("T")
 
 # Guards the floor against float noise (e.g. 29 * 34.4 / 100 must not become 9.97...).
 _EPS = 1e-9
@@ -42,6 +45,17 @@ def split_counts(n: int, val_percent: float, test_percent: float) -> tuple[int, 
     n_val = math.floor(n * val_percent / 100 + _EPS)
     n_test = math.floor(n * test_percent / 100 + _EPS)
     return n - n_val - n_test, n_val, n_test
+
+
+def split_off(samples: Sequence[T], val_percent: float, test_percent: float, seed: int,
+              salt: int) -> tuple[list[T], list[T], list[T]]:
+    """(train, val, test) of one pool without classes (detection's images, multi-label rows,
+    segmentation's pairs): `split_counts` of them drawn with the seed (``salt``: the task's own
+    draw) go to val, then test; each part keeps the pool's order."""
+    _, n_val, n_test = split_counts(len(samples), val_percent, test_percent)
+    order = np.random.default_rng([seed, salt]).permutation(len(samples))
+    pick = lambda part: [samples[i] for i in sorted(part)]  # noqa: E731
+    return pick(order[n_val + n_test:]), pick(order[:n_val]), pick(order[n_val:n_val + n_test])
 
 
 def _by_class(samples: Iterable[Sample], n_classes: int) -> list[list[Sample]]:

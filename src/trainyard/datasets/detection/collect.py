@@ -21,6 +21,7 @@ from trainyard.datasets.detection.labels import Labels, class_order, image_key, 
 from trainyard.datasets.detection.sizes import image_size
 from trainyard.datasets.images import ImageError
 from trainyard.datasets.sources import MAX_IGNORED_LISTED, Skipped, iter_images, set_ignored_apart
+from trainyard.datasets.splits import split_off
 
 
 @dataclass
@@ -87,16 +88,6 @@ def _match(images: dict[str, Path], labels: Labels, mapping, index, plan: Detect
     return samples
 
 
-def _split_off(samples: list[DetectionSample], val_percent: float, test_percent: float, seed: int):
-    """(train, val, test): ``floor(n * percent / 100)`` images drawn with the seed go to val, the
-    next ``floor(n * test_percent / 100)`` to test (none: the val draw is the one without a test)."""
-    order = np.random.default_rng([seed, 29]).permutation(len(samples))
-    n_val = int(len(samples) * val_percent / 100 + 1e-9)
-    n_test = int(len(samples) * test_percent / 100 + 1e-9)
-    pick = lambda part: [samples[i] for i in part]  # noqa: E731
-    return pick(order[n_val + n_test:]), pick(order[:n_val]), pick(order[n_val:n_val + n_test])
-
-
 def collect_detection(spec, job_dir: Path) -> DetectionPlan:
     """The plan of the detection dataset ``spec`` describes (paths relative to ``job_dir``)."""
     mapping = parse_classes(spec.classes)
@@ -120,8 +111,8 @@ def collect_detection(spec, job_dir: Path) -> DetectionPlan:
             given[split] = _match(images, labels, mapping, index, plan, report)
             plan.warnings += labels.notes
             plan.skipped += labels.problems
-    train, val, test = _split_off(train, 0 if "val" in given else spec.val_percent,
-                                  0 if "test" in given else spec.test_percent, spec.seed)
+    train, val, test = split_off(train, 0 if "val" in given else spec.val_percent,
+                                 0 if "test" in given else spec.test_percent, spec.seed, salt=29)
     plan.splits = {"train": train, "val": given.get("val", val), "test": given.get("test", test)}
     skipped, ignored = set_ignored_apart(skipped)
     plan.not_images, plan.ignored = len(ignored), ignored[:MAX_IGNORED_LISTED]

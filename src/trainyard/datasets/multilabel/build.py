@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from trainyard.core.events import EventWriter
+from trainyard.core.paths import resolve_roots
 from trainyard.datasets import build_stream, resume_state
 from trainyard.datasets.collect import DatasetError
 from trainyard.datasets.decode_worker import Geometry
@@ -30,7 +31,7 @@ LISTED_IN_LOG = 20
 def build_multilabel_into(tmp: Path, spec, job_dir: Path, events: EventWriter, workers: int,
                           roots, progress_class) -> dict:
     """Build into ``tmp`` (resuming a killed build of the same plan there); the info dict."""
-    plan = collect_multilabel(spec, job_dir, None if roots is None else [Path(r) for r in roots])
+    plan = collect_multilabel(spec, job_dir, None if roots is None else resolve_roots(roots))
     geometry = Geometry(spec.width, spec.height, spec.image_channels, spec.resize, spec.encoding)
     total = sum(len(v) for v in plan.splits.values())
     plan_hash = resume_state.fingerprint(spec.model_dump_json(), geometry,

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from trainyard.core.paths import PathNotAllowed, inside_roots
 from trainyard.datasets.collect import DatasetError
+from trainyard.datasets.splits import split_off
 from trainyard.datasets.storage import SPLITS
 
 SEPARATORS = re.compile(r"[;|]")
@@ -51,11 +53,6 @@ def _labels(field_text: str, where: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _inside(path: Path, roots: list[Path] | None) -> bool:
-    resolved = path.resolve()
-    return roots is None or any(resolved.is_relative_to(r.resolve()) for r in roots)
-
-
 def read_rows(list_file: Path, image_root: Path | None, roots: list[Path] | None) -> list[Row]:
     """The rows of one CSV list, images checked to exist (relative paths from ``image_root``,
     else the list's folder); DatasetError at the first bad row."""
@@ -80,8 +77,11 @@ def read_rows(list_file: Path, image_root: Path | None, roots: list[Path] | None
             if not path_text:
                 raise DatasetError(f"{where}: the row has no image path")
             path = base / path_text  # an absolute path wins
-            if not _inside(path, roots):
-                raise DatasetError(f"{where}: image {path_text} is outside the data roots")
+            if roots is not None:
+                try:
+                    inside_roots(path, roots, must_exist=False)  # roots resolved once, by the caller
+                except PathNotAllowed:
+                    raise DatasetError(f"{where}: image {path_text} is outside the data roots") from None
             if not path.is_file():
                 raise DatasetError(f"{where}: image {path_text} not found (looked at {path})")
             rows.append(Row(path, where, _labels(fields[1] if len(fields) > 1 else "", where)))
@@ -117,7 +117,9 @@ def collect_multilabel(spec, job_dir: Path, roots: list[Path] | None) -> MultiLa
     for split in ("val", "test"):
         if getattr(spec, f"{split}_list"):
             rows[split] = read_rows(path(getattr(spec, f"{split}_list")), image_root, roots)
-    rows = _drawn(rows, spec)
+    drawn = split_off(rows["train"], 0 if "val" in rows else spec.val_percent,
+                      0 if "test" in rows else spec.test_percent, spec.seed, salt=47)
+    rows = {"train": drawn[0], "val": rows.get("val", drawn[1]), "test": rows.get("test", drawn[2])}
     classes = sorted({name for row in rows["train"] for name in row.labels})
     if not classes:
         raise DatasetError(f"no label in the training list {spec.train_list}")
@@ -129,20 +131,3 @@ def collect_multilabel(spec, job_dir: Path, roots: list[Path] | None) -> MultiLa
     if rows.get("val") and never:
         plan.warnings.append(f"{len(never)} label(s) never in the validation split: {', '.join(never[:10])}")
     return plan
-
-
-def _drawn(rows: dict[str, list[Row]], spec) -> dict[str, list[Row]]:
-    """The val and test splits drawn from train (by ``val_percent``, ``test_percent``, the
-    spec's seed) where no list gives them."""
-    percents = {split: getattr(spec, f"{split}_percent") for split in ("val", "test") if split not in rows}
-    if not any(percents.values()):
-        return rows
-    train = rows["train"]
-    order = np.random.default_rng(spec.seed).permutation(len(train))
-    taken, start = dict(rows), 0
-    for split, percent in percents.items():
-        n = int(round(len(train) * percent / 100))
-        taken[split] = [train[i] for i in sorted(order[start:start + n])]
-        start += n
-    taken["train"] = [train[i] for i in sorted(order[start:])]
-    return taken

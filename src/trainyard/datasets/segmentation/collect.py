@@ -21,6 +21,7 @@ from trainyard.datasets.segmentation.formats import MASK_READERS
 from trainyard.datasets.segmentation.masks import IGNORE, Candidate, MaskSource
 from trainyard.datasets.segmentation.spec_rules import mask_format
 from trainyard.datasets.sources import MAX_IGNORED_LISTED, Skipped, set_ignored_apart
+from trainyard.datasets.splits import split_off
 
 __all__ = ["IGNORE", "SegmentationPlan", "SegmentationSample", "collect_segmentation"]
 
@@ -68,23 +69,14 @@ def _checked(candidates: list[Candidate], classes: int, plan: SegmentationPlan) 
     return samples
 
 
-def _split_off(samples: list, val_percent: float, test_percent: float, seed: int):
-    """(train, val, test): ``floor(n * percent / 100)`` drawn with the seed for val, then test."""
-    order = np.random.default_rng([seed, 43]).permutation(len(samples))
-    n_val = int(len(samples) * val_percent / 100 + 1e-9)
-    n_test = int(len(samples) * test_percent / 100 + 1e-9)
-    pick = lambda part: [samples[i] for i in sorted(part)]  # noqa: E731
-    return pick(order[n_val + n_test:]), pick(order[:n_val]), pick(order[n_val:n_val + n_test])
-
-
 def collect_segmentation(spec: Any, job_dir: Path) -> SegmentationPlan:
     """The plan of the segmentation dataset ``spec`` describes (paths relative to ``job_dir``)."""
     fmt = mask_format(spec)
     found = MASK_READERS[fmt](spec, job_dir)
     plan = SegmentationPlan(found.classes, {}, skipped=list(found.skipped), labels_format=fmt)
     given = {split: _checked(candidates, len(found.classes), plan) for split, candidates in found.splits.items()}
-    train, val, test = _split_off(given.pop("train", []), 0 if "val" in given else spec.val_percent,
-                                  0 if "test" in given else spec.test_percent, spec.seed)
+    train, val, test = split_off(given.pop("train", []), 0 if "val" in given else spec.val_percent,
+                                 0 if "test" in given else spec.test_percent, spec.seed, salt=43)
     plan.splits = {"train": train, "val": given.get("val", val), "test": given.get("test", test)}
     skipped, ignored = set_ignored_apart(found.walked)
     plan.not_images, plan.ignored = len(ignored), ignored[:MAX_IGNORED_LISTED]
