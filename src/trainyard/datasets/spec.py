@@ -103,6 +103,9 @@ class DatasetSpec(SpecModel):
     def _check(self, info: ValidationInfo) -> DatasetSpec:
         if is_stored(info):  # it was valid when it was written
             return self
+        if self.val_percent + self.test_percent >= 100:  # every task draws val and test so
+            raise ValueError(f"val_percent + test_percent must be under 100, "
+                             f"got {self.val_percent:g} + {self.test_percent:g}")
         TASK_RULES[self.task](self)
         return self
 
@@ -139,9 +142,6 @@ def _check_classification(spec: DatasetSpec) -> None:
     lists = (spec.train_list, spec.val_list, spec.test_list)
     if any(s is not None for s in lists) and spec.labels_file is None:
         raise ValueError("image lists need a labels_file naming the classes")
-    if spec.val_percent + spec.test_percent >= 100:
-        raise ValueError(f"val_percent + test_percent must be under 100, "
-                         f"got {spec.val_percent:g} + {spec.test_percent:g}")
     RESIZE.get(spec.resize)  # an unknown mode: "did you mean ...", listing the valid ones
 
 

@@ -39,8 +39,5 @@ def check_detection(spec: Any) -> None:
             raise ValueError(f"give {split}_folder and {split}_labels together")
     if spec.resize not in DETECTION_RESIZE:
         raise ValueError(f"resize {spec.resize!r} is not a detection resize; valid: {', '.join(DETECTION_RESIZE)}")
-    if spec.val_percent + spec.test_percent >= 100:
-        raise ValueError(f"val_percent + test_percent must be under 100, "
-                         f"got {spec.val_percent:g} + {spec.test_percent:g}")
     if spec.classes is not None:
         parse_classes(spec.classes)  # InvalidInput is a ValueError: the entry is named

@@ -21,7 +21,4 @@ def check_multilabel(spec: Any) -> None:
     if given:
         raise ValueError(f"{', '.join(given)} cannot be used for a multilabel dataset "
                          "(give CSV lists: train_list, val_list, test_list)")
-    if spec.val_percent + spec.test_percent >= 100:
-        raise ValueError(f"val_percent + test_percent must be under 100, "
-                         f"got {spec.val_percent:g} + {spec.test_percent:g}")
     RESIZE.get(spec.resize)  # an unknown mode: "did you mean ...", listing the valid ones

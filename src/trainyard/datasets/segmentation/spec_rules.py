@@ -71,9 +71,6 @@ def check_segmentation(spec: Any) -> None:
                          "(--classes background,cat,dog)")
     if spec.classes is not None:
         check_class_names([c.strip() for c in spec.classes])
-    if spec.val_percent + spec.test_percent >= 100:
-        raise ValueError(f"val_percent + test_percent must be under 100, "
-                         f"got {spec.val_percent:g} + {spec.test_percent:g}")
 
 
 def check_class_names(names: list[str]) -> None:
