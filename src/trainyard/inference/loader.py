@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ import numpy as np
 from trainyard.artifact.checkpoint import CheckpointHeader
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.inference import ort_runtime, trust
+from trainyard.inference.model_cache import ModelCache, file_key
 from trainyard.inference.snapshots import InferenceError, NotFound, NotReady, model_checkpoint
 
 if TYPE_CHECKING:
@@ -122,8 +122,7 @@ class LoadedModel:
             return forward(inputs)
 
 
-_cache: OrderedDict[tuple, LoadedModel] = OrderedDict()
-_cache_lock = threading.Lock()
+_cache: ModelCache[LoadedModel] = ModelCache(CACHE_SIZE)
 
 
 def load_model(path: str | os.PathLike, device: str = "cpu", *, user_code: bool = True) -> LoadedModel:
@@ -132,21 +131,9 @@ def load_model(path: str | os.PathLike, device: str = "cpu", *, user_code: bool 
     With ``user_code=False`` a custom network is never built here: `UserCode` is raised.
     """
     named, path = Path(os.path.abspath(path)), Path(path).resolve()
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        raise NotFound(f"checkpoint {path.name} not found") from None
-    key = (str(named), str(path), stat.st_mtime_ns, stat.st_size, device, user_code)
-    with _cache_lock:
-        loaded = _cache.get(key)
-        if loaded is not None:
-            _cache.move_to_end(key)
-    if loaded is None:
-        loaded = _load(named, path, device, user_code)
-        with _cache_lock:  # a custom network's too, unbuilt: the server learns it once, not per request
-            _cache[key] = loaded
-            while len(_cache) > CACHE_SIZE:
-                _cache.popitem(last=False)
+    key = (str(named), *file_key(path, NotFound), device, user_code)
+    # a custom network's too, unbuilt: the server learns it once, not per request
+    loaded = _cache.get(key, lambda: _load(named, path, device, user_code))
     if loaded.network == "custom" and not user_code:
         raise UserCode(str(path))
     return loaded

@@ -11,6 +11,7 @@ from tests.detection_data import draw_image, shapes_truth
 from tests.detection_model import CLASSES, quick_detector
 from trainyard.core.paths import checkpoint_name
 from trainyard.inference.detection import detector as loading
+from trainyard.inference.model_cache import ModelCache
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def test_a_folder_of_several_batches_loads_the_detector_once(detector, tmp_path,
     loads = []
     real_load = loading._load
     monkeypatch.setattr(loading, "_load", lambda *args: loads.append(args[0]) or real_load(*args))
-    monkeypatch.setattr(loading, "_cache", type(loading._cache)())  # nothing loaded by earlier tests
+    monkeypatch.setattr(loading, "_cache", ModelCache(loading.CACHE_SIZE))  # nothing loaded by earlier tests
     monkeypatch.setattr(inference, "BATCH", 2)  # 7 images: 4 batches
     printed = []
     monkeypatch.setattr(command, "_print", printed.extend)

@@ -10,8 +10,6 @@ model's background offset removed).
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,14 +19,14 @@ import numpy as np
 from trainyard.artifact.checkpoint import CheckpointHeader
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.tasks import task_traits
+from trainyard.inference.model_cache import ModelCache, file_key
 from trainyard.inference.snapshots import InferenceError
 
 if TYPE_CHECKING:
     from torch import nn
 
 CACHE_SIZE = 2  # detectors are large; the server keeps the two last used
-_cache: OrderedDict[tuple, LoadedDetector] = OrderedDict()
-_lock = threading.Lock()
+_cache: ModelCache[LoadedDetector] = ModelCache(CACHE_SIZE)
 
 
 class NotADetector(InferenceError):
@@ -70,21 +68,7 @@ def checkpoint_task(checkpoint: dict) -> str:
 def load_detector(path: str | os.PathLike, device: str = "cpu", *, user_code: bool = True) -> LoadedDetector:
     """The detector of checkpoint ``path``, from the cache when the file has not changed."""
     path = Path(path)
-    try:
-        stat = path.stat()
-    except OSError:
-        raise InferenceError(f"checkpoint {path.name} not found") from None
-    key = (str(path), stat.st_mtime_ns, stat.st_size, device)
-    with _lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    loaded = _load(path, device, user_code)
-    with _lock:
-        _cache[key] = loaded
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-    return loaded
+    return _cache.get((*file_key(path, InferenceError), device), lambda: _load(path, device, user_code))
 
 
 def _load(path: Path, device: str, user_code: bool) -> LoadedDetector:

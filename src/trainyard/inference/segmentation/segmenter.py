@@ -14,8 +14,6 @@ segmenters loaded (`cached_segmenter`), keyed by the file's path, modification t
 from __future__ import annotations
 
 import io
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +24,7 @@ from PIL import Image
 from trainyard.artifact.checkpoint import CheckpointHeader, build_model_from_checkpoint, load_checkpoint
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.datasets.images import load_image, load_image_bytes
+from trainyard.inference.model_cache import ModelCache, file_key
 from trainyard.inference.snapshots import InferenceError
 
 if TYPE_CHECKING:
@@ -33,8 +32,7 @@ if TYPE_CHECKING:
 
 TASK = "segmentation"
 CACHE_SIZE = 2  # the server keeps the two segmenters last used
-_cache: OrderedDict[tuple[str, int, int, str], LoadedSegmenter] = OrderedDict()
-_lock = threading.Lock()
+_cache: ModelCache[LoadedSegmenter] = ModelCache(CACHE_SIZE)
 
 
 @dataclass
@@ -83,21 +81,8 @@ def load_segmenter(path: str | Path, device: str = "cpu") -> LoadedSegmenter:
 def cached_segmenter(path: Path, device: str = "cpu") -> LoadedSegmenter:
     """`load_segmenter`'s answer, from the cache while the file is unchanged (the server's: a
     request must not read the checkpoint again)."""
-    try:
-        stat = path.stat()
-    except OSError:
-        raise InferenceError(f"checkpoint {path.name} not found") from None
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size, device)
-    with _lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    loaded = load_segmenter(path, device)
-    with _lock:
-        _cache[key] = loaded
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
-    return loaded
+    key = (*file_key(path.resolve(), InferenceError), device)
+    return _cache.get(key, lambda: load_segmenter(path, device))
 
 
 def mask_png(mask: np.ndarray) -> bytes:
