@@ -5,14 +5,17 @@ answers boxes from its checkpoint, its archive's ONNX graph agrees with PyTorch 
 
 from __future__ import annotations
 
+import tarfile
+
 import numpy as np
 import pytest
 
 from tests.detection_model import TIMM_NETWORK, timm_detector
-from trainyard.artifact.checkpoint import CheckpointHeader, load_checkpoint
+from trainyard.artifact.checkpoint import CheckpointHeader, build_model_from_checkpoint, load_checkpoint
 from trainyard.datasets.images import load_image
 from trainyard.inference.detection.detect import detect
 from trainyard.inference.detection.detector import load_detector
+from trainyard.inference.detection.onnx_graph import check_detector
 from trainyard.inference.export import export_model
 from trainyard.inference.snapshots import model_checkpoint
 
@@ -58,7 +61,14 @@ def test_the_archive_agrees_with_pytorch_and_imports_back(detector, images, tmp_
     from trainyard.jobs.kinds.imported import import_model_archive
 
     archive = export_model(detector.job_dir, None, tmp_path / "timm-detector.tar.gz")
-    assert archive.check["boxes_compared"] > 0 and archive.check["max_box_diff"] <= archive.check["box_atol"]
+    assert archive.check["max_box_diff"] <= archive.check["box_atol"]
+    # 12 steps may leave no box at the export check's 0.5: the archive's graph is compared again
+    # from THRESHOLD, where this model has boxes, so that the agreement is on boxes, not on none.
+    with tarfile.open(archive.path) as tar:
+        graph = tar.extractfile(next(m for m in tar.getmembers() if m.name.endswith("/model.onnx"))).read()
+    model = build_model_from_checkpoint(load_checkpoint(model_checkpoint(detector.job_dir)[1]))
+    low = check_detector(graph, model, [np.asarray(image) for _, image in images], threshold=THRESHOLD)
+    assert low["boxes_compared"] > 0 and low["max_box_diff"] <= low["box_atol"]
     job = import_model_archive(detector.ctx, archive.path, name="imported timm detector")
     back = _answer(detector.ctx.manager.folder(job.id).path, images)
     for ours, theirs in zip(back, _answer(detector.job_dir, images), strict=True):
