@@ -41,7 +41,8 @@ import numpy as np
 from trainyard.core.events import read_events
 from trainyard.core.paths import JobFolder
 from trainyard.core.vocabulary import LEASED_GPUS
-from trainyard.datasets.storage import SplitWriter, save_mean
+from trainyard.datasets.split_writer import SplitWriter
+from trainyard.datasets.storage import save_mean
 from trainyard.jobs.kinds.registry import distributed_command, get_kind
 from trainyard.training.spec import ModelSpec
 

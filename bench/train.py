@@ -35,7 +35,8 @@ import torchvision
 from PIL import Image
 
 from trainyard.core.events import EventWriter
-from trainyard.datasets.storage import SplitWriter, save_mean
+from trainyard.datasets.split_writer import SplitWriter
+from trainyard.datasets.storage import save_mean
 from trainyard.networks import create_network
 from trainyard.training.build_run import prepare
 from trainyard.training.loop import LossMeter, train_one_epoch

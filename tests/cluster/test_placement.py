@@ -17,7 +17,7 @@ from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments
 from trainyard.cluster.rank_worker import RankWorker, child_environment
 from trainyard.core.stored import read_stored
 from trainyard.jobs.context import open_context
-from trainyard.jobs.kinds.training import cluster_placement, devices_needed
+from trainyard.jobs.kinds.devices import cluster_placement, devices_needed
 from trainyard.jobs.runs.manager import JobError
 from trainyard.jobs.scheduling.resources import Pools
 from trainyard.training.spec import ModelSpec

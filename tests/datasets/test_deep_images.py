@@ -18,7 +18,8 @@ from trainyard.datasets.deep import load_array, probe, resize_array
 from trainyard.datasets.info import read_dataset_info
 from trainyard.datasets.preview import display_pixels, preview_resize
 from trainyard.datasets.spec import DatasetSpec
-from trainyard.datasets.storage import SplitWriter, open_split
+from trainyard.datasets.split_writer import SplitWriter
+from trainyard.datasets.storage import open_split
 
 
 def gray16(path: Path, value: int, size: int = 12, seed: int = 0) -> Path:

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from trainyard.datasets.storage import SplitWriter, open_split, save_mean, split_names
+from trainyard.datasets.split_writer import SplitWriter
+from trainyard.datasets.storage import open_split, save_mean, split_names
 
 
 def write(folder: Path, images: np.ndarray, labels, encoding: str, mean: bool = False) -> SplitWriter:

@@ -26,7 +26,7 @@ from trainyard.artifact.checkpoint import (
     load_checkpoint,
 )
 from trainyard.cli.main import app as cli
-from trainyard.inference import export, onnx_export
+from trainyard.inference import export_documents, onnx_export
 from trainyard.inference.export import export_model
 from trainyard.networks import load_network_source
 
@@ -140,7 +140,7 @@ def test_archive_is_reproducible(tmp_path, monkeypatch):
         def now(cls, tz=None):
             return datetime(2030, 1, 1, tzinfo=tz)
 
-    monkeypatch.setattr(export, "datetime", Frozen)
+    monkeypatch.setattr(export_documents, "datetime", Frozen)
     c = export_model(job, None, tmp_path / "c.tar.gz").path
     d = export_model(job, None, tmp_path / "d.tar.gz").path
     assert c.read_bytes() == d.read_bytes()

@@ -25,7 +25,7 @@ def test_labels_that_no_layer_fits_are_refused_before_building(client, trained, 
     built: list[int] = []
     # Neither built here nor checked in a child (where a standard network is built for shapes)
     monkeypatch.setattr("trainyard.artifact.network.create_model", lambda *a, **k: built.append(1))
-    monkeypatch.setattr(archive_import, "_state_shapes", lambda *a, **k: built.append(1))
+    monkeypatch.setattr(archive_import, "state_shapes", lambda *a, **k: built.append(1))
     with pytest.raises(ArchiveImportError, match="200000 classes"):
         read_model_archive(hostile, tmp_path / "work")
     assert built == []

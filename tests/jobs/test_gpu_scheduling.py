@@ -24,7 +24,7 @@ from tests.jobs.test_hardware import FakeNVML
 from tests.training.model_helpers import make_dataset, metrics, model_spec
 from trainyard.jobs.context import open_context
 from trainyard.jobs.kinds.registry import JobKind, register_kind
-from trainyard.jobs.kinds.training import resume_model_job
+from trainyard.jobs.kinds.resume_model import resume_model_job
 from trainyard.jobs.scheduling.resources import GPU, Pools, fake_gpus, gpu_inventory
 
 REPO = Path(__file__).resolve().parents[2]

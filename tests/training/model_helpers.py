@@ -11,7 +11,8 @@ import torch
 
 from trainyard.core.events import read_events
 from trainyard.core.paths import JobFolder
-from trainyard.datasets.storage import SplitWriter, save_mean
+from trainyard.datasets.split_writer import SplitWriter
+from trainyard.datasets.storage import save_mean
 from trainyard.training.spec import ModelSpec
 
 CLASSES = ["horizontal", "vertical"]

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from trainyard.datasets.storage import SplitReader, SplitWriter
+from trainyard.datasets.split_writer import SplitWriter
+from trainyard.datasets.storage import SplitReader
 from trainyard.training import device_decode
 from trainyard.training.data import BatchLoader, decode_threads
 

@@ -117,7 +117,7 @@ def test_a_stalled_server_ends_the_pull_and_frees_the_entry(tmp_path, misbehavin
     store = WeightsStore(tmp_path / "weights")
     with pytest.raises(DownloadError, match=r"no data for 1 s\); pull again to resume"):
         store.pull(TIMM_ENTRY)
-    with store._lock(TIMM_ENTRY):  # released: another pull of the entry may start
+    with store.lock(TIMM_ENTRY):  # released: another pull of the entry may start
         pass
 
 

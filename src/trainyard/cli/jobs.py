@@ -118,7 +118,7 @@ def resume(job_id: str, submit: bool = typer.Option(False, "--submit", help="let
            as_json: bool = typer.Option(False, "--json")) -> None:
     """Continue an ended model job from its last checkpoint (on other devices if asked)."""
     refuse_unknown(job_id)  # before the store's modules load
-    from trainyard.jobs.kinds.training import resume_model_job
+    from trainyard.jobs.kinds.resume_model import resume_model_job
     from trainyard.jobs.scheduling.deployment import follow_deployment  # only resume needs these
 
     ctx = cli_context()

@@ -26,7 +26,8 @@ from trainyard.datasets.multilabel.build import build_multilabel_into
 from trainyard.datasets.resume_state import ResumeState
 from trainyard.datasets.segmentation.build import build_segmentation_into
 from trainyard.datasets.sources import Skipped
-from trainyard.datasets.storage import SPLITS, SplitWriter, finish_dataset, open_split
+from trainyard.datasets.split_writer import SplitWriter
+from trainyard.datasets.storage import SPLITS, finish_dataset, open_split
 from trainyard.datasets.told import told_by_files
 
 __all__ = ["DatasetError", "build_dataset"]

@@ -25,7 +25,8 @@ from trainyard.datasets.decode_worker import Geometry
 from trainyard.datasets.leftovers import new_shm_name
 from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.resume_state import ResumeState, save
-from trainyard.datasets.storage import SPLITS, SplitWriter
+from trainyard.datasets.split_writer import SplitWriter
+from trainyard.datasets.storage import SPLITS
 
 CHECKPOINT_EVERY_S = 1.0
 CHECKPOINT_EVERY = 1024  # images, also: a small build gets a checkpoint too

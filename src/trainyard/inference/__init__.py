@@ -13,7 +13,8 @@
 - ``sources`` / ``many``: classify a list file, a folder or an archive, streaming, bounded memory
 - ``spec`` / ``results``: the torch-free job spec and what the API reads back from a job folder
 - ``tasks`` / ``run``: the classify-many and evaluate jobs, ``python -m trainyard.inference.run JOBDIR``
-- ``export``, ``onnx_export``, ``archive_import``: the deployable archive (download and import)
+- ``export``, ``onnx_export``, ``archive_import`` (its ``archive_files``, ``archive_weights``): the
+  deployable archive (download and import)
 
 ``spec`` and ``results`` import no torch (the job registry uses them); neither do ``loader``,
 ``classify``, ``many``, ``evaluate`` and ``responses`` until a PyTorch network is needed.

@@ -2,6 +2,7 @@
 
 `prepare` returns a `Run`: the device, the network (and its compiled and DDP forms), the
 optimizer side (`Stepper`), the batch loaders, the event `Schedule` and where training stands.
+The network and its starting weights come from starting_network.py.
 A fresh run seeds torch before building the network; a resumed run loads model, optimizer,
 scheduler, AMP scaler and RNG states from its checkpoint (resume.py), so it continues as if it
 had never stopped: bit for bit on the same device type and process count, at the equivalent
@@ -23,7 +24,6 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from trainyard.artifact import network
 from trainyard.artifact.checkpoint import load_checkpoint
 from trainyard.artifact.device import GpuUnusable, require_leased_gpus
 from trainyard.artifact.normalize import mean_tensor, std_tensor
@@ -31,16 +31,13 @@ from trainyard.artifact.preprocessing import DEFAULT_RESIZE, Preprocessing
 from trainyard.core.errors import InvalidInput
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
-from trainyard.core.tasks import task_traits
 from trainyard.datasets.info import INFO_FILE, DatasetInfo
 from trainyard.datasets.storage import SplitReader, open_split, split_names
-from trainyard.networks.detection import fit_input
-from trainyard.networks.state_dicts import read_state_dict
 from trainyard.training import auto_batch, distributed, transfer
 from trainyard.training.data import BatchLoader
 from trainyard.training.detection import build as detection_build
 from trainyard.training.distributed import SINGLE, Dist
-from trainyard.training.ema import load_weights, resumed_average
+from trainyard.training.ema import resumed_average
 from trainyard.training.event_points import Schedule
 from trainyard.training.lr_policies import create_scheduler
 from trainyard.training.memory_format import to_channels_last, use_channels_last
@@ -49,9 +46,10 @@ from trainyard.training.segmentation import build as segmentation_build
 from trainyard.training.setting_defaults import AUTO_BATCH
 from trainyard.training.solvers import create_optimizer
 from trainyard.training.spec import ModelSpec, dataset_folder
+from trainyard.training.starting_network import build_network
 from trainyard.training.state import Run, Stepper, TrainingError
 from trainyard.training.steps import TASKS
-from trainyard.weights import finetune, fit
+from trainyard.weights import finetune
 
 # The tasks whose batches carry more than a class per image (core/tasks.py names the tasks), each
 # with its loaders; classification's are _classification_data's (mean image, crops, BatchNorm refresh).
@@ -143,7 +141,7 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
     image_size = check_geometry(spec, height, width)
 
     input_size = (spec.crop, spec.crop) if spec.crop else (height, width)
-    net, trainable, head = _build_network(spec, ckpt, len(classes), channels, image_size, input_size, events)
+    net, trainable, head = build_network(spec, ckpt, len(classes), channels, image_size, input_size, events)
     net.to(device)
     channels_last = use_channels_last(spec, device) and to_channels_last(net)
     params = [p for p in net.parameters() if p.requires_grad]
@@ -240,65 +238,3 @@ def _compiled(module: nn.Module) -> nn.Module:
     # torch.compile's stub returns a plain Callable; given a Module it returns an OptimizedModule,
     # an nn.Module subclass (unwrap_model relies on it).
     return cast(nn.Module, torch.compile(module))
-
-
-def _build_network(spec: ModelSpec, ckpt: dict | None, num_classes: int, channels: int, image_size: int,
-                   input_size: tuple[int, int], events: EventWriter
-                   ) -> tuple[nn.Module, list[str] | None, list[str] | None]:
-    """(network with its starting weights, trainable names or None, head names or None):
-    from a checkpoint, pretrained weights or fresh, frozen as asked."""
-    net = network.create_model(spec.network, spec.network_source, num_classes, channels, image_size, input_size)
-    if task_traits(spec.task).boxes:
-        fit_input(net, *input_size)  # the dataset's stored size, not torchvision's 800 or 320
-    if ckpt:
-        load_weights(net, ckpt)  # the trained weights, not their average (ema.py)
-        trainable, head = ckpt["trainable"], ckpt.get("head")
-    elif spec.pretrained_entry:
-        trainable, head = _load_store_weights(spec, net, image_size, events)
-    else:
-        trainable, head = _load_pretrained(spec, net, num_classes, events)
-    if trainable is not None:
-        network.freeze_except(net, trainable)
-    return net, trainable, head
-
-
-def _load_store_weights(spec: ModelSpec, net: nn.Module, image_size: int, events: EventWriter):
-    """Store weights: the whole backbone must fit; the classifier starts fresh for our classes."""
-    assert spec.pretrained and spec.network  # the spec checks pretrained_entry comes with both
-    try:
-        if task_traits(spec.task).boxes:  # the backbone network's weights; neck and heads fresh
-            head = fit.load_detector_backbone(net, read_state_dict(spec.pretrained), spec.network)
-        else:
-            head = fit.load_backbone(net, read_state_dict(spec.pretrained), spec.network, image_size)
-    except ValueError as e:  # weights that are not, or do not fit: the job's one-line error
-        raise TrainingError(str(e)) from None
-    fresh = (f"new neck and heads ({len(head)} tensors)" if task_traits(spec.task).boxes
-             else f"new classifier {', '.join(head)}")
-    events.log(f"pretrained: the backbone of {spec.pretrained_entry}; {fresh}")
-    params = {name for name, _ in net.named_parameters()}
-    trainable = [name for name in head if name in params] if spec.freeze_backbone else None
-    if trainable is not None:
-        events.log(f"freeze_backbone: training only {', '.join(trainable)}")
-    return trainable, head
-
-
-def _load_pretrained(spec: ModelSpec, net: nn.Module, num_classes: int, events: EventWriter):
-    """Start from pretrained weights; return (trainable names if the backbone is frozen, head)."""
-    if not spec.pretrained:
-        return None, None
-    try:
-        report = network.load_pretrained(net, spec.pretrained)
-    except network.PretrainedError as e:
-        raise TrainingError(str(e)) from None
-    events.log(f"pretrained: loaded {len(report.loaded)} tensors from {Path(spec.pretrained).name}")
-    if report.mismatched:
-        events.log("pretrained: re-initialised (shape differs, e.g. another class count): "
-                   + ", ".join(report.mismatched), "warning")
-    if report.missing:
-        events.log("pretrained: not in the file, freshly initialised: " + ", ".join(report.missing), "warning")
-    head = network.trainable_after_finetune(net, report, num_classes)
-    if not spec.freeze_backbone:
-        return None, head
-    events.log(f"freeze_backbone: training only {', '.join(head) or 'nothing'}")
-    return head, head
-

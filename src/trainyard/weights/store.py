@@ -11,25 +11,20 @@ from __future__ import annotations
 
 import fcntl
 import math
-import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
 
-from trainyard.artifact.recorded import RecordedInput
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
 from trainyard.core.files import read_json, write_json_atomic
-from trainyard.weights import catalogue, normalisation, owners
+from trainyard.weights import catalogue, imports, normalisation, owners
 from trainyard.weights.access import Access, Everyone, checked_visibility
 from trainyard.weights.catalogue import WeightsEntry
-from trainyard.weights.download import Progress, check_hash, download
+from trainyard.weights.download import Progress, download
 
 ENTRY_FILE = "entry.json"
-OWN_FILENAME = "weights.safetensors"
-DROPPED_SHOWN = 10  # names of dropped tensors an import lists
-_OWN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
 class WeightsStore:
@@ -142,14 +137,14 @@ class WeightsStore:
             owners.hold(self, entry.name, owner)
             return self.describe(entry)
         folder = self.folder_of(entry.name)
-        with self._lock(entry.name):
+        with self.lock(entry.name):
             path = folder / entry.filename
             fetched = download(url, path, sha256=entry.sha256, max_bytes=catalogue.max_bytes(entry),
                                on_progress=on_progress)
             self._check_or_remove(path, entry)  # verified: False where no published hash was checked
             stamp = owners.stamp(self, entry.name, visibility, owner)
             record = {**entry.to_dict(), "verified": fetched.verified, **stamp}
-            return self._finish(record, path, fetched.sha256, origin=url)
+            return self.finish(record, path, fetched.sha256, origin=url)
 
     def import_file(self, name: str, file: str | Path, network: str | None = None,
                     mean: str | Sequence[float] | None = None, std: str | Sequence[float] | None = None,
@@ -157,7 +152,7 @@ class WeightsStore:
         """Store a file copied by hand: a published entry's (hash-checked), or the user's own
         weights for ``network`` under a new name, with the input normalisation they were trained
         with (``mean``/``std`` per channel on 0..1; a trainyard checkpoint brings its own).
-        The acting user's, ``visibility`` private unless said."""
+        The acting user's, ``visibility`` private unless said. weights/imports.py stores it."""
         self.access.check_create()
         checked_visibility(visibility)
         file = Path(file)
@@ -169,8 +164,8 @@ class WeightsStore:
             if norm is not None:
                 raise InvalidInput(f"{entry.name} is a published entry: its normalisation is the "
                                    f"library's (mean {list(entry.mean)}, std {list(entry.std)})")
-            return self._import_published(entry, file, network, visibility)
-        return self._import_own(name, file, network, norm, visibility)
+            return imports.import_published(self, entry, file, network, visibility)
+        return imports.import_own(self, name, file, network, norm, visibility)
 
     def remove(self, name: str) -> dict:
         """Delete a stored entry's files; the catalogue keeps listing a published one. One of a
@@ -179,7 +174,7 @@ class WeightsStore:
         gone = {**described, "present": False, "path": None, "owner": None, "visibility": None}
         if owners.let_go(self, described["name"]):
             return gone
-        with self._lock(described["name"]):
+        with self.lock(described["name"]):
             shutil.rmtree(self.folder_of(described["name"]))
         return gone
 
@@ -202,59 +197,8 @@ class WeightsStore:
             raise NotFound(f"no published weights called {name!r}; see `trainyard weights list`")
         return entry
 
-    def _import_published(self, entry: WeightsEntry, file: Path, network: str | None, visibility: str | None) -> dict:
-        if network and network != entry.network:
-            raise InvalidInput(f"{entry.name} holds weights for {entry.network}, not {network}")
-        sha = check_hash(file, entry.sha256, file.name)
-        self._check(file, entry.to_dict())
-        stored = self.stored(entry.name)
-        if stored is not None and not self.access.changes(stored):  # the same file: one more user of it
-            owners.hold(self, entry.name, self.access.who())
-            return self.describe(entry)
-        folder = self.folder_of(entry.name)
-        with self._lock(entry.name):
-            path = folder / entry.filename
-            _copy_atomic(file, path)
-            return self._finish({**entry.to_dict(), **owners.stamp(self, entry.name, visibility)}, path, sha,
-                                origin=f"import of {file.name}")
-
-    def _import_own(self, name: str, file: Path, network: str | None,
-                    norm: normalisation.Normalisation | None, visibility: str | None) -> dict:
-        if not _OWN_NAME.match(name):
-            raise InvalidInput(f"{name!r} is not a published entry; a name for your own weights "
-                               "uses letters, digits, '.', '_' and '-' (no ':')")
-        stored = self.stored(name)
-        if stored is not None and not self.access.changes(stored):  # names are one namespace for all
-            raise Conflict(f"the name {name} is taken in the weights store; choose another")
-        if not network:
-            raise InvalidInput(f"{name} is not a published entry: say which network the weights "
-                               "are for (--network NET)")
-        info = _network_info(network)
-        record = {"name": name, "network": info.name, "source": "user", "filename": OWN_FILENAME,
-                  "url": None, "accuracy": {}, "num_classes": 0, "aliases": [],
-                  "input_size": [3, info.image_size, info.image_size], **owners.stamp(self, name, visibility)}
-        recorded = RecordedInput.of_file(file)  # a plain weights file records nothing: only the user can say
-        if recorded.input_size:  # a trainyard checkpoint's own input size, not the network's default
-            record["input_size"] = list(recorded.input_size)
-        side = record["input_size"][-1]
-        norm = norm or recorded.normalisation
-        record["mean"], record["std"] = norm if norm else (None, None)
-        # these import torch: only what reads weights pays for it
-        from trainyard.weights import fit, tensor_files
-
-        # A tensor at a time: the file is never held in memory (nor copied there).
-        tensors = tensor_files.open_tensors(file)
-        record["num_classes"] = fit.check_fits(tensors.as_meta(), info.name, side, file.name)
-        keep, dropped = fit.network_tensors(tensors.shapes, info.name, side)
-        if dropped:  # anything but the network's tensors stays out of the store
-            record["dropped"] = {"count": len(dropped), "names": sorted(dropped)[:DROPPED_SHOWN]}
-        folder = self.folder_of(name)
-        with self._lock(name):
-            path = folder / OWN_FILENAME
-            tensor_files.write_safetensors(keep, tensors, path)
-            return self._finish(record, path, check_hash(path, None, path.name), origin=f"import of {file.name}")
-
-    def _check(self, path: Path, record: dict) -> None:
+    def check_file(self, path: Path, record: dict) -> None:
+        """Refuse (InvalidInput) a file whose tensors do not fit ``record``'s network."""
         # these import torch: only what reads weights pays for it
         from trainyard.weights import fit, tensor_files
 
@@ -263,12 +207,12 @@ class WeightsStore:
 
     def _check_or_remove(self, path: Path, entry: WeightsEntry) -> None:
         try:
-            self._check(path, entry.to_dict())
+            self.check_file(path, entry.to_dict())
         except InvalidInput:
             path.unlink(missing_ok=True)  # never leave a file that is not these weights
             raise
 
-    def _finish(self, record: dict, path: Path, sha: str, origin: str) -> dict:
+    def finish(self, record: dict, path: Path, sha: str, origin: str) -> dict:
         size_mb = round(path.stat().st_size / 2**20, 3)
         write_json_atomic(path.parent / ENTRY_FILE, {**record, "sha256": sha, "size_mb": size_mb,
                                                      "origin": origin})
@@ -278,7 +222,7 @@ class WeightsStore:
         write_json_atomic(self.folder_of(name) / ENTRY_FILE, record)
 
     @contextmanager
-    def _lock(self, name: str):
+    def lock(self, name: str) -> Iterator[None]:
         """One change at a time per entry (a pull in the server and one from the CLI, say)."""
         folder = self.folder_of(name)
         folder.mkdir(parents=True, exist_ok=True)
@@ -289,18 +233,3 @@ class WeightsStore:
                 raise Conflict(f"{name} is being downloaded or changed right now; try again when "
                                "that has finished") from None
             yield
-
-
-def _network_info(network: str):
-    from trainyard.networks import get_network
-
-    try:
-        return get_network(network)
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from None
-
-
-def _copy_atomic(source: Path, dest: Path) -> None:
-    part = dest.with_name(dest.name + ".part")
-    shutil.copyfile(source, part)
-    part.replace(dest)

@@ -15,8 +15,8 @@ from trainyard.core.events import EventWriter
 from trainyard.core.paths import checkpoint_name
 from trainyard.jobs.kinds.pretrained import resolve_pretrained
 from trainyard.networks import create_network
-from trainyard.training.build_run import _build_network
 from trainyard.training.spec import ModelSpec
+from trainyard.training.starting_network import build_network
 from trainyard.weights.store import WeightsStore
 
 SIZE = 96
@@ -32,7 +32,7 @@ def _spec(tmp_path, network: str, **fields) -> ModelSpec:
 
 
 def _build(spec: ModelSpec, tmp_path, num_classes: int) -> torch.nn.Module:
-    net, _, _ = _build_network(spec, None, num_classes, 3, SIZE, (SIZE, SIZE), EventWriter(tmp_path))
+    net, _, _ = build_network(spec, None, num_classes, 3, SIZE, (SIZE, SIZE), EventWriter(tmp_path))
     return net
 
 

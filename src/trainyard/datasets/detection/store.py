@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trainyard.datasets.storage import SplitReader, SplitWriter
+from trainyard.datasets.split_writer import SplitWriter
+from trainyard.datasets.storage import SplitReader
 
 TASK = "detection"
 GEOMETRY_COLUMNS = ("scale", "pad_x", "pad_y", "original_width", "original_height")

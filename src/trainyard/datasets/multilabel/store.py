@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainyard.datasets.storage import SplitWriter
+from trainyard.datasets.split_writer import SplitWriter
 
 TASK = "multilabel"
 TARGETS_PART = "targets.part"  # the targets a checkpoint made durable, one row of L bytes an image

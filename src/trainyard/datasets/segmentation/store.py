@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trainyard.datasets.storage import SplitReader, SplitWriter
+from trainyard.datasets.split_writer import SplitWriter
+from trainyard.datasets.storage import SplitReader
 
 TASK = "segmentation"
 MASKS = "masks.npy"

@@ -7,27 +7,27 @@ set, or a CPU slot (where ``processes`` data-parallel processes run); the batch 
 or process, so the global batch is that times the process count. In cluster mode
 (TRAINYARD_CLUSTER=ray) a job needs no local lease: it asks the cluster for N GPU or CPU workers
 (``{"pool": "cluster", ...}``, mirrored in the spec's ``cluster``), and Ray places them.
+devices.py works the ``needs`` out; resume_model.py queues an ended job again on other devices.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainyard.core.errors import InvalidInput, validated
-from trainyard.core.files import write_json_atomic
 from trainyard.core.limits import MAX_NAME
 from trainyard.core.tasks import task_traits
 from trainyard.core.vocabulary import DEFAULT_TASK
 from trainyard.datasets.info import DatasetInfo, read_dataset_info
 from trainyard.jobs.context import Context
+from trainyard.jobs.kinds.devices import cluster_placement, devices_needed
 from trainyard.jobs.kinds.errors import JobConflict, JobError
 from trainyard.jobs.kinds.lookup import job_of_kind
 from trainyard.jobs.kinds.pretrained import Pretrained, resolve_pretrained
-from trainyard.jobs.kinds.registry import DATASET, MODEL
+from trainyard.jobs.kinds.registry import DATASET
 from trainyard.jobs.kinds.sweeps import (
     DEFAULT_MIN_EPOCHS,
     MAX_TRIALS,
@@ -37,15 +37,12 @@ from trainyard.jobs.kinds.sweeps import (
     mark_early_stop,
     sweep_size,
 )
-from trainyard.jobs.scheduling.limits import check_processes
 from trainyard.jobs.store import actor as accounts
-from trainyard.jobs.store import confinement as confinement_record
 from trainyard.jobs.store.store import Job
 from trainyard.training.train_settings import BatchSize, TrainSettings
 
 if TYPE_CHECKING:
     from trainyard.networks.recommend import DatasetFacts
-    from trainyard.training.spec import ModelSpec
 
 
 class TrainRequest(BaseModel):
@@ -235,88 +232,6 @@ def _dataset(ctx: Context, dataset_id: str) -> Job:
 
 def _needs(ctx: Context, request: TrainRequest) -> dict:
     return devices_needed(ctx, request.gpus, request.gpu_ids, request.settings.processes)
-
-
-def devices_needed(ctx: Context, gpus: int | None, gpu_ids: list[int] | None, processes: int = 1) -> dict:
-    """A model job's ``needs``: exact GPUs, N next free GPUs, or the CPU (also for processes > 1);
-    in cluster mode N GPU or CPU workers on the cluster."""
-    check_processes(processes, ctx.settings.cluster)
-    if ctx.settings.cluster == "ray":
-        return _cluster_needs(gpus, gpu_ids, processes)
-    if processes > 1:
-        if gpus or gpu_ids:
-            raise JobError("processes > 1 runs data-parallel processes on the CPU; on GPUs one "
-                           "process runs per GPU: ask for GPUs alone")
-        return {"pool": "cpu"}
-    if gpu_ids:
-        return {"pool": "gpu", "ids": sorted(set(gpu_ids))}
-    if gpus:
-        return {"pool": "gpu", "count": gpus}
-    return {"pool": "gpu", "count": 1} if ctx.pools.gpus else {"pool": "cpu"}
-
-
-def _cluster_needs(gpus: int | None, gpu_ids: list[int] | None, processes: int) -> dict:
-    if gpu_ids:
-        raise JobError("GPU ids name GPUs of one machine; on the cluster ask for a number of GPUs (--gpus N)")
-    if processes > 1 and gpus:
-        raise JobError("processes > 1 runs data-parallel processes on CPUs; on GPUs one process runs "
-                       "per GPU: ask for GPUs alone")
-    if gpus:
-        return {"pool": "cluster", "device": "gpu", "count": gpus}
-    if processes > 1:
-        return {"pool": "cluster", "device": "cpu", "count": processes}
-    from trainyard.jobs.scheduling.deployment import default_cluster_device
-
-    return {"pool": "cluster", "device": default_cluster_device(), "count": 1}
-
-
-def cluster_placement(needs: dict) -> dict | None:
-    """The spec's ``cluster`` (what the launcher asks Ray for) from a job's ``needs``."""
-    if needs.get("pool") != "cluster":
-        return None
-    return {"workers": needs["count"], "device": needs["device"]}
-
-
-def resume_model_job(ctx: Context, job_id: str, *, gpus: int | None = None, gpu_ids: list[int] | None = None,
-                     processes: int | None = None, foreground: bool = False) -> Job:
-    """Queue an ended model job again, optionally on other devices (more or fewer GPUs or CPU
-    processes); it continues from its last checkpoint (training/resume.py says how exactly).
-
-    In cluster mode a job that ran on one machine continues on the cluster, on as many workers
-    as it had processes or GPUs: where jobs run is the deployment's choice (jobs/scheduling/deployment.py)."""
-    job = ctx.manager.get(job_id)
-    if not (gpus or gpu_ids or processes) and ctx.settings.cluster == "ray" and _ran_on_one_machine(job):
-        gpus, processes = _same_devices(job, MODEL.spec_of(ctx.manager.folder(job_id)))
-    if gpus or gpu_ids or processes:
-        if job.kind != "model" or not job.status.is_final:
-            raise JobConflict(f"job {job_id} is a {job.status} {job.kind} job; only an ended model job can be resumed")
-        needs = devices_needed(ctx, gpus, gpu_ids, processes or 1)
-        ctx.pools.check(needs)
-        folder = ctx.manager.folder(job_id)
-        stored = folder.read_spec()
-        placement = cluster_placement(needs)
-        # The stored document is rewritten as it was, but for these: fields it has that this version
-        # does not know stay; its own reader is the training process, which checks it strictly.
-        write_json_atomic(folder.spec, {**stored, "processes": processes or 1, "cluster": placement,
-                                        "max_restarts": MODEL.read(stored).max_restarts if placement else 0})
-        # Only the placement changes in the record: whether it runs user code and what it reads
-        # stay as the server recorded them, whatever the job wrote into its spec.json since.
-        recorded = confinement_record.recall(ctx.store, job, ctx.settings.jobs_dir)
-        confinement_record.record(ctx.store, job_id, replace(recorded, processes=processes or 1,
-                                                             on_cluster=placement is not None))
-        ctx.store.update_job(job_id, needs=needs)
-    return ctx.manager.resume(job_id, foreground=foreground)
-
-
-def _ran_on_one_machine(job: Job) -> bool:
-    return job.kind == "model" and job.needs.get("pool") in ("cpu", "gpu")
-
-
-def _same_devices(job: Job, spec: ModelSpec) -> tuple[int | None, int]:
-    """(GPUs, processes) of the devices ``job`` had on its machine, for as many cluster workers."""
-    if job.needs.get("pool") == "gpu":
-        return len(job.needs.get("ids") or []) or job.needs.get("count") or 1, 1
-    return None, spec.processes
 
 
 def _network_of_pretrained(request: TrainRequest, pretrained: Pretrained | None) -> TrainRequest:

@@ -8,4 +8,4 @@ where the modules the manager delegates to (jobs/runs/actions.py) and callers fi
 from __future__ import annotations
 
 from trainyard.jobs.kinds.errors import JobConflict, JobError, JobNotFound  # noqa: F401 (re-exported)
-from trainyard.jobs.store.store import launched  # noqa: F401 (re-exported: the scheduler reads it too)
+from trainyard.jobs.store.job_tables import launched  # noqa: F401 (re-exported: the scheduler reads it too)

@@ -18,7 +18,8 @@ from sqlalchemy import func, select
 from trainyard.core.status import Status
 from trainyard.jobs.scheduling.readiness import Blocked
 from trainyard.jobs.store.account_tables import UserRow
-from trainyard.jobs.store.store import Job, Store, launched
+from trainyard.jobs.store.job_tables import launched
+from trainyard.jobs.store.store import Job, Store
 
 
 def fair_order(jobs: list[Job]) -> list[Job]:

@@ -14,7 +14,8 @@ import psutil
 
 from trainyard.core.processes import process_alive
 from trainyard.core.status import Status
-from trainyard.jobs.store.store import Lease, Store
+from trainyard.jobs.store.job_tables import Lease
+from trainyard.jobs.store.store import Store
 
 
 def this_process() -> tuple[int, float]:

@@ -23,7 +23,8 @@ from trainyard.core.formatting import byte_size
 from trainyard.core.status import ACTIVE_STATUSES
 from trainyard.jobs.scheduling.readiness import Blocked
 from trainyard.jobs.store.account_tables import UserRow
-from trainyard.jobs.store.store import Job, Lease, Store
+from trainyard.jobs.store.job_tables import Lease
+from trainyard.jobs.store.store import Job, Store
 from trainyard.settings import Settings
 
 STORED_KINDS = ("dataset", "model")  # the kinds whose folders count against a disk quota

@@ -13,7 +13,8 @@ from sqlalchemy import select
 
 from trainyard.core.document import Document
 from trainyard.core.errors import InvalidInput
-from trainyard.jobs.store.store import JobLabel, Store
+from trainyard.jobs.store.job_tables import JobLabel
+from trainyard.jobs.store.store import Store
 
 TAG = re.compile(r"[a-z0-9][a-z0-9._:+-]{0,31}")
 MAX_TAGS = 16

@@ -1,4 +1,4 @@
-"""The declarative base of every table in the job store (jobs/store/store.py, jobs/store/liveness_tables.py)."""
+"""The declarative base of every table in the job store (jobs/store/job_tables.py, liveness_tables.py, ...)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ from trainyard.core.errors import InvalidInput
 from trainyard.core.status import Status
 from trainyard.jobs.kinds.documents import JobPage
 from trainyard.jobs.store import actor as accounts
-from trainyard.jobs.store.store import STATUS_VALUES, Job, Store
+from trainyard.jobs.store.job_tables import STATUS_VALUES
+from trainyard.jobs.store.store import Job, Store
 from trainyard.jobs.views.documents import job_brief
 
 JOBS = Job.__table__

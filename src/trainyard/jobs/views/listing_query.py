@@ -20,8 +20,9 @@ from sqlalchemy import ColumnElement, case, func, or_, select
 
 from trainyard.core.status import ACTIVE_STATUSES, FINAL_STATUSES, Status
 from trainyard.jobs.store import actor as accounts
+from trainyard.jobs.store.job_tables import Deletion
 from trainyard.jobs.store.labels import has_tag
-from trainyard.jobs.store.store import Deletion, Job, Store
+from trainyard.jobs.store.store import Job, Store
 from trainyard.jobs.views.documents import job_brief
 
 JOBS = Job.__table__
