@@ -9,43 +9,28 @@ recall, F1, AP, positives and threshold (artifact/multilabel_metrics.py, torchme
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from trainyard.core.jobproc import Aborted
-from trainyard.datasets.storage import open_split
-from trainyard.inference.classify import prepare_pixels, probabilities
+from trainyard.inference.evaluate import open_evaluated_split, split_probabilities
 from trainyard.inference.loader import InferenceError, LoadedModel
 
 TASK = "multilabel"
 
 
-def score_split(loaded: LoadedModel, dataset_dir: Path, split: str, *, batch_size: int = 64,
-                progress: Callable[[int, int], None] = lambda d, t: None,
-                should_stop: Callable[[], bool] = lambda: False) -> tuple[np.ndarray, np.ndarray]:
-    """(targets (N, L) uint8, scores (N, L) float32) of a split."""
-    try:
-        reader = open_split(Path(dataset_dir), split)
-    except FileNotFoundError:
-        raise InferenceError(f"the dataset has no {split} split") from None
-    n = len(reader)
-    if n == 0:
-        raise InferenceError(f"the {split} split of the dataset is empty")
+def score_split(loaded: LoadedModel, dataset_dir: Path, split: str, **options: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(targets (N, L) uint8, scores (N, L) float32) of a split; ``options`` are
+    evaluate.split_probabilities's."""
+    reader = open_evaluated_split(dataset_dir, split)
     targets = np.asarray(reader.labels)
     if targets.ndim != 2 or targets.shape[1] != len(loaded.classes):
         raise InferenceError(f"the {split} split holds no multi-label targets of the model's "
                              f"{len(loaded.classes)} labels")
     scores = np.zeros(targets.shape, np.float32)
-    for start in range(0, n, batch_size):
-        if should_stop():
-            raise Aborted()
-        stop = min(n, start + batch_size)
-        pixels = reader.read_batch(np.arange(start, stop))
-        scores[start:stop] = probabilities(loaded, prepare_pixels(loaded, pixels).inputs)
-        progress(stop, n)
+    for rows, probs in split_probabilities(loaded, reader, **options):
+        scores[rows] = probs
     return targets, scores
 
 
