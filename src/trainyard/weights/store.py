@@ -19,8 +19,9 @@ from pathlib import Path
 
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
 from trainyard.core.files import read_json, write_json_atomic
+from trainyard.core.ownership import checked_visibility
 from trainyard.weights import catalogue, imports, normalisation, owners
-from trainyard.weights.access import Access, Everyone, checked_visibility
+from trainyard.weights.access import Access, Everyone
 from trainyard.weights.catalogue import WeightsEntry
 from trainyard.weights.download import Progress, download
 
@@ -154,7 +155,8 @@ class WeightsStore:
         with (``mean``/``std`` per channel on 0..1; a trainyard checkpoint brings its own).
         The acting user's, ``visibility`` private unless said. weights/imports.py stores it."""
         self.access.check_create()
-        checked_visibility(visibility)
+        if visibility is not None:  # None: private, or a replaced entry's own
+            checked_visibility(visibility)
         file = Path(file)
         norm = normalisation.given(mean, std)  # a typo is refused before the file is read
         if not file.is_file():
