@@ -84,6 +84,7 @@ class WeightsStore:
                 data["origin"] = stored["origin"]
             data["owner"] = self.access.owner_of(stored)
             data["visibility"] = stored.get("visibility") or "private"
+            data["changeable"] = self.access.changes(stored)  # the page offers its owner the control
         return data
 
     def list(self, search: str = "", source: str | None = None, present: bool = False) -> list[dict]:
@@ -173,7 +174,8 @@ class WeightsStore:
         """Delete a stored entry's files; the catalogue keeps listing a published one. One of a
         published entry's later ``users`` only lets go of it; its owner hands it to the next."""
         described = self.resolve(name)
-        gone = {**described, "present": False, "path": None, "owner": None, "visibility": None}
+        gone = {**described, "present": False, "path": None, "owner": None, "visibility": None,
+                "changeable": None}
         if owners.let_go(self, described["name"]):
             return gone
         with self.lock(described["name"]):
