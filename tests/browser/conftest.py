@@ -45,7 +45,7 @@ def live_server(tmp_path_factory, make_images_with_bad_files):
     folder = make_images_with_bad_files(settings.data_roots[0] / "images")
     app = create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
     with serving(app) as url:
-        yield SimpleNamespace(url=url, settings=settings, folder=folder, token=BROWSER_TOKEN)
+        yield SimpleNamespace(url=url, settings=settings, folder=folder, token=BROWSER_TOKEN, app=app)
 
 
 @pytest.fixture(scope="module")

@@ -73,3 +73,44 @@ def test_form_finds_timm_networks_and_fine_tunes_from_the_store(live_server, dat
     spec = json.loads((live_server.settings.jobs_dir / job_id / "spec.json").read_text())
     assert spec["network"] == "lenet" and spec["pretrained_entry"] == "grey-lenet"
     assert spec["backbone_lr_mult"] == 0.1
+
+
+def test_the_owner_shares_weights_from_the_page_and_another_member_sees_no_control(live_server, page, browser,
+                                                                                  tmp_path):
+    from trainyard.jobs.accounts import users
+
+    weights = tmp_path / "lenet.pt"
+    torch.save(create_network("lenet", 2, 1, 28).state_dict(), weights)
+    page.goto(f"{live_server.url}/weights")
+    page.fill("#weights-import input[name=name]", "shared-lenet")
+    page.fill("#weights-import input[name=network]", "lenet")
+    page.set_input_files("#weights-import input[name=file]", str(weights))
+    page.click("#weights-import button[type=submit]")
+    control = page.locator("#weights-table tr[data-name='shared-lenet'] select.weights-visibility")
+    control.wait_for()
+    assert control.input_value() == "private"
+    control.evaluate("select => { select.dataset.before = 'yes'; }")
+    with page.expect_response(lambda response: response.request.method == "PATCH") as patched:
+        control.select_option("team")
+    assert patched.value.ok
+    # the row is drawn again from the answer
+    page.locator("#weights-table tr[data-name='shared-lenet'] select.weights-visibility:not([data-before])").wait_for()
+    assert control.input_value() == "team"
+    stored = api(live_server, "GET", "/api/weights/shared-lenet")
+    assert stored["visibility"] == "team"
+    owner = stored["owner"]
+
+    store = live_server.app.state.ctx.store
+    users.add_user(store, "bob", "member")
+    context = browser.new_context(bypass_csp=True,
+                                  extra_http_headers={"Authorization": f"Bearer {users.new_token(store, 'bob', 't')}"})
+    try:
+        other = context.new_page()
+        other.goto(f"{live_server.url}/weights")
+        other.fill("#weights-search", "shared-lenet")
+        row = other.locator("#weights-table tr[data-name='shared-lenet']")
+        row.wait_for()
+        assert f"{owner} · team" in row.inner_text()
+        assert row.locator("select").count() == 0
+    finally:
+        context.close()

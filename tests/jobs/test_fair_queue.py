@@ -3,10 +3,11 @@ user at their quota waits, saying why."""
 
 from __future__ import annotations
 
+from trainyard.core.ownership import Actor
 from trainyard.core.status import Status
 from trainyard.jobs.accounts import users
 from trainyard.jobs.scheduling.fairness import fair_order, over_quota
-from trainyard.jobs.store.actor import Actor, acting
+from trainyard.jobs.store.actor import acting
 from trainyard.jobs.store.store import Job
 
 

@@ -9,12 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import wait_for
+from trainyard.core.ownership import Actor
 from trainyard.core.status import Status
 from trainyard.jobs.accounts import audit, users
 from trainyard.jobs.context import open_context
 from trainyard.jobs.scheduling.quotas import OverQuota, over_resource_quota
 from trainyard.jobs.scheduling.resources import Pools, fake_gpus
-from trainyard.jobs.store.actor import Actor, acting
+from trainyard.jobs.store.actor import acting
 from trainyard.jobs.store.store import Job
 
 

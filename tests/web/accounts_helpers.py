@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 from fastapi.testclient import TestClient
 
+from trainyard.core.ownership import Actor
 from trainyard.core.status import Status
 from trainyard.jobs.accounts import users
-from trainyard.jobs.store.actor import Actor, acting
+from trainyard.jobs.store.actor import acting
 from trainyard.jobs.store.store import Job
 
 

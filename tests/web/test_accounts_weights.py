@@ -4,6 +4,8 @@ owner or an admin changes one; entries stored before accounts are the first admi
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.conftest import open_client
@@ -94,3 +96,21 @@ def test_weights_stored_before_accounts_are_the_first_admins(team, settings, tmp
     assert team.bob.get("/api/weights/older").status_code == 404
     row = team.admin.get("/api/weights/older").json()
     assert (row["owner"], row["visibility"]) == ("admin", "private")
+
+
+def test_the_weights_page_offers_the_visibility_control_to_the_owner_and_admins_only(team):
+    imported(team.alice, "shared", visibility="team")
+    page = team.bob.get("/weights")
+    assert page.status_code == 200
+    template = re.search(r'<template id="weights-visibility-template">(.*?)</template>', page.text, re.S)
+    assert template is not None
+    assert re.findall(r'<option value="(\w+)">', template.group(1)) == ["private", "team"]
+    # static/weights.js draws the control on the rows the API marks changeable, and the text elsewhere
+    shown = {who: getattr(team, who).get("/api/weights", params={"source": "mine"}).json()["weights"][0]
+             for who in ("alice", "bob", "vera", "admin")}
+    assert {who: row["changeable"] for who, row in shown.items()} == \
+        {"alice": True, "bob": False, "vera": False, "admin": True}
+    assert all((row["owner"], row["visibility"]) == ("alice", "team") for row in shown.values())
+    changed = team.admin.patch("/api/weights/shared", json={"visibility": "private"})  # an admin may
+    assert changed.status_code == 200 and changed.json()["changeable"] is True
+    assert team.bob.get("/api/weights/shared").status_code == 404

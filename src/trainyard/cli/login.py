@@ -16,8 +16,8 @@ import typer
 from trainyard.cli.output import err
 
 if TYPE_CHECKING:
+    from trainyard.core.ownership import Actor
     from trainyard.jobs.context import Context
-    from trainyard.jobs.store.actor import Actor
 
 
 def logged_in(ctx: Context) -> Actor | None:

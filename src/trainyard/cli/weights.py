@@ -109,9 +109,10 @@ def pull(name: str = typer.Argument(..., help="e.g. resnet18.imagenet or timm:re
     # Here, not at the top: every other command would pay for importing rich.progress.
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    from trainyard.weights.access import checked_visibility
+    from trainyard.core.ownership import checked_visibility
 
-    checked_visibility(visibility)
+    if visibility is not None:  # refused before the download starts
+        checked_visibility(visibility)
     stores = _stores()
     store = stores[0]
     columns = (TextColumn(name), BarColumn(), DownloadColumn(), TransferSpeedColumn())

@@ -28,7 +28,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp
 
-from trainyard.jobs.store.actor import Actor, acting
+from trainyard.core.ownership import Actor
+from trainyard.jobs.store.actor import acting
 from trainyard.web.identity import Identities
 from trainyard.web.peers import client_key
 from trainyard.web.sessions import COOKIE, MAX_AGE_S, LoginLimiter, new_session, valid_session

@@ -7,9 +7,9 @@ user whose role is not one of the roles is no one: the request gets a 401 and ch
 
 from __future__ import annotations
 
+from trainyard.core.ownership import Actor
 from trainyard.jobs.accounts import users
 from trainyard.jobs.store.account_tables import UserRow
-from trainyard.jobs.store.actor import Actor
 from trainyard.jobs.store.store import Store
 
 

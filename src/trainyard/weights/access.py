@@ -2,8 +2,9 @@
 
 Each stored entry records its ``owner`` (who imported or pulled it), its ``visibility``
 (``private`` | ``team``) and, for a published entry, the other ``users`` who pulled it since (the
-file is the library's, one copy for all). The rules of accounts live above this layer (the
-jobs' accounts, jobs/accounts/weights_access.py); the store only asks them through `Access`.
+file is the library's, one copy for all). The rules of accounts are core/ownership.py's, applied
+to the acting user above this layer (jobs/accounts/weights_access.py); the store only asks them
+through `Access`.
 Without accounts (`Everyone`) every entry is everyone's, as before.
 """
 
@@ -46,15 +47,3 @@ class Everyone:
 
     def check_create(self) -> None:
         return None
-
-
-VISIBILITIES = ("private", "team")
-
-
-def checked_visibility(value: str | None) -> str | None:
-    """``value`` when it is a visibility (None: keep or default); InvalidInput says which are."""
-    from trainyard.core.errors import InvalidInput
-
-    if value is not None and value not in VISIBILITIES:
-        raise InvalidInput(f"visibility should be one of {', '.join(VISIBILITIES)}, not {value!r}")
-    return value

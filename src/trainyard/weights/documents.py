@@ -49,4 +49,6 @@ class WeightsRow(Document):
     dropped: Dropped | None = where_given()  # the user's own: tensors left out of the store
     owner: str | None = None  # who imported or pulled it; None: not in the store
     visibility: str | None = None  # private | team; None: not in the store
+    # Whether the acting user may change its visibility (its owner or an admin); None: not in the store
+    changeable: bool | None = None
     pull: PullState | None = None

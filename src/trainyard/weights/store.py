@@ -19,8 +19,9 @@ from pathlib import Path
 
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
 from trainyard.core.files import read_json, write_json_atomic
+from trainyard.core.ownership import checked_visibility
 from trainyard.weights import catalogue, imports, normalisation, owners
-from trainyard.weights.access import Access, Everyone, checked_visibility
+from trainyard.weights.access import Access, Everyone
 from trainyard.weights.catalogue import WeightsEntry
 from trainyard.weights.download import Progress, download
 
@@ -83,6 +84,7 @@ class WeightsStore:
                 data["origin"] = stored["origin"]
             data["owner"] = self.access.owner_of(stored)
             data["visibility"] = stored.get("visibility") or "private"
+            data["changeable"] = self.access.changes(stored)  # the page offers its owner the control
         return data
 
     def list(self, search: str = "", source: str | None = None, present: bool = False) -> list[dict]:
@@ -154,7 +156,8 @@ class WeightsStore:
         with (``mean``/``std`` per channel on 0..1; a trainyard checkpoint brings its own).
         The acting user's, ``visibility`` private unless said. weights/imports.py stores it."""
         self.access.check_create()
-        checked_visibility(visibility)
+        if visibility is not None:  # None: private, or a replaced entry's own
+            checked_visibility(visibility)
         file = Path(file)
         norm = normalisation.given(mean, std)  # a typo is refused before the file is read
         if not file.is_file():
@@ -171,7 +174,8 @@ class WeightsStore:
         """Delete a stored entry's files; the catalogue keeps listing a published one. One of a
         published entry's later ``users`` only lets go of it; its owner hands it to the next."""
         described = self.resolve(name)
-        gone = {**described, "present": False, "path": None, "owner": None, "visibility": None}
+        gone = {**described, "present": False, "path": None, "owner": None, "visibility": None,
+                "changeable": None}
         if owners.let_go(self, described["name"]):
             return gone
         with self.lock(described["name"]):

@@ -21,10 +21,10 @@ from sqlalchemy import func, select, update
 
 from trainyard.core.document import Document
 from trainyard.core.errors import Conflict, InvalidInput, NotFound
+from trainyard.core.ownership import ROLES, Actor
 from trainyard.core.status import Status
 from trainyard.jobs.scheduling import quotas
 from trainyard.jobs.store.account_tables import TokenRow, UserRow
-from trainyard.jobs.store.actor import ROLES, Actor
 from trainyard.jobs.store.store import Job, Store
 from trainyard.settings import Settings
 

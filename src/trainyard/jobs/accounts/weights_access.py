@@ -1,4 +1,5 @@
-"""The accounts' rules for the weights store (weights/access.py asks them): the same as for jobs.
+"""The accounts' rules for the weights store (weights/access.py asks them): core/ownership.py's,
+the same as for jobs.
 
 Another user's private entry is as if absent (404, or a published entry "not in the store");
 team entries are everyone's to read and train from; only the owner or an admin removes one or
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from trainyard.core import ownership
 from trainyard.jobs.accounts.users import first_admin
 from trainyard.jobs.store import actor as accounts
 from trainyard.jobs.store.store import Store
@@ -35,15 +37,11 @@ class ActorAccess:
         return record.get("owner") or self._first_admin
 
     def sees(self, record: dict) -> bool:
-        actor = accounts.current()
-        if actor is None or actor.is_admin or record.get("visibility") == "team":
-            return True
         holders = [self.owner_of(record), *record.get("users", [])]
-        return actor.role != "viewer" and actor.name in holders
+        return ownership.sees(accounts.current(), record.get("visibility"), holders)
 
     def changes(self, record: dict) -> bool:
-        actor = accounts.current()
-        return actor is None or actor.is_admin or (actor.role == "member" and actor.name == self.owner_of(record))
+        return ownership.changes(accounts.current(), self.owner_of(record))
 
     def check_create(self) -> None:
         accounts.check_create()

@@ -13,12 +13,13 @@ devices.py works the ``needs`` out; resume_model.py queues an ended job again on
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from trainyard.core.errors import InvalidInput, validated
 from trainyard.core.limits import MAX_NAME
+from trainyard.core.ownership import Visibility
 from trainyard.core.tasks import task_traits
 from trainyard.core.vocabulary import DEFAULT_TASK
 from trainyard.datasets.info import DatasetInfo, read_dataset_info
@@ -70,7 +71,7 @@ class TrainRequest(BaseModel):
     early_stop_min_epochs: float = DEFAULT_MIN_EPOCHS  # epochs every run trains before it is judged
     settings: TrainSettings = Field(default_factory=TrainSettings)  # how each job trains: epochs, solver, lr, ...
     # Who else sees the jobs: only their owner (and admins), or the whole team (jobs/store/actor.py).
-    visibility: Literal["private", "team"] = "private"
+    visibility: Visibility = "private"
 
 
 class InvalidSpec(InvalidInput, JobError):

@@ -1,4 +1,4 @@
-"""Who is acting, and what that user may see and change: the one place the rules live.
+"""Who is acting in this context, and what that user may see and change of jobs.
 
 The web app sets the acting user for each request (web/auth.py) in a context variable, which
 FastAPI carries into the threads that run the handlers. Everything below reads it: the store
@@ -7,8 +7,8 @@ lookup of a job by id (jobs/kinds/lookup.py) answers another user's private job 
 answers a job that does not exist (404): nothing says it exists. With no acting user (the CLI
 on its own home, the scheduler) nothing is filtered: that is the home's admin.
 
-- admin: every job. member: its own and team jobs; changes (abort, delete, resume, patch) its
-  own only. viewer: team jobs, read only; creates nothing.
+The rules themselves (admin, member, viewer; private and team) are core/ownership.py's, which
+the weights store's accounts ask too; this module applies them to the acting user and to jobs.
 """
 
 from __future__ import annotations
@@ -17,27 +17,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, or_
 
-from trainyard.core.errors import Forbidden, InvalidInput
-
-ROLES = ("admin", "member", "viewer")
-VISIBILITIES = ("private", "team")
-
-
-@dataclass(frozen=True)
-class Actor:
-    name: str
-    role: str
-    source: str | None = None  # the client's address, for the audit log
-
-    @property
-    def is_admin(self) -> bool:
-        return self.role == "admin"
-
+from trainyard.core import ownership
+from trainyard.core.errors import Forbidden
+from trainyard.core.ownership import Actor, checked_visibility
 
 _ACTOR: ContextVar[Actor | None] = ContextVar("trainyard_actor", default=None)
 _VISIBILITY: ContextVar[str] = ContextVar("trainyard_new_visibility", default="private")
@@ -62,12 +48,6 @@ def acting(actor: Actor | None) -> Iterator[None]:
         _ACTOR.reset(token)
 
 
-def checked_visibility(value: Any) -> str:
-    if value not in VISIBILITIES:
-        raise InvalidInput(f"visibility should be one of {', '.join(VISIBILITIES)}, not {value!r}")
-    return value
-
-
 @contextmanager
 def creating_with(visibility: str | None) -> Iterator[None]:
     """Jobs created inside are made with ``visibility`` (default private)."""
@@ -79,19 +59,11 @@ def creating_with(visibility: str | None) -> Iterator[None]:
 
 
 def may_see(job: Any) -> bool:
-    actor = current()
-    if actor is None or actor.is_admin:
-        return True
-    if (job.visibility or "private") == "team":
-        return True
-    return job.owner is not None and job.owner == actor.name and actor.role != "viewer"
+    return ownership.sees(current(), job.visibility, [job.owner])
 
 
 def may_change(job: Any) -> bool:
-    actor = current()
-    if actor is None or actor.is_admin:
-        return True
-    return actor.role == "member" and job.owner == actor.name
+    return ownership.changes(current(), job.owner)
 
 
 def check_change(job: Any) -> None:
@@ -107,7 +79,8 @@ def check_create() -> None:
 
 
 def visible_condition(columns: Any) -> ColumnElement[bool] | None:
-    """A WHERE condition on the jobs table's ``columns`` keeping what the actor may see; None: all."""
+    """A WHERE condition on the jobs table's ``columns`` keeping what the actor may see; None: all.
+    The SQL form of core/ownership.py `sees` for one holder, the job's owner."""
     actor = current()
     if actor is None or actor.is_admin:
         return None

@@ -3,11 +3,10 @@ who sees it (``visibility``: private or team; its owner's or an admin's change o
 
 from __future__ import annotations
 
-from typing import Literal
-
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from trainyard.core.ownership import Visibility
 from trainyard.jobs.store.labels import MAX_NOTES, set_labels
 from trainyard.jobs.views.documents import job_detail
 from trainyard.web.deps import Ctx, get_job_of_kind, get_job_to_change
@@ -23,7 +22,7 @@ class LabelsPatch(BaseModel):
 
     tags: list[str] | None = Field(None, max_length=64, description="1 to 32 of a-z 0-9 . _ - : + each, 16 at most")
     notes: str | None = Field(None, max_length=MAX_NOTES)
-    visibility: Literal["private", "team"] | None = None
+    visibility: Visibility | None = None
 
 
 @router.patch("/{job_id}", response_model=AnyJobDetail)

@@ -13,8 +13,8 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from trainyard.core.ownership import Actor
 from trainyard.jobs.accounts import audit, users
-from trainyard.jobs.store.actor import Actor
 from trainyard.web.auth import requester
 from trainyard.web.routers.pages import render
 from trainyard.web.sessions import COOKIE, MAX_AGE_S, new_session

@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import shutil
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 
 from trainyard.core.document import Document
 from trainyard.core.errors import InvalidInput
+from trainyard.core.ownership import Visibility
 from trainyard.web.schemas.runs import WeightsPage, WeightsRow
 from trainyard.web.uploads import save_upload
 
@@ -68,7 +69,7 @@ async def get_weights(request: Request, name: str) -> WeightsRow:
 
 @router.post("/{name}/pull", status_code=202, response_model=WeightsRow)
 async def pull_weights(request: Request, name: str,
-                       visibility: Literal["private", "team"] | None = None) -> WeightsRow:
+                       visibility: Visibility | None = None) -> WeightsRow:
     """Start downloading a published entry (yours, private unless ``visibility`` is team);
     GET /api/weights/{name} shows its progress."""
     p = pulls(request)
@@ -81,7 +82,7 @@ async def pull_weights(request: Request, name: str,
 @router.post("", status_code=201, response_model=WeightsRow)
 async def import_weights(request: Request, name: str = Form(...), network: str | None = Form(None),
                          mean: str | None = Form(None), std: str | None = Form(None),
-                         visibility: Literal["private", "team"] | None = Form(None),
+                         visibility: Visibility | None = Form(None),
                          file: UploadFile = File(...)) -> WeightsRow:
     """Add an uploaded file: a published entry's (hash-checked) or your own for ``network``,
     with its input normalisation (``mean``/``std`` per channel on 0..1, comma-separated)."""
@@ -97,7 +98,7 @@ async def import_weights(request: Request, name: str = Form(...), network: str |
 
 
 class WeightsPatch(Document):
-    visibility: Literal["private", "team"]
+    visibility: Visibility
 
 
 @router.patch("/{name}", response_model=WeightsRow)

@@ -1,4 +1,4 @@
-// The weights page: search the store, pull with live progress, import and remove.
+// The weights page: search the store, pull with live progress, import, remove, and share.
 import { ty } from "./app.js";
 (() => {
   const body = document.querySelector("#weights-table tbody");
@@ -48,6 +48,24 @@ import { ty } from "./app.js";
     return cell;
   }
 
+  // Who it is and who sees it; its owner (or an admin: row.changeable) gets a select that
+  // PATCHes the visibility, whose options are the server's (weights.html's template).
+  function ownerCell(row) {
+    const cell = document.createElement("td");
+    if (!row.present) return cell;
+    if (!row.changeable) {
+      cell.textContent = `${row.owner || ""} · ${row.visibility}`;
+      return cell;
+    }
+    const select = document.getElementById("weights-visibility-template").content.firstElementChild.cloneNode(true);
+    select.value = row.visibility;
+    select.setAttribute("aria-label", `who sees ${row.name}`);
+    select.onchange = () => act(row, "PATCH", `/api/weights/${encodeURIComponent(row.name)}`,
+                                { visibility: select.value });
+    cell.append(`${row.owner || ""} `, select);
+    return cell;
+  }
+
   function render(row, tr = document.createElement("tr")) {
     tr.replaceChildren();
     tr.dataset.name = row.name;
@@ -57,14 +75,14 @@ import { ty } from "./app.js";
       td.textContent = text;
       tr.append(td);
     }
-    tr.append(storeCell(row));
+    tr.append(ownerCell(row), storeCell(row));
     if (row.pull && row.pull.state === "running") watch(row.name, tr);
     return tr;
   }
 
-  async function act(row, method, url) {
+  async function act(row, method, url, payload) {
     try {
-      const updated = await ty.api(method, url);
+      const updated = await ty.api(method, url, payload);
       render(updated, body.querySelector(`tr[data-name="${CSS.escape(row.name)}"]`));
     } catch (error) {
       alert(error.message);
