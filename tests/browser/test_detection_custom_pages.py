@@ -26,8 +26,9 @@ def server(tmp_path_factory):
 
     custom = custom_detector(tmp_path_factory)
     settings = custom.settings.model_copy(update={"auth_token": BROWSER_TOKEN})
-    with serving(create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))) as url:
-        yield SimpleNamespace(url=url, custom=custom)
+    app = create_app(settings, pools=Pools(dataset_slots=2, cpu_slots=1, gpus=[]))
+    with serving(app) as url:
+        yield SimpleNamespace(url=url, custom=custom, app=app)
 
 
 def test_the_editor_starts_a_detector_from_the_template_and_visualizes_it(server, page):
@@ -73,3 +74,24 @@ def test_the_detect_page_shows_the_backbone_layers(server, page, tmp_path):
     assert rows.nth(1).locator("img.mosaic").count() == 2  # its filters and its feature maps
     assert rows.nth(1).locator("svg.histogram").count() == 2 and "mean" in first and "std" in first
     assert all(text.split("\n")[0].startswith(("input", "backbone.")) for text in rows.all_inner_texts())
+
+
+def test_the_form_lists_what_trains_on_the_dataset_chosen(server, page):
+    """Issue 46.9: choosing another dataset re-filters the networks and re-greys the previous
+    models (model_start.js, network_table.js); the server drew them for the first one."""
+    from tests.web.test_pages_models import add_dataset
+
+    digits = add_dataset(server.app.state.ctx, "digits-for-the-form")  # a classification dataset
+    page.goto(f"{server.url}/models/new?dataset={digits.id}")
+    detector = page.locator("#previous-job option", has_text="detector")
+    assert page.is_visible("tr[data-network=lenet]") and page.is_hidden("tr[data-network=yolo_n]")
+    assert detector.is_disabled() and detector.inner_text().endswith(": a detector")
+    page.uncheck(f"#ds-{digits.id}")
+    page.check(f"#ds-{server.custom.dataset_id}")
+    assert page.is_hidden("tr[data-network=lenet]") and page.is_visible("tr[data-network=yolo_n]")
+    assert not detector.is_disabled() and not detector.inner_text().endswith(": a detector")
+    assert page.eval_on_selector("#timm-head", "s => s.value") == "fasterrcnn"  # a detector's backbone
+    page.check("input[name=start][value=previous]")
+    assert page.is_hidden("#network-choice") and page.is_visible("#network-of-weights")
+    page.select_option("#previous-job", value=detector.get_attribute("value"))
+    assert "Creates 1 job" in page.inner_text("#sweep-count")

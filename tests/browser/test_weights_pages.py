@@ -62,7 +62,8 @@ def test_form_finds_timm_networks_and_fine_tunes_from_the_store(live_server, dat
     row.locator("td.params").filter(has_text=re.compile(r"\d{3},\d{3}")).wait_for()  # counted on demand
     page.locator("#sweep-count").filter(has_text="Creates 1 job").wait_for()
 
-    page.click("button.tab[data-tab=pretrained]")
+    page.check("input[name=start][value=store]")  # the one "Start from" control (issue 46.9)
+    assert page.locator("#network-choice").is_hidden()  # the weights bring their network
     page.locator("#store-entries input[value='grey-lenet']").check()
     page.fill("input[name=name]", "from the store")
     page.fill("input[name=epochs]", "1")

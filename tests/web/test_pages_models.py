@@ -141,7 +141,7 @@ def test_new_model_form_offers_datasets_networks_solvers_and_gpus(app, client):
     assert 'name="lr_policy"' in html and 'data-uses="step_percent,gamma"' in html
     assert "GPU 0: Fake H100 (80 GiB)" in html and "GPU 1: Fake T4 (16 GiB)" in html
     for field in ("batch_size", "accumulation", "epochs", "snapshot_interval", "val_interval", "seed",
-                  "crop", "mean", "flip", "rotate_degrees", "pretrained_job", "pretrained_file"):
+                  "crop", "mean", "flip", "rotate_degrees", "previous_job", "pretrained_file", "start"):
         assert f'name="{field}"' in html
     assert "vendor/codemirror/codemirror.js" in html and "vendor/codemirror/python.js" in html
 

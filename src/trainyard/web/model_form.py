@@ -9,17 +9,17 @@ needs, so "Clone" needs no script to fill it.
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainyard.core.paths import checkpoint_epoch, checkpoint_job
 from trainyard.core.status import Status
+from trainyard.core.tasks import task_traits
 from trainyard.core.vocabulary import DEFAULT_TASK, MEAN_MODES
 from trainyard.datasets.info import DatasetInfo
 from trainyard.jobs.context import Context
 from trainyard.jobs.views.settings import as_text  # noqa: F401 (the form's values, as typed)
 from trainyard.training.lr_policies import list_lr_policies
 from trainyard.training.solvers import list_solvers
+from trainyard.web.model_start import previous_models, start_values
 
 if TYPE_CHECKING:
     from trainyard.training.spec import ModelSpec
@@ -54,10 +54,8 @@ def form_values(ctx: Context, spec: ModelSpec | None = None, needs: dict | None 
     values["freeze_backbone"] = spec.freeze_backbone
     values["scale_lr"] = spec.scale_lr
     values.update(_gpu_values(needs or {}))
-    entry = spec.pretrained_entry  # store weights: the pretrained networks tab
-    values.update(_pretrained_values(ctx, None if entry else spec.pretrained))
-    values["store_entry"] = entry or ""
-    values["network_mode"] = "custom" if spec.network_source else "pretrained" if entry else "standard"
+    values.update(start_values(ctx, spec.pretrained, spec.pretrained_entry))  # the one "Start from" control
+    values["network_mode"] = "custom" if spec.network_source else "standard"
     return values
 
 
@@ -65,24 +63,6 @@ def _gpu_values(needs: dict) -> dict:
     if needs.get("ids"):
         return {"gpu_mode": "ids", "gpu_count": "1", "gpu_ids": list(needs["ids"])}
     return {"gpu_mode": "count", "gpu_count": str(needs.get("count", 1)), "gpu_ids": []}
-
-
-def _pretrained_values(ctx: Context, path: str | None) -> dict:
-    """A cloned job's pretrained checkpoint path back to "model X, epoch N" where it is one."""
-    out = {"pretrained_job": "", "pretrained_epoch": "", "pretrained_file": ""}
-    if not path:
-        return out
-    checkpoint = Path(path)
-    jobs_dir = ctx.settings.jobs_dir.resolve()
-    job_id = checkpoint_job(checkpoint, jobs_dir)
-    if job_id is not None:
-        out["pretrained_job"] = job_id
-        epoch = checkpoint_epoch(checkpoint)
-        if epoch is not None:
-            out["pretrained_epoch"] = as_text(float(epoch))
-        return out
-    out["pretrained_file"] = path
-    return out
 
 
 def dataset_choices(briefs: list[dict]) -> list[dict]:
@@ -100,7 +80,8 @@ def dataset_choices(briefs: list[dict]) -> list[dict]:
                     "classes": len(info.classes), "train": info.images.get("train"),
                     "images": sum(info.images.values()) if info.images else None,
                     "width": info.width, "height": info.height, "channels": info.channels,
-                    "task": task, "recommended": recommended_network(task, facts)})
+                    "task": task, "network_task": task_traits(task).network_task,
+                    "recommended": recommended_network(task, facts)})
     return out
 
 
@@ -109,7 +90,8 @@ def preselect_network(values: dict, datasets: list[dict]) -> None:
     (networks/recommend.py), the network a request without one would train."""
     from trainyard.networks.table import family
 
-    if values["networks"] or values["network_source"] or values["store_entry"] or not values["datasets"]:
+    brings_network = values["start"] in ("store", "previous")  # store weights, a previous model: theirs
+    if values["networks"] or values["network_source"] or brings_network or not values["datasets"]:
         return
     chosen = [d["recommended"] for d in datasets if d["id"] == values["datasets"][0]]
     values["networks"] = chosen
@@ -132,13 +114,6 @@ def next_name(name: str, taken: set[str]) -> str:
             return f"{base}-{n}"
 
 
-def previous_models(briefs: list[dict]) -> list[dict]:
-    """Model jobs whose checkpoints can start a new training (fine-tuning)."""
-    return [{"id": j["id"], "name": j["name"], "status": j["status"],
-             "epoch": (j["summary"] or {}).get("epoch")}
-            for j in briefs if j["kind"] == "model" and j["status"] in (Status.DONE, Status.ABORTED, Status.RUNNING)]
-
-
 def choices(ctx: Context, briefs: list[dict]) -> dict:
     from trainyard.networks import list_networks  # the torch-free table
 
@@ -147,7 +122,8 @@ def choices(ctx: Context, briefs: list[dict]) -> dict:
         "datasets": dataset_choices(briefs),
         "networks": [{**asdict(n), "recipe": n.recipe_settings(), "recipe_note": recipe_note(n.recipe_settings())}
                      for n in list_networks()],
-        "previous": previous_models(briefs),
+        "previous": previous_models(ctx, briefs),
+        "timm_heads": timm_heads(),
         "gpus": [{"index": g.index, "label": g.label, "job": leases.get(g.resource)}
                  for g in ctx.pools.gpus],
         "solvers": [asdict(s) for s in list_solvers()],
@@ -179,3 +155,14 @@ def recipe_note(recipe: dict) -> str:
     if augment.get("flip", "none") != "none":
         parts.append("flips")
     return ", ".join(p for p in parts if p)
+
+
+def timm_heads() -> list[tuple[str, str, str]]:
+    """What a timm network found by search can be in the form: (head, words, the task it trains),
+    a classifier or a detector's backbone (networks/timm_detection.py), so the form offers only
+    the chosen dataset's."""
+    from trainyard.networks import timm_detection, timm_networks  # torch-free until a name is resolved
+
+    return [("", "a classifier", timm_networks.TASK),
+            *((head, f"the backbone of a {title} ({timm_detection.TASK})", timm_detection.TASK)
+              for head, (title, _) in timm_detection.HEADS.items())]

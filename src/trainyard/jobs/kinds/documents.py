@@ -156,6 +156,8 @@ class ModelDetail(JobDetail):
     metrics: dict[str, list[Point]]  # val_accuracy, val_loss, train_loss, ...: [[epoch, value], ...]
     best: Best | None
     workers: list[dict[str, Any]]  # cluster mode: where each rank runs
+    # what the training cannot do (training/diagnosis.py), each finding with what to try; [] when fine
+    diagnosis: list[str] = []
     spec: Annotated[StoredModelSpec | None, BeforeValidator(_model_spec_or_none)]  # spec.json, typed
 
     @field_serializer("spec")

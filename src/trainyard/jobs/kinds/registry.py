@@ -203,6 +203,7 @@ def describe_model(job: Job, folder: JobFolder, common: JobDetail) -> ModelDetai
         snapshots=snapshots, metrics=metrics,
         best=Best(epoch=best[0], **{key: best[1]}) if best else None,
         workers=(job.summary or {}).get("workers", []),  # cluster mode: where each rank runs
+        diagnosis=(job.summary or {}).get("diagnosis") or [],  # the latest validation's findings
         spec=stored,  # the spec.json, typed (a broken one: None)
     )
 

@@ -26,6 +26,7 @@ from trainyard.jobs.views import listing_query
 from trainyard.jobs.views.documents import job_detail, list_briefs
 from trainyard.web import listing, model_form, model_page
 from trainyard.web.deps import Ctx, get_job_of_kind
+from trainyard.web.model_start import grey_previous
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent.parent / "templates")
@@ -126,9 +127,11 @@ def new_model(request: Request, ctx: Ctx, dataset: str | None = None, clone: str
     if not values["datasets"]:
         values["datasets"] = [dataset] if dataset else model_form.default_dataset(offered["datasets"])
     model_form.preselect_network(values, offered["datasets"])
+    grey_previous(offered["previous"], offered["datasets"], values["datasets"])  # for the chosen dataset
+    chosen = next((d for d in offered["datasets"] if d["id"] in values["datasets"][:1]), None)
     if source:
         values["name"] = model_form.next_name(source.name, {j["name"] for j in briefs})
-    return render(request, "model_new.html", form=values, clone=source, **offered)
+    return render(request, "model_new.html", form=values, clone=source, chosen=chosen, **offered)
 
 
 @router.get("/models/{model_id}", response_class=HTMLResponse)

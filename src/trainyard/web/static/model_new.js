@@ -5,6 +5,7 @@ import { formErrors } from "./form_errors.js";
 import { formFields } from "./form_fields.js";
 import { lrPreview } from "./lr_preview.js";
 import { modelRecipe } from "./model_recipe.js";
+import { modelStart } from "./model_start.js";
 import { netViz } from "./netviz.js";
 import { networkTable } from "./network_table.js";
 import { sweepForm } from "./sweep_form.js";
@@ -76,6 +77,8 @@ def build(num_classes, in_channels, image_size):
   }
 
   networkTable.watch(form, () => geometry());
+  networkTable.followTask(form);
+  modelStart.watch(form, () => updateSweep());
   networkTable.followRecommended(form);
   modelRecipe.watch(form);  // before the preview's listeners: they draw what it fills in
   exampleForTask();
@@ -140,36 +143,16 @@ def build(num_classes, in_channels, image_size):
   // -- reading the form --------------------------------------------------------------------------
   const { number, numbers, lrSettings, trainSettings } = formFields(f);
 
-  function pretrained() {
-    if (f.pretrained_job.value) {
-      const epoch = f.pretrained_epoch.value.trim();
-      return epoch ? `${f.pretrained_job.value}:${epoch}` : f.pretrained_job.value;
-    }
-    return f.pretrained_file.value.trim() || null;
-  }
-
-  // The previous- and pretrained-networks tabs name weights; the server trains their network.
-  function tabPretrained(mode) {
-    if (mode === "previous") {
-      if (!f.previous_job.value) throw new Error("Choose a previous model.");
-      const epoch = f.previous_epoch.value.trim();
-      return epoch ? `${f.previous_job.value}:${epoch}` : f.previous_job.value;
-    }
-    const entry = checked("store_entry")[0];
-    if (!entry) throw new Error("Choose pretrained weights (pull or import them on the Weights page).");
-    return entry.value;
-  }
-
   function request() {
-    const mode = f.network_mode.value;
-    const custom = mode === "custom";
+    // Store weights and a previous model bring their network; otherwise the tabs name it.
+    const mode = modelStart.bringsNetwork(form) ? "weights" : f.network_mode.value;
     const settings = trainSettings();
     const body = {
       name: f.name.value.trim(), datasets: checked("dataset").map((b) => b.value),
-      networks: mode === "standard" ? checked("network").map((b) => b.value) : [],
-      network_source: custom ? editor.getValue() : null,
+      networks: mode === "standard" ? networkTable.ticked(form).map((b) => b.value) : [],
+      network_source: mode === "custom" ? editor.getValue() : null,
       ...sweepForm.fields(f, numbers),
-      pretrained: mode === "previous" || mode === "pretrained" ? tabPretrained(mode) : pretrained(), settings,
+      pretrained: modelStart.pretrained(form), settings,
     };
     if (f.gpu_mode) {
       const mode = form.querySelector('input[name="gpu_mode"]:checked');
@@ -195,9 +178,10 @@ def build(num_classes, in_channels, image_size):
     let lrs, batches, drawn;
     try { [lrs, batches, drawn] = sweepForm.counted(f, numbers); }
     catch (err) { out.textContent = err.message; return; }
-    const mode = f.network_mode.value;
-    const networks = { custom: 1, standard: checked("network").length, previous: f.previous_job.value ? 1 : 0,
-                       pretrained: checked("store_entry").length }[mode];
+    const start = modelStart.value(form);
+    const networks = start === "previous" ? (f.previous_job.value ? 1 : 0)
+      : start === "store" ? checked("store_entry").length
+      : f.network_mode.value === "custom" ? 1 : networkTable.ticked(form).length;
     // With trials, each trial draws its values: say which, not "N learning rates" (issue 31.9).
     const what = drawn && drawn.length ? ` (each draws a ${drawn.join(" and a ")})` : "";
     const parts = [
@@ -294,7 +278,7 @@ def build(num_classes, in_channels, image_size):
     const field = /^(?:lr\.|augment\.)?(\w+):/.exec(text);
     const name = field && field[1];
     if (name && f[name] && f[name].tagName) return new formErrors.FieldError(f[name], text);
-    if (/pretrained|model job/.test(text)) return new formErrors.FieldError($("pretrained-fieldset"), text);
+    if (/pretrained|model job/.test(text)) return new formErrors.FieldError($("start-choice"), text);
     return err;
   }
   return { visualize, updateSweep };

@@ -1,6 +1,6 @@
 // The new-model form's networks beyond the table: timm's zoo by search (details fetched when a
 // name is picked, so hundreds of names cost nothing), and the weights store's entries for the
-// pretrained-networks tab.
+// "Start from: pretrained weights" choice (model_start.js).
 import { ty } from "./app.js";
 import { modelForm } from "./model_new.js";
 (() => {

@@ -2,6 +2,7 @@
 // LR with warm-up, EMA, mosaic, HSV, scale, flips). Ticking networks that share one recipe fills
 // the solver, LR and augmentation fields with its values and says so beside them; a field the
 // user changed keeps the user's value, and what the form shows is what it sends (issue 41.2).
+import { modelStart } from "./model_start.js";
 
 // A recipe's panels as the form's field names: lr.policy is the "lr_policy" select.
 const LR_FIELDS = { policy: "lr_policy" };
@@ -45,9 +46,10 @@ export const modelRecipe = {
     const plain = Object.fromEntries([...names].map((n) => [n, read(n)]));  // the defaults, or a clone's
     const shown = { ...plain };  // what this module last put in each field
 
-    function ticked() {
-      if (f.network_mode.value !== "standard") return [];
-      return [...form.querySelectorAll('input[name="network"]:checked')].map((box) => box.closest("tr"));
+    function ticked() {  // weights that bring their network (modelStart) fine-tune it: no recipe
+      if (f.network_mode.value !== "standard" || modelStart.bringsNetwork(form)) return [];
+      return [...form.querySelectorAll('input[name="network"]:checked')]
+        .filter((box) => !box.closest("[hidden]")).map((box) => box.closest("tr"));  // none of another task
     }
 
     function fill(values) {
@@ -79,7 +81,7 @@ export const modelRecipe = {
       toggle.parentElement.hidden = !shared;
     }
 
-    form.addEventListener("change", (e) => { if (e.target.name === "network") apply(); });
+    form.addEventListener("change", (e) => { if (["network", "start", "dataset"].includes(e.target.name)) apply(); });
     for (const tab of form.querySelectorAll(".tab")) tab.addEventListener("click", () => apply());
     toggle.addEventListener("change", () => apply());
     apply(!form.dataset.clone);  // a clone shows its own job's settings, recipe or not

@@ -59,8 +59,17 @@ import { isActive, Status } from "./status.js";
     progress(e) { Object.assign(view, { done: e.done, total: e.total, eta: e.eta }); },
     checkpoint(e) { addSnapshot(e.epoch); },
     status(e) { if (!isActive(e.status)) endedByEvent = Date.now(); },
+    summary(e) { if (Array.isArray(e.diagnosis)) showDiagnosis(e.diagnosis); },
     log(e) { log.push(`[${e.level}] ${e.message}`); if (log.length > 600) log.splice(0, log.length - 500); },
   };
+
+  // Training that cannot learn (training/diagnosis.py): each validation's summary holds what
+  // its figures show now, so the latest one replaces the list (a finding that no longer holds goes).
+  function showDiagnosis(findings) {
+    $("diagnosis").hidden = !findings.length;
+    $("diagnosis-list").replaceChildren(...findings.map((text) => Object.assign(document.createElement("li"),
+      { textContent: `${text.charAt(0).toUpperCase()}${text.slice(1)}.` })));
+  }
 
   const render = charts.throttle(() => {
     if (main.dirty) { main.dirty = false; mainChart.setData(main.cols); $("chart-main").dataset.points = main.length; }

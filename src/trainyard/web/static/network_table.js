@@ -52,6 +52,31 @@ export const networkTable = {
     });
   },
 
+  // Only the networks that train the chosen dataset's task (core/tasks.py network_task): a
+  // classification dataset lists no detector, and timm's search offers only the heads that fit.
+  followTask(form) {
+    const apply = () => {
+      const box = form.querySelector('input[name="dataset"]:checked');
+      const task = box ? box.dataset.networkTask : "";
+      const off = (el) => Boolean(task) && el.dataset.task !== task;
+      for (const row of form.querySelectorAll("#network-table tr[data-network]")) row.hidden = off(row);
+      const head = form.querySelector("#timm-head");
+      for (const option of head.options) { option.hidden = off(option); option.disabled = off(option); }
+      const fitting = [...head.options].filter((o) => !o.disabled);
+      form.querySelector("#timm-block").hidden = !fitting.length;
+      if (fitting.length && head.selectedOptions[0].disabled) {
+        head.value = fitting[0].value;
+        head.dispatchEvent(new Event("change"));  // the search follows the head
+      }
+    };
+    form.addEventListener("change", (e) => { if (e.target.name === "dataset") apply(); });
+  },
+
+  // The ticked networks a request sends: none that the chosen task hides.
+  ticked(form) {
+    return [...form.querySelectorAll('input[name="network"]:checked')].filter((box) => !box.closest("[hidden]"));
+  },
+
   // A network trained far from its intended size works poorly (or not at all: Create refuses
   // sizes below the minimum); say so beside the network before anyone waits for a job.
   warnSizes(form, size) {
