@@ -5,6 +5,7 @@ a class's pixels blended toward its colour, the background's left as they were).
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import pytest
@@ -87,3 +88,16 @@ def test_a_dataset_without_masks_has_no_overlay(settings, make_images, wait_job)
         page = client.get(f"/datasets/{job['id']}").text
     assert answer.status_code == 404 and "not a segmentation dataset" in answer.text
     assert 'id="pixel-shares"' not in page and 'data-masks="false"' in page
+
+
+def test_the_form_offers_the_mask_options_of_the_cli(settings):
+    from trainyard.datasets.spec import DatasetSpec
+
+    with open_client(settings, run_scheduler=False) as client:
+        page = client.get("/datasets/new").text
+    panel = page[page.index('data-panel="segmentation"'):]
+    panel = panel[:panel.index("</fieldset>")]
+    names = set(re.findall(r'name="seg_(\w+)"', panel))
+    assert {"train_folder", "train_labels", "labels_format", "mask_colors", "classes", "val_labels"} <= names
+    assert names <= set(DatasetSpec.model_fields)  # each is a spec field once its prefix is cut
+    assert "<option>voc</option>" in panel and "<option>coco</option>" in panel

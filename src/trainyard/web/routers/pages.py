@@ -17,6 +17,7 @@ from fastapi.templating import Jinja2Templates
 from trainyard.core import formatting
 from trainyard.core.vocabulary import DEFAULT_TASK, RESIZE_MODES
 from trainyard.datasets.segmentation.overlay import class_colours
+from trainyard.datasets.segmentation.spec_rules import TOLD_FORMATS
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.dataset import version_name
@@ -105,7 +106,7 @@ def new_dataset(request: Request, ctx: Ctx, parent: str | None = None):
     version = (DATASET.spec_of(ctx.manager.folder(parent_job.id)).dataset_version + 1) if parent_job else 2
     return render(request, "dataset_new.html", resize_modes=RESIZE_MODES, parent=parent_job,
                   suggested=version_name(parent_job.name, version) if parent_job else "flowers",
-                  roots=[str(r) for r in ctx.settings.allowed_roots])
+                  roots=[str(r) for r in ctx.settings.allowed_roots], segmentation_formats=TOLD_FORMATS)
 
 
 @router.get("/datasets/{dataset_id}", response_class=HTMLResponse)
