@@ -53,9 +53,10 @@ def test_every_task_is_registered_with_its_facts_and_parts():
     from trainyard.networks.check import CHECKS
     from trainyard.training.steps import TASKS as STEPS
     from trainyard.web.routers.inference_pages import PAGES
+    from trainyard.web.routers.pages import DATASET_FRAGMENTS
 
     assert TASK_TRAITS.names() == list(TASKS) and DEFAULT_TASK in TASKS
-    for registry in (CHECKS, BUILDS, STEPS, MANY, EVALUATE, ROW_PARSERS, READMES, PAGES):
+    for registry in (CHECKS, BUILDS, STEPS, MANY, EVALUATE, ROW_PARSERS, READMES, PAGES, DATASET_FRAGMENTS):
         assert set(registry) == set(TASKS)
     assert [task_traits(t).best_metric for t in TASKS] == [STEPS[t].best for t in TASKS]
 

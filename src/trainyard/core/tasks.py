@@ -28,11 +28,17 @@ class TaskTraits:
     noun: str  # what a trained network of the task is: "classifier", "detector"
     best_label: str  # the model page's caption for the best score
     boxes: bool = False  # answers, labels and previews are boxes per image, not one class per image
+    masks: bool = False  # answers, labels and previews are a class per pixel (a mask per image)
     appendable: bool = True  # a built dataset takes more images (a new version) without a rebuild
     dataset_hint: str = ""  # how to build a dataset of the task, for a network of it on another's
     networks_of: str = ""  # the task whose networks train it (a multi-label one: classifiers); "": its own
     score_text: str = "{:.3f}"  # the best score as the pages show it ("87.50%", "mAP@0.5 0.824")
     best_words: str = ""  # the best score in the log's words ("accuracy 87.50 %")
+
+    @property
+    def label_files(self) -> bool:
+        """Its labels are files beside the images (boxes or masks), not the images' folders."""
+        return self.boxes or self.masks
 
     @property
     def network_task(self) -> str:
@@ -62,7 +68,7 @@ TASK_TRAITS.register("multilabel", TaskTraits(
 TASK_TRAITS.register("segmentation", TaskTraits(
     name="segmentation", best_metric=BEST_METRIC["segmentation"],
     metrics=("val_miou", "val_loss", "train_loss", "val_pixel_accuracy"), verb="segment", noun="segmenter",
-    best_label="Best val. mIoU", appendable=False,
+    best_label="Best val. mIoU", masks=True, appendable=False,
     dataset_hint="build a segmentation dataset (--task segmentation) from index-PNG masks",
     score_text="mIoU {:.3f}", best_words="mIoU {:.3f}"))
 

@@ -1,5 +1,6 @@
 """Semantic segmentation networks: segmentation-models-pytorch's U-Net, FPN and DeepLabV3+ on a
-ResNet-18 encoder, and torchvision's LR-ASPP on MobileNet V3 (issue 43).
+ResNet-18 encoder, and torchvision's LR-ASPP and DeepLabV3 on MobileNet V3 and FCN on ResNet-50
+(issue 43), without their auxiliary classifiers.
 
 Each builder has the custom network signature ``build(num_classes, in_channels, image_size)`` and
 returns a module whose forward maps (N, C, H, W) images to (N, num_classes, H, W) logits, one
@@ -47,14 +48,38 @@ def deeplabv3plus_resnet18(num_classes: int, in_channels: int = 3, image_size: i
     return _smp("deeplabv3plus", num_classes, in_channels)
 
 
+def _first_conv_takes(parent: nn.Module, name: str, in_channels: int) -> None:
+    """Replace ``parent``'s first convolution ``name`` by one of ``in_channels`` inputs (a grey
+    dataset's one channel); torchvision's segmenters are built for RGB."""
+    if in_channels == 3:
+        return
+    first = getattr(parent, name)
+    setattr(parent, name, nn.Conv2d(in_channels, first.out_channels, first.kernel_size, first.stride,
+                                    first.padding, bias=False))
+
+
 def lraspp_mobilenet_v3_large(num_classes: int, in_channels: int = 3, image_size: int = 256) -> nn.Module:
     from torchvision.models.segmentation import lraspp_mobilenet_v3_large as make
 
     net = make(weights=None, weights_backbone=None, num_classes=num_classes)
-    if in_channels != 3:  # a grey dataset: the first convolution takes its one channel
-        first = net.backbone["0"][0]
-        net.backbone["0"][0] = nn.Conv2d(in_channels, first.out_channels, first.kernel_size, first.stride,
-                                         first.padding, bias=False)
+    _first_conv_takes(net.backbone["0"], "0", in_channels)
+    return Segmenter(net)
+
+
+def deeplabv3_mobilenet_v3_large(num_classes: int, in_channels: int = 3, image_size: int = 256) -> nn.Module:
+    from torchvision.models.segmentation import deeplabv3_mobilenet_v3_large as make
+
+    # no auxiliary classifier: the loss (training/segmentation/steps.py) reads the one answer
+    net = make(weights=None, weights_backbone=None, num_classes=num_classes, aux_loss=False)
+    _first_conv_takes(net.backbone["0"], "0", in_channels)
+    return Segmenter(net)
+
+
+def fcn_resnet50(num_classes: int, in_channels: int = 3, image_size: int = 256) -> nn.Module:
+    from torchvision.models.segmentation import fcn_resnet50 as make
+
+    net = make(weights=None, weights_backbone=None, num_classes=num_classes, aux_loss=False)
+    _first_conv_takes(net.backbone, "conv1", in_channels)
     return Segmenter(net)
 
 
@@ -71,5 +96,6 @@ def _as_file(builder) -> None:
     builder.source = source
 
 
-for _builder in (unet_resnet18, fpn_resnet18, deeplabv3plus_resnet18, lraspp_mobilenet_v3_large):
+for _builder in (unet_resnet18, fpn_resnet18, deeplabv3plus_resnet18, lraspp_mobilenet_v3_large,
+                 deeplabv3_mobilenet_v3_large, fcn_resnet50):
     _as_file(_builder)

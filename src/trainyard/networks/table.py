@@ -137,7 +137,7 @@ for _info, _builder in (
       for size, batch, note in (("n", 16, "3 M parameters, the fastest"), ("s", 16, "11 M parameters"),
                                 ("m", 8, "26 M parameters, the most accurate"))),
     # Segmenters (task "segmentation": index masks): segmentation-models-pytorch on a ResNet-18
-    # encoder, and torchvision's LR-ASPP. smp's need a side that is a multiple of 32.
+    # encoder, and torchvision's LR-ASPP, DeepLabV3 and FCN. smp's need a side that is a multiple of 32.
     *((NetworkInfo(name, description, image_size=256, batch_size=8, source_module=_SEGMENTATION,
                    min_image_size=32, task="segmentation", recipe=SEGMENTATION_RECIPE), f"{_SEGMENTATION}:{name}")
       for name, description in (
@@ -147,7 +147,11 @@ for _info, _builder in (
           ("deeplabv3plus_resnet18", "DeepLabV3+, ResNet-18 encoder (segmentation-models-pytorch): atrous "
                                      "context; image sides a multiple of 16."),
           ("lraspp_mobilenet_v3_large", "LR-ASPP, MobileNet V3 (torchvision): small and fast; slow to leave "
-                                        "the background from scratch."))),
+                                        "the background from scratch."),
+          ("deeplabv3_mobilenet_v3_large", "DeepLabV3, MobileNet V3 (torchvision): atrous spatial pyramid "
+                                           "pooling for objects of many sizes at a mobile network's cost."),
+          ("fcn_resnet50", "FCN, ResNet-50 (torchvision): the fully convolutional network DIGITS segmented "
+                           "with; large (33 M parameters) and slow on a CPU, for a GPU."))),
 ):
     register_network(_info, _builder)
 

@@ -18,6 +18,8 @@ from trainyard.core.status import Status
 from trainyard.datasets.detection.explore import image_page, is_detection_split
 from trainyard.datasets.images import ImageError, png_bytes
 from trainyard.datasets.preview import display_pixels, preview_resize
+from trainyard.datasets.segmentation import explore as segmentation_explore
+from trainyard.datasets.segmentation.overlay import OPACITY
 from trainyard.datasets.sources import iter_images
 from trainyard.datasets.spec import DatasetSpec
 from trainyard.datasets.storage import SPLITS, SplitReader, open_split
@@ -149,11 +151,15 @@ def _open(folder: Path, split: str) -> SplitReader:
 def list_images(ctx: Ctx, dataset_id: str, split: str = "train", label: int | None = None,
                 offset: int = Query(0, ge=0), limit: int = Query(48, ge=1, le=PAGE_MAX)) -> schemas.ImagePage:
     """A page of a split's images (index and label), optionally of one class only. A detection
-    split's images carry their boxes, and ``label`` is the number of boxes."""
+    split's images carry their boxes, and ``label`` is the number of boxes; a segmentation
+    split's, the classes their mask holds."""
     folder = _built_dataset(ctx, dataset_id)
     reader = _open(folder, split)
     if is_detection_split(folder / split):
         return schemas.ImagePage.model_validate(image_page(folder / split, label, offset, limit))
+    if segmentation_explore.is_segmentation_split(folder / split):  # each image with the classes its mask holds
+        masked = segmentation_explore.image_page(folder / split, label, offset, limit)
+        return schemas.ImagePage.model_validate(masked.model_dump())
     labels = reader.labels
     if labels.ndim == 2:  # a multi-label split's targets (datasets/multilabel/store.py): ``label`` picks its images
         if label is not None and not 0 <= label < labels.shape[1]:
@@ -216,3 +222,20 @@ async def resize_preview(ctx: Ctx, width: Annotated[int, Form(ge=1, le=4096)] = 
         except ValueError as exc:  # an unknown resize mode or channel count
             raise InvalidInput(str(exc)) from exc
     raise problem or InvalidInput("no usable image to preview")
+
+
+@router.get("/{dataset_id}/images/{split}/{index}/overlay.png", **media.PNG)
+def overlay_png(ctx: Ctx, dataset_id: str, split: str, index: int,
+                opacity: float = Query(OPACITY, ge=0, le=1)):
+    """A segmentation split's stored image with its mask laid over it in the class colours
+    (datasets/segmentation/overlay.py: the Segment page's)."""
+    folder = _built_dataset(ctx, dataset_id)
+    _open(folder, split)  # a known split that this dataset has
+    if not segmentation_explore.is_segmentation_split(folder / split):
+        raise NotFound(f"dataset {dataset_id} has no masks: it is not a segmentation dataset")
+    try:
+        pixels = segmentation_explore.overlay_image(folder / split, index, opacity)
+    except IndexError as exc:
+        raise NotFound(str(exc)) from None
+    return Response(png_bytes(pixels), media_type="image/png",
+                    headers={"Cache-Control": "max-age=86400"})  # a version never changes

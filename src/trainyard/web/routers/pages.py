@@ -15,7 +15,9 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from trainyard.core import formatting
-from trainyard.core.vocabulary import RESIZE_MODES
+from trainyard.core.vocabulary import DEFAULT_TASK, RESIZE_MODES
+from trainyard.datasets.segmentation.overlay import class_colours
+from trainyard.datasets.segmentation.spec_rules import TOLD_FORMATS
 from trainyard.datasets.sources import IMAGE_EXTENSIONS
 from trainyard.jobs.context import Context
 from trainyard.jobs.kinds.dataset import version_name
@@ -37,6 +39,10 @@ templates.env.filters["num"] = model_form.as_text  # epochs as 3 or 2.5, never 3
 # A setting's name and value as the job page words them ("Base learning rate"), on every page.
 templates.env.filters.update(setting_label=model_page.label, setting_text=model_page.text)
 templates.env.globals["acting_user"] = accounts.current  # the top bar's name, sign-out, admin links
+templates.env.globals["class_colours"] = class_colours  # a mask's colours, for the legends and segment.js
+# What a dataset's page adds for its task (core/tasks.py): the statistics its build stored.
+DATASET_FRAGMENTS = {"classification": None, "detection": "_dataset_detection.html",
+                     "multilabel": "_dataset_multilabel.html", "segmentation": "_dataset_segmentation.html"}
 
 
 def render(request: Request, name: str, **context: Any) -> HTMLResponse:
@@ -101,14 +107,16 @@ def new_dataset(request: Request, ctx: Ctx, parent: str | None = None):
     version = (DATASET.spec_of(ctx.manager.folder(parent_job.id)).dataset_version + 1) if parent_job else 2
     return render(request, "dataset_new.html", resize_modes=RESIZE_MODES, parent=parent_job,
                   suggested=version_name(parent_job.name, version) if parent_job else "flowers",
-                  roots=[str(r) for r in ctx.settings.allowed_roots])
+                  roots=[str(r) for r in ctx.settings.allowed_roots], segmentation_formats=TOLD_FORMATS)
 
 
 @router.get("/datasets/{dataset_id}", response_class=HTMLResponse)
 def show_dataset(request: Request, ctx: Ctx, dataset_id: str):
     job = get_job_of_kind(ctx, dataset_id, "dataset")
     parent = ctx.store.get_job(job.parent_id) if job.parent_id else None
-    return render(request, "dataset_show.html", job=job_detail(ctx.manager, job).model_dump(),
+    detail = job_detail(ctx.manager, job).model_dump()
+    return render(request, "dataset_show.html", job=detail,
+                  fragment=DATASET_FRAGMENTS[detail.get("task") or DEFAULT_TASK],
                   parent_name=parent.name if parent else None,
                   spec=DATASET.find_spec(ctx.manager.folder(dataset_id)),
                   image_extensions=", ".join(sorted(e.lstrip(".") for e in IMAGE_EXTENSIONS)))

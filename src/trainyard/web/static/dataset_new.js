@@ -56,20 +56,22 @@ import { ty } from "./app.js";
       folder: ["train_folder", "val_folder", "test_folder"],
       lists: ["train_list", "labels_file", "val_list", "test_list", "image_root"],
       upload: [],
-      detection: ["det_train_folder", "det_train_labels", "det_labels_format", "det_classes", "det_val_folder",
-        "det_val_labels", "det_test_folder", "det_test_labels", "det_resize"],
     };
-    for (const name of fields.concat(sources[activeTab])) {
+    // A task's panel (images + label files) names its task, and its fields carry a prefix so that
+    // they do not clash with the folder tab's: its fields are whatever inputs it holds.
+    const panel = form.querySelector(`.tab-panel[data-panel="${activeTab}"]`);
+    const own = sources[activeTab] || [...panel.querySelectorAll("[name]")].map((input) => input.name);
+    for (const name of fields.concat(own)) {
       const input = form.elements[name];
       if (!input || input.value === "") continue;
       spec[name] = input.type === "number" || name === "channels" || name === "depth" ? Number(input.value) : input.value;
     }
-    if (activeTab === "detection") {
-      // The detection panel's fields are the spec's, prefixed so they do not clash with the folder tab's.
+    if (panel.dataset.task) {
+      const prefix = panel.dataset.prefix;
       for (const key of Object.keys(spec)) {
-        if (key.startsWith("det_")) { spec[key.slice(4)] = spec[key]; delete spec[key]; }
+        if (key.startsWith(prefix)) { spec[key.slice(prefix.length)] = spec[key]; delete spec[key]; }
       }
-      spec.task = "detection";
+      spec.task = panel.dataset.task;
       for (const key of ["min_per_class", "max_per_class", "depth"]) delete spec[key];
     }
     return spec;

@@ -55,7 +55,8 @@ import { JobPage } from "./job_page.js";
   const grid = document.getElementById("explore-grid");
   if (!grid) return;
   const classes = JSON.parse(grid.dataset.classes);
-  const detection = grid.dataset.boxes === "true";  // the task registry's word (core/tasks.py)
+  const detection = grid.dataset.boxes === "true";  // the task registry's words (core/tasks.py)
+  const masks = grid.dataset.masks === "true";  // each image shown with its mask laid over it
   const pageSize = detection ? 24 : 48;
   const palette = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#bfef45"];
   const svgNS = "http://www.w3.org/2000/svg";
@@ -105,13 +106,16 @@ import { JobPage } from "./job_page.js";
     const page = await ty.api("GET", `/api/datasets/${jobId}/images?${query}`);
     // Built as DOM nodes: class names are folder names, which may hold quotes or markup.
     grid.replaceChildren(...page.images.map((image) => {
-      const src = `/api/datasets/${encodeURIComponent(jobId)}/images/${encodeURIComponent(split)}/${image.index}.png`;
+      const base = `/api/datasets/${encodeURIComponent(jobId)}/images/${encodeURIComponent(split)}/${image.index}`;
+      // a segmentation image: the server lays its mask over it in the class colours of the legend
+      const src = masks ? `${base}/overlay.png` : `${base}.png`;
       if (detection) return boxedFigure(image, src, page.width, page.height);
       const figure = document.createElement("figure");
       const img = document.createElement("img");
       img.loading = "lazy";
       img.src = src;
-      // a multi-label image names each of its labels; a classification image its class
+      // a multi-label image names each of its labels (a segmentation image the classes its mask
+      // holds); a classification image its class
       const names = image.labels ? image.labels.map((i) => classes[i]).join(", ") || "no label" : classes[image.label];
       img.setAttribute("alt", names);
       const caption = document.createElement("figcaption");

@@ -9,10 +9,10 @@ import { ty } from "./app.js";
   if (!root) return;
   const modelId = root.dataset.model;
   const $ = (id) => document.getElementById(id);
-  // Class 0 (background, by the dataset's convention) gets no colour: the photo shows through.
-  const COLOURS = [null, [230, 25, 75], [60, 180, 75], [0, 130, 200], [245, 130, 48], [145, 30, 180],
-    [70, 240, 240], [240, 50, 230], [210, 245, 60], [250, 190, 190], [0, 128, 128], [170, 110, 40]];
-  const colour = (i) => COLOURS[i % COLOURS.length] || (i ? [128, 128, 128] : null);
+  // Each class index's colour, from the page (datasets/segmentation/overlay.py: the dataset
+  // page's overlays use the same); class 0, the background, has none: the photo shows through.
+  const COLOURS = JSON.parse(root.dataset.colours);
+  const colour = (i) => COLOURS[i] || null;
   let current = null; // {image, indices: Uint8ClampedArray RGBA of the mask, classes, areas}
 
   function loaded(src) {
