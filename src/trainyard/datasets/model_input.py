@@ -52,7 +52,9 @@ def read_8bit_image(source: Source, channels: int) -> Image.Image:
 
 
 def _array(source: Source, channels: int, depth: int) -> np.ndarray:
-    return load_array_bytes(source, channels, depth) if isinstance(source, bytes) else load_array(source, channels, depth)
+    if isinstance(source, bytes):
+        return load_array_bytes(source, channels, depth)
+    return load_array(source, channels, depth)
 
 
 def _is_16bit(source: Source) -> bool:
