@@ -144,7 +144,10 @@ def test_a_16bit_image_is_shown_with_a_window_not_clipped(tmp_path: Path):
     pixels[2:] = 3000
     shown = display_pixels(pixels)
     assert shown.dtype == np.uint8 and set(np.unique(shown)) == {0, 255}  # dark and bright, not both 255
-    assert display_pixels(np.full((2, 2, 5), 7, np.uint16)).shape == (2, 2, 1)
+    bands = np.stack([np.full((2, 2), v, np.uint16) for v in (1000, 2000, 3000, 9000, 9000)], axis=2)
+    assert display_pixels(bands)[0, 0].tolist() == [0, 128, 255]  # its first three channels
+    assert display_pixels(bands[:, :, :2]).shape == (2, 2, 1)  # two: the first, as grey
+    assert display_pixels(bands, (1000, 2000))[0, 0].tolist() == [0, 255, 255]  # a window clips outside
     data = gray16(tmp_path / "p.png", 2000, size=20).read_bytes()
     preview = np.asarray(Image.open(io.BytesIO(preview_resize(data, 10, 10, 1, "squash"))))
     assert preview.min() < 60 and preview.max() > 200  # stretched from its own min to max

@@ -1,6 +1,7 @@
 """What a person sees of images: the live resize preview of the dataset form (image bytes in,
-PNG bytes out), and a stored image as an 8-bit picture (`display_pixels`: a 16-bit image is
-stretched from its own minimum to its maximum, a window, rather than clipped or left dark)."""
+PNG bytes out), and a stored image as an 8-bit picture (`display_image`: a 16-bit image is
+stretched from its own minimum to its maximum, or over a window the user sets, rather than
+clipped or left dark)."""
 
 from __future__ import annotations
 
@@ -34,14 +35,25 @@ def _is_deep(image_bytes: bytes) -> bool:
         return False  # the 8-bit path says why it cannot be read
 
 
-def display_pixels(pixels: np.ndarray) -> np.ndarray:
-    """A stored (H, W, C) image as uint8 (H, W, 1 or 3) to show: 8-bit grey or RGB as it is; a
-    16-bit one stretched linearly from its minimum to its maximum (over all channels, so colours
-    keep their balance); an N-channel one by its first channel."""
-    if pixels.shape[2] not in (1, 3):
-        pixels = pixels[:, :, :1]
-    if pixels.dtype == np.uint8:
-        return pixels
-    lo, hi = float(pixels.min()), float(pixels.max())
+Window = tuple[float, float]  # (lo, hi): the stored values shown as black and as white
+
+
+def display_pixels(pixels: np.ndarray, window: Window | None = None) -> np.ndarray:
+    """A stored (H, W, C) image as uint8 (H, W, 1 or 3) to show (`display_image` without the window)."""
+    return display_image(pixels, window)[0]
+
+
+def display_image(pixels: np.ndarray, window: Window | None = None) -> tuple[np.ndarray, Window | None]:
+    """A stored (H, W, C) image as uint8 (H, W, 1 or 3) to show, and the window used (None: none,
+    an 8-bit image as it is). An N-channel image shows its first three channels (two: its first, as
+    grey). ``window`` maps lo..hi linearly to 0..255, clipping outside; without one a 16-bit
+    image is stretched from its own minimum to its maximum (over all channels shown, so colours
+    keep their balance) rather than clipped at 255 or left dark."""
+    c = pixels.shape[2]
+    if c not in (1, 3):
+        pixels = pixels[:, :, :3] if c > 3 else pixels[:, :, :1]
+    if window is None and pixels.dtype == np.uint8:
+        return pixels, None
+    lo, hi = window if window is not None else (float(pixels.min()), float(pixels.max()))
     scaled = (pixels.astype(np.float32) - lo) * (255.0 / (hi - lo if hi > lo else 1.0))
-    return np.clip(np.rint(scaled), 0, 255).astype(np.uint8)
+    return np.clip(np.rint(scaled), 0, 255).astype(np.uint8), (lo, hi)

@@ -17,8 +17,8 @@ from PIL import Image
 from trainyard.artifact import inputs
 from trainyard.artifact.inputs import Prepared
 from trainyard.artifact.preprocessing import Preprocessing
-from trainyard.datasets.deep import load_array, load_array_bytes
-from trainyard.datasets.images import ImageError, load_image, load_image_bytes
+from trainyard.datasets.images import ImageError
+from trainyard.datasets.model_input import read_input
 from trainyard.inference.loader import InferenceError, LoadedModel
 
 __all__ = ["Prepared", "classify", "decode", "load_for", "prepare", "prepare_pixels"]
@@ -28,12 +28,11 @@ MAX_TOP = 100
 
 def decode(data: bytes, loaded: LoadedModel) -> Image.Image | np.ndarray:
     """An uploaded file as a Pillow image in the model's channel mode, or for a 16-bit or
-    N-channel model an array at its depth (datasets/deep.py); InferenceError if unusable."""
+    N-channel model an array at its depth (datasets/model_input.py: a 16-bit file given to an
+    8-bit model is scaled to 8 bits); InferenceError if unusable."""
     prep = loaded.preprocess
     try:
-        if prep.full_depth:
-            return load_array_bytes(data, prep.channels, prep.depth)
-        return load_image_bytes(data, prep.channels)
+        return read_input(data, prep.channels, prep.depth)
     except ImageError as exc:
         raise InferenceError(f"not a usable image: {exc}") from None
 
@@ -41,9 +40,7 @@ def decode(data: bytes, loaded: LoadedModel) -> Image.Image | np.ndarray:
 def load_for(path: str | os.PathLike, prep: Preprocessing) -> Image.Image | np.ndarray:
     """A file as `decode` gives an upload: what the model with preprocessing ``prep`` reads;
     ImageError if unusable."""
-    if prep.full_depth:
-        return load_array(path, prep.channels, prep.depth)
-    return load_image(path, prep.channels)
+    return read_input(path, prep.channels, prep.depth)
 
 
 def prepare(loaded: LoadedModel, images: Sequence[Image.Image | np.ndarray]) -> Prepared:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainyard.datasets.images import ImageError, load_image, load_image_bytes
+from trainyard.datasets.images import ImageError
+from trainyard.datasets.model_input import read_8bit_image
 from trainyard.inference.detection.detect import detect_fitted, fitted, model_doc
 from trainyard.inference.detection.detector import LoadedDetector
 from trainyard.inference.snapshots import InferenceError
@@ -23,8 +24,8 @@ def detect_answer(loaded: LoadedDetector, sources: Sequence[tuple[str, bytes | P
     prepared = []
     for name, source in sources:
         try:
-            image = (load_image_bytes(source, loaded.preprocess.channels) if isinstance(source, bytes)
-                     else load_image(source, loaded.preprocess.channels))
+            # a detector is 8-bit: a 16-bit file is scaled to 8 bits (datasets/model_input.py)
+            image = read_8bit_image(source, loaded.preprocess.channels)
         except ImageError as exc:
             raise InferenceError(f"{name} is not a usable image: {exc}") from None
         with image:

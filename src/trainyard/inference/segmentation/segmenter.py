@@ -23,7 +23,7 @@ from PIL import Image
 
 from trainyard.artifact.checkpoint import CheckpointHeader, build_model_from_checkpoint, load_checkpoint
 from trainyard.artifact.preprocessing import Preprocessing
-from trainyard.datasets.images import load_image, load_image_bytes
+from trainyard.datasets.model_input import read_8bit_image
 from trainyard.inference.model_cache import ModelCache, file_key
 from trainyard.inference.snapshots import InferenceError
 
@@ -57,7 +57,7 @@ class LoadedSegmenter:
         """The (h, w) uint8 class indices of the image at ``source`` (a path, or an upload's
         bytes), at its own size; ImageError when it is not a usable image."""
         p = self.preprocess
-        image = load_image_bytes(source, p.channels) if isinstance(source, bytes) else load_image(source, p.channels)
+        image = read_8bit_image(source, p.channels)  # a 16-bit file: scaled to 8 bits
         with image as img:
             size = img.size
             fitted = np.asarray(img.resize((p.width, p.height), Image.Resampling.BILINEAR), np.uint8)

@@ -17,7 +17,7 @@ from trainyard.core.paths import resolve_inside
 from trainyard.core.status import Status
 from trainyard.datasets.detection.explore import image_page, is_detection_split
 from trainyard.datasets.images import ImageError, png_bytes
-from trainyard.datasets.preview import display_pixels, preview_resize
+from trainyard.datasets.preview import Window, display_image, preview_resize
 from trainyard.datasets.segmentation import explore as segmentation_explore
 from trainyard.datasets.segmentation.overlay import OPACITY
 from trainyard.datasets.sources import iter_images
@@ -176,13 +176,31 @@ def list_images(ctx: Ctx, dataset_id: str, split: str = "train", label: int | No
 
 
 @router.get("/{dataset_id}/images/{split}/{index}.png", **media.PNG)
-def image_png(ctx: Ctx, dataset_id: str, split: str, index: int):
+def image_png(ctx: Ctx, dataset_id: str, split: str, index: int,
+              low: Annotated[int | None, Query(alias="min", ge=0, le=65535)] = None,
+              high: Annotated[int | None, Query(alias="max", ge=0, le=65535)] = None):
+    """A stored image as an 8-bit PNG. A 16-bit one is stretched from its own minimum to its
+    maximum, or from ``min`` to ``max`` (stored values, given together); the window used is in
+    the ``X-Display-Window`` header ("lo-hi", absent for an 8-bit image shown as it is)."""
+    window = _window(low, high)
     reader = _open(_built_dataset(ctx, dataset_id), split)
     if not 0 <= index < len(reader):
         raise NotFound(f"{split} has {len(reader)} images; no image {index}")
-    pixels = display_pixels(reader.read(index))  # a 16-bit image: a min/max window, not clipped
-    return Response(png_bytes(pixels), media_type="image/png",
-                    headers={"Cache-Control": "max-age=86400"})  # a version never changes
+    pixels, used = display_image(reader.read(index), window)  # a 16-bit image: a window, not clipped
+    headers = {"Cache-Control": "max-age=86400"}  # a version never changes; a window is another URL
+    if used is not None:
+        headers["X-Display-Window"] = f"{used[0]:g}-{used[1]:g}"
+    return Response(png_bytes(pixels), media_type="image/png", headers=headers)
+
+
+def _window(low: int | None, high: int | None) -> Window | None:
+    if low is None and high is None:
+        return None
+    if low is None or high is None:
+        raise InvalidInput("give both min and max of the display window, or neither")
+    if low >= high:
+        raise InvalidInput(f"the display window's min ({low}) must be below its max ({high})")
+    return float(low), float(high)
 
 
 PREVIEW_TRIES = 20  # a folder's first few image files are tried: one of them may be broken

@@ -97,6 +97,35 @@ import { JobPage } from "./job_page.js";
     return figure;
   }
 
+  // A 16-bit dataset's display window: stored values min..max shown as black..white (the image
+  // route's query); none: each image from its own minimum to its maximum.
+  let windowQuery = "";
+  const windowForm = document.getElementById("explore-window");
+  if (windowForm) {
+    const used = document.getElementById("explore-window-used");
+    const ownText = used.textContent;
+    windowForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const low = document.getElementById("explore-min").value.trim();
+      const high = document.getElementById("explore-max").value.trim();
+      if (low === "" && high === "") { windowQuery = ""; used.textContent = ownText; showPage(); return; }
+      const [lo, hi] = [Number(low), Number(high)];
+      const whole = (v, s) => s !== "" && Number.isInteger(v) && v >= 0 && v <= 65535;
+      if (!whole(lo, low) || !whole(hi, high) || lo >= hi) {
+        used.textContent = "Window: min and max must be whole numbers 0..65535, min below max.";
+        return;
+      }
+      windowQuery = `?${new URLSearchParams({ min: lo, max: hi })}`;
+      used.textContent = `Window: ${lo} (black) to ${hi} (white), the same for every image.`;
+      showPage();
+    });
+    document.getElementById("explore-window-reset").addEventListener("click", () => {
+      document.getElementById("explore-min").value = "";
+      document.getElementById("explore-max").value = "";
+      windowForm.requestSubmit();
+    });
+  }
+
   let offset = 0;
   async function showPage() {
     const split = document.getElementById("explore-split").value;
@@ -108,7 +137,7 @@ import { JobPage } from "./job_page.js";
     grid.replaceChildren(...page.images.map((image) => {
       const base = `/api/datasets/${encodeURIComponent(jobId)}/images/${encodeURIComponent(split)}/${image.index}`;
       // a segmentation image: the server lays its mask over it in the class colours of the legend
-      const src = masks ? `${base}/overlay.png` : `${base}.png`;
+      const src = masks ? `${base}/overlay.png` : `${base}.png${windowQuery}`;
       if (detection) return boxedFigure(image, src, page.width, page.height);
       const figure = document.createElement("figure");
       const img = document.createElement("img");
