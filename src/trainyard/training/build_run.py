@@ -151,8 +151,6 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
         torch.manual_seed(distributed.rank_seed(seed, d.rank))  # own dropout masks per rank
 
     batch_size = spec.default_batch_size()
-    train_loader: BatchLoader
-    val_loader: BatchLoader | None
     targets = TARGET_LOADERS.get(spec.task)
     if targets is not None:  # boxes or masks for targets, no mean (the network normalises inside)
         train_loader, val_loader, preprocess = targets(spec, info, train_split, val_split, batch_size, device,
@@ -175,15 +173,7 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
                         spec.snapshot_interval)
 
     base_lr = spec.lr.base_lr * (d.world_size if spec.scale_lr else 1)
-    groups: list[nn.Parameter] | list[dict] = params
-    if head is not None and spec.backbone_lr_mult != 1:  # the backbone learns more slowly
-        groups = finetune.parameter_groups(net, head, base_lr, spec.backbone_lr_mult)
-    optimizer = create_optimizer(spec.solver, groups, base_lr, spec.momentum, spec.weight_decay)
-    scheduler = create_scheduler(optimizer, spec.lr, schedule.total_iterations)
-    scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
-    stepper = Stepper(optimizer, scheduler, scaler, device.type, dtype, spec.accumulation,
-                      ema=resumed_average(net, spec.ema, ckpt))
-
+    stepper = _stepper(spec, net, params, head, base_lr, schedule, device, dtype, ckpt)
     run = Run(spec, Path(job_dir), events, device, net, net, stepper, train_loader, val_loader,
               schedule, classes, image_size, preprocess, seed, trainable, head, dist=d, base_lr=base_lr,
               batchnorm_refresh=refresh)
@@ -191,6 +181,20 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
         resume_run(run, ckpt)
     _wrap(run)
     return run
+
+
+def _stepper(spec: ModelSpec, net: nn.Module, params: list[nn.Parameter], head: list[str] | None,
+             base_lr: float, schedule: Schedule, device: torch.device, dtype: torch.dtype | None,
+             ckpt: dict | None) -> Stepper:
+    """The optimizer, its LR schedule, the loss scaler (float16 only) and the weight average."""
+    groups: list[nn.Parameter] | list[dict] = params
+    if head is not None and spec.backbone_lr_mult != 1:  # the backbone learns more slowly
+        groups = finetune.parameter_groups(net, head, base_lr, spec.backbone_lr_mult)
+    optimizer = create_optimizer(spec.solver, groups, base_lr, spec.momentum, spec.weight_decay)
+    scheduler = create_scheduler(optimizer, spec.lr, schedule.total_iterations)
+    scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
+    return Stepper(optimizer, scheduler, scaler, device.type, dtype, spec.accumulation,
+                   ema=resumed_average(net, spec.ema, ckpt))
 
 
 def _classification_data(spec: ModelSpec, ckpt: dict | None, info: DatasetInfo, train_split: SplitReader,
