@@ -28,6 +28,7 @@ from trainyard.artifact.checkpoint import load_checkpoint
 from trainyard.artifact.device import GpuUnusable, require_leased_gpus
 from trainyard.artifact.normalize import mean_tensor, std_tensor
 from trainyard.artifact.preprocessing import DEFAULT_RESIZE, Preprocessing
+from trainyard.core import environment
 from trainyard.core.errors import InvalidInput
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
@@ -79,7 +80,7 @@ def check_processes(spec: ModelSpec, d: Dist) -> None:
     # Several copies of this loop without a process group would each train alone and write the
     # same files: they must come from torch.distributed.run (the job's command does that).
     wanted = spec.processes * spec.nnodes
-    if not d.enabled and (wanted > 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1):
+    if not d.enabled and (wanted > 1 or environment.world_size() > 1):
         raise TrainingError(f"this job asks for {wanted} processes: start it through "
                             "torch.distributed.run (as trainyard does), not as one process")
 
