@@ -54,6 +54,11 @@ def test_the_protocol_readers_say_what_a_launcher_set(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert (environment.torch_rank(), environment.world_size(), environment.local_world_size()) == (3, 4, 1)
     assert environment.launched_as_rank() and environment.cuda_visible_devices() == ""
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "")
+    monkeypatch.delenv("NCCL_SOCKET_IFNAME", raising=False)
+    wanted = ("RANK", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")  # handed on to a Ray actor as they are
+    assert dict(environment.present(wanted)) == {"RANK": "3", "GLOO_SOCKET_IFNAME": ""}
+    assert dict(environment.present(wanted, non_empty=True)) == {"RANK": "3"}
     monkeypatch.delenv("RANK")
     assert not environment.launched_as_rank() and environment.torch_rank() == 0
     monkeypatch.setenv(environment.RANK_LOCK_FD_VARIABLE, "7")

@@ -125,7 +125,13 @@ def train(
     from trainyard.jobs.kinds.training import TrainRequest
 
     source = _read_network_file(network_file) if network_file else None
-    lr_fields = _lr_fields(lr_policy, lr_step, warmup, lr_steps, lr_gamma, lr_power)
+    lr_given = (("policy", lr_policy), ("step_percent", lr_step), ("warmup_percent", warmup))
+    lr_fields: dict[str, Any] = {k: v for k, v in lr_given if v is not None}
+    if lr_steps:
+        lr_fields["steps_percent"] = _numbers(lr_steps, what="--lr-steps")
+    for key, value in (("gamma", lr_gamma), ("power", lr_power)):
+        if value is not None:
+            lr_fields[key] = value
     settings = dict(epochs=epochs, accumulation=accumulation, solver=solver, lr=lr_fields,
                     momentum=momentum, weight_decay=weight_decay, snapshot_interval=snapshot_interval,
                     val_interval=val_interval, seed=seed, crop=crop, mean=mean, precision=precision,
@@ -150,17 +156,6 @@ def train(
             max_restarts=max_restarts, visibility=visibility,
             settings={k: v for k, v in settings.items() if v is not None})
     _create_and_run(request, submit, as_json)
-
-
-def _lr_fields(policy: str | None, step: float | None, warmup: float | None, steps: str | None,
-               gamma: float | None, power: float | None) -> dict[str, Any]:
-    """The learning-rate schedule's fields the command line gave (the rest keep their defaults)."""
-    given = (("policy", policy), ("step_percent", step), ("warmup_percent", warmup), ("gamma", gamma),
-             ("power", power))
-    fields: dict[str, Any] = {k: v for k, v in given if v is not None}
-    if steps:
-        fields["steps_percent"] = _numbers(steps, what="--lr-steps")
-    return fields
 
 
 def _create_and_run(request, submit: bool, as_json: bool) -> None:

@@ -154,7 +154,7 @@ def child_environment(env: dict[str, str]) -> dict[str, str]:
     """This actor's environment under ``env``; Ray's own thread count left out, and gloo's and
     NCCL's interface left as the node's operator set them, where they did."""
     out = {k: v for k, v in os.environ.items() if k not in RAY_ONLY}
-    operators = environment.present(("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"), non_empty=True)
+    operators = {name for name, _ in environment.present(("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"), non_empty=True)}
     for key, value in env.items():
         if key in operators:
             continue

@@ -27,7 +27,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from trainyard.core.vocabulary import LEASED_GPUS  # the lease indices of the real GPUs a job process holds
@@ -174,10 +174,10 @@ def ray_address() -> str:
     return os.environ.get("RAY_ADDRESS", "").strip()
 
 
-def present(names: Iterable[str], non_empty: bool = False) -> dict[str, str]:
-    """The variables of ``names`` this process has (with ``non_empty``, only those with a value),
-    to hand on to a process it starts elsewhere (a Ray actor does not inherit them)."""
-    return {name: os.environ[name] for name in names if name in os.environ and (os.environ[name] or not non_empty)}
+def present(names: Iterable[str], non_empty: bool = False) -> Iterator[tuple[str, str]]:
+    """(name, value) of each variable of ``names`` this process has (with ``non_empty``, only those
+    with a value), to hand on to a process it starts elsewhere (a Ray actor does not inherit them)."""
+    return ((name, os.environ[name]) for name in names if name in os.environ and (os.environ[name] or not non_empty))
 
 
 # --- What a trainyard process hands the child it starts ---------------------------------------
