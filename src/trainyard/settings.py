@@ -1,10 +1,14 @@
-"""All configuration of the server and the CLI, from TRAINYARD_* environment variables (pydantic-settings).
+"""All configuration, from TRAINYARD_* environment variables (pydantic-settings): the one module
+that reads a setting from the environment (tests/test_environment_reads.py).
 
-One variable is not here, on purpose: ``TRAINYARD_COLLECTIVE_TIMEOUT_S`` (seconds, default 600),
-how long a rank of a multi-process training waits at a collective before giving up. Only the
-training process reads it (training/distributed.py), and that process must not load the server's
-Settings (docs/architecture.md, "Layers": it reads its job folder and nothing else); it inherits the variable
-from the environment of the server or CLI that starts it.
+`ProcessSettings` are the settings every trainyard process may need, the job processes, training
+ranks and network checks included: those build it (`process_settings`) and never the server's
+`Settings`, which makes the home's folders and holds the token (docs/architecture.md, "Layers": a
+job process reads its job folder and nothing else). They inherit the variables from the server
+or CLI that starts them. `Settings` adds the server's and the CLI's. `trainyard system` lists both.
+
+The sandbox's own processes read their few settings through core/environment.py instead, parsed
+alike: they must not import pydantic (its docstring says why).
 """
 
 from __future__ import annotations
@@ -16,11 +20,61 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+# ProcessSettings' fields, where an empty value means the default; not Settings' own, which keep
+# pydantic's reading of "" (tests/core/test_environment_settings.py holds this list to the class)
+PROCESS_FIELDS = ("check_timeout_s", "collective_timeout_s", "join_timeout_s", "sandbox_namespaces",
+                  "sandbox_cgroups", "allow_unsandboxed", "sandbox_uid", "sandbox_memory_mb", "job_work_mb",
+                  "rank_uid_base", "inference_runtime", "inject_oom", "checkpoint_hold", "test_kill_build_at")
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 MIN_TOKEN_LENGTH = 12  # a token is the only lock on a server others can reach: no short ones
 
 
-class Settings(BaseSettings):
+class ProcessSettings(BaseSettings):
+    """The settings of every trainyard process; each field can be set as TRAINYARD_<FIELD>, and
+    an empty value means the default (as these were read before they were gathered here)."""
+
+    model_config = SettingsConfigDict(env_prefix="TRAINYARD_", extra="ignore")
+
+    check_timeout_s: float = Field(900.0, gt=0, description=(
+        "how long one network check (build, two forward passes) may take before it is given up; "
+        "fits the largest timm models (vit_giant took 388 s on 2 busy cores)"))
+    collective_timeout_s: float = Field(600.0, gt=0, description=(
+        "how long a rank of a multi-process training waits at a collective (long enough for rank 0 "
+        "to write a checkpoint while the others wait)"))
+    join_timeout_s: float = Field(180.0, gt=0, description=(
+        "how long a multi-process training's ranks may take to meet at the start"))
+    sandbox_namespaces: bool = Field(True, description="confine user code in bubblewrap namespaces where they work")
+    sandbox_cgroups: bool = Field(True, description="bound user code's memory by a cgroup (else rlimits only)")
+    allow_unsandboxed: bool = Field(False, description=(
+        "run custom networks unconfined on a machine that offers no sandbox (else they are refused)"))
+    sandbox_uid: int | None = Field(None, description=(
+        "the uid user code runs as when trainyard runs as root (default: nobody inside namespaces)"))
+    sandbox_memory_mb: int | None = Field(None, description=(
+        "the most memory a process running user code may take (default: a share of the machine's)"))
+    job_work_mb: int | None = Field(None, description=(
+        "the most a training job running user code may write into its work folder (default: three "
+        "quarters of the disk's free space when it starts)"))
+    rank_uid_base: int = Field(1 << 30, description=(
+        "the first uid of a cluster job's ranks (a uid per job, a group per rank, above it)"))
+    inference_runtime: str = Field("onnx", description="onnx, or torch: classify with PyTorch only")
+    inject_oom: str = Field("", description="FOR TESTS: fake an out-of-memory error at STEP[xCOUNT][@RANK]")
+    checkpoint_hold: str = Field("", description="FOR TESTS: a folder where checkpoint writes wait for a .hold file")
+    test_kill_build_at: int = Field(-1, description="FOR TESTS: kill a dataset build after this many images")
+
+    @field_validator(*PROCESS_FIELDS, mode="before")
+    @classmethod
+    def _empty_is_default(cls, value, info):
+        if value == "":
+            return cls.model_fields[info.field_name].get_default(call_default_factory=True)
+        return value
+
+
+def process_settings() -> ProcessSettings:
+    """The process settings as this process's environment says now (no folder is made)."""
+    return ProcessSettings()
+
+
+class Settings(ProcessSettings):
     """trainyard's settings; every field can be set as TRAINYARD_<FIELD>."""
 
     model_config = SettingsConfigDict(env_prefix="TRAINYARD_", extra="ignore")
@@ -41,10 +95,6 @@ class Settings(BaseSettings):
     # classify-many, top-N and evaluate jobs at once on a machine without GPUs, beside the
     # trainings (with GPUs, each takes a free GPU or shares a busy one)
     inference_jobs: int = Field(1, ge=1)
-    # How long one network check (build, two forward passes) may take before it is given up; a
-    # check given up says so and nothing about the network. Fits the largest timm models here:
-    # vit_giant (1.0 B parameters) took 388 s on 2 cores at load 25 (isolated.DEFAULT_TIMEOUT_S is the same).
-    check_timeout_s: float = Field(900.0, gt=0)
     abort_grace_s: float = 10.0  # SIGTERM, then SIGKILL after this long
     # A job whose holder (a server or a foreground CLI, on any machine) has not renewed its
     # heartbeat for this long is ended as interrupted by any other manager (jobs/runs/heartbeat.py).
@@ -141,3 +191,17 @@ def get_settings() -> Settings:
     settings = Settings()
     settings.ensure_dirs()
     return settings
+
+
+SECRET_FIELDS = ("auth_token", "database_url")  # a database URL may hold a password: never shown
+
+
+def listing(settings: ProcessSettings) -> list[tuple[str, str, str]]:
+    """Each setting as `trainyard system` shows it: (variable, value, what it is; "" where only a
+    comment in this file says)."""
+    rows = []
+    for name, field in type(settings).model_fields.items():
+        value = getattr(settings, name)
+        shown = ("set" if value else "not set") if name in SECRET_FIELDS else str(value)
+        rows.append((f"TRAINYARD_{name.upper()}", shown, field.description or ""))
+    return rows

@@ -137,3 +137,18 @@ def test_the_human_system_report_gives_versions_who_holds_each_slot_and_free_dis
     assert "Dataset build slot 1: free" in lines
     disk = next(line for line in lines if line.startswith("disk: "))
     assert "GiB free of" in disk and disk.endswith(str(ctx.settings.home))
+
+
+def test_the_human_system_report_lists_every_setting_and_hides_the_secrets(cli_env):
+    """`trainyard system` lists each TRAINYARD_* setting with its value here (settings.py is the
+    one place they are read); the token and the database URL only as set or not."""
+    from trainyard.settings import Settings
+
+    env = {**cli_env, "TRAINYARD_JOIN_TIMEOUT_S": "75", "TRAINYARD_AUTH_TOKEN": "a-long-enough-secret-token"}
+    result = CliRunner().invoke(cli, ["system"], env=env)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    listed = lines[lines.index("settings:") + 1:]
+    assert [line.split("=")[0].strip() for line in listed] == [f"TRAINYARD_{n.upper()}" for n in Settings.model_fields]
+    assert any(line.startswith("  TRAINYARD_JOIN_TIMEOUT_S=75.0  (how long") for line in listed)
+    assert "  TRAINYARD_AUTH_TOKEN=set" in listed and "a-long-enough-secret-token" not in result.stdout

@@ -9,10 +9,8 @@ CPU-only PyTorch) would otherwise train on the CPU, slowly, while the GPUs stay 
 
 from __future__ import annotations
 
-import os
-
+from trainyard.core import environment
 from trainyard.core.errors import UserError
-from trainyard.core.vocabulary import LEASED_GPUS
 
 
 class GpuUnusable(UserError, RuntimeError):
@@ -21,7 +19,7 @@ class GpuUnusable(UserError, RuntimeError):
 
 def leased_gpus() -> list[str]:
     """The lease indices of the real GPUs the runner gave this process; [] for none."""
-    return [part for part in os.environ.get(LEASED_GPUS, "").split(",") if part.strip()]
+    return environment.leased_gpus()
 
 
 def gpu_problem(expected: int = 1) -> str | None:
@@ -39,7 +37,7 @@ def gpu_problem(expected: int = 1) -> str | None:
     count = torch.cuda.device_count()
     if count < expected:
         return (f"CUDA shows {count} device{'s' * (count != 1)} of the {expected} leased "
-                f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')})")
+                f"(CUDA_VISIBLE_DEVICES={environment.cuda_visible_devices() or ''})")
     return None
 
 

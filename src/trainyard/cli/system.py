@@ -17,8 +17,9 @@ def system(as_json: bool = typer.Option(False, "--json", help="print the report 
     from trainyard.jobs.views.hardware import Hardware
     from trainyard.jobs.views.system import system_report
 
+    ctx = cli_context()
     try:
-        found = system_report(cli_context(), Hardware())
+        found = system_report(ctx, Hardware())
     except ClusterUnavailable as exc:
         fail(str(exc), code=1)
     if as_json:
@@ -44,6 +45,17 @@ def system(as_json: bool = typer.Option(False, "--json", help="print the report 
         typer.echo(f"node {node['host']} ({node['id'][:8]}) {state}: {node['cpus_in_use']}/{node['cpus']} CPUs, "
                    f"{node['gpus_in_use']}/{len(node['gpus'])} GPUs in use ({gpus})"
                    + (f"; jobs {', '.join(node['jobs'])}" if node["jobs"] else ""))
+    _print_settings(ctx.settings)
+
+
+def _print_settings(settings) -> None:
+    """Every TRAINYARD_* setting with its value here (secrets only as set or not), for a person
+    checking what this server or CLI runs with (settings.py documents each)."""
+    from trainyard.settings import listing
+
+    typer.echo("settings:")
+    for variable, value, what in listing(settings):
+        typer.echo(f"  {variable}={value}" + (f"  ({what})" if what else ""))
 
 
 def _holder(device: dict) -> str:

@@ -114,15 +114,15 @@ def train(
     visibility: str = typer.Option("private", help="private (you and admins) | team (every user sees it)"),
 ) -> None:
     """Train a classifier or a detector. Runs here with a progress bar unless --submit."""
+    # Over 60 lines only by its parameter list: one typer option per line, each the command's
+    # --help (tests/test_function_length.py names it as the one exception).
     from trainyard.networks.table import check_network_name
 
     for each in _names(network):  # a mistyped name is refused before the job store is opened
         check_network_name(each)
     # Imported here, not at the top: only this command needs them (a lighter start for the rest).
-    from trainyard.cli.context import cli_context
     from trainyard.jobs.kinds.sweeps import parse_range
-    from trainyard.jobs.kinds.training import TrainRequest, create_model_jobs
-    from trainyard.jobs.scheduling.deployment import follow_deployment
+    from trainyard.jobs.kinds.training import TrainRequest
 
     source = _read_network_file(network_file) if network_file else None
     lr_given = (("policy", lr_policy), ("step_percent", lr_step), ("warmup_percent", warmup))
@@ -140,9 +140,8 @@ def train(
                     nnodes=nnodes, node_rank=node_rank, master=master)
     if ema is not None:
         settings["ema"] = ema
-    augment = {k: v for k, v in (("flip", flip), ("scale_jitter", scale_jitter), ("mosaic", mosaic),
-                                 ("mosaic_off_percent", mosaic_off)) if v is not None}
-    if augment:
+    if augment := {k: v for k, v in (("flip", flip), ("scale_jitter", scale_jitter), ("mosaic", mosaic),
+                                     ("mosaic_off_percent", mosaic_off)) if v is not None}:
         settings["augment"] = augment
     networks = _names(network)
     lr_range, batch_range = parse_range(lr or "", float, "--lr"), parse_range(batch_size or "", int, "--batch-size")
@@ -156,6 +155,15 @@ def train(
             gpus=gpus, gpu_ids=_numbers(gpu_ids, int, "--gpu-ids") or None, pretrained=pretrained,
             max_restarts=max_restarts, visibility=visibility,
             settings={k: v for k, v in settings.items() if v is not None})
+    _create_and_run(request, submit, as_json)
+
+
+def _create_and_run(request, submit: bool, as_json: bool) -> None:
+    """Make the request's jobs and train them here, or queue them for the server (``submit``)."""
+    from trainyard.cli.context import cli_context
+    from trainyard.jobs.kinds.training import create_model_jobs
+    from trainyard.jobs.scheduling.deployment import follow_deployment
+
     ctx = cli_context()
     follow_deployment(ctx, foreground=not submit)  # the store's server decides where jobs run
     if submit:  # a queued job's network is checked first: by the server's warm checker if one runs

@@ -33,7 +33,7 @@ from trainyard.cluster.outcome import Ending, Gone, HeadLost, Outcome, RankEnd, 
 from trainyard.cluster.placement import Placement, WorkerInfo, rank_environments, rank_order, worker_docs
 from trainyard.cluster.previous_runs import prefix, remove_previous
 from trainyard.cluster.rank_worker import RankWorker
-from trainyard.core import fence
+from trainyard.core import environment, fence
 from trainyard.core.environment import MEMORY_SETTING
 from trainyard.core.events import EventWriter
 from trainyard.core.formatting import process_end
@@ -167,7 +167,7 @@ class Attempt:
         if self.should_stop() or not fence.begin_attempt(self.folder.work, self.token, self.number):
             raise Replaced  # a server ended the job, or a resume launched it again meanwhile
         for env in envs:
-            env.update({k: os.environ[k] for k in PASSED_ON if k in os.environ})
+            env.update(environment.present(PASSED_ON))
             env[PEERS] = peers
             env[fence.ENV] = fence.rank_value(self.token, self.number)
         started = self.ray.get([a.start.remote(ENTRY_POINT + [job_dir], env, job_dir,

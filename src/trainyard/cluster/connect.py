@@ -9,11 +9,11 @@ is asked to join it.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import threading
 from typing import Any
 
+from trainyard.core import environment
 from trainyard.core.jobproc import one_line
 
 NAMESPACE = "trainyard"  # named actors (one per rank) live here, so the server can find them
@@ -26,7 +26,7 @@ class ClusterUnavailable(RuntimeError):
 
 
 def address() -> str:
-    value = os.environ.get("RAY_ADDRESS", "").strip()
+    value = environment.ray_address()
     if not value:
         raise ClusterUnavailable("TRAINYARD_CLUSTER=ray but RAY_ADDRESS is not set: set it to the "
                                  "head node's HOST:PORT (ray start --head prints it)")

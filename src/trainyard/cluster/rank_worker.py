@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 
+from trainyard.core import environment
 from trainyard.core.interfaces import interface_of
 from trainyard.core.paths import JobFolder
 from trainyard.core.rank_threads import RANK_CPUS_ENV
@@ -153,8 +154,9 @@ def child_environment(env: dict[str, str]) -> dict[str, str]:
     """This actor's environment under ``env``; Ray's own thread count left out, and gloo's and
     NCCL's interface left as the node's operator set them, where they did."""
     out = {k: v for k, v in os.environ.items() if k not in RAY_ONLY}
+    operators = {name for name, _ in environment.present(("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"), non_empty=True)}
     for key, value in env.items():
-        if key in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME") and os.environ.get(key):
+        if key in operators:
             continue
         out[key] = value
     return out

@@ -57,10 +57,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainyard.core import jobfiles
+from trainyard.core.environment import FENCE_VARIABLE
 from trainyard.core.paths import JobFolder
 
 FILE = "fence.json"
-ENV = "TRAINYARD_FENCE"  # a rank's "LAUNCH/ATTEMPT": the attempt it belongs to
+ENV = FENCE_VARIABLE  # a rank's "LAUNCH/ATTEMPT": the attempt it belongs to
 
 
 @dataclass(frozen=True)

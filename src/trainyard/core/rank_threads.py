@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 import os
 
+from trainyard.core import environment
 from trainyard.core.cpus import granted_cpus, idle_cpus, omp_cpus
 
-RANK_CPUS_ENV = "TRAINYARD_RANK_CPUS"  # the CPUs Ray assigned this rank's worker (a number)
+RANK_CPUS_ENV = environment.RANK_CPUS_VARIABLE  # the CPUs Ray assigned this rank's worker (a number)
 
 
 def rank_threads(local_world: int = 1, environ: dict | os._Environ = os.environ) -> int:
@@ -55,7 +56,7 @@ def threads_note(threads: int) -> str:
     except (AttributeError, OSError):
         pass
     if omp_cpus() is not None:
-        parts.append(f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}")
+        parts.append(f"OMP_NUM_THREADS={environment.omp_num_threads()}")
     return f"{threads} CPU thread{'s' * (threads != 1)} ({', '.join(parts)})"
 
 

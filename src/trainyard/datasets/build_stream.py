@@ -27,6 +27,7 @@ from trainyard.datasets.pipeline import DecodePipeline
 from trainyard.datasets.resume_state import ResumeState, save
 from trainyard.datasets.split_writer import SplitWriter
 from trainyard.datasets.storage import SPLITS
+from trainyard.settings import process_settings
 
 CHECKPOINT_EVERY_S = 1.0
 CHECKPOINT_EVERY = 1024  # images, also: a small build gets a checkpoint too
@@ -113,7 +114,7 @@ def write_entries(entries: Iterator[tuple[str, int, str, Any]], totals: dict[str
     tmp, plan_hash, state = resume
     skipped = list(state.skipped)
     position, last = state.position, time.monotonic()
-    kill_at = int(os.environ.get(KILL_AT_ENV, "-1"))
+    kill_at = process_settings().test_kill_build_at
     ahead: deque = deque()  # the entries the pipeline was given, in order, until their pixels come back
 
     def items() -> Iterator[tuple[str, tuple[int, int, int]]]:

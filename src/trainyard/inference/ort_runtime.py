@@ -21,7 +21,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core import jobfiles
 from trainyard.core.files import write_atomic
 from trainyard.inference import trust
+from trainyard.settings import process_settings
 
 if TYPE_CHECKING:
     from torch import nn
@@ -161,7 +161,7 @@ def _inputs_bytes(inputs: Inputs) -> bytes:
 
 def wanted() -> bool:
     """Whether the ONNX path is on (the environment may ask for PyTorch only)."""
-    return os.environ.get(RUNTIME_ENV, "onnx").strip().lower() != "torch"
+    return process_settings().inference_runtime.strip().lower() != "torch"
 
 
 def ort_forward(checkpoint: Path, model: Callable[[], nn.Module], inputs: Inputs, sha: str | None = None,

@@ -7,11 +7,11 @@ the spec (on the job's GPU when it has one), open the image source and write the
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 from trainyard.artifact.device import require_leased_gpus
+from trainyard.core import environment
 from trainyard.core.events import EventWriter
 from trainyard.core.files import write_json_atomic
 from trainyard.datasets.archive import safe_extract
@@ -32,7 +32,7 @@ def job_device() -> str:
     A CPU job gets the variable empty from the runner: the CPU, without importing torch. A job
     given a real GPU that CUDA cannot use fails (GpuUnusable, naming the cause); other values
     ask torch, which finds no device behind a fake GPU (TRAINYARD_FAKE_GPUS)."""
-    if os.environ.get("CUDA_VISIBLE_DEVICES", "unset").strip() == "":
+    if (environment.cuda_visible_devices() or "unset").strip() == "":
         return "cpu"
     if require_leased_gpus():
         return "cuda"

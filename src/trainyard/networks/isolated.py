@@ -11,12 +11,11 @@ never that the network does not build.
 
 from __future__ import annotations
 
-import os
-
 from trainyard.core.vocabulary import DEFAULT_TASK, Task
 from trainyard.networks.table import builder_modules
 from trainyard.sandbox.childproc import Child, ChildFailed, default_policy, out_of_memory
 from trainyard.sandbox.zygote import Zygote
+from trainyard.settings import process_settings
 
 # timm:vit_giant_patch14_224 (1.0 G parameters) took 388 s to build, run and inspect on a
 # 2-core machine at load average 25; the default leaves room above it.
@@ -33,7 +32,7 @@ CHECKER = Zygote(["torch", "torchvision", "timm", "trainyard.networks.check", "t
 def check_timeout() -> float:
     """The check's time limit in seconds (``TRAINYARD_CHECK_TIMEOUT_S``)."""
     try:
-        return float(os.environ.get("TRAINYARD_CHECK_TIMEOUT_S") or DEFAULT_TIMEOUT_S)
+        return process_settings().check_timeout_s
     except ValueError:
         return DEFAULT_TIMEOUT_S
 

@@ -17,6 +17,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trainyard.core import environment
 from trainyard.core.errors import NotFound
 from trainyard.core.vocabulary import Task
 
@@ -64,7 +65,7 @@ def names_file() -> Path | None:
     version = _timm_version()
     if version is None:
         return None
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    base = environment.cache_home()
     return base / "trainyard" / f"timm-{version}-models.txt"
 
 

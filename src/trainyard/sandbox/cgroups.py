@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainyard.core import environment
 from trainyard.core.environment import MEMORY_SETTING
 
 SETTING = "TRAINYARD_SANDBOX_CGROUPS"  # 0: rlimits only
@@ -71,7 +72,7 @@ def _v2(mount: str) -> _Tree | None:
 
 @functools.cache
 def _probe() -> tuple[_Tree | None, str | None]:
-    if os.environ.get(SETTING, "") in ("0", "false", "no"):
+    if not environment.sandbox_cgroups_on():
         return None, f"turned off ({SETTING}=0)"
     if os.geteuid() != 0:
         return None, "not root: this process cannot make cgroups"

@@ -36,9 +36,9 @@ def serve(setup: dict, request_fd: int, answer_fd: int) -> None:
     os.environ.update(setup.get("env") or {})
     policy = sandbox.Policy.from_json(setup["policy"]) if setup.get("policy") else None
     if setup.get("private_tmp"):  # forked by a checker inside namespaces: its own private /tmp
-        os.environ["TMPDIR"] = tempfile.mkdtemp(prefix=f"child-{os.getpid()}-", dir="/tmp")
+        scratch = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix=f"child-{os.getpid()}-", dir="/tmp")
         if policy is not None:
-            policy.write = [*policy.write, os.environ["TMPDIR"]]
+            policy.write = [*policy.write, scratch]
     tempfile.tempdir = None  # a warm parent may have settled on /tmp: the scratch folder instead
     # The handler's module is trainyard's (it imports torch): imported before the confinement, as
     # a warm checker's children find it, so that the address-space limit counts from there.

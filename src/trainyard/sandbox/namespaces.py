@@ -31,6 +31,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
+from trainyard.core import environment
 from trainyard.sandbox.landlock import HIDDEN_ETC
 from trainyard.sandbox.roots import SYSTEM, python_roots
 
@@ -74,7 +75,7 @@ def _probe() -> str | None:
 
 def unavailable_reason() -> str | None:
     """Why namespaces cannot be used here; None when they can."""
-    if os.environ.get(SETTING, "") in ("0", "false", "no"):
+    if not environment.sandbox_namespaces_on():
         return f"namespaces turned off ({SETTING}=0)"
     return _probe()
 
@@ -89,9 +90,9 @@ def sandbox_uid() -> int | None:
     the uid set (the host's files may not be readable by another); None when not root."""
     if os.geteuid() != 0:
         return None
-    chosen = os.environ.get(UID_SETTING)
-    if chosen:
-        return int(chosen)
+    chosen = environment.sandbox_uid()
+    if chosen is not None:
+        return chosen
     return DEFAULT_UID if available() else None
 
 

@@ -33,7 +33,8 @@ import struct
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from trainyard.core.environment import MEMORY_SETTING, sandbox_memory_mb
+from trainyard.core import environment
+from trainyard.core.environment import sandbox_memory_mb
 from trainyard.core.errors import UserError
 from trainyard.sandbox import cgroups, landlock, namespaces, rank_network, seccomp
 from trainyard.sandbox.roots import system_read_roots
@@ -98,7 +99,7 @@ def status() -> dict:
     """What confines user code here, for ``trainyard system --json`` and the start-up line."""
     abi = landlock_abi()
     missing = namespaces.unavailable_reason()
-    allowed = os.environ.get(ALLOW_UNSANDBOXED, "") in ("1", "true", "yes")
+    allowed = environment.unsandboxed_allowed()
     layers = ([] if missing else ["bubblewrap namespaces"]) + ([f"landlock (ABI {abi})"] if abi else [])
     if not layers:
         return {"available": False, "mechanism": None, "namespaces": False, "unsandboxed_allowed": allowed,
@@ -136,7 +137,7 @@ def require() -> bool:
 
 def trainyard_home() -> str:
     """TRAINYARD_HOME as a real path: what no sandbox may see."""
-    return os.path.realpath(os.environ.get("TRAINYARD_HOME") or os.path.expanduser("~/.trainyard"))
+    return environment.trainyard_home()
 
 
 def default_policy(read: list[str] | None = None, write: list[str] | None = None,
@@ -162,19 +163,19 @@ def memory_limit_mb() -> int | None:
     (TRAINYARD_SANDBOX_MEMORY_MB); None when it has none."""
     limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
     if limit == resource.RLIM_INFINITY:
-        return int(os.environ[MEMORY_SETTING]) if os.environ.get(MEMORY_SETTING, "").isdigit() else None
+        return environment.memory_setting_mb()
     return limit >> 20
 
 
 def enter(policy: Policy) -> None:
     """Confine this process (and all it starts) to ``policy``, for good; OSError when the kernel
     refuses a step (the fresh child then exits without running any user code)."""
-    uid = policy.uid if policy.uid is not None else os.environ.get("TRAINYARD_SANDBOX_UID")
+    uid = policy.uid if policy.uid is not None else environment.sandbox_uid()
     for name in SECRET_VARIABLES:  # the caller scrubbed them already; a fork inherits this copy
         os.environ.pop(name, None)
     _set_limits(policy)
     if os.geteuid() == 0:
-        _drop_root(int(uid) if uid is not None and uid != "" else None, policy.gid)
+        _drop_root(uid, policy.gid)
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         landlock.fail("PR_SET_NO_NEW_PRIVS")
     if landlock_abi():

@@ -44,15 +44,17 @@ import time
 import zlib
 from typing import Any
 
+from trainyard.core import environment
+
 UID_BASE_SETTING = "TRAINYARD_RANK_UID_BASE"
 DEFAULT_UID_BASE = 1 << 30  # far above any account's uid and Debian's subuid ranges (100000+)
 UID_SPAN = 1 << 16
 PEERS_VARIABLE = "TRAINYARD_RANK_PEERS"  # the job's nodes' addresses, set by the launcher (cluster/attempt.py)
-LOCK_FD_VARIABLE = "TRAINYARD_RANK_LOCK_FD"  # the rank's end of the socket to its supervisor
+LOCK_FD_VARIABLE = environment.RANK_LOCK_FD_VARIABLE  # the rank's end of the socket to its supervisor
 LOCK_WAIT_S = 30.0
 # A rank that has not asked by then is locked anyway: its process group's join (training/
 # distributed.py, TRAINYARD_JOIN_TIMEOUT_S) has failed or formed by that time.
-LOCK_DEADLINE_S = float(os.environ.get("TRAINYARD_JOIN_TIMEOUT_S") or 180) + 60
+LOCK_DEADLINE_S = environment.join_timeout_s(180) + 60
 
 
 def job_uid(job_id: str) -> int:
@@ -62,7 +64,7 @@ def job_uid(job_id: str) -> int:
     the mount namespace (a rank's root holds no other job's folder, bench/adversary_isolation.py's
     "uid twin"), its processes are counted by tree and cgroup, and its network rules name its
     rank's own group (`rank_gid`); the uid only owns the job's work folder."""
-    base = int(os.environ.get(UID_BASE_SETTING) or DEFAULT_UID_BASE)
+    base = environment.rank_uid_base(DEFAULT_UID_BASE)
     return base + zlib.crc32(job_id.encode()) % UID_SPAN
 
 
@@ -70,7 +72,7 @@ def rank_gid(supervisor: int) -> int:
     """The group one rank's processes run in: its own among every rank on this node (its
     supervisor's pid is unique here), so that two ranks of one job on one node (one uid) are
     held and locked apart."""
-    base = int(os.environ.get(UID_BASE_SETTING) or DEFAULT_UID_BASE)
+    base = environment.rank_uid_base(DEFAULT_UID_BASE)
     return base + UID_SPAN + supervisor  # above the uids; a pid is below 2**22
 
 
@@ -188,7 +190,7 @@ class Guard:
                 pass  # the rank is gone, or closed its end: locked all the same
 
     def close(self) -> None:
-        if os.environ.get(LOCK_FD_VARIABLE) == str(self._theirs.fileno()):
+        if environment.rank_lock_fd() == str(self._theirs.fileno()):
             os.environ.pop(LOCK_FD_VARIABLE)  # never started: no later child may inherit a closed fd
         self._theirs.close()
         self._ours.close()
@@ -209,7 +211,7 @@ def lock_network() -> None:
     """In a rank, once its process group has formed and before any user code: ask the
     supervisor to lock this rank's network, and wait until it has (a rank without a supervisor's
     socket, a local job's or an unconfined one's, has nothing to do)."""
-    fd = os.environ.pop(LOCK_FD_VARIABLE, None)
+    fd = environment.take_rank_lock_fd()
     if not fd:
         return
     try:

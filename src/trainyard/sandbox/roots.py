@@ -10,6 +10,8 @@ import os
 import sys
 from pathlib import Path
 
+from trainyard.core import environment
+
 SYSTEM = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt")
 KERNEL = ("/proc", "/sys", "/dev")  # a namespace gets its own /proc and /dev; /sys read-only
 
@@ -19,7 +21,7 @@ def python_roots() -> set[str]:
     working folder ``python -m`` puts first, which may well hold TRAINYARD_HOME."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
              os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
-    chosen = set(os.environ.get("PYTHONPATH", "").split(os.pathsep))
+    chosen = set(environment.python_path())
     roots.update(p for p in sys.path if os.path.isabs(p) and os.path.isdir(p)
                  and (p in chosen or os.path.basename(p) in ("site-packages", "dist-packages")))
     roots.add(str(Path(__file__).resolve().parents[2]))  # trainyard's own source (src/)

@@ -27,7 +27,7 @@ import time
 
 import psutil
 
-from trainyard.core import jobfiles
+from trainyard.core import environment, jobfiles
 from trainyard.core.environment import die_with_parent
 from trainyard.core.events import EventWriter
 from trainyard.core.status import Status
@@ -48,7 +48,7 @@ def too_many_processes(limit: int) -> str:
 def run(policy: sandbox.Policy, command: list[str]) -> int:
     """Run ``command`` confined to ``policy``, watched; the exit status to end with (negative:
     the signal that ended the job)."""
-    if "TORCHELASTIC_RUN_ID" in os.environ:  # a cluster rank: ends with the actor that started it
+    if environment.under_torchelastic():  # a cluster rank: ends with the actor that started it
         die_with_parent()
     _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     me = os.getpid()
@@ -194,7 +194,7 @@ def _report(policy: sandbox.Policy, message: str) -> None:
     print(f"trainyard: {message}", file=sys.stderr, flush=True)
     if not policy.report_dir:
         return
-    rank = int(os.environ.get("RANK") or 0)
+    rank = environment.torch_rank()
     try:
         if rank:
             # The job folder is the job's: a link planted there is refused, not followed (core/jobfiles.py).

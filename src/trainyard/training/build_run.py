@@ -28,6 +28,7 @@ from trainyard.artifact.checkpoint import load_checkpoint
 from trainyard.artifact.device import GpuUnusable, require_leased_gpus
 from trainyard.artifact.normalize import mean_tensor, std_tensor
 from trainyard.artifact.preprocessing import DEFAULT_RESIZE, Preprocessing
+from trainyard.core import environment
 from trainyard.core.errors import InvalidInput
 from trainyard.core.events import EventWriter
 from trainyard.core.files import read_json
@@ -79,7 +80,7 @@ def check_processes(spec: ModelSpec, d: Dist) -> None:
     # Several copies of this loop without a process group would each train alone and write the
     # same files: they must come from torch.distributed.run (the job's command does that).
     wanted = spec.processes * spec.nnodes
-    if not d.enabled and (wanted > 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1):
+    if not d.enabled and (wanted > 1 or environment.world_size() > 1):
         raise TrainingError(f"this job asks for {wanted} processes: start it through "
                             "torch.distributed.run (as trainyard does), not as one process")
 
@@ -151,8 +152,6 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
         torch.manual_seed(distributed.rank_seed(seed, d.rank))  # own dropout masks per rank
 
     batch_size = spec.default_batch_size()
-    train_loader: BatchLoader
-    val_loader: BatchLoader | None
     targets = TARGET_LOADERS.get(spec.task)
     if targets is not None:  # boxes or masks for targets, no mean (the network normalises inside)
         train_loader, val_loader, preprocess = targets(spec, info, train_split, val_split, batch_size, device,
@@ -175,15 +174,7 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
                         spec.snapshot_interval)
 
     base_lr = spec.lr.base_lr * (d.world_size if spec.scale_lr else 1)
-    groups: list[nn.Parameter] | list[dict] = params
-    if head is not None and spec.backbone_lr_mult != 1:  # the backbone learns more slowly
-        groups = finetune.parameter_groups(net, head, base_lr, spec.backbone_lr_mult)
-    optimizer = create_optimizer(spec.solver, groups, base_lr, spec.momentum, spec.weight_decay)
-    scheduler = create_scheduler(optimizer, spec.lr, schedule.total_iterations)
-    scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
-    stepper = Stepper(optimizer, scheduler, scaler, device.type, dtype, spec.accumulation,
-                      ema=resumed_average(net, spec.ema, ckpt))
-
+    stepper = _stepper(spec, net, params, head, base_lr, schedule, device, dtype, ckpt)
     run = Run(spec, Path(job_dir), events, device, net, net, stepper, train_loader, val_loader,
               schedule, classes, image_size, preprocess, seed, trainable, head, dist=d, base_lr=base_lr,
               batchnorm_refresh=refresh)
@@ -191,6 +182,20 @@ def prepare(spec: ModelSpec, job_dir: Path, events: EventWriter, resume: Path | 
         resume_run(run, ckpt)
     _wrap(run)
     return run
+
+
+def _stepper(spec: ModelSpec, net: nn.Module, params: list[nn.Parameter], head: list[str] | None,
+             base_lr: float, schedule: Schedule, device: torch.device, dtype: torch.dtype | None,
+             ckpt: dict | None) -> Stepper:
+    """The optimizer, its LR schedule, the loss scaler (float16 only) and the weight average."""
+    groups: list[nn.Parameter] | list[dict] = params
+    if head is not None and spec.backbone_lr_mult != 1:  # the backbone learns more slowly
+        groups = finetune.parameter_groups(net, head, base_lr, spec.backbone_lr_mult)
+    optimizer = create_optimizer(spec.solver, groups, base_lr, spec.momentum, spec.weight_decay)
+    scheduler = create_scheduler(optimizer, spec.lr, schedule.total_iterations)
+    scaler = torch.amp.GradScaler(device.type) if dtype == torch.float16 else None
+    return Stepper(optimizer, scheduler, scaler, device.type, dtype, spec.accumulation,
+                   ema=resumed_average(net, spec.ema, ckpt))
 
 
 def _classification_data(spec: ModelSpec, ckpt: dict | None, info: DatasetInfo, train_split: SplitReader,

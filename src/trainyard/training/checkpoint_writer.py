@@ -22,7 +22,6 @@ and goes on once ``DIR/NAME.hold`` is removed.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -32,6 +31,7 @@ import torch
 
 from trainyard.artifact.checkpoint import save_checkpoint
 from trainyard.core.events import EventWriter
+from trainyard.settings import process_settings
 from trainyard.training import fence
 
 HOLD_ENV = "TRAINYARD_CHECKPOINT_HOLD"
@@ -66,7 +66,7 @@ def to_cpu_copy(value: Any, spare: list[torch.Tensor] | None = None,
 
 
 def _hold_if_asked(path: Path) -> None:
-    folder = os.environ.get(HOLD_ENV)
+    folder = process_settings().checkpoint_hold
     if not folder:
         return
     hold = Path(folder) / f"{path.name}.hold"

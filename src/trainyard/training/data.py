@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from trainyard.artifact.normalize import normalize_batch
+from trainyard.core import environment
 from trainyard.core.cpus import granted_cpus
 from trainyard.datasets.storage import SplitReader
 from trainyard.training.augment import AugmentSettings, training_batch
@@ -47,7 +48,7 @@ def decode_threads() -> int:
     node when they were all granted the same set (torch.distributed.run's OMP_NUM_THREADS=1 is
     not a grant: it is set for every rank whatever the node has)."""
     granted = granted_cpus(use_omp=False)
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    local_world = environment.local_world_size()
     shared = granted >= (os.cpu_count() or 1) and local_world > 1  # no per-rank affinity was set
     return max(1, granted // local_world if shared else granted)
 

@@ -34,18 +34,19 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from trainyard.core import environment
 from trainyard.core.errors import UserError
 from trainyard.core.interfaces import bind_towards_rendezvous
-from trainyard.core.rank_threads import RANK_CPUS_ENV, rank_threads
-from trainyard.sandbox.rank_network import LOCK_FD_VARIABLE, lock_network
+from trainyard.core.rank_threads import rank_threads
+from trainyard.sandbox.rank_network import lock_network
+from trainyard.settings import process_settings
 from trainyard.training.rank_failures import first_sentence
 
 # Long enough for rank 0 to write a checkpoint while the others wait at their next all-reduce.
-# The one TRAINYARD_* variable outside settings.py (its docstring says why): this process has no Settings.
-COLLECTIVE_TIMEOUT_S = float(os.environ.get("TRAINYARD_COLLECTIVE_TIMEOUT_S", "600"))
+COLLECTIVE_TIMEOUT_S = process_settings().collective_timeout_s
 # How long the ranks may take to meet at the start (a rank that never comes, an address that
 # does not answer): then the job fails saying so.
-JOIN_TIMEOUT_S = float(os.environ.get("TRAINYARD_JOIN_TIMEOUT_S", "180"))
+JOIN_TIMEOUT_S = process_settings().join_timeout_s
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,12 @@ SINGLE = Dist()
 
 def launched() -> bool:
     """True in a worker started by torch.distributed.run (it sets RANK and WORLD_SIZE)."""
-    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+    return environment.launched_as_rank()
 
 
 def env_rank() -> int:
     """This process's global rank from the environment, without joining anything (0 if alone)."""
-    return int(os.environ.get("RANK", "0"))
+    return environment.torch_rank()
 
 
 def setup(own_process: bool = False) -> Dist:
@@ -93,15 +94,14 @@ def setup(own_process: bool = False) -> Dist:
     in): one process alone takes the threads it was granted too (core/rank_threads.py).
     """
     if not launched():
-        if own_process or RANK_CPUS_ENV in os.environ:  # a one-rank cluster job: Ray's CPUs
+        if own_process or environment.rank_cpus_given():  # a one-rank cluster job: Ray's CPUs
             torch.set_num_threads(rank_threads(1))
         # A one-worker cluster job has no group to form: its network is locked at once, before
         # any user code (it returned unlocked, and its code reached its node's Ray services).
         lock_network()
         return SINGLE
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    rank, world = environment.torch_rank(), environment.world_size()
+    local_rank, local_world = environment.local_rank(), environment.local_world_size()
     if torch.cuda.is_available():
         backend = "nccl"
         torch.cuda.set_device(local_rank)  # before NCCL starts: one device per process
@@ -112,7 +112,7 @@ def setup(own_process: bool = False) -> Dist:
         torch.set_num_threads(rank_threads(local_world))
     bind_towards_rendezvous(os.environ)
     timeout = timedelta(seconds=COLLECTIVE_TIMEOUT_S)
-    locking = backend == "nccl" and LOCK_FD_VARIABLE in os.environ
+    locking = backend == "nccl" and environment.rank_lock_fd() is not None
     if locking:  # NCCL connects lazily: every connection at its communicator's start instead
         os.environ.setdefault("NCCL_RUNTIME_CONNECT", "0")
     _join(backend, timeout)
@@ -137,7 +137,7 @@ def _join(backend: str, timeout: timedelta) -> None:
     try:
         dist.init_process_group(backend, timeout=timedelta(seconds=min(JOIN_TIMEOUT_S, COLLECTIVE_TIMEOUT_S)))
     except (RuntimeError, ValueError) as exc:
-        where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+        where = environment.rendezvous()
         raise JoinError(f"the job's training processes could not meet at {where} within "
                         f"{JOIN_TIMEOUT_S:.0f} s: {first_sentence(exc)}") from exc
     # set_timeout is public from PyTorch 2.14; before it, the same call was private.

@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from trainyard.core import fence
+from trainyard.core import environment, fence
 from trainyard.core.jobproc import EXIT_ABORTED
 from trainyard.core.paths import job_id_of
 
@@ -46,7 +46,7 @@ class Fenced(RuntimeError):
 def install(job_dir: str | os.PathLike) -> None:
     """Watch the fence of the attempt named in the environment (no-op without one)."""
     global _watch, _job
-    value = os.environ.get(fence.ENV)
+    value = environment.attempt_fence()
     if not value or _watch is not None:
         return
     _watch, _job = fence.Watch.for_rank(job_dir, value), job_id_of(job_dir)  # job_dir: its work folder

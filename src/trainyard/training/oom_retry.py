@@ -21,11 +21,11 @@ the forward pass of optimizer step STEP (1-based, counted across the run), TIMES
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import torch
 
+from trainyard.settings import process_settings
 from trainyard.training import distributed
 from trainyard.training.auto_batch import NOT_EVEN_ONE
 from trainyard.training.event_points import Schedule
@@ -42,7 +42,7 @@ class StepGuard:
     def __init__(self, run: Run, inject: str | None = None):
         self.run = run
         self.steps_done = run.batches // run.stepper.accumulation  # optimizer steps done
-        self.fault_step, self.faults_left = _parse(inject if inject is not None else os.environ.get(INJECT_SETTING),
+        self.fault_step, self.faults_left = _parse(inject if inject is not None else process_settings().inject_oom,
                                                    run.dist.rank)
 
     def after_step(self, batches: int) -> None:

@@ -29,9 +29,9 @@ import sys
 import traceback
 from pathlib import Path
 
+from trainyard.core import environment
 from trainyard.core.environment import die_with_parent
 from trainyard.core.events import EventWriter
-from trainyard.core.fence import ENV as FENCE_ENV
 from trainyard.core.gc_control import collect_from_here, pause_collection
 from trainyard.core.jobproc import EXIT_ABORTED, EXIT_FAILED, Aborted, StopFlag, exit_process, run_job
 from trainyard.core.paths import JobFolder
@@ -81,8 +81,8 @@ def main(job_dir: str | Path, *, own_process: bool = False) -> int:
     if own_process:
         pause_collection()  # until the run is built: importing torch and building make no garbage
     folder = JobFolder(job_dir)
-    rank = int(os.environ.get("RANK", "0"))  # set by torch.distributed.run; 0 when alone
-    if "TORCHELASTIC_RUN_ID" in os.environ:  # a rank under torch.distributed.run: end with the launcher
+    rank = environment.torch_rank()  # set by torch.distributed.run; 0 when alone
+    if environment.under_torchelastic():  # a rank under torch.distributed.run: end with the launcher
         die_with_parent(code=EXIT_FAILED)
     if rank == 0:
         for stale in folder.work.glob("rank-*.error"):  # from an earlier run of this job
@@ -106,7 +106,7 @@ def _run(folder: JobFolder, events: RankEvents, stop: StopFlag, own_process: boo
     # Until the first step there is no step boundary to poll at (building the network, reading
     # the data: many seconds on a loaded machine), so a stop raises at once there; with several
     # ranks they must agree on the step, so they stop at the first one.
-    stop.raise_at_once = int(os.environ.get("WORLD_SIZE", "1")) == 1
+    stop.raise_at_once = environment.world_size() == 1
 
     def prepared() -> None:
         stop.raise_at_once = False  # from here the loop polls: a checkpoint is never cut short
@@ -185,7 +185,7 @@ def defers_to_launcher(error: Exception, message: str, folder: JobFolder) -> boo
     launcher goes on with fewer workers (cluster/launcher.py: it logs the shrink) or ends the
     job itself, naming the node. Written by rank 0, "status failed" stood in the job's events
     as the job's end while it went on."""
-    if not os.environ.get(FENCE_ENV) or int(os.environ.get("WORLD_SIZE", "1")) < 2:
+    if not environment.attempt_fence() or environment.world_size() < 2:
         return False
     from trainyard.core.stored import read_stored
     from trainyard.training.spec import ModelSpec
@@ -230,7 +230,7 @@ def _message(error: Exception, folder: JobFolder | None = None) -> str:
         return f"custom network: {error}"
     if isinstance(error, UserError):
         return str(error)
-    if folder is not None and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if folder is not None and environment.world_size() > 1:
         from trainyard.training import distributed, rank_failures
 
         if rank_failures.is_peer_failure(error):

@@ -14,8 +14,10 @@ from __future__ import annotations
 import os
 import sys
 
-TOKEN_VARIABLE = "TRAINYARD_AUTH_TOKEN"
-FD_VARIABLE = "TRAINYARD_TOKEN_FD"
+from trainyard.core import environment
+
+TOKEN_VARIABLE = environment.SECRET_VARIABLES[0]
+FD_VARIABLE = environment.TOKEN_FD_VARIABLE
 MAX_TOKEN_BYTES = 4096  # far below a pipe's buffer: the write never blocks
 
 
@@ -31,9 +33,8 @@ def in_exec_environment(name: str = TOKEN_VARIABLE) -> bool:
 
 def hand_off() -> None:
     """Re-exec this server without the token in its environment, when it is there; else return."""
-    token = os.environ.get(TOKEN_VARIABLE, "")
+    token = environment.take_auth_token()  # out of os.environ: nothing this process starts inherits it
     if not token or not in_exec_environment() or len(token.encode()) > MAX_TOKEN_BYTES:
-        os.environ.pop(TOKEN_VARIABLE, None)  # nothing this process starts inherits it either
         return
     read_end, write_end = os.pipe()
     os.write(write_end, token.encode())
@@ -48,7 +49,7 @@ def hand_off() -> None:
 
 def take() -> str | None:
     """The token a `hand_off` passed to this process, read once; None when there was none."""
-    fd = os.environ.pop(FD_VARIABLE, None)
+    fd = environment.take_token_fd()
     if fd is None or not fd.isdigit():
         return None
     try:

@@ -10,11 +10,11 @@ and normalisation the weights expect.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import asdict, dataclass, field
 from functools import cache
 
+from trainyard.core import environment
 from trainyard.core.errors import NotFound
 from trainyard.networks import list_networks
 
@@ -65,7 +65,7 @@ def hash_in_filename(filename: str) -> str | None:
 
 
 def _hf_endpoint() -> str:
-    return (os.environ.get("HF_ENDPOINT") or HF_DEFAULT_ENDPOINT).rstrip("/")
+    return (environment.hf_endpoint() or HF_DEFAULT_ENDPOINT).rstrip("/")
 
 
 def torchvision_function(network: str) -> str | None:

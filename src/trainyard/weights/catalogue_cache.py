@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from trainyard.core import environment
+
 
 class _Entry(Protocol):
     """What this module needs of an entry (catalogue.WeightsEntry): catalogue.py calls this
@@ -42,7 +44,7 @@ def cache_file(source: str) -> Path:
             versions.append(f"{package}-none")
     code = (Path(__file__).parent / "catalogue.py").read_bytes()
     key = hashlib.sha256("/".join(versions).encode() + code).hexdigest()[:16]
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    base = environment.cache_home()
     return base / "trainyard" / f"weights-{source}-{key}.json"
 
 

@@ -18,6 +18,7 @@ import time
 
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from trainyard.core import environment
 from trainyard.core.errors import InvalidInput
 from trainyard.jobs.context import Context
 from trainyard.jobs.store.liveness_tables import DeploymentSetting
@@ -92,7 +93,7 @@ def check_cluster_reachable() -> None:
     if importlib.util.find_spec("ray") is None:
         raise ClusterNotReachable(f"{where}, but ray is not installed here: install trainyard[cluster] "
                                   f"to train on the cluster from here, {HOW_TO_QUEUE}")
-    if not os.environ.get("RAY_ADDRESS", "").strip():
+    if not environment.ray_address():
         raise ClusterNotReachable(f"{where}, but RAY_ADDRESS is not set here: set it to the head's "
                                   f"HOST:PORT to train on the cluster from here, {HOW_TO_QUEUE}")
     try:

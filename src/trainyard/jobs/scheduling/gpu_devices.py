@@ -19,10 +19,10 @@ NVML arrives as an argument (pynvml in production) so tests hand a fake one.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
+from trainyard.core import environment
 from trainyard.core.vocabulary import LEASED_GPUS
 
 
@@ -83,7 +83,7 @@ def visible_units(nvml: Any) -> list[Unit]:
     the list ends at the first entry that names no device, or one named twice.
     """
     units = nvml_units(nvml)
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    visible = environment.cuda_visible_devices()
     if visible is None:
         return units
     out: list[Unit] = []
@@ -108,11 +108,12 @@ def lease_environment(uuids: dict[int, str], gpu_ids: list[int], fake: bool = Fa
     """
     if not gpu_ids:
         return {"CUDA_VISIBLE_DEVICES": ""}  # a CPU job cannot grab a GPU by accident
-    own = [p.strip() for p in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
+    visible = environment.cuda_visible_devices()
+    own = [p.strip() for p in (visible or "").split(",")]
     names = []
     for index in gpu_ids:
         uuid = uuids.get(index, "")
-        if not uuid and "CUDA_VISIBLE_DEVICES" in os.environ:
+        if not uuid and visible is not None:
             uuid = own[index] if index < len(own) else str(index)
         names.append(uuid or str(index))
     env = {"CUDA_VISIBLE_DEVICES": ",".join(names), "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
