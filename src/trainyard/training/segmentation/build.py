@@ -23,10 +23,10 @@ def loaders(spec: ModelSpec, info: DatasetInfo, train_split: SplitReader, val_sp
             batch_size: int, device: torch.device, seed: int, d: Dist, net: nn.Module
             ) -> tuple[SegmentationBatchLoader, SegmentationBatchLoader | None, Preprocessing]:
     """(train loader, val loader or None, the preprocessing checkpoints record)."""
-    args = dict(seed=seed, rank=d.rank, world_size=d.world_size)
     train = SegmentationBatchLoader(SegmentationSplit(train_split.folder), batch_size, device, train=True,
-                                    augment=spec.augment, **args)  # type: ignore[arg-type]
-    val = (SegmentationBatchLoader(SegmentationSplit(val_split.folder), batch_size, device, **args)  # type: ignore[arg-type]
+                                    augment=spec.augment, seed=seed, rank=d.rank, world_size=d.world_size)
+    val = (SegmentationBatchLoader(SegmentationSplit(val_split.folder), batch_size, device, seed=seed,
+                                   rank=d.rank, world_size=d.world_size)
            if val_split else None)
     height, width, channels = train_split.shape
     preprocess = Preprocessing(width=width, height=height, channels=channels, resize=info.resize or "squash",
