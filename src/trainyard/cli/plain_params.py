@@ -91,13 +91,12 @@ def install() -> None:
     """Give typer's parameters the plain converter where it fits (once per process)."""
     param_class = getattr(typer.core, "_TyperParameter", None)
     typers_own = getattr(param_class, "get_runtime_param", None)
-    if typers_own is None or getattr(typers_own, "plain", False):
-        return  # a typer that converts with click's types (no pydantic), or installed already
+    if param_class is None or typers_own is None or getattr(typers_own, "__module__", None) == __name__:
+        return  # a typer that converts with click's types (no pydantic), or installed already (ours)
 
     def get_runtime_param(self):
         if self._runtime_param is None:
             self._runtime_param = plain_value(self) or typers_own(self)
         return self._runtime_param
 
-    get_runtime_param.plain = True  # type: ignore[attr-defined]
-    param_class.get_runtime_param = get_runtime_param  # type: ignore[union-attr]
+    param_class.get_runtime_param = get_runtime_param
