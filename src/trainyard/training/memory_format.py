@@ -38,6 +38,6 @@ def to_channels_last(net: nn.Module) -> bool:
     a tensor of another rank that `Module.to` would refuse (a Conv3d's 5-D weight)."""
     if any(t.dim() == 5 for t in (*net.parameters(), *net.buffers())):
         return False
-    # what cuDNN's and oneDNN's fastest convolutions want (the stubs before PyTorch 2.14 lack the keyword)
-    net.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+    # what cuDNN's and oneDNN's fastest convolutions want
+    net.to(memory_format=torch.channels_last)
     return True
