@@ -41,7 +41,7 @@ import types
 import warnings
 import zipfile
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -168,7 +168,9 @@ def load_example(source: bytes) -> types.ModuleType:
 
 def classifier(files: dict[str, bytes], example: types.ModuleType, run: Run):
     """example.py's Classifier with ``run`` in place of the ONNX session."""
-    class ArchiveClassifier(example.Classifier):  # type: ignore[name-defined]  # example.py, loaded at run time
+    classifier_base: Any = example.Classifier  # a class of example.py, known only once it is loaded
+
+    class ArchiveClassifier(classifier_base):
         def __init__(self) -> None:
             self.labels = example.parse_labels(files["labels.txt"].decode("utf-8"))
             self.prep = json.loads(files["preprocess.json"])
