@@ -16,7 +16,7 @@ import io
 import math
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -153,13 +153,18 @@ def export_onnx(model: nn.Module, input_shape: tuple[int, int, int]) -> bytes:
     return buffer.getvalue()
 
 
+def torchscript_export(model: nn.Module, example: torch.Tensor, buffer: io.BytesIO, input_names: Sequence[str],
+                       output_names: Sequence[str], dynamic_axes: Mapping[str, Mapping[int, str]]) -> None:
+    """``model`` traced on ``example`` by torch.onnx's TorchScript exporter, written to ``buffer``."""
+    torch.onnx.export(model, (example,), buffer,  # type: ignore[arg-type]  # stub: f a path; a binary file works
+                      input_names=input_names, output_names=output_names, opset_version=OPSET,
+                      dynamo=False, do_constant_folding=True, dynamic_axes=dynamic_axes)
+
+
 def _export(model: nn.Module, example: torch.Tensor, buffer: io.BytesIO) -> None:
     try:
-        # torch's stub types ``f`` as a path, but the TorchScript exporter writes to any binary file
-        torch.onnx.export(model, (example,), buffer,  # type: ignore[arg-type]
-                          input_names=[INPUT_NAME], output_names=[OUTPUT_NAME], opset_version=OPSET,
-                          dynamo=False, do_constant_folding=True,
-                          dynamic_axes={INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}})
+        torchscript_export(model, example, buffer, [INPUT_NAME], [OUTPUT_NAME],
+                           {INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}})
     except (TypeError, NotImplementedError, AttributeError):
         # A PyTorch without the TorchScript exporter: torch.export's, with a dynamic batch.
         buffer.seek(0)

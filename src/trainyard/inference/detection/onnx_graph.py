@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainyard.inference.onnx_export import _EXPORT_LOCK, OPSET, ExportError
+from trainyard.inference.onnx_export import _EXPORT_LOCK, ExportError, torchscript_export
 from trainyard.networks.detection import label_offset
 
 INPUT = "images"
@@ -59,10 +59,8 @@ def export_detector(model: nn.Module, shape: tuple[int, int, int]) -> bytes:
     with _EXPORT_LOCK, warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # the tracer's notices about torchvision's shape arithmetic
         try:
-            torch.onnx.export(wrapped, (example,), buffer,  # type: ignore[arg-type]
-                              input_names=[INPUT], output_names=list(OUTPUTS), opset_version=OPSET,
-                              dynamo=False, do_constant_folding=True,
-                              dynamic_axes={name: {0: "detections"} for name in OUTPUTS})
+            torchscript_export(wrapped, example, buffer, [INPUT], list(OUTPUTS),
+                               {name: {0: "detections"} for name in OUTPUTS})
         except Exception as exc:
             first_line = (str(exc).strip().splitlines() or [""])[0][:300]
             raise ExportError(f"the detector cannot be exported to ONNX: {type(exc).__name__}: "
