@@ -34,12 +34,13 @@ class SegmentationBatchLoader(BatchLoader):
                          rank=rank, world_size=world_size, prefetch=prefetch)
         self.split = split
 
-    def _read(self, indices: np.ndarray):  # type: ignore[override]
+    def _read(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """Background thread: one batch's uint8 images and masks, on the host."""
         return (torch.from_numpy(self.reader.read_batch(indices)),
                 torch.from_numpy(self.split.mask_batch(indices)))
 
-    def _to_device(self, images: torch.Tensor, labels, epoch: int, index: int):  # type: ignore[override]
+    def _to_device(self, images: torch.Tensor, labels: torch.Tensor, epoch: int, index: int
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
         x = images.permute(0, 3, 1, 2).float().div_(255)  # (N, C, H, W) in 0..1
         masks = labels.long()
         if self.train and self.augment is not None:
