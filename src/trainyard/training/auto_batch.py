@@ -29,7 +29,7 @@ from torch import nn
 
 from trainyard.core.events import EventWriter
 from trainyard.training import distributed
-from trainyard.training.data import BatchLoader
+from trainyard.training.data import BatchLoaderBase
 from trainyard.training.distributed import Dist
 from trainyard.training.state import TrainingError
 
@@ -94,7 +94,7 @@ def cpu_estimate(saved_bytes: Callable[[int], int], available: int, processes: i
     return max(1, min(limit, int(budget // per_image)))
 
 
-def settle(model: nn.Module, loaders: list[BatchLoader | None], step_loss: Callable, dtype: torch.dtype | None,
+def settle(model: nn.Module, loaders: list[BatchLoaderBase | None], step_loss: Callable, dtype: torch.dtype | None,
            start: int, ckpt: dict | None, d: Dist, events: EventWriter) -> int:
     """Choose the run's batch (a resumed run: its checkpoint's) and give it to ``loaders``.
 
@@ -118,7 +118,7 @@ def settle(model: nn.Module, loaders: list[BatchLoader | None], step_loss: Calla
     return batch
 
 
-def choose(model: nn.Module, loader: BatchLoader, step_loss: Callable, start: int, d: Dist,
+def choose(model: nn.Module, loader: BatchLoaderBase, step_loss: Callable, start: int, d: Dist,
            log: Callable[[str], None]) -> int:
     """The batch size for this run (the same on every rank), said in the log."""
     device = loader.device
@@ -158,14 +158,14 @@ def _autocast(step_loss: Callable, dtype: torch.dtype | None, device: torch.devi
     return in_precision
 
 
-def _step(model: nn.Module, loader: BatchLoader, step_loss: Callable, batch: int) -> None:
+def _step(model: nn.Module, loader: BatchLoaderBase, step_loss: Callable, batch: int) -> None:
     images, labels = _batch(loader, batch)
     loss, _ = step_loss(model, images, labels)
     loss.backward()
     model.zero_grad(set_to_none=True)
 
 
-def _saved_bytes(model: nn.Module, loader: BatchLoader, step_loss: Callable, batch: int) -> int:
+def _saved_bytes(model: nn.Module, loader: BatchLoaderBase, step_loss: Callable, batch: int) -> int:
     """The bytes one forward pass at ``batch`` keeps for backward (each storage counted once)."""
     images, labels = _batch(loader, batch)
     storages: dict[int, int] = {}
@@ -181,7 +181,7 @@ def _saved_bytes(model: nn.Module, loader: BatchLoader, step_loss: Callable, bat
     return sum(storages.values())
 
 
-def _batch(loader: BatchLoader, batch: int):
+def _batch(loader: BatchLoaderBase, batch: int):
     saved = loader.batch_size
     loader.batch_size = batch
     batches = cast(Generator, loader.batches(0, 0, 1))  # a generator: close() stops its read-ahead

@@ -35,7 +35,7 @@ from trainyard.core.files import read_json
 from trainyard.datasets.info import INFO_FILE, DatasetInfo
 from trainyard.datasets.storage import SplitReader, open_split, split_names
 from trainyard.training import auto_batch, distributed, transfer
-from trainyard.training.data import BatchLoader
+from trainyard.training.data import BatchLoader, BatchLoaderBase
 from trainyard.training.detection import build as detection_build
 from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.ema import resumed_average
@@ -54,7 +54,7 @@ from trainyard.weights import finetune
 
 # The tasks whose batches carry more than a class per image (core/tasks.py names the tasks), each
 # with its loaders; classification's are _classification_data's (mean image, crops, BatchNorm refresh).
-TARGET_LOADERS: dict[str, Callable[..., tuple[Any, Any, Preprocessing]]] = {
+TARGET_LOADERS: dict[str, Callable[..., tuple[BatchLoaderBase, BatchLoaderBase | None, Preprocessing]]] = {
     "detection": detection_build.loaders, "segmentation": segmentation_build.loaders}
 
 

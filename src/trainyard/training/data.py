@@ -29,6 +29,7 @@ import os
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Generic, TypeVar
 
 import numpy as np
 import torch
@@ -41,6 +42,8 @@ from trainyard.training.augment import AugmentSettings, training_batch
 from trainyard.training.device_decode import GuardedDecoder, device_decoder
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # images (N, C, h, w) float, labels (N,) int64
+HostLabels = TypeVar("HostLabels")  # a batch's labels as read on the host (a tensor, detection's dicts...)
+Labels = TypeVar("Labels")  # a batch's labels as the step gets them, on the device
 
 
 def decode_threads() -> int:
@@ -64,8 +67,11 @@ def _each_batch_sorted(order: np.ndarray, batch_size: int) -> np.ndarray:
                            np.sort(order[whole:])])
 
 
-class BatchLoader:
+class BatchLoaderBase(Generic[HostLabels, Labels]):
     """Iterates one split in batches; ``batches(epoch, start)`` yields (images, labels) on ``device``.
+
+    What every task's loader shares (order, sharding over ranks, read-ahead, exact resume); each
+    says how a batch's labels are read (`_read`) and reach the device (`_to_device`).
 
     In training mode (``train=True``) the order is shuffled per epoch, crops are random,
     ``augment`` applies, and the last incomplete batch is dropped when it is a small share of the
@@ -163,7 +169,8 @@ class BatchLoader:
         order = order[: n - n % self.world_size]
         return _each_batch_sorted(order[self.rank :: self.world_size], self.batch_size)
 
-    def batches(self, epoch: int = 0, start: int = 0, stop: int | None = None) -> Iterator[Batch]:
+    def batches(self, epoch: int = 0, start: int = 0, stop: int | None = None
+                ) -> Iterator[tuple[torch.Tensor, Labels]]:
         """Yield batches ``start`` (skipping the ones before, for an exact resume) up to ``stop``."""
         order = self.order(epoch)
         count = len(self)
@@ -172,22 +179,16 @@ class BatchLoader:
         for index, (images, labels) in enumerate(self._read_ahead(chunks), start):
             yield self._to_device(images, labels, epoch, index)
 
-    def _read(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """Background thread: gather one batch as (pinned) uint8 host tensors, or the images
-        already decoded on the device."""
-        labels = torch.from_numpy(self._labels[indices])
-        on_device = self._device_decode(indices)
-        if on_device is not None:
-            return on_device, labels.pin_memory() if self.pin else labels
-        batch = self.reader.read_batch(indices)
-        # A 16-bit split's samples travel as int32 (exact): CUDA has few uint16 kernels (the
-        # crop's indexing, flips), and normalize_batch scales int32 by 1 / 65535 (FULL_SCALE).
-        images = torch.from_numpy(batch.astype(np.int32) if batch.dtype == np.uint16 else batch)
-        if self.pin:
-            images, labels = images.pin_memory(), labels.pin_memory()
-        return images, labels
+    def _read(self, indices: np.ndarray) -> tuple[torch.Tensor, HostLabels]:
+        """Background thread: one batch's images and labels, on the host (or already on the device)."""
+        raise NotImplementedError
 
-    def _read_ahead(self, chunks: list[np.ndarray]) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    def _to_device(self, images: torch.Tensor, labels: HostLabels, epoch: int, index: int
+                   ) -> tuple[torch.Tensor, Labels]:
+        """The batch ``index`` of ``epoch``, as the step gets it."""
+        raise NotImplementedError
+
+    def _read_ahead(self, chunks: list[np.ndarray]) -> Iterator[tuple[torch.Tensor, HostLabels]]:
         """Read ``chunks`` in order, keeping ``prefetch`` of them in flight on a thread pool."""
         if self.prefetch < 1:
             yield from (self._read(c) for c in chunks)
@@ -209,6 +210,26 @@ class BatchLoader:
         finally:
             # Stopped early (abort, end of a fractional epoch): drop what was read ahead.
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+class BatchLoader(BatchLoaderBase[torch.Tensor, torch.Tensor]):
+    """A classification split's loader: labels (N,) int64; images cropped, augmented and
+    mean-subtracted on the device (`normalize_batch`, `training_batch`)."""
+
+    def _read(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """Background thread: gather one batch as (pinned) uint8 host tensors, or the images
+        already decoded on the device."""
+        labels = torch.from_numpy(self._labels[indices])
+        on_device = self._device_decode(indices)
+        if on_device is not None:
+            return on_device, labels.pin_memory() if self.pin else labels
+        batch = self.reader.read_batch(indices)
+        # A 16-bit split's samples travel as int32 (exact): CUDA has few uint16 kernels (the
+        # crop's indexing, flips), and normalize_batch scales int32 by 1 / 65535 (FULL_SCALE).
+        images = torch.from_numpy(batch.astype(np.int32) if batch.dtype == np.uint16 else batch)
+        if self.pin:
+            images, labels = images.pin_memory(), labels.pin_memory()
+        return images, labels
 
     def _to_device(self, images: torch.Tensor, labels: torch.Tensor, epoch: int, index: int) -> Batch:
         images = images.to(self.device, non_blocking=True)

@@ -33,7 +33,7 @@ from trainyard.core.rank_threads import threads_note
 from trainyard.training import distributed, oom_retry, transfer
 from trainyard.training.build_run import prepare
 from trainyard.training.checkpoint_writer import CheckpointWriter
-from trainyard.training.data import BatchLoader
+from trainyard.training.data import BatchLoaderBase
 from trainyard.training.diagnosis import diagnose
 from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.epoch_log import EpochLog
@@ -45,7 +45,7 @@ from trainyard.training.steps import TASKS, LossMeter, StepLoss, classification_
 __all__ = ["LossMeter", "Reporter", "evaluate", "train", "train_one_epoch"]
 
 
-def train_one_epoch(model: nn.Module, loader: BatchLoader, stepper: Stepper, meter: LossMeter,
+def train_one_epoch(model: nn.Module, loader: BatchLoaderBase, stepper: Stepper, meter: LossMeter,
                     epoch: int, *, start: int = 0, stop: int | None = None,
                     after_step: Callable[[int], None] = lambda batches: None,
                     step_loss: StepLoss = classification_loss) -> None:

@@ -20,7 +20,7 @@ from trainyard.artifact.checkpoint import CheckpointHeader
 from trainyard.artifact.preprocessing import Preprocessing
 from trainyard.core.errors import UserError
 from trainyard.core.events import EventWriter
-from trainyard.training.data import BatchLoader
+from trainyard.training.data import BatchLoader, BatchLoaderBase
 from trainyard.training.distributed import SINGLE, Dist
 from trainyard.training.ema import WeightAverage, checkpoint_entries
 from trainyard.training.event_points import Schedule
@@ -86,8 +86,8 @@ class Run:
     net: nn.Module  # the network itself: what checkpoints save (no DDP "module." prefix)
     model: nn.Module  # what trains: net, torch.compile(net), DDP(net) or torch.compile(DDP(net))
     stepper: Stepper
-    train_loader: BatchLoader
-    val_loader: BatchLoader | None
+    train_loader: BatchLoaderBase  # the task's (classification's BatchLoader, detection's...)
+    val_loader: BatchLoaderBase | None
     schedule: Schedule
     classes: list[str]
     image_size: int

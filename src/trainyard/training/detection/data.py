@@ -1,9 +1,10 @@
 """Batches of a stored detection split: images as a (N, 3, H, W) 0..1 tensor, boxes as targets.
 
-`DetectionBatchLoader` is classification's `BatchLoader` (order, sharding over ranks, read-ahead,
-exact resume: all of it) with a batch's labels replaced by torchvision's target dicts, one per
-image: ``{"boxes": (b, 4) float32 xyxy in stored pixels, "labels": (b,) int64}``, labels being
-the dataset's class plus the model's ``label_offset`` (1 where label 0 is background).
+`DetectionBatchLoader` is a `BatchLoaderBase`, as classification's `BatchLoader` is (order,
+sharding over ranks, read-ahead, exact resume: all of it), with a batch's labels torchvision's
+target dicts, one per image: ``{"boxes": (b, 4) float32 xyxy in stored pixels, "labels": (b,)
+int64}``, labels being the dataset's class plus the model's ``label_offset`` (1 where label 0 is
+background).
 
 Images are not mean-subtracted: torchvision's detectors normalise inside (their transform), and
 a 1-channel split is repeated to 3 channels, as their ImageNet mean and std expect.
@@ -27,14 +28,14 @@ from trainyard.datasets.detection.store import DetectionSplit
 from trainyard.datasets.storage import SplitReader
 from trainyard.training.augment import augment_batch
 from trainyard.training.augment_settings import AugmentSettings
-from trainyard.training.data import BatchLoader
+from trainyard.training.data import BatchLoaderBase
 from trainyard.training.detection.mosaic import mosaic_batch
 
 Targets = list[dict[str, torch.Tensor]]
 MIN_BOX_SIDE = 1.0  # stored pixels: a box cropped thinner than this by augmentation is dropped
 
 
-class DetectionBatchLoader(BatchLoader):
+class DetectionBatchLoader(BatchLoaderBase[Targets, Targets]):
     """``batches(epoch, start)`` yields (images (N, 3, H, W) float 0..1, targets) on ``device``."""
 
     def __init__(self, split: DetectionSplit, batch_size: int, device: torch.device | str = "cpu", *,
@@ -47,7 +48,7 @@ class DetectionBatchLoader(BatchLoader):
         self.epochs = epochs  # the run's length: mosaic stops for its last mosaic_off_percent
         self._transform = _augmentation(augment) if train and augment is not None else None
 
-    def _read(self, indices: np.ndarray):  # type: ignore[override]
+    def _read(self, indices: np.ndarray) -> tuple[torch.Tensor, Targets]:
         """Background thread: one batch's uint8 images and its boxes, on the host."""
         images = torch.from_numpy(self.reader.read_batch(indices))
         targets = []
@@ -57,11 +58,12 @@ class DetectionBatchLoader(BatchLoader):
                             "labels": torch.from_numpy(labels) + self.label_offset})
         return images, targets
 
-    def _to_device(self, images: torch.Tensor, labels, epoch: int, index: int):  # type: ignore[override]
+    def _to_device(self, images: torch.Tensor, labels: Targets, epoch: int, index: int
+                   ) -> tuple[torch.Tensor, Targets]:
         x = images.permute(0, 3, 1, 2).float().div_(255)  # (N, C, H, W) in 0..1
         if x.shape[1] == 1:
             x = x.expand(-1, 3, -1, -1).contiguous()
-        targets: Targets = labels
+        targets = labels
         if self.train and self.augment is not None:
             seed = int(np.random.SeedSequence([self.seed, epoch, index, self.rank]).generate_state(1)[0])
             generator = torch.Generator().manual_seed(seed)
