@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import weakref
+from collections.abc import Callable
 from types import FrameType
 
 import torch
@@ -83,11 +84,11 @@ class DefinitionLines:
             original(module, *args, **kwargs)
             note(module)
 
-        nn.Module.__init__ = init  # type: ignore[method-assign, assignment]
+        _set_module_init(init)
         return self
 
     def __exit__(self, *exc_info) -> None:
-        nn.Module.__init__ = self._original  # type: ignore[method-assign]
+        _set_module_init(self._original)
 
     def _note(self, module: nn.Module) -> None:
         frame: FrameType | None = sys._getframe(2)
@@ -118,3 +119,8 @@ def describe_failure(name: str, module: nn.Module, x: torch.Tensor | None, exc: 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _set_module_init(init: Callable[..., None]) -> None:
+    """``nn.Module.__init__`` replaced by ``init``: DefinitionLines' patch and its undoing."""
+    nn.Module.__init__ = init  # type: ignore[method-assign]  # a deliberate patch, for one build
