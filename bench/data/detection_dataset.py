@@ -2,7 +2,7 @@
 
 A detection build does what a classification one does (decode, fit, store, through the same
 pipeline) plus reading the labels, reading each image's header for its size and storing the
-boxes. This prints what that costs, on photo-like 500x375 JPEGs (bench/data/ingest.py's) with 0-3
+boxes. This prints what that costs, on photo-like 500x375 JPEGs (bench/data/ingest.py's generator) with 0-3
 KITTI boxes each, all built to 256x256 with one worker per core:
 
 - images/s and CPU seconds per image (the build process and its workers) of both builds,
@@ -31,7 +31,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ingest import SIZE, TARGET, cpu_seconds, generate  # noqa: E402  (a sibling script, not a package)
+from ingest import generate  # noqa: E402  (a sibling script, not a package)
+
+SIZE, TARGET = (500, 375), 256  # photo-like images built to TARGET x TARGET (ingest.py's photo set is larger)
+
+
+def cpu_seconds(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
 
 
 def write_kitti(paths: list[Path], labels: Path, images: Path, seed: int = 0) -> int:
@@ -88,13 +95,14 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="trainyard-bench-det-"))
     try:
-        paths = generate(work / "classes", args.count, 2)
+        classes = generate(work / "classes", args.count, args.count, SIZE, classes=2)
+        paths = sorted(classes.rglob("*.jpg"))
         boxes = write_kitti(paths, work / "labels", work / "images")
         for p in paths:  # warm the page cache so neither side pays for the disk
             p.read_bytes()
         print(f"{len(paths)} {SIZE[0]}x{SIZE[1]} JPEGs, {boxes} KITTI boxes; "
               f"load average before timing: {os.getloadavg()[0]:.2f} ({os.cpu_count()} CPUs)")
-        classification = {"train_folder": str(work / "classes")}
+        classification = {"train_folder": str(classes)}
         detection = {"task": "detection", "train_folder": str(work / "images"), "train_labels": str(work / "labels")}
         runs: dict[str, list[tuple[float, float]]] = {"classification": [], "detection": []}
         for _ in range(args.rounds):
