@@ -42,8 +42,8 @@ test-fast: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow and not jobs and not postgres and not namespaces and not browser and not gpu"
 
 bench: $(STAMP)
-	$(BIN)/python bench/ingest.py
-	$(BIN)/python bench/train.py
+	$(BIN)/python bench/data/ingest.py
+	$(BIN)/python bench/training/train.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

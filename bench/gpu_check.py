@@ -9,9 +9,9 @@ whatever happens, also when this script itself is stopped (SIGTERM, Ctrl-C), and
 stages' logs to ``--out`` (default ``$OUT``): table.txt, results.json, stages.log.
 
 Stages: environment (torch, CUDA, NCCL, capability, driver), NVML through trainyard's own
-inventory and monitor, ``pytest -m gpu``, bench/scaling.py for GoogLeNet at batch 128 (rows "1"
-and "1 (DDP)", 2 and 4 where present), AMP on/off (bench/train.py), export and CPU resume of a
-GPU checkpoint with GPU-against-CPU logits, and fp32/bf16/fp16/compile runs (bench/gpu_stages.py).
+inventory and monitor, ``pytest -m gpu``, bench/cluster/scaling.py for GoogLeNet at batch 128 (rows "1"
+and "1 (DDP)", 2 and 4 where present), AMP on/off (bench/training/train.py), export and CPU resume of a
+GPU checkpoint with GPU-against-CPU logits, and fp32/bf16/fp16/compile runs (bench/gpu/gpu_stages.py).
 
     python bench/gpu_check.py [--budget 530] [--out DIR] [--only environment,nvml]
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
-STAGES_PY = str(REPO / "bench" / "gpu_stages.py")
+STAGES_PY = str(REPO / "bench" / "gpu" / "gpu_stages.py")
 GPU_TESTS = ["tests/training", "tests/jobs/test_gpu_jobs.py", "tests/inference/test_gpu_inference.py"]
 MIN_STAGE_S = 10.0  # a stage given less than this could not even import torch: skipped instead
 RESERVE_S = 5.0  # kept back from the deadline for the table and the files
@@ -55,9 +55,10 @@ class Row:
 
 
 def stages() -> list[Stage]:
-    scaling = [PY, "bench/scaling.py", "--networks", "googlenet", "--batch", "128", "--steps", "30",
+    scaling = [PY, "bench/cluster/scaling.py", "--networks", "googlenet", "--batch", "128", "--steps", "30",
                "--warmup", "10", "--images", "2048"]
-    amp = [PY, "bench/train.py", "--amp-only", "--amp-network", "googlenet", "--rounds", "1", "--amp-images", "1024"]
+    amp = [PY, "bench/training/train.py", "--amp-only", "--amp-network", "googlenet", "--rounds", "1",
+           "--amp-images", "1024"]
     pytest = [PY, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider", *GPU_TESTS]
     return [
         Stage("environment", 30, [PY, STAGES_PY, "environment"], needs_cuda=False),
@@ -138,7 +139,7 @@ def table(rows: list[Row], pending: list[str]) -> str:
 
 
 def install_wheels(wheels: Path, target: Path, env: dict[str, str]) -> str:
-    """Install the carried wheels (bench/gpu_wheels.py) under ``target``; what happened, in words."""
+    """Install the carried wheels (bench/gpu/gpu_wheels.py) under ``target``; what happened, in words."""
     found = sorted(wheels.glob("*.whl"))
     if not found:
         return f"no wheels in {wheels}: using the installed packages"

@@ -2,7 +2,7 @@
 command module's heavy dependencies (the job store, pydantic, typer's rich help, torch, timm).
 
 Each case runs in a fresh interpreter and reports the modules it loaded; no timings here (the
-ratios are bench/cli.py's).
+ratios are bench/app/cli.py's).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The adversary's user-code payloads (bench/adversary_payloads.py) run, and the quick ones
+"""The adversary's user-code payloads (bench/security/adversary_payloads.py) run, and the quick ones
 (those a sandbox is not needed for) are blocked: here the cache forgery, against this process
 as the server."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from bench.adversary_payloads import PAYLOADS, QUICK, Target, run_payloads, table
+from bench.security.adversary_payloads import PAYLOADS, QUICK, Target, run_payloads, table
 
 from tests.inference.test_isolation import TOKEN, server  # noqa: F401
 

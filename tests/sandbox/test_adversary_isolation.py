@@ -1,4 +1,4 @@
-"""The adversary's network and memory payloads (bench/adversary_isolation.py) are blocked: a
+"""The adversary's network and memory payloads (bench/security/adversary_isolation.py) are blocked: a
 confined cluster rank reaches none of three host ports once its group formed, a check holding
 tmpfs and a tensor past its limit is stopped, a link named rank-1.error is not followed by
 the supervisor, a rank cannot reach the work folder of another job on its uid, and a rank can
@@ -8,8 +8,8 @@ neither rewrite nor delete its fence. Each is "n/a" where this machine lacks wha
 from __future__ import annotations
 
 import pytest
-from bench.adversary_isolation import PAYLOADS, run_isolation_payloads
-from bench.adversary_payloads import table
+from bench.security.adversary_isolation import PAYLOADS, run_isolation_payloads
+from bench.security.adversary_payloads import table
 
 from trainyard.sandbox import namespaces
 

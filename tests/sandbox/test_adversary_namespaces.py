@@ -1,4 +1,4 @@
-"""The adversary's namespace payloads (bench/adversary_namespaces.py) are all blocked: a custom
+"""The adversary's namespace payloads (bench/security/adversary_namespaces.py) are all blocked: a custom
 network's worker reaches no host socket, no host /dev/shm, not the server's process, and never
 runs as root on the host; the earlier user-code payloads still report blocked beside them."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from bench.adversary_payloads import NAMESPACE_PAYLOADS, Target, run_payloads, table
+from bench.security.adversary_payloads import NAMESPACE_PAYLOADS, Target, run_payloads, table
 
 from tests.inference.test_isolation import TOKEN, server  # noqa: F401
 from trainyard.sandbox import namespaces

@@ -1,4 +1,4 @@
-"""The split job folder against a hostile job (bench/adversary_split.py): a job running in its
+"""The split job folder against a hostile job (bench/security/adversary_split.py): a job running in its
 sandbox rewrites its spec, plants links and FIFOs named like the server's files in its work
 folder and replaces that folder by a link; the server neither follows nor trusts any of them."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from bench.adversary_payloads import Target, table
-from bench.adversary_split import PAYLOADS, SECRET, run_split_payloads
+from bench.security.adversary_payloads import Target, table
+from bench.security.adversary_split import PAYLOADS, SECRET, run_split_payloads
 
 from trainyard.sandbox import policy as sandbox
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from bench.adversary_isolation import SHM_HOG as HOG
-from bench.adversary_isolation import SHM_LIMIT_MB as LIMIT_MB
+from bench.security.adversary_isolation import SHM_HOG as HOG
+from bench.security.adversary_isolation import SHM_LIMIT_MB as LIMIT_MB
 
 from trainyard.networks import check_network_isolated
 from trainyard.networks.isolated import CHECKER

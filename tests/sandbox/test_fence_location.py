@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from bench.adversary_isolation import fence_rewrite
+from bench.security.adversary_isolation import fence_rewrite
 
 from trainyard.core import fence, jobfiles
 from trainyard.core.paths import JobFolder

@@ -1,4 +1,4 @@
-"""channels_last on the CPU for the network families it speeds up (bench/train.py measures it):
+"""channels_last on the CPU for the network families it speeds up (bench/training/train.py measures it):
 the network and its batches use it, a resumed run continues exactly, and precision=auto stays
 fp32 on the CPU."""
 

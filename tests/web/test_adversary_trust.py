@@ -1,4 +1,4 @@
-"""The adversary's payloads of issue 28 (bench/adversary_trust.py) run against the app, and
+"""The adversary's payloads of issue 28 (bench/security/adversary_trust.py) run against the app, and
 every one is blocked: links and FIFOs planted in a job folder, a rewritten spec.json, a
 checkpoint's false claim, a caller without the credential, a grid bomb, the /dev/shm ring."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 
-from bench.adversary_payloads import Target, table
-from bench.adversary_trust import PAYLOADS, run_trust_payloads
+from bench.security.adversary_payloads import Target, table
+from bench.security.adversary_trust import PAYLOADS, run_trust_payloads
 
 from trainyard.inference import worker_pool as workers
 from trainyard.sandbox import policy as sandbox

@@ -54,7 +54,7 @@ class OrtForward:
         options.log_severity_level = 3  # errors only: its notices are not for users
         # Idle ONNX Runtime threads spin by default, taking the cores that decode the next images
         # (classify-many) or answer other requests (the server): 1,040 -> 1,380 images/s for a
-        # LeNet classify-many on 2 cores with spinning off (bench/startup.py's images).
+        # LeNet classify-many on 2 cores with spinning off (bench/app/startup.py's images).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(onnx, options, providers=["CPUExecutionProvider"])
         # The graph's own names (onnx_export's INPUT_NAME and OUTPUT_NAME), read without torch.

@@ -51,7 +51,7 @@ def _classification(facts: DatasetFacts) -> str:
 RECOMMENDED: dict[str, Callable[[DatasetFacts], str]] = {
     "classification": _classification,
     # The YOLO nano with its recipe (networks/table.py): issue 41's unseen set, 15 epochs from
-    # scratch, measured by bench/detection_yolo.py against SSDlite, the former default.
+    # scratch, measured by bench/detection/detection_yolo.py against SSDlite, the former default.
     "detection": lambda facts: "yolo_n",
     "multilabel": _classification,  # a classifier's network, one sigmoid a label
     # Issue 43's measurement: a U-Net on ResNet-18 from scratch learned its generated shapes where

@@ -52,7 +52,7 @@ YOLO_RECIPE: tuple[tuple[str, Any], ...] = (
 
 # How a segmenter trains where the user says nothing else: Adam from 1e-3 down a half cosine, no
 # weight decay. The classifiers' default (SGD 0.01, divided by 10 at each third of training) left
-# a U-Net from scratch stuck at the LR's first step: on bench/segmentation.py's shapes (15 epochs,
+# a U-Net from scratch stuck at the LR's first step: on bench/segmentation/segmentation.py's shapes (15 epochs,
 # 64x64) test mIoU 0.38, against 0.51 with this recipe (docs/segmentation.md). At a fixed 1e-3 the
 # validation mIoU jumped by up to 0.15 from one epoch to the next; the cosine ends on a settled one.
 SEGMENTATION_RECIPE: tuple[tuple[str, Any], ...] = (

@@ -61,7 +61,7 @@ def job_uid(job_id: str) -> int:
     """The uid a cluster job's ranks run as, the same on every node (the job folder is shared).
 
     A hash, so two jobs in 65,536 pairs share one. That is harmless: what keeps jobs apart is
-    the mount namespace (a rank's root holds no other job's folder, bench/adversary_isolation.py's
+    the mount namespace (a rank's root holds no other job's folder, bench/security/adversary_isolation.py's
     "uid twin"), its processes are counted by tree and cgroup, and its network rules name its
     rank's own group (`rank_gid`); the uid only owns the job's work folder."""
     base = environment.rank_uid_base(DEFAULT_UID_BASE)

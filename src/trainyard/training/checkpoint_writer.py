@@ -7,8 +7,8 @@ growing), then hands the copy to a thread that writes it atomically with `save_c
 (temp file, fsync, rename), exactly as before. The copy goes into the previous snapshot's
 tensors, whose write is over: a run's state keeps its shapes, so the copy reuses memory already
 mapped instead of faulting in ~90 MB of fresh pages (ResNet-18 with momentum) every checkpoint,
-which halves what the training thread pays (bench/checkpoint.py). A kill mid-write leaves only a temp file, which
-`checkpoint_epochs` ignores: the previous checkpoint stays the latest, intact.
+which halves what the training thread pays (bench/training/checkpoint.py). A kill mid-write leaves only a
+temp file, which `checkpoint_epochs` ignores: the previous checkpoint stays the latest, intact.
 
 The ``checkpoint`` event is emitted by the training thread (EventWriter is not shared between
 threads) once the file is complete: at the next step after the write ends (`announce`), or at

@@ -221,7 +221,7 @@ def train(spec: ModelSpec, job_dir: str | os.PathLike, events: EventWriter, *,
     finally:
         # The last checkpoint is complete (and announced) before the job reports done or aborted.
         reporter.checkpoints.wait()
-    if run.device.type == "cuda":  # bench/scaling.py reports it; people size batches by it
+    if run.device.type == "cuda":  # bench/cluster/scaling.py reports it; people size batches by it
         events.emit("gpu_memory", peak_allocated=torch.cuda.max_memory_allocated(run.device),
                     peak_reserved=torch.cuda.max_memory_reserved(run.device))
     final = run.schedule.snapshot_epochs[-1]

@@ -10,7 +10,7 @@ from trainyard.core.tasks import task_traits
 from trainyard.training.spec import ModelSpec
 
 # Network families whose training and validation are faster in channels_last on the CPU as well
-# (oneDNN's NHWC convolutions; bench/train.py measures it, with and without): LeNet and the
+# (oneDNN's NHWC convolutions; bench/training/train.py measures it, with and without): LeNet and the
 # ResNets. Others keep NCHW on the CPU until measured. The choice follows from the spec and the
 # device alone, so a resumed run makes the same one and continues bit for bit.
 CPU_CHANNELS_LAST = ("lenet", "resnet")
