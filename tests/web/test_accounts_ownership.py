@@ -31,6 +31,7 @@ def id_routes(dataset: str, model: str) -> list[tuple[str, str]]:
             ("POST", f"/api/jobs/{dataset}/resume"), ("DELETE", f"/api/jobs/{dataset}"),
             ("PATCH", f"/api/jobs/{dataset}"), ("GET", f"/api/datasets/{dataset}/mean.png"),
             ("GET", f"/api/datasets/{dataset}/images"), ("GET", f"/api/datasets/{dataset}/images/train/0.png"),
+            ("GET", f"/api/datasets/{dataset}/images/train/0/overlay.png"),
             ("POST", f"/api/datasets/{dataset}/append"), ("GET", f"/datasets/{dataset}"),
             ("GET", f"/api/models/{model}"), ("GET", f"/api/jobs/{model}"),
             ("GET", f"/api/models/{model}/download"), ("POST", f"/api/models/{model}/export"),
